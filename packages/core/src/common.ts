@@ -1,0 +1,88 @@
+import * as z from 'zod';
+
+/** Id prefixes: every id is `<prefix>_<ULID>` (opaque, time-sortable). */
+export const ID_PREFIXES = {
+  account: 'acct',
+  apiKey: 'key',
+  conversation: 'conv',
+  contact: 'ct',
+  message: 'msg',
+  order: 'ord',
+  workflow: 'wf',
+  workflowRun: 'run',
+  event: 'evt',
+  webhookEndpoint: 'whe',
+  webhookDelivery: 'whd',
+} as const;
+export type IdKind = keyof typeof ID_PREFIXES;
+
+/** An id as it appears in a response. Ids are opaque to clients, so requests accept any string. */
+export const Id = z.string();
+
+/** ISO 8601 UTC timestamp with milliseconds, e.g. `2026-11-22T10:15:30.123Z`. */
+export const Timestamp = z.iso.datetime({ precision: 3 }).meta({ example: '2026-11-22T10:15:30.123Z' });
+
+/**
+ * A string whose length is counted in Unicode code points (not UTF-16 units),
+ * with the bounds published as JSON Schema `minLength`/`maxLength` (which count code points too).
+ */
+export function text(min: number, max: number) {
+  return z
+    .string()
+    .check((ctx) => {
+      const length = [...ctx.value].length;
+      if (length < min) {
+        ctx.issues.push({ code: 'too_small', origin: 'string', minimum: min, inclusive: true, input: ctx.value, message: `Must be at least ${min} characters` });
+      } else if (length > max) {
+        ctx.issues.push({ code: 'too_big', origin: 'string', maximum: max, inclusive: true, input: ctx.value, message: `Must be at most ${max} characters` });
+      }
+    })
+    .meta({ minLength: min, maxLength: max });
+}
+
+export const Platform = z.enum(['whatsapp', 'facebook', 'instagram']).meta({ id: 'Platform' });
+export type Platform = z.infer<typeof Platform>;
+
+export const ConversationStatus = z.enum(['active', 'resolved', 'archived']).meta({ id: 'ConversationStatus' });
+export type ConversationStatus = z.infer<typeof ConversationStatus>;
+
+/** E.164: `+`, then 7 to 15 digits, the first not 0. */
+export const Phone = z
+  .string()
+  .regex(/^\+[1-9]\d{6,14}$/, { message: 'Must be an E.164 phone number: + then 7 to 15 digits, the first not 0' })
+  .meta({ format: 'e164', example: '+14155550123' });
+
+/** Page-size and offset of every list endpoint; no clamping (101 is a 400). */
+export const PAGE_LIMIT_DEFAULT = 20;
+export const PAGE_LIMIT_MAX = 100;
+export const pagination = {
+  limit: z.int().min(1).max(PAGE_LIMIT_MAX).default(PAGE_LIMIT_DEFAULT).meta({ description: 'Page size, 1 to 100.' }),
+  offset: z.int().min(0).default(0).meta({ description: 'Zero-based position of the first record.' }),
+};
+
+/** Free-text search over names (and phone digits when the search holds a digit). Empty means no filter. */
+export const Search = z.string().max(200).meta({
+  description:
+    'Case-insensitive substring of the name; when the search holds a digit, also a substring of the phone number\'s digits.',
+});
+
+/** The list envelope of every list endpoint. */
+export function listOf<T extends z.ZodType>(item: T, id: string) {
+  return z
+    .object({
+      data: z.array(item),
+      total: z.int().min(0),
+      limit: z.int().min(1).max(PAGE_LIMIT_MAX),
+      offset: z.int().min(0),
+      has_more: z.boolean(),
+    })
+    .meta({ id });
+}
+
+export interface Page<T> {
+  data: T[];
+  total: number;
+  limit: number;
+  offset: number;
+  has_more: boolean;
+}

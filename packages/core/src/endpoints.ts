@@ -1,0 +1,236 @@
+import * as z from 'zod';
+import { AddTagBody, Contact, ContactIdParams, ContactList, ContactTagParams, CreateContactBody, ListContactsQuery, UpdateContactBody } from './contacts.js';
+import {
+  Conversation,
+  ConversationIdParams,
+  ConversationList,
+  CreateConversationBody,
+  ListConversationsQuery,
+  UpdateConversationBody,
+} from './conversations.js';
+import { ListMessagesQuery, Message, MessageList, SendMessageBody } from './messages.js';
+import { CreateOrderBody, ListOrdersQuery, Order, OrderIdParams, OrderList } from './orders.js';
+import { ListTagsQuery, TagList } from './tags.js';
+
+/** What a key must be allowed to do to call an operation. */
+export type Permission = 'read' | 'write';
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+export interface EndpointDefinition {
+  method: HttpMethod;
+  /** Relative to `/v1`, with `:name` path parameters. */
+  path: string;
+  permission: Permission;
+  summary: string;
+  description?: string;
+  params?: z.ZodType;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** Success status; 204 has no body. */
+  status: 200 | 201 | 202 | 204;
+  response?: z.ZodType;
+}
+
+const endpoint = <const E extends EndpointDefinition>(definition: E): E => definition;
+
+/**
+ * The /v1 contract, one declaration per operation. The server registers its routes from this
+ * table, and the OpenAPI document, the SDK and the CLI are generated from it.
+ * Operation ids are `<resource>.<verb>` (`contacts.tags.add` for a sub-resource).
+ */
+export const endpoints = {
+  'conversations.list': endpoint({
+    method: 'GET',
+    path: '/conversations',
+    permission: 'read',
+    summary: 'List conversations',
+    description: 'Most recent activity first (last message, else creation), ties by id descending.',
+    query: ListConversationsQuery,
+    status: 200,
+    response: ConversationList,
+  }),
+  'conversations.create': endpoint({
+    method: 'POST',
+    path: '/conversations',
+    permission: 'write',
+    summary: 'Open a conversation with a contact',
+    body: CreateConversationBody,
+    status: 201,
+    response: Conversation,
+  }),
+  'conversations.retrieve': endpoint({
+    method: 'GET',
+    path: '/conversations/:id',
+    permission: 'read',
+    summary: 'Retrieve a conversation',
+    params: ConversationIdParams,
+    status: 200,
+    response: Conversation,
+  }),
+  'conversations.update': endpoint({
+    method: 'PATCH',
+    path: '/conversations/:id',
+    permission: 'write',
+    summary: 'Change the status of a conversation',
+    description:
+      'Allowed: active → resolved, active → archived, resolved → active, resolved → archived. `archived` is final. Setting the current status is a no-op.',
+    params: ConversationIdParams,
+    body: UpdateConversationBody,
+    status: 200,
+    response: Conversation,
+  }),
+  'conversations.listMessages': endpoint({
+    method: 'GET',
+    path: '/conversations/:id/messages',
+    permission: 'read',
+    summary: 'List the messages of a conversation',
+    description: 'Oldest first, ties by id ascending.',
+    params: ConversationIdParams,
+    query: ListMessagesQuery,
+    status: 200,
+    response: MessageList,
+  }),
+  'messages.send': endpoint({
+    method: 'POST',
+    path: '/messages',
+    permission: 'write',
+    summary: 'Send a message into a conversation',
+    body: SendMessageBody,
+    status: 201,
+    response: Message,
+  }),
+  'contacts.list': endpoint({
+    method: 'GET',
+    path: '/contacts',
+    permission: 'read',
+    summary: 'List contacts',
+    description: 'Newest first, ties by id descending.',
+    query: ListContactsQuery,
+    status: 200,
+    response: ContactList,
+  }),
+  'contacts.create': endpoint({
+    method: 'POST',
+    path: '/contacts',
+    permission: 'write',
+    summary: 'Create a contact',
+    body: CreateContactBody,
+    status: 201,
+    response: Contact,
+  }),
+  'contacts.retrieve': endpoint({
+    method: 'GET',
+    path: '/contacts/:id',
+    permission: 'read',
+    summary: 'Retrieve a contact',
+    params: ContactIdParams,
+    status: 200,
+    response: Contact,
+  }),
+  'contacts.update': endpoint({
+    method: 'PATCH',
+    path: '/contacts/:id',
+    permission: 'write',
+    summary: 'Update a contact',
+    description: 'Partial: only the fields sent change. `email: null` clears it; `tags` replaces the whole set.',
+    params: ContactIdParams,
+    body: UpdateContactBody,
+    status: 200,
+    response: Contact,
+  }),
+  'contacts.delete': endpoint({
+    method: 'DELETE',
+    path: '/contacts/:id',
+    permission: 'write',
+    summary: 'Delete a contact',
+    description: "Deletes the contact with its conversations and messages; its orders stay, with `contact_id: null`.",
+    params: ContactIdParams,
+    status: 204,
+  }),
+  'contacts.tags.add': endpoint({
+    method: 'POST',
+    path: '/contacts/:id/tags',
+    permission: 'write',
+    summary: 'Attach a tag to a contact',
+    description: 'Attaching a tag the contact already has changes nothing. A contact has at most 50 tags.',
+    params: ContactIdParams,
+    body: AddTagBody,
+    status: 200,
+    response: Contact,
+  }),
+  'contacts.tags.remove': endpoint({
+    method: 'DELETE',
+    path: '/contacts/:id/tags/:tag',
+    permission: 'write',
+    summary: 'Remove a tag from a contact',
+    description: 'The tag is URL-encoded in the path. 404 when the contact does not have the tag.',
+    params: ContactTagParams,
+    status: 200,
+    response: Contact,
+  }),
+  'tags.list': endpoint({
+    method: 'GET',
+    path: '/tags',
+    permission: 'read',
+    summary: 'List the tags in use',
+    description: 'By name (code-point order), with the number of contacts that have each.',
+    query: ListTagsQuery,
+    status: 200,
+    response: TagList,
+  }),
+  'orders.list': endpoint({
+    method: 'GET',
+    path: '/orders',
+    permission: 'read',
+    summary: 'List orders',
+    description: 'Newest `placed_at` first, ties by id descending.',
+    query: ListOrdersQuery,
+    status: 200,
+    response: OrderList,
+  }),
+  'orders.create': endpoint({
+    method: 'POST',
+    path: '/orders',
+    permission: 'write',
+    summary: 'Record an order',
+    description: '`total_amount` is computed from the items. Without `number`, the account\'s next number is assigned.',
+    body: CreateOrderBody,
+    status: 201,
+    response: Order,
+  }),
+  'orders.retrieve': endpoint({
+    method: 'GET',
+    path: '/orders/:id',
+    permission: 'read',
+    summary: 'Retrieve an order',
+    params: OrderIdParams,
+    status: 200,
+    response: Order,
+  }),
+} as const satisfies Record<string, EndpointDefinition>;
+
+export type Endpoints = typeof endpoints;
+export type OperationId = keyof Endpoints;
+export const operationIds = Object.keys(endpoints) as OperationId[];
+
+type InputPart = 'params' | 'query' | 'body';
+type PartsOf<E> = { [P in InputPart as E extends Record<P, z.ZodType> ? P : never]: E extends Record<P, infer S extends z.ZodType> ? S : never };
+
+/** What a caller sends for an operation: `{ params?, query?, body? }` as the contract accepts them. */
+export type OperationInput<K extends OperationId> = { [P in keyof PartsOf<Endpoints[K]>]: z.input<PartsOf<Endpoints[K]>[P]> };
+/** The same after validation, with defaults applied. */
+export type OperationParsedInput<K extends OperationId> = { [P in keyof PartsOf<Endpoints[K]>]: z.output<PartsOf<Endpoints[K]>[P]> };
+/** What a successful call answers (`undefined` for 204). */
+export type OperationResult<K extends OperationId> = Endpoints[K] extends { response: infer S extends z.ZodType } ? z.output<S> : undefined;
+
+/** `/contacts/:id/tags/:tag` → `/contacts/{id}/tags/{tag}` */
+export const toOpenApiPath = (path: string): string => path.replace(/:([A-Za-z_]+)/g, '{$1}');
+
+/** Fill a path template: `fillPath('/contacts/:id', { id: 'ct_1' })` → `/contacts/ct_1` (each value URL-encoded). */
+export function fillPath(path: string, params: Record<string, string> = {}): string {
+  return path.replace(/:([A-Za-z_]+)/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new TypeError(`Missing path parameter "${name}"`);
+    return encodeURIComponent(value);
+  });
+}

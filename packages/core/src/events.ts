@@ -1,0 +1,29 @@
+import * as z from 'zod';
+import { Id, Timestamp } from './common.js';
+import { Conversation } from './conversations.js';
+import { Message } from './messages.js';
+import { Order } from './orders.js';
+
+/** What the service notifies integrations of, and the resource each event carries. */
+export const EVENT_TYPES = ['conversation.created', 'message.received', 'order.placed', 'conversation.resolved'] as const;
+export const EventType = z.enum(EVENT_TYPES).meta({ id: 'EventType' });
+export type EventType = z.infer<typeof EventType>;
+
+const eventOf = <T extends EventType, D extends z.ZodType>(type: T, data: D) =>
+  z.object({
+    id: Id,
+    type: z.literal(type),
+    created_at: Timestamp,
+    sequence: z.int().min(1).optional().meta({ description: 'Per-conversation order of events that concern a conversation.' }),
+    data,
+  });
+
+export const Event = z
+  .discriminatedUnion('type', [
+    eventOf('conversation.created', Conversation),
+    eventOf('message.received', Message),
+    eventOf('order.placed', Order),
+    eventOf('conversation.resolved', Conversation),
+  ])
+  .meta({ id: 'Event' });
+export type Event = z.infer<typeof Event>;

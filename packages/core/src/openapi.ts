@@ -1,0 +1,155 @@
+import * as z from 'zod';
+import { ERROR_STATUS, ErrorBody } from './errors.js';
+import { type EndpointDefinition, endpoints, toOpenApiPath } from './endpoints.js';
+
+type JsonSchema = Record<string, unknown>;
+
+export interface OpenApiOptions {
+  /** Server URL that ends with `/v1`, e.g. `https://api.example.com/v1`. */
+  serverUrl?: string;
+  version?: string;
+  /** Operation ids to leave out (features switched off on this server). */
+  exclude?: readonly string[];
+  /** Extra operations served beside the table (none yet). */
+  extra?: Record<string, EndpointDefinition>;
+}
+
+const REF_PREFIX = '#/components/schemas/';
+
+/**
+ * Converts zod schemas to JSON Schema (draft 2020-12, which OpenAPI 3.1 uses) and gathers every
+ * schema that has a meta `id` into `components.schemas`, so each resource is described once.
+ */
+class SchemaCollector {
+  readonly components: Record<string, JsonSchema> = {};
+
+  convert(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+    const json = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as JsonSchema;
+    delete json.$schema;
+    const defs = (json.$defs ?? {}) as Record<string, JsonSchema>;
+    delete json.$defs;
+    for (const [id, def] of Object.entries(defs)) this.add(id, rewriteRefs(def) as JsonSchema);
+    return rewriteRefs(json) as JsonSchema;
+  }
+
+  private add(id: string, def: JsonSchema): void {
+    const existing = this.components[id];
+    if (existing && JSON.stringify(existing) !== JSON.stringify(def)) {
+      throw new Error(`Schema "${id}" converts differently as request and response; give the two sides different ids`);
+    }
+    this.components[id] = def;
+  }
+}
+
+function rewriteRefs(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(rewriteRefs);
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value)) {
+      out[key] = key === '$ref' && typeof inner === 'string' ? inner.replace('#/$defs/', REF_PREFIX) : rewriteRefs(inner);
+    }
+    return out;
+  }
+  return value;
+}
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request: `details.field` and `details.constraint` say what to fix.',
+  401: 'Missing or invalid API key.',
+  403: 'The key lacks permission for this operation.',
+  404: 'No such resource in this account.',
+  429: 'Too many requests: retry after `Retry-After` seconds.',
+  500: 'Internal error: the message names the request id.',
+};
+
+function parameters(collector: SchemaCollector, schema: z.ZodType | undefined, location: 'path' | 'query') {
+  if (!schema) return [];
+  const json = collector.convert(schema, 'input');
+  const properties = (json.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((json.required ?? []) as string[]);
+  return Object.entries(properties).map(([name, property]) => {
+    const { description, ...rest } = property;
+    return {
+      name,
+      in: location,
+      required: location === 'path' || required.has(name),
+      ...(typeof description === 'string' ? { description } : {}),
+      schema: rest,
+    };
+  });
+}
+
+/** The OpenAPI 3.1 document of /v1, generated from the endpoint table. */
+export function buildOpenApiDocument(options: OpenApiOptions = {}) {
+  const collector = new SchemaCollector();
+  const exclude = new Set(options.exclude ?? []);
+  const errorRef = { $ref: `${REF_PREFIX}Error` };
+  collector.convert(ErrorBody, 'output');
+
+  const paths: Record<string, Record<string, unknown>> = {};
+  const all: Record<string, EndpointDefinition> = { ...endpoints, ...options.extra };
+  for (const [operationId, op] of Object.entries(all)) {
+    if (exclude.has(operationId)) continue;
+    const responses: Record<string, unknown> = {
+      [op.status]: op.response
+        ? { description: op.summary, headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } }, content: { 'application/json': { schema: collector.convert(op.response, 'output') } } }
+        : { description: `${op.summary}: no content.`, headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } } },
+    };
+    const errorStatuses = [400, 401, 403, ...(op.params || op.body ? [404] : []), 429, 500];
+    for (const status of errorStatuses) {
+      responses[status] = { description: ERROR_DESCRIPTIONS[status], content: { 'application/json': { schema: errorRef } } };
+    }
+    const path = `/v1${toOpenApiPath(op.path)}`;
+    paths[path] ??= {};
+    paths[path][op.method.toLowerCase()] = {
+      operationId,
+      summary: op.summary,
+      ...(op.description ? { description: op.description } : {}),
+      tags: [operationId.split('.')[0]],
+      security: [{ bearerAuth: [] }],
+      parameters: [
+        ...parameters(collector, op.params, 'path'),
+        ...parameters(collector, op.query, 'query'),
+        { $ref: '#/components/parameters/X-Request-Id' },
+      ],
+      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: collector.convert(op.body, 'input') } } } } : {}),
+      responses,
+    };
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Convo API',
+      version: options.version ?? '1.0.0',
+      description:
+        'Read and answer WhatsApp, Facebook and Instagram conversations, manage contacts, tags and orders. ' +
+        'Authenticate with `Authorization: Bearer <key>`. Errors are `{"error": {"code", "message", "details"?}}` with one of the codes ' +
+        `${Object.keys(ERROR_STATUS).map((c) => `\`${c}\``).join(', ')}.`,
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Convo' },
+    },
+    servers: [{ url: (options.serverUrl ?? 'http://127.0.0.1:3000/v1').replace(/\/v1\/?$/, '') }],
+    tags: [...new Set(Object.keys(all).filter((id) => !exclude.has(id)).map((id) => id.split('.')[0] as string))].map((name) => ({
+      name,
+      description: `Operations on ${name}.`,
+    })),
+    paths,
+    components: {
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: full access, read-only or webhook.' } },
+      parameters: {
+        'X-Request-Id': {
+          name: 'X-Request-Id',
+          in: 'header',
+          required: false,
+          description: 'Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made.',
+          schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._-]{1,128}$' },
+        },
+      },
+      headers: {
+        'X-Request-Id': { description: 'The id of this request.', schema: { type: 'string' } },
+      },
+      schemas: collector.components,
+    },
+  };
+}
+export type OpenApiDocument = ReturnType<typeof buildOpenApiDocument>;
