@@ -1,1 +1,149 @@
-export {};
+import { buildOpenApiDocument } from '@convo/core';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { type DatabaseHandle, openDatabase } from './db/database.js';
+import { migrateToLatest } from './db/migrate.js';
+import { readEnv } from './env.js';
+import { buildServer } from './http/server.js';
+import { DEMO_ACCOUNT_NAME, seedDemo } from './operator/demo-seed.js';
+import { KEY_TYPES, PLANS, type Plan, accountsService } from './services/accounts.js';
+
+const env = readEnv();
+
+/** Opens the database, runs `work`, and always closes it. */
+async function withDatabase<T>(work: (database: DatabaseHandle) => Promise<T>): Promise<T> {
+  const database = openDatabase(env.databaseUrl);
+  try {
+    return await work(database);
+  } finally {
+    await database.destroy();
+  }
+}
+
+const positiveInt = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive whole number');
+  return n;
+};
+
+const print = (value: unknown): void => {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+};
+
+const program = new Command('convo-server').description('Run and operate the Convo API server').showHelpAfterError();
+
+program
+  .command('serve')
+  .description('Serve the API (PORT, HOST, DATABASE_URL); migrates first unless NODE_ENV=production')
+  .action(async () => {
+    const database = openDatabase(env.databaseUrl);
+    if (env.nodeEnv !== 'production') await migrateToLatest(database.db);
+    const app = await buildServer({ database, logger: { level: env.logLevel } });
+    const stop = async () => {
+      await app.close();
+      await database.destroy();
+      process.exit(0);
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+    await app.listen({ port: env.port, host: env.host });
+    process.stderr.write(`Convo API on http://${env.host}:${env.port}/v1 (${database.dialect}); reference at http://${env.host}:${env.port}/docs\n`);
+  });
+
+program
+  .command('migrate')
+  .description('Apply pending database migrations')
+  .action(() =>
+    withDatabase(async (database) => {
+      const result = await migrateToLatest(database.db);
+      const applied = result.results?.filter((r) => r.status === 'Success').map((r) => r.migrationName) ?? [];
+      process.stderr.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Database is up to date\n');
+    }),
+  );
+
+const accounts = program.command('accounts').description('Manage accounts');
+accounts
+  .command('create')
+  .description('Create an account')
+  .requiredOption('--name <name>', 'account name')
+  .addOption(new Option('--plan <plan>', 'plan').choices(PLANS).makeOptionMandatory())
+  .option('--rpm <n>', 'requests per minute (required for enterprise; overrides the plan)', positiveInt)
+  .option('--json', 'print the account as one JSON object')
+  .action((options: { name: string; plan: Plan; rpm?: number; json?: boolean }) =>
+    withDatabase(async (database) => {
+      await migrateToLatest(database.db);
+      const account = await accountsService.createAccount(database, { name: options.name, plan: options.plan, rateLimitRpm: options.rpm });
+      if (options.json) print(account);
+      else process.stdout.write(`Created account ${account.id} (${account.name}, ${account.plan})\n`);
+    }),
+  );
+
+const keys = program.command('keys').description('Manage API keys');
+keys
+  .command('create')
+  .description('Create a key; its value is printed once and cannot be read again')
+  .requiredOption('--account <id>', 'account id')
+  .addOption(new Option('--type <type>', 'key type').choices(KEY_TYPES).makeOptionMandatory())
+  .option('--name <label>', 'a label for the key')
+  .option('--json', 'print the key as one JSON object')
+  .action((options: { account: string; type: (typeof KEY_TYPES)[number]; name?: string; json?: boolean }) =>
+    withDatabase(async (database) => {
+      await migrateToLatest(database.db);
+      const key = await accountsService.createKey(database, { accountId: options.account, type: options.type, name: options.name });
+      if (options.json) print(key);
+      else process.stdout.write(`Created ${key.type} key ${key.id} for ${key.account_id}. Store it now, it is not shown again:\n${key.key}\n`);
+    }),
+  );
+keys
+  .command('list')
+  .description("List an account's keys (never their values)")
+  .requiredOption('--account <id>', 'account id')
+  .option('--json', 'print JSON')
+  .action((options: { account: string; json?: boolean }) =>
+    withDatabase(async (database) => {
+      const list = await accountsService.listKeys(database, options.account);
+      if (options.json) return print(list);
+      for (const key of list) {
+        process.stdout.write(`${key.id}  ${key.type.padEnd(11)}  ${key.redacted}  ${key.revoked_at ? `revoked ${key.revoked_at}` : 'active'}  ${key.name ?? ''}\n`);
+      }
+    }),
+  );
+keys
+  .command('revoke <keyId>')
+  .description('Revoke a key: it stops working on the next request')
+  .option('--json', 'print JSON')
+  .action((keyId: string, options: { json?: boolean }) =>
+    withDatabase(async (database) => {
+      const key = await accountsService.revokeKey(database, keyId);
+      if (options.json) print(key);
+      else process.stdout.write(`Revoked ${key.id}\n`);
+    }),
+  );
+
+program
+  .command('seed')
+  .description('Load data')
+  .requiredOption('--demo', `a demo account ("${DEMO_ACCOUNT_NAME}") with contacts, conversations, messages and orders`)
+  .option('--json', 'print the account and key as JSON')
+  .action((options: { json?: boolean }) =>
+    withDatabase(async (database) => {
+      await migrateToLatest(database.db);
+      const { account, key, created } = await seedDemo(database);
+      if (options.json) return print({ account, key });
+      const base = `http://${env.host}:${env.port}/v1`;
+      process.stdout.write(
+        `${created ? 'Created' : 'Reusing'} demo account ${account.id} (${account.name}).\n` +
+          `API key (full access; shown once): ${key.key}\n` +
+          `Try: curl -H "Authorization: Bearer ${key.key}" ${base}/conversations\n`,
+      );
+    }),
+  );
+
+program
+  .command('openapi')
+  .description('Print the OpenAPI document')
+  .action(() => print(buildOpenApiDocument()));
+
+program.parseAsync().catch((error: unknown) => {
+  process.stderr.write(`convo-server: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,1 +1,5 @@
-export {};
+export { buildServer, type ServerOptions } from './http/server.js';
+export { openDatabase, type DatabaseHandle } from './db/database.js';
+export { migrateToLatest } from './db/migrate.js';
+export { accountsService } from './services/accounts.js';
+export type { AppRouter } from './trpc/router.js';

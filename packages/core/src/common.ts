@@ -46,11 +46,23 @@ export type Platform = z.infer<typeof Platform>;
 export const ConversationStatus = z.enum(['active', 'resolved', 'archived']).meta({ id: 'ConversationStatus' });
 export type ConversationStatus = z.infer<typeof ConversationStatus>;
 
+/**
+ * A string in a named syntax (phone, currency…): a mismatch is a `format` problem, whereas
+ * `.regex()` rules on characters are `pattern` problems.
+ */
+export function formatted(format: string, pattern: RegExp, message: string) {
+  return z
+    .string()
+    .check((ctx) => {
+      if (!pattern.test(ctx.value)) ctx.issues.push({ code: 'invalid_format', format, input: ctx.value, message });
+    })
+    .meta({ format, pattern: pattern.source });
+}
+
 /** E.164: `+`, then 7 to 15 digits, the first not 0. */
-export const Phone = z
-  .string()
-  .regex(/^\+[1-9]\d{6,14}$/, { message: 'Must be an E.164 phone number: + then 7 to 15 digits, the first not 0' })
-  .meta({ format: 'e164', example: '+14155550123' });
+export const Phone = formatted('e164', /^\+[1-9]\d{6,14}$/, 'Must be an E.164 phone number: + then 7 to 15 digits, the first not 0').meta({
+  example: '+14155550123',
+});
 
 /** Page-size and offset of every list endpoint; no clamping (101 is a 400). */
 export const PAGE_LIMIT_DEFAULT = 20;

@@ -1,19 +1,17 @@
 import * as z from 'zod';
-import { Id, Timestamp, listOf, pagination, text } from './common.js';
+import { Id, Timestamp, formatted, listOf, pagination, text } from './common.js';
 
 export const OrderStatus = z.enum(['pending', 'paid', 'fulfilled', 'cancelled', 'refunded']).meta({ id: 'OrderStatus' });
 export type OrderStatus = z.infer<typeof OrderStatus>;
 
 /** ISO 4217 currency code, upper case (`USD`, `EUR`, `BRL`). */
-export const Currency = z
-  .string()
-  .regex(/^[A-Z]{3}$/, { message: 'Must be an ISO 4217 currency code in upper case, e.g. USD' })
+export const Currency = formatted('iso-4217', /^[A-Z]{3}$/, 'Must be an ISO 4217 currency code in upper case, e.g. USD')
   .check((ctx) => {
     if (/^[A-Z]{3}$/.test(ctx.value) && !isKnownCurrency(ctx.value)) {
-      ctx.issues.push({ code: 'invalid_format', format: 'regex', pattern: 'iso-4217', input: ctx.value, message: `${ctx.value} is not an ISO 4217 currency code` });
+      ctx.issues.push({ code: 'invalid_format', format: 'iso-4217', input: ctx.value, message: `${ctx.value} is not an ISO 4217 currency code` });
     }
   })
-  .meta({ format: 'iso-4217', example: 'USD' });
+  .meta({ example: 'USD' });
 
 let knownCurrencies: Set<string> | undefined;
 function isKnownCurrency(code: string): boolean {

@@ -1,0 +1,75 @@
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import pg from 'pg';
+import type { Database } from './schema.js';
+
+/**
+ * The one module that knows which database is in use. The rest of the code gets a Kysely
+ * instance and the capabilities below, never the dialect's name.
+ */
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  /** `sqlite` or `postgres`: for logs and tests only. */
+  dialect: 'sqlite' | 'postgres';
+  /** Several processes may share this database (Postgres); SQLite is one process. */
+  sharedAcrossProcesses: boolean;
+  /** True when the error is a unique-constraint violation. */
+  isUniqueViolation(error: unknown): boolean;
+  destroy(): Promise<void>;
+}
+
+export const DEFAULT_SQLITE_PATH = 'data/convo.db';
+
+/** `postgres://…` → Postgres; `file:PATH` or a bare path → SQLite; unset → data/convo.db. */
+export function parseDatabaseUrl(url: string | undefined): { dialect: 'postgres'; url: string } | { dialect: 'sqlite'; path: string } {
+  if (!url) return { dialect: 'sqlite', path: DEFAULT_SQLITE_PATH };
+  if (/^postgres(ql)?:\/\//i.test(url)) return { dialect: 'postgres', url };
+  const path = url.replace(/^file:(\/\/)?/, '');
+  return { dialect: 'sqlite', path: path || DEFAULT_SQLITE_PATH };
+}
+
+export function openDatabase(url: string | undefined): DatabaseHandle {
+  const target = parseDatabaseUrl(url);
+  if (target.dialect === 'postgres') {
+    const pool = new pg.Pool({
+      connectionString: target.url,
+      max: 10,
+      // int8 (counts, amounts) as numbers: every value we store fits in 2^53.
+      types: {
+        getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+          oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text'),
+      },
+    });
+    // An idle client that loses its connection must not crash the process.
+    pool.on('error', () => {});
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return {
+      db,
+      dialect: 'postgres',
+      sharedAcrossProcesses: true,
+      isUniqueViolation: (error) => (error as { code?: string } | null)?.code === '23505',
+      destroy: () => db.destroy(),
+    };
+  }
+
+  const path = target.path === ':memory:' ? target.path : resolve(target.path);
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const sqlite = new SQLite(path);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    sharedAcrossProcesses: false,
+    isUniqueViolation: (error) => {
+      const code = (error as { code?: string } | null)?.code;
+      return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+    },
+    destroy: () => db.destroy(),
+  };
+}

@@ -1,0 +1,16 @@
+import { type Kysely, type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely';
+import * as initial from './migrations/2026_11_22_0001_initial.js';
+
+/** Migrations in date order. Imported statically so the bundled server carries them. */
+const migrations: Record<string, Migration> = {
+  '2026_11_22_0001_initial': initial,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
+  const migrator = new Migrator({ db, provider });
+  const result = await migrator.migrateToLatest();
+  if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
+  return result;
+}

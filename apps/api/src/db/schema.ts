@@ -1,0 +1,114 @@
+import type { Generated } from 'kysely';
+
+/**
+ * Table types for Kysely. Timestamps are ISO 8601 UTC strings with milliseconds in both
+ * dialects (fixed width, so they sort chronologically as text); JSON columns are text.
+ * Every tenant table starts its primary key with account_id (see CONTRACT: Operations).
+ */
+export interface AccountTable {
+  id: string;
+  name: string;
+  plan: 'free' | 'starter' | 'growth' | 'business' | 'enterprise';
+  rate_limit_rpm: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ApiKeyTable {
+  account_id: string;
+  id: string;
+  type: 'full_access' | 'read_only' | 'webhook';
+  name: string | null;
+  /** Start of the key, safe to show (`convo_sk_AbC…`). */
+  redacted: string;
+  key_hash: string;
+  /** Webhook keys only: the secret that signs deliveries (signing needs the secret itself). */
+  signing_secret: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+export interface ContactTable {
+  account_id: string;
+  id: string;
+  name: string | null;
+  /** Lower-cased name, for case-insensitive search. */
+  name_search: string | null;
+  phone: string;
+  /** The phone's digits only, for digit search. */
+  phone_digits: string;
+  email: string | null;
+  email_search: string | null;
+  /** JSON array of tag names, in the order they were attached. */
+  tags: string;
+  /** JSON object. */
+  attributes: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ContactTagTable {
+  account_id: string;
+  contact_id: string;
+  tag: string;
+  created_at: string;
+}
+
+export interface ConversationTable {
+  account_id: string;
+  id: string;
+  contact_id: string;
+  platform: 'whatsapp' | 'facebook' | 'instagram';
+  status: 'active' | 'resolved' | 'archived';
+  message_count: number;
+  last_message_content: string | null;
+  last_message_at: string | null;
+  /** last_message_at, else created_at: the default sort key. */
+  last_activity_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MessageTable {
+  account_id: string;
+  id: string;
+  conversation_id: string;
+  direction: 'inbound' | 'outbound';
+  type: 'text';
+  content: string;
+  status: 'queued' | 'sent' | 'delivered' | 'read' | 'failed';
+  created_at: string;
+}
+
+export interface OrderTable {
+  account_id: string;
+  id: string;
+  contact_id: string | null;
+  number: string;
+  /** The number as an integer when it is all digits: the next number is max + 1. */
+  number_value: number | null;
+  status: 'pending' | 'paid' | 'fulfilled' | 'cancelled' | 'refunded';
+  currency: string;
+  total_amount: number;
+  /** JSON array of {name, quantity, unit_amount}. */
+  items: string;
+  placed_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Database {
+  accounts: AccountTable;
+  api_keys: ApiKeyTable;
+  contacts: ContactTable;
+  contact_tags: ContactTagTable;
+  conversations: ConversationTable;
+  messages: MessageTable;
+  orders: OrderTable;
+}
+
+/** Tables whose rows belong to one account. */
+export type TenantTable = Exclude<keyof Database, 'accounts'>;
+
+export type { Generated };

@@ -1,0 +1,146 @@
+import { type EndpointDefinition, type OperationId, buildOpenApiDocument, endpoints, operationIds } from '@convo/core';
+import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { serializerCompiler } from 'fastify-type-provider-zod';
+import { monotonicFactory } from 'ulid';
+import type { DatabaseHandle } from '../db/database.js';
+import { ApiError, toErrorBody } from '../errors.js';
+import { HttpInput } from '../trpc/contract-input.js';
+import { type RequestContext, apiErrorOf, authenticate } from '../trpc/init.js';
+import { appRouter, createCaller } from '../trpc/router.js';
+import { renderDocsPage } from './docs-page.js';
+import { MAX_BODY_BYTES, RawBody } from './raw-body.js';
+
+export interface ServerOptions {
+  database: DatabaseHandle;
+  /** A pino logger, or false for none. */
+  logger?: FastifyBaseLogger | boolean | { level: string };
+  /** Public base address ending in /v1, for the OpenAPI document. */
+  publicUrl?: string;
+}
+
+/** Past this many bytes a request is cut off instead of drained (the 400 names MAX_BODY_BYTES). */
+const HARD_BODY_LIMIT = 16 * MAX_BODY_BYTES;
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const nextUlid = monotonicFactory();
+
+/**
+ * The HTTP transport: every row of the endpoint table becomes a Fastify route that calls the
+ * operation's tRPC procedure. Errors of every kind leave through the one error handler below.
+ */
+export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
+  const { database } = options;
+  const app = Fastify({
+    logger: options.logger ?? false,
+    genReqId: (req) => {
+      const sent = req.headers['x-request-id'];
+      return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : `req_${nextUlid()}`;
+    },
+    requestIdHeader: false,
+    bodyLimit: HARD_BODY_LIMIT,
+    routerOptions: { maxParamLength: 4096 },
+    disableRequestLogging: options.logger === false,
+  });
+  app.setSerializerCompiler(serializerCompiler);
+
+  // Bodies are collected undecoded (see RawBody) whatever their content type.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, payload, done) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    payload.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+    });
+    payload.on('end', () => done(null, { size, chunks }));
+    payload.on('error', (error) => done(error, undefined));
+  });
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const apiError = apiErrorOf(error) ?? fromFrameworkError(error as { code?: string; statusCode?: number });
+    if (!apiError) request.log.error({ err: error, requestId: request.id }, 'unexpected error');
+    const sent = apiError ?? ApiError.serverError(request.id);
+    return reply.code(sent.status).headers(sent.headers).type('application/json; charset=utf-8').send(toErrorBody(sent));
+  });
+
+  const contextOf = (request: FastifyRequest): RequestContext => ({
+    database,
+    requestId: request.id,
+    authorization: request.headers.authorization,
+  });
+
+  app.setNotFoundHandler(async (request) => {
+    // Under /v1 an unknown path is still an API call: the key is checked first.
+    if (request.url === '/v1' || request.url.startsWith('/v1/') || request.url.startsWith('/v1?')) await authenticate(contextOf(request));
+    throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
+  });
+
+  for (const operationId of operationIds) registerOperation(app, operationId, endpoints[operationId], contextOf);
+
+  const openApi = buildOpenApiDocument(options.publicUrl ? { serverUrl: options.publicUrl } : {});
+  const openApiJson = JSON.stringify(openApi);
+  app.get('/v1/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiJson));
+  const docsHtml = renderDocsPage(openApi);
+  app.get('/docs', async (_request, reply) =>
+    reply
+      .type('text/html; charset=utf-8')
+      .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+      .header('X-Content-Type-Options', 'nosniff')
+      .header('Referrer-Policy', 'no-referrer')
+      .send(docsHtml),
+  );
+
+  await app.register(fastifyTRPCPlugin, {
+    prefix: '/trpc',
+    trpcOptions: { router: appRouter, createContext: ({ req }: { req: FastifyRequest }) => contextOf(req) },
+  });
+
+  return app;
+}
+
+function registerOperation(
+  app: FastifyInstance,
+  operationId: OperationId,
+  operation: EndpointDefinition,
+  contextOf: (request: FastifyRequest) => RequestContext,
+) {
+  const path = operationId.split('.');
+  app.route({
+    method: operation.method,
+    url: `/v1${operation.path}`,
+    schema: operation.response ? { response: { [operation.status]: operation.response } } : {},
+    handler: async (request, reply) => {
+      const caller = createCaller(contextOf(request)) as unknown as Record<string, unknown>;
+      const procedure = path.reduce<unknown>((node, segment) => (node as Record<string, unknown>)[segment], caller) as (input: unknown) => Promise<unknown>;
+      const collected = request.body as { size: number; chunks: Buffer[] } | undefined;
+      const body = collected ? new RawBody(request.headers['content-type'], Buffer.concat(collected.chunks), collected.size > MAX_BODY_BYTES) : undefined;
+      const result = await procedure(new HttpInput(request.params, request.query, body));
+      reply.code(operation.status);
+      return operation.status === 204 ? reply.send() : result;
+    },
+  });
+}
+
+/** Fastify's own errors (body parsing, malformed URLs) in the contract's terms. */
+function fromFrameworkError(error: { code?: string; statusCode?: number }): ApiError | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return ApiError.badRequest('body', 'max_bytes', `The body is larger than ${MAX_BODY_BYTES} bytes`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return ApiError.badRequest('body', 'content_type', 'Send the body as JSON with "Content-Type: application/json"');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return ApiError.badRequest('body', 'json', 'The body is not valid JSON');
+  }
+  if (error.statusCode === 404) return new ApiError('not_found', 'Not found');
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return new ApiError('bad_request', 'Malformed request');
+  }
+  return undefined;
+}

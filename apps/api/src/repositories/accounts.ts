@@ -1,0 +1,42 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { AccountTable, ApiKeyTable } from '../db/schema.js';
+import type { Executor } from './tenant.js';
+
+export type AccountRow = Selectable<AccountTable>;
+export type ApiKeyRow = Selectable<ApiKeyTable>;
+
+// Accounts and keys are the operator's tables: they are looked up across accounts
+// (a key is found by its hash before its account is known).
+
+export const accountsRepository = {
+  insert: (db: Executor, row: Insertable<AccountTable>) => db.insertInto('accounts').values(row).execute(),
+
+  findById: (db: Executor, id: string) => db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst(),
+
+  findByName: (db: Executor, name: string) => db.selectFrom('accounts').selectAll().where('name', '=', name).orderBy('created_at').executeTakeFirst(),
+};
+
+export const apiKeysRepository = {
+  insert: (db: Executor, row: Insertable<ApiKeyTable>) => db.insertInto('api_keys').values(row).execute(),
+
+  /** The active key with this hash, with its account. */
+  findActiveByHash: (db: Executor, keyHash: string) =>
+    db
+      .selectFrom('api_keys')
+      .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+      .selectAll('api_keys')
+      .select(['accounts.name as account_name', 'accounts.plan as account_plan', 'accounts.rate_limit_rpm as account_rate_limit_rpm'])
+      .where('api_keys.key_hash', '=', keyHash)
+      .where('api_keys.revoked_at', 'is', null)
+      .executeTakeFirst(),
+
+  findById: (db: Executor, id: string) => db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst(),
+
+  listByAccount: (db: Executor, accountId: string) =>
+    db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute(),
+
+  touch: (db: Executor, id: string, at: string) => db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
+
+  revoke: (db: Executor, id: string, at: string) =>
+    db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst(),
+};

@@ -1,0 +1,85 @@
+import { type ExpressionBuilder, type Selectable, type Updateable, sql } from 'kysely';
+import type { ContactTable, Database } from '../db/schema.js';
+import { type TenantScope, likeContains } from './tenant.js';
+
+export type ContactRow = Selectable<ContactTable>;
+
+export interface ContactFilter {
+  /** Lower-cased search text. */
+  search?: string | undefined;
+  /** Digits of the search, when it holds any. */
+  searchDigits?: string | undefined;
+  tag?: string | undefined;
+}
+
+const filtered = (scope: TenantScope, filter: ContactFilter) => {
+  let query = scope.selectFrom('contacts');
+  if (filter.search) {
+    const pattern = likeContains(filter.search);
+    const digits = filter.searchDigits ? likeContains(filter.searchDigits) : undefined;
+    query = query.where((eb: ExpressionBuilder<Database, 'contacts'>) =>
+      eb.or([
+        eb(sql`contacts.name_search`, 'like', sql`${pattern} escape '\\'`),
+        eb(sql`contacts.email_search`, 'like', sql`${pattern} escape '\\'`),
+        ...(digits ? [eb(sql`contacts.phone_digits`, 'like', sql`${digits} escape '\\'`)] : []),
+      ]),
+    );
+  }
+  if (filter.tag !== undefined) {
+    const tag = filter.tag;
+    query = query.where((eb) =>
+      eb.exists(
+        scope
+          .selectFrom('contact_tags')
+          .select(sql.lit(1).as('one'))
+          .where('contact_tags.contact_id', '=', eb.ref('contacts.id'))
+          .where('contact_tags.tag', '=', tag),
+      ),
+    );
+  }
+  return query;
+};
+
+export const contactsRepository = {
+  findById: (scope: TenantScope, id: string) => scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id).executeTakeFirst(),
+
+  findByPhone: (scope: TenantScope, phone: string) => scope.selectFrom('contacts').selectAll().where('contacts.phone', '=', phone).executeTakeFirst(),
+
+  async list(scope: TenantScope, filter: ContactFilter, page: { limit: number; offset: number }) {
+    const [rows, count] = await Promise.all([
+      filtered(scope, filter)
+        .selectAll()
+        .orderBy('contacts.created_at', 'desc')
+        .orderBy('contacts.id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
+      filtered(scope, filter)
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.total) };
+  },
+
+  insert: (scope: TenantScope, row: Omit<ContactRow, 'account_id'>) => scope.insert('contacts', row),
+
+  update: (scope: TenantScope, id: string, patch: Updateable<ContactTable>) =>
+    scope.updateTable('contacts').set(patch).where('contacts.id', '=', id).execute(),
+
+  delete: (scope: TenantScope, id: string) => scope.deleteFrom('contacts').where('contacts.id', '=', id).executeTakeFirst(),
+
+  addToTagIndex: (scope: TenantScope, contactId: string, tag: string, at: string) =>
+    scope.insert('contact_tags', { contact_id: contactId, tag, created_at: at }),
+
+  removeFromTagIndex: (scope: TenantScope, contactId: string, tag: string) =>
+    scope.deleteFrom('contact_tags').where('contact_tags.contact_id', '=', contactId).where('contact_tags.tag', '=', tag).execute(),
+
+  /** Makes the contact_tags index match the contact's tags. */
+  async replaceTagIndex(scope: TenantScope, contactId: string, tags: readonly string[], at: string) {
+    await scope.deleteFrom('contact_tags').where('contact_tags.contact_id', '=', contactId).execute();
+    await scope.insert(
+      'contact_tags',
+      tags.map((tag) => ({ contact_id: contactId, tag, created_at: at })),
+    );
+  },
+};

@@ -1,0 +1,83 @@
+import { type Selectable, type Updateable, sql } from 'kysely';
+import type { ConversationTable } from '../db/schema.js';
+import { type TenantScope, likeContains } from './tenant.js';
+
+export type ConversationRow = Selectable<ConversationTable>;
+/** A conversation with the summary of its contact. */
+export type ConversationWithContact = ConversationRow & { contact_name: string | null; contact_phone: string };
+
+export interface ConversationFilter {
+  status?: ConversationRow['status'] | undefined;
+  platform?: ConversationRow['platform'] | undefined;
+  /** Lower-cased search text. */
+  search?: string | undefined;
+  /** Digits of the search, when it holds any. */
+  searchDigits?: string | undefined;
+}
+
+const withContact = (scope: TenantScope) =>
+  scope
+    .selectFrom('conversations')
+    .innerJoin('contacts', (join) =>
+      join.onRef('contacts.account_id', '=', 'conversations.account_id').onRef('contacts.id', '=', 'conversations.contact_id'),
+    );
+
+const filtered = (scope: TenantScope, filter: ConversationFilter) => {
+  let query = withContact(scope);
+  if (filter.status) query = query.where('conversations.status', '=', filter.status);
+  if (filter.platform) query = query.where('conversations.platform', '=', filter.platform);
+  if (filter.search) {
+    const pattern = likeContains(filter.search);
+    const digits = filter.searchDigits ? likeContains(filter.searchDigits) : undefined;
+    query = query.where((eb) =>
+      eb.or([
+        eb(sql`contacts.name_search`, 'like', sql`${pattern} escape '\\'`),
+        ...(digits ? [eb(sql`contacts.phone_digits`, 'like', sql`${digits} escape '\\'`)] : []),
+      ]),
+    );
+  }
+  return query;
+};
+
+const columns = ['contacts.name as contact_name', 'contacts.phone as contact_phone'] as const;
+
+export const conversationsRepository = {
+  findById: (scope: TenantScope, id: string): Promise<ConversationWithContact | undefined> =>
+    withContact(scope).selectAll('conversations').select(columns).where('conversations.id', '=', id).executeTakeFirst(),
+
+  async list(scope: TenantScope, filter: ConversationFilter, page: { limit: number; offset: number }) {
+    const [rows, count] = await Promise.all([
+      filtered(scope, filter)
+        .selectAll('conversations')
+        .select(columns)
+        .orderBy('conversations.last_activity_at', 'desc')
+        .orderBy('conversations.id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
+      filtered(scope, filter)
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .executeTakeFirstOrThrow(),
+    ]);
+    return { rows: rows as ConversationWithContact[], total: Number(count.total) };
+  },
+
+  insert: (scope: TenantScope, row: Omit<ConversationRow, 'account_id'>) => scope.insert('conversations', row),
+
+  update: (scope: TenantScope, id: string, patch: Updateable<ConversationTable>) =>
+    scope.updateTable('conversations').set(patch).where('conversations.id', '=', id).execute(),
+
+  /** Counts a new message and makes it the last one. */
+  recordMessage: (scope: TenantScope, id: string, message: { content: string; at: string }) =>
+    scope
+      .updateTable('conversations')
+      .set((eb) => ({
+        message_count: eb('message_count', '+', 1),
+        last_message_content: message.content,
+        last_message_at: message.at,
+        last_activity_at: message.at,
+        updated_at: message.at,
+      }))
+      .where('conversations.id', '=', id)
+      .execute(),
+};

@@ -1,0 +1,55 @@
+import type { Selectable } from 'kysely';
+import type { OrderTable } from '../db/schema.js';
+import type { TenantScope } from './tenant.js';
+
+export type OrderRow = Selectable<OrderTable>;
+
+export interface OrderFilter {
+  contactId?: string | undefined;
+  status?: OrderRow['status'] | undefined;
+}
+
+const filtered = (scope: TenantScope, filter: OrderFilter) => {
+  let query = scope.selectFrom('orders');
+  if (filter.contactId !== undefined) query = query.where('orders.contact_id', '=', filter.contactId);
+  if (filter.status) query = query.where('orders.status', '=', filter.status);
+  return query;
+};
+
+export const ordersRepository = {
+  findById: (scope: TenantScope, id: string) => scope.selectFrom('orders').selectAll().where('orders.id', '=', id).executeTakeFirst(),
+
+  findByNumber: (scope: TenantScope, number: string) =>
+    scope.selectFrom('orders').select('orders.id').where('orders.number', '=', number).executeTakeFirst(),
+
+  async list(scope: TenantScope, filter: OrderFilter, page: { limit: number; offset: number }) {
+    const [rows, count] = await Promise.all([
+      filtered(scope, filter)
+        .selectAll()
+        .orderBy('orders.placed_at', 'desc')
+        .orderBy('orders.id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
+      filtered(scope, filter)
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.total) };
+  },
+
+  /** The highest all-digits order number so far. */
+  async maxNumberValue(scope: TenantScope): Promise<number | null> {
+    const row = await scope
+      .selectFrom('orders')
+      .select((eb) => eb.fn.max('orders.number_value').as('max'))
+      .executeTakeFirst();
+    return row?.max == null ? null : Number(row.max);
+  },
+
+  insert: (scope: TenantScope, row: Omit<OrderRow, 'account_id'>) => scope.insert('orders', row),
+
+  /** Orders outlive their contact: they keep their data with contact_id null. */
+  detachContact: (scope: TenantScope, contactId: string, at: string) =>
+    scope.updateTable('orders').set({ contact_id: null, updated_at: at }).where('orders.contact_id', '=', contactId).execute(),
+};

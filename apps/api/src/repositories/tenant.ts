@@ -1,0 +1,45 @@
+import { type Insertable, type Kysely, type SelectQueryBuilder, type Transaction, type UpdateQueryBuilder, type DeleteQueryBuilder, type UpdateResult, type DeleteResult, sql } from 'kysely';
+import type { Database, TenantTable } from '../db/schema.js';
+
+export type Executor = Kysely<Database> | Transaction<Database>;
+
+/**
+ * The one place that scopes queries to an account. Repositories start every query of tenant
+ * data here, so the account filter is never written (or forgotten) by hand.
+ */
+export class TenantScope {
+  constructor(
+    readonly db: Executor,
+    readonly accountId: string,
+  ) {}
+
+  selectFrom<T extends TenantTable>(table: T): SelectQueryBuilder<Database, T, {}> {
+    return (this.db.selectFrom(table) as unknown as SelectQueryBuilder<Database, T, {}>).where(sql.ref(`${table}.account_id`), '=', this.accountId);
+  }
+
+  updateTable<T extends TenantTable>(table: T): UpdateQueryBuilder<Database, T, T, UpdateResult> {
+    return (this.db.updateTable(table) as unknown as UpdateQueryBuilder<Database, T, T, UpdateResult>).where(sql.ref(`${table}.account_id`), '=', this.accountId);
+  }
+
+  deleteFrom<T extends TenantTable>(table: T): DeleteQueryBuilder<Database, T, DeleteResult> {
+    return (this.db.deleteFrom(table) as unknown as DeleteQueryBuilder<Database, T, DeleteResult>).where(sql.ref(`${table}.account_id`), '=', this.accountId);
+  }
+
+  /** Inserts rows into a tenant table, stamped with this account's id. */
+  async insert<T extends TenantTable>(table: T, rows: Omit<Insertable<Database[T]>, 'account_id'> | Omit<Insertable<Database[T]>, 'account_id'>[]): Promise<void> {
+    const list = (Array.isArray(rows) ? rows : [rows]).map((row) => ({ ...row, account_id: this.accountId }));
+    if (list.length === 0) return;
+    await this.db
+      .insertInto(table)
+      .values(list as never)
+      .execute();
+  }
+
+  /** The same scope on another executor (a transaction). */
+  with(db: Executor): TenantScope {
+    return new TenantScope(db, this.accountId);
+  }
+}
+
+/** Escapes `%`, `_` and `\` for a LIKE pattern used with `ESCAPE '\'`. */
+export const likeContains = (fragment: string): string => `%${fragment.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -1,0 +1,126 @@
+import type { DatabaseHandle } from '../db/database.js';
+import type { AccountTable } from '../db/schema.js';
+import { ApiError } from '../errors.js';
+import { newId, now } from '../ids.js';
+import { type KeyType, generateKey, hashKey, redactKey } from '../keys.js';
+import { type AccountRow, type ApiKeyRow, accountsRepository, apiKeysRepository } from '../repositories/accounts.js';
+
+export type Plan = AccountTable['plan'];
+export const PLANS = ['free', 'starter', 'growth', 'business', 'enterprise'] as const satisfies readonly Plan[];
+export const KEY_TYPES = ['full_access', 'read_only', 'webhook'] as const satisfies readonly KeyType[];
+
+/** Requests per minute by plan; enterprise accounts carry their own number. */
+export const PLAN_RATE_LIMITS: Record<Exclude<Plan, 'enterprise'>, number> = { free: 60, starter: 120, growth: 300, business: 600 };
+
+export const rateLimitOf = (account: Pick<AccountRow, 'plan' | 'rate_limit_rpm'>): number =>
+  account.rate_limit_rpm ?? (account.plan === 'enterprise' ? PLAN_RATE_LIMITS.business : PLAN_RATE_LIMITS[account.plan]);
+
+export interface KeyRecord {
+  id: string;
+  account_id: string;
+  type: KeyType;
+  name: string | null;
+  redacted: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+const toKeyRecord = (row: ApiKeyRow): KeyRecord => ({
+  id: row.id,
+  account_id: row.account_id,
+  type: row.type,
+  name: row.name,
+  redacted: row.redacted,
+  last_used_at: row.last_used_at,
+  revoked_at: row.revoked_at,
+  created_at: row.created_at,
+});
+
+/** The caller of an API request, once its key is known. */
+export interface Principal {
+  account: { id: string; name: string; plan: Plan; rateLimit: number };
+  key: { id: string; type: KeyType };
+}
+
+/** last_used_at is written at most this often per key, so reads do not all turn into writes. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+export const accountsService = {
+  async createAccount(database: DatabaseHandle, input: { name: string; plan: Plan; rateLimitRpm?: number | undefined }): Promise<AccountRow> {
+    if (input.plan === 'enterprise' && input.rateLimitRpm === undefined) {
+      throw new Error('An enterprise account needs its own rate limit (--rpm N)');
+    }
+    const at = now();
+    const row: AccountRow = {
+      id: newId('account'),
+      name: input.name,
+      plan: input.plan,
+      rate_limit_rpm: input.rateLimitRpm ?? null,
+      created_at: at,
+      updated_at: at,
+    };
+    await accountsRepository.insert(database.db, row);
+    return row;
+  },
+
+  findAccount: (database: DatabaseHandle, id: string) => accountsRepository.findById(database.db, id),
+  findAccountByName: (database: DatabaseHandle, name: string) => accountsRepository.findByName(database.db, name),
+
+  /** Creates a key and returns its value: the only time the value is ever shown. */
+  async createKey(database: DatabaseHandle, input: { accountId: string; type: KeyType; name?: string | undefined }) {
+    const account = await accountsRepository.findById(database.db, input.accountId);
+    if (!account) throw new Error(`No such account: ${input.accountId}`);
+    const key = generateKey(input.type);
+    const row: ApiKeyRow = {
+      id: newId('apiKey'),
+      account_id: account.id,
+      type: input.type,
+      name: input.name ?? null,
+      redacted: redactKey(key),
+      key_hash: hashKey(key),
+      signing_secret: input.type === 'webhook' ? key : null,
+      last_used_at: null,
+      revoked_at: null,
+      created_at: now(),
+    };
+    await apiKeysRepository.insert(database.db, row);
+    return { ...toKeyRecord(row), key };
+  },
+
+  async listKeys(database: DatabaseHandle, accountId: string): Promise<KeyRecord[]> {
+    return (await apiKeysRepository.listByAccount(database.db, accountId)).map(toKeyRecord);
+  },
+
+  /** Revokes a key; it stops working on the very next request (keys are not cached). */
+  async revokeKey(database: DatabaseHandle, keyId: string): Promise<KeyRecord> {
+    const existing = await apiKeysRepository.findById(database.db, keyId);
+    if (!existing) throw new Error(`No such key: ${keyId}`);
+    if (existing.revoked_at === null) await apiKeysRepository.revoke(database.db, keyId, now());
+    return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
+  },
+
+  /**
+   * Finds who is calling from the `Authorization` header: `Bearer <key>`, the scheme in any case.
+   * Anything else, or a key that is unknown or revoked, is 401.
+   */
+  async authenticate(database: DatabaseHandle, authorization: string | undefined): Promise<Principal> {
+    const match = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '');
+    if (!match?.[1]) throw ApiError.unauthorized(authorization ? 'Authorization must be "Bearer <API key>"' : 'Missing API key: send "Authorization: Bearer <API key>"');
+    const row = await apiKeysRepository.findActiveByHash(database.db, hashKey(match[1]));
+    if (!row) throw ApiError.unauthorized('Invalid API key');
+    const at = now();
+    if (row.last_used_at === null || Date.parse(at) - Date.parse(row.last_used_at) >= TOUCH_INTERVAL_MS) {
+      await apiKeysRepository.touch(database.db, row.id, at);
+    }
+    return {
+      account: {
+        id: row.account_id,
+        name: row.account_name,
+        plan: row.account_plan,
+        rateLimit: rateLimitOf({ plan: row.account_plan, rate_limit_rpm: row.account_rate_limit_rpm }),
+      },
+      key: { id: row.id, type: row.type },
+    };
+  },
+};

@@ -1,0 +1,94 @@
+import { CONVERSATION_TRANSITIONS, type Conversation, type Message } from '@convo/core';
+import type { CreateConversationBody, ListConversationsQuery, ListMessagesQuery, UpdateConversationBody } from '@convo/core';
+import type * as z from 'zod';
+import { ApiError } from '../errors.js';
+import { newId, now } from '../ids.js';
+import { contactsRepository } from '../repositories/contacts.js';
+import { type ConversationWithContact, conversationsRepository } from '../repositories/conversations.js';
+import { type MessageRow, messagesRepository } from '../repositories/messages.js';
+import type { TenantScope } from '../repositories/tenant.js';
+import { type ServiceContext, inTransaction, page, scopeOf, searchTerms } from './context.js';
+
+export const toConversation = (row: ConversationWithContact): Conversation => ({
+  id: row.id,
+  contact: { id: row.contact_id, name: row.contact_name, phone: row.contact_phone },
+  platform: row.platform,
+  status: row.status,
+  message_count: row.message_count,
+  last_message:
+    row.last_message_at === null ? null : { content: row.last_message_content ?? '', timestamp: row.last_message_at },
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+export const toMessage = (row: MessageRow): Message => ({
+  id: row.id,
+  conversation_id: row.conversation_id,
+  direction: row.direction,
+  type: row.type,
+  content: row.content,
+  status: row.status,
+  created_at: row.created_at,
+});
+
+export async function findConversationOrThrow(scope: TenantScope, id: string): Promise<ConversationWithContact> {
+  const row = await conversationsRepository.findById(scope, id);
+  if (!row) throw ApiError.notFound('conversation', id);
+  return row;
+}
+
+export const conversationsService = {
+  async list(ctx: ServiceContext, query: z.output<typeof ListConversationsQuery>) {
+    const filter = { status: query.status, platform: query.platform, ...searchTerms(query.search) };
+    const { rows, total } = await conversationsRepository.list(scopeOf(ctx), filter, query);
+    return page(rows.map(toConversation), total, query.limit, query.offset);
+  },
+
+  async retrieve(ctx: ServiceContext, id: string): Promise<Conversation> {
+    return toConversation(await findConversationOrThrow(scopeOf(ctx), id));
+  },
+
+  async create(ctx: ServiceContext, body: z.output<typeof CreateConversationBody>): Promise<Conversation> {
+    return inTransaction(ctx, async (scope) => {
+      const contact = await contactsRepository.findById(scope, body.contact_id);
+      if (!contact) throw ApiError.notFound('contact', body.contact_id);
+      const at = now();
+      const row = {
+        id: newId('conversation'),
+        contact_id: contact.id,
+        platform: body.platform,
+        status: 'active' as const,
+        message_count: 0,
+        last_message_content: null,
+        last_message_at: null,
+        last_activity_at: at,
+        created_at: at,
+        updated_at: at,
+      };
+      await conversationsRepository.insert(scope, row);
+      return toConversation({ ...row, account_id: ctx.accountId, contact_name: contact.name, contact_phone: contact.phone });
+    });
+  },
+
+  /** Status changes follow CONVERSATION_TRANSITIONS; setting the current status changes nothing. */
+  async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateConversationBody>): Promise<Conversation> {
+    return inTransaction(ctx, async (scope) => {
+      const current = await findConversationOrThrow(scope, id);
+      const next = body.status;
+      if (next === undefined || next === current.status) return toConversation(current);
+      if (!CONVERSATION_TRANSITIONS[current.status].includes(next)) {
+        throw ApiError.badRequest('status', 'transition', `A conversation cannot go from ${current.status} to ${next}`);
+      }
+      const patch = { status: next, updated_at: now() };
+      await conversationsRepository.update(scope, id, patch);
+      return toConversation({ ...current, ...patch });
+    });
+  },
+
+  async listMessages(ctx: ServiceContext, id: string, query: z.output<typeof ListMessagesQuery>) {
+    const scope = scopeOf(ctx);
+    await findConversationOrThrow(scope, id);
+    const { rows, total } = await messagesRepository.listByConversation(scope, id, query);
+    return page(rows.map(toMessage), total, query.limit, query.offset);
+  },
+};

@@ -1,0 +1,88 @@
+import type { CreateOrderBody, ListOrdersQuery, Order } from '@convo/core';
+import type * as z from 'zod';
+import { ApiError } from '../errors.js';
+import { newId, now } from '../ids.js';
+import { contactsRepository } from '../repositories/contacts.js';
+import { type OrderRow, ordersRepository } from '../repositories/orders.js';
+import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
+
+/** Automatic order numbers start here. */
+export const FIRST_ORDER_NUMBER = 1001;
+
+export const toOrder = (row: OrderRow): Order => ({
+  id: row.id,
+  contact_id: row.contact_id,
+  number: row.number,
+  status: row.status,
+  currency: row.currency,
+  total_amount: Number(row.total_amount),
+  items: JSON.parse(row.items) as Order['items'],
+  placed_at: row.placed_at,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+/** An all-digits number small enough to count on. */
+const numericValue = (number: string): number | null => (/^\d{1,15}$/.test(number) ? Number(number) : null);
+
+const numberTaken = (existingId: string) =>
+  ApiError.badRequest('number', 'unique', 'An order with this number already exists', { existing_id: existingId });
+
+export const ordersService = {
+  async list(ctx: ServiceContext, query: z.output<typeof ListOrdersQuery>) {
+    const { rows, total } = await ordersRepository.list(scopeOf(ctx), { contactId: query.contact_id, status: query.status }, query);
+    return page(rows.map(toOrder), total, query.limit, query.offset);
+  },
+
+  async retrieve(ctx: ServiceContext, id: string): Promise<Order> {
+    const row = await ordersRepository.findById(scopeOf(ctx), id);
+    if (!row) throw ApiError.notFound('order', id);
+    return toOrder(row);
+  },
+
+  async create(ctx: ServiceContext, body: z.output<typeof CreateOrderBody>): Promise<Order> {
+    const total = body.items.reduce((sum, item) => sum + item.quantity * item.unit_amount, 0);
+    if (!Number.isSafeInteger(total)) {
+      throw ApiError.badRequest('items', 'max', 'The order total is larger than the API can represent');
+    }
+    const at = now();
+    const base = {
+      contact_id: body.contact_id,
+      status: body.status,
+      currency: body.currency,
+      total_amount: total,
+      items: JSON.stringify(body.items.map(({ name, quantity, unit_amount }) => ({ name, quantity, unit_amount }))),
+      placed_at: body.placed_at === undefined ? at : new Date(body.placed_at).toISOString(),
+      created_at: at,
+      updated_at: at,
+    };
+    // An automatic number may be taken by a concurrent order between reading the maximum and
+    // inserting; the unique constraint catches that, and we take the next one.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await inTransaction(ctx, async (scope) => {
+          const contact = await contactsRepository.findById(scope, body.contact_id);
+          if (!contact) throw ApiError.notFound('contact', body.contact_id);
+          let number = body.number;
+          if (number === undefined) {
+            const max = await ordersRepository.maxNumberValue(scope);
+            number = String(Math.max(FIRST_ORDER_NUMBER, (max ?? 0) + 1));
+          } else {
+            const existing = await ordersRepository.findByNumber(scope, number);
+            if (existing) throw numberTaken(existing.id);
+          }
+          const row = { ...base, id: newId('order'), number, number_value: numericValue(number) };
+          await ordersRepository.insert(scope, row);
+          return toOrder({ ...row, account_id: ctx.accountId });
+        });
+      } catch (error) {
+        if (!ctx.database.isUniqueViolation(error)) throw error;
+        if (body.number !== undefined) {
+          const existing = await ordersRepository.findByNumber(scopeOf(ctx), body.number);
+          if (existing) throw numberTaken(existing.id);
+        }
+        if (attempt >= 5) throw error;
+      }
+    }
+  },
+};

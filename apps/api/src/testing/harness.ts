@@ -1,0 +1,155 @@
+import { ErrorBody } from '@convo/core';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import type * as z from 'zod';
+import { type DatabaseHandle, openDatabase } from '../db/database.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { buildServer } from '../http/server.js';
+import { accountsService } from '../services/accounts.js';
+import { type TestDatabase, createTestDatabase, postgresAvailable } from './databases.js';
+
+export interface TestKeys {
+  /** Account A. */
+  full: string;
+  readOnly: string;
+  webhook: string;
+  revoked: string;
+  /** Account B: another tenant. */
+  otherFull: string;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON, or undefined for an empty body. */
+  body: any;
+  text: string;
+}
+
+export interface RequestOptions {
+  /** A key, or null for no Authorization header. Defaults to account A's full key. */
+  key?: string | null;
+  body?: unknown;
+  /** Sent as is instead of JSON-encoding `body`. */
+  rawBody?: string | Buffer;
+  query?: Record<string, string | number | undefined>;
+  headers?: Record<string, string>;
+}
+
+/** A real server over HTTP on a fresh database, with two accounts and keys of every type. */
+export interface TestServer {
+  dialect: 'sqlite' | 'postgres';
+  baseUrl: string;
+  keys: TestKeys;
+  accountId: string;
+  otherAccountId: string;
+  database: DatabaseHandle;
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(dialect: 'sqlite' | 'postgres'): Promise<TestServer> {
+  const testDatabase: TestDatabase = await createTestDatabase(dialect);
+  const database = openDatabase(testDatabase.url);
+  await migrateToLatest(database.db);
+  const app: FastifyInstance = await buildServer({ database, logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  const baseUrl = `http://127.0.0.1:${address.port}/v1`;
+
+  const a = await accountsService.createAccount(database, { name: 'Account A', plan: 'business' });
+  const b = await accountsService.createAccount(database, { name: 'Account B', plan: 'business' });
+  const key = async (accountId: string, type: 'full_access' | 'read_only' | 'webhook') =>
+    (await accountsService.createKey(database, { accountId, type })).key;
+  const revoked = await accountsService.createKey(database, { accountId: a.id, type: 'full_access' });
+  await accountsService.revokeKey(database, revoked.id);
+  const keys: TestKeys = {
+    full: await key(a.id, 'full_access'),
+    readOnly: await key(a.id, 'read_only'),
+    webhook: await key(a.id, 'webhook'),
+    revoked: revoked.key,
+    otherFull: await key(b.id, 'full_access'),
+  };
+
+  return {
+    dialect,
+    baseUrl,
+    keys,
+    accountId: a.id,
+    otherAccountId: b.id,
+    database,
+    async request(method, path, options = {}) {
+      const url = new URL(baseUrl + path);
+      for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
+      const headers: Record<string, string> = { ...options.headers };
+      const keyToUse = options.key === undefined ? keys.full : options.key;
+      if (keyToUse !== null) headers.authorization ??= `Bearer ${keyToUse}`;
+      let body: string | Buffer | undefined;
+      if (options.rawBody !== undefined) body = options.rawBody;
+      else if (options.body !== undefined) {
+        body = JSON.stringify(options.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const response = await fetch(url, { method, headers, body });
+      const text = await response.text();
+      return { status: response.status, headers: response.headers, text, body: text ? JSON.parse(text) : undefined };
+    },
+    async close() {
+      await app.close();
+      await database.destroy();
+      await testDatabase.drop();
+    },
+  };
+}
+
+/** Asserts a success status and parses the body with the contract schema it must follow. */
+export function expectBody<S extends z.ZodType>(response: TestResponse, status: number, schema: S): z.output<S> {
+  expect(response.status, response.text).toBe(status);
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  const parsed = schema.safeParse(response.body);
+  if (!parsed.success) throw new Error(`Response does not match its schema: ${parsed.error.message}\n${response.text}`);
+  return parsed.data;
+}
+
+/** Asserts an error response of the contract's shape; field and constraint when given. */
+export function expectError(
+  response: TestResponse,
+  status: number,
+  code: z.infer<typeof ErrorBody>['error']['code'],
+  details?: { field: string; constraint: string },
+) {
+  expect(response.status, response.text).toBe(status);
+  const body = ErrorBody.parse(response.body);
+  expect(body.error.code).toBe(code);
+  expect(body.error.message.length).toBeGreaterThan(0);
+  if (details) {
+    expect(body.error.details, response.text).toMatchObject(details);
+  }
+  return body;
+}
+
+/** SQLite always; Postgres when reachable (an unreachable one fails the run under CI=true). */
+export const ACTIVE_DIALECTS: readonly ('sqlite' | 'postgres')[] = (await postgresAvailable()) ? ['sqlite', 'postgres'] : ['sqlite'];
+
+/**
+ * Declares the same tests once per database: each gets its own server on a fresh database.
+ * `server()` is valid inside tests and hooks.
+ */
+export function describeEachDialect(name: string, body: (server: () => TestServer) => void): void {
+  for (const dialect of ACTIVE_DIALECTS) {
+    describe(`${name} [${dialect}]`, () => {
+      let current: TestServer | undefined;
+      beforeAll(async () => {
+        current = await startTestServer(dialect);
+      });
+      afterAll(async () => {
+        await current?.close();
+      });
+      body(() => {
+        if (!current) throw new Error('the test server is not started');
+        return current;
+      });
+    });
+  }
+}

@@ -1,0 +1,101 @@
+import type { Constraint, ValidationIssue } from '@convo/core';
+import type * as z from 'zod';
+import { ApiError } from './errors.js';
+
+type Issue = z.core.$ZodIssue;
+
+/**
+ * Parses `input` with a contract schema; on failure throws one ApiError whose details name the
+ * first problem's field and constraint and list every problem in `issues`.
+ * `pathPrefix` is dropped from field paths (`body.tags.2` → `tags.2`).
+ */
+export function parseWith<S extends z.ZodType>(schema: S, input: unknown, pathPrefix: readonly PropertyKey[] = []): z.output<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  throw ApiError.validation(toValidationIssues(result.error.issues, input, pathPrefix.length));
+}
+
+export function toValidationIssues(issues: readonly Issue[], input: unknown, dropSegments = 0): ValidationIssue[] {
+  const out: ValidationIssue[] = [];
+  for (const issue of issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        const path = [...issue.path, key];
+        out.push({ field: fieldName(path, dropSegments), constraint: 'unknown', message: `Unknown field "${key}"` });
+      }
+      continue;
+    }
+    if (issue.code === 'invalid_union') {
+      // A union of value types (attributes): report the value's type as wrong.
+      out.push({ field: fieldName(issue.path, dropSegments), constraint: 'type', message: 'Invalid value type' });
+      continue;
+    }
+    const constraint = constraintOf(issue, valueAt(input, issue.path));
+    out.push({ field: fieldName(issue.path, dropSegments), constraint, message: messageOf(issue, constraint) });
+  }
+  return out;
+}
+
+function fieldName(path: readonly PropertyKey[], drop: number): string {
+  const field = path.slice(drop).map(String).join('.');
+  return field === '' ? 'body' : field;
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value: unknown = input;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+function constraintOf(issue: Issue, value: unknown): Constraint {
+  switch (issue.code) {
+    case 'invalid_type':
+      return value === undefined ? 'required' : 'type';
+    case 'too_big':
+      return issue.origin === 'string' ? 'max_length' : 'max';
+    case 'too_small':
+      return issue.origin === 'string' ? 'min_length' : 'min';
+    case 'invalid_format':
+      return issue.format === 'regex' ? 'pattern' : 'format';
+    case 'invalid_value':
+      return 'enum';
+    case 'not_multiple_of':
+      return 'type';
+    case 'custom': {
+      const constraint = (issue.params as { constraint?: Constraint } | undefined)?.constraint;
+      return constraint ?? 'format';
+    }
+    default:
+      return 'type';
+  }
+}
+
+function messageOf(issue: Issue, constraint: Constraint): string {
+  const name = issue.path.length ? issue.path.map(String).join('.') : 'value';
+  switch (constraint) {
+    case 'required':
+      return `${name} is required`;
+    case 'type':
+      return issue.code === 'invalid_type' ? `${name} must be ${issue.expected === 'int' ? 'an integer' : `of type ${issue.expected}`}` : issue.message;
+    case 'enum':
+      return issue.code === 'invalid_value' ? `${name} must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(', ')}` : issue.message;
+    case 'max_length':
+    case 'max':
+      if (issue.code === 'too_big') return `${name} must ${issue.origin === 'string' ? 'have at most' : issue.origin === 'array' ? 'hold at most' : 'be at most'} ${issue.maximum}${issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : ''}`;
+      return issue.message;
+    case 'min_length':
+    case 'min':
+      if (issue.code === 'too_small') return `${name} must ${issue.origin === 'string' ? 'have at least' : issue.origin === 'array' ? 'hold at least' : 'be at least'} ${issue.minimum}${issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : ''}`;
+      return issue.message;
+    default:
+      return issue.message ? `${name}: ${issue.message}` : `${name} is invalid`;
+  }
+}
+
+const lastSegment = (path: readonly PropertyKey[]): string | undefined => {
+  const last = path[path.length - 1];
+  return last === undefined ? undefined : String(last);
+};
