@@ -19,6 +19,13 @@ export interface ServerOptions {
   publicUrl?: string;
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** `METHOD /path` of every route registered under /v1 (for the OpenAPI drift check). */
+    apiRoutes: string[];
+  }
+}
+
 /** Past this many bytes a request is cut off instead of drained (the 400 names MAX_BODY_BYTES). */
 const HARD_BODY_LIMIT = 16 * MAX_BODY_BYTES;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -42,6 +49,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     disableRequestLogging: options.logger === false,
   });
   app.setSerializerCompiler(serializerCompiler);
+  app.decorate('apiRoutes', [] as string[]);
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) if (route.url.startsWith('/v1/') && method !== 'HEAD') app.apiRoutes.push(`${method} ${route.url}`);
+  });
 
   // Bodies are collected undecoded (see RawBody) whatever their content type.
   app.removeAllContentTypeParsers();
