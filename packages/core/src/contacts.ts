@@ -39,6 +39,7 @@ export const Contact = z
 export type Contact = z.infer<typeof Contact>;
 
 export const ContactList = listOf(Contact, 'ContactList');
+export type ContactList = z.infer<typeof ContactList>;
 
 const Tags = z.array(TagName).max(50, { message: 'At most 50 tags per contact' });
 

@@ -25,6 +25,7 @@ export const Conversation = z
 export type Conversation = z.infer<typeof Conversation>;
 
 export const ConversationList = listOf(Conversation, 'ConversationList');
+export type ConversationList = z.infer<typeof ConversationList>;
 
 export const ListConversationsQuery = z.strictObject({
   status: ConversationStatus.optional(),

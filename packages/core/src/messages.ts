@@ -19,6 +19,7 @@ export const Message = z
 export type Message = z.infer<typeof Message>;
 
 export const MessageList = listOf(Message, 'MessageList');
+export type MessageList = z.infer<typeof MessageList>;
 
 export const MessageContent = text(1, 4096);
 

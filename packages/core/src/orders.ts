@@ -48,6 +48,7 @@ export const Order = z
 export type Order = z.infer<typeof Order>;
 
 export const OrderList = listOf(Order, 'OrderList');
+export type OrderList = z.infer<typeof OrderList>;
 
 export const CreateOrderBody = z
   .strictObject({

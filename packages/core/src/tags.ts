@@ -10,6 +10,7 @@ export const Tag = z
 export type Tag = z.infer<typeof Tag>;
 
 export const TagList = listOf(Tag, 'TagList');
+export type TagList = z.infer<typeof TagList>;
 
 export const ListTagsQuery = z.strictObject({ ...pagination });
 export type ListTagsQuery = z.input<typeof ListTagsQuery>;
