@@ -1,1 +1,22 @@
-export {};
+export { Convo, type ConvoOptions, DEFAULT_BASE_URL } from './client.js';
+export {
+  BadRequestError,
+  ConnectionError,
+  ConvoError,
+  ForbiddenError,
+  NotFoundError,
+  RateLimitedError,
+  ServerError,
+  TimeoutError,
+  UnauthorizedError,
+} from './errors.js';
+export { type Page, PagePromise } from './pagination.js';
+export type { RequestOptions } from './request-sender.js';
+export { SDK_METHODS } from './operations.js';
+export { WebhookVerificationError, verifyWebhook } from './webhooks.js';
+export type { Contacts, ContactTags } from './resources/contacts.js';
+export type { Conversations } from './resources/conversations.js';
+export type { Messages } from './resources/messages.js';
+export type { Orders } from './resources/orders.js';
+export type { Tags } from './resources/tags.js';
+export type * from '@convo/core';

@@ -1,0 +1,26 @@
+import type { OperationId } from '@convo/core';
+
+/**
+ * Where each operation of the endpoint table lives on the client. Typed over every operation id:
+ * an operation added to the contract without an entry here fails the build, and a test checks
+ * that each entry names a real method.
+ */
+export const SDK_METHODS: Record<OperationId, string> = {
+  'conversations.list': 'conversations.list',
+  'conversations.create': 'conversations.create',
+  'conversations.retrieve': 'conversations.retrieve',
+  'conversations.update': 'conversations.update',
+  'conversations.listMessages': 'conversations.listMessages',
+  'messages.send': 'messages.send',
+  'contacts.list': 'contacts.list',
+  'contacts.create': 'contacts.create',
+  'contacts.retrieve': 'contacts.retrieve',
+  'contacts.update': 'contacts.update',
+  'contacts.delete': 'contacts.del',
+  'contacts.tags.add': 'contacts.tags.add',
+  'contacts.tags.remove': 'contacts.tags.remove',
+  'tags.list': 'tags.list',
+  'orders.list': 'orders.list',
+  'orders.create': 'orders.create',
+  'orders.retrieve': 'orders.retrieve',
+};

@@ -1,0 +1,116 @@
+import { type OperationId, type OperationInput, type OperationResult, endpoints, fillPath } from '@convo/core';
+import { ConnectionError, ConvoError, RateLimitedError, ServerError, TimeoutError, errorFromResponse } from './errors.js';
+
+export interface RequestOptions {
+  /** Sent as `Idempotency-Key` on a POST; by default each POST gets a new random key, kept across its retries. */
+  idempotencyKey?: string;
+  timeoutMs?: number;
+  maxRetries?: number;
+  signal?: AbortSignal;
+}
+
+export interface SenderConfig {
+  apiKey: string;
+  /** Ends with /v1. */
+  baseUrl: string;
+  timeoutMs: number;
+  maxRetries: number;
+  fetch: typeof fetch;
+  /** Waits between attempts; replaceable in tests. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const RETRY_BASE_MS = 500;
+const RETRY_MAX_MS = 8_000;
+/** A Retry-After longer than this is not waited out: the error goes to the caller. */
+const RETRY_AFTER_MAX_MS = 60_000;
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The one request sender: builds the request of an operation from the endpoint table, and owns
+ * timeouts, retries with exponential backoff and jitter (network errors, 429, 5xx; never other
+ * 4xx) and idempotency keys (every POST carries one, the same on each retry).
+ */
+export class RequestSender {
+  constructor(private readonly config: SenderConfig) {}
+
+  async send<K extends OperationId>(operationId: K, input: OperationInput<K>, options: RequestOptions = {}): Promise<OperationResult<K>> {
+    const operation = endpoints[operationId];
+    const parts = input as { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
+    const url = new URL(this.config.baseUrl.replace(/\/+$/, '') + fillPath(operation.path, parts.params));
+    for (const [name, value] of Object.entries(parts.query ?? {})) {
+      if (value !== undefined && value !== null) url.searchParams.set(name, String(value));
+    }
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.config.apiKey}`,
+      accept: 'application/json',
+    };
+    let body: string | undefined;
+    if (operation.method === 'POST' || operation.method === 'PATCH') {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(parts.body ?? {});
+    }
+    if (operation.method === 'POST') headers['idempotency-key'] = options.idempotencyKey ?? globalThis.crypto.randomUUID();
+
+    const maxRetries = options.maxRetries ?? this.config.maxRetries;
+    const sleep = this.config.sleep ?? defaultSleep;
+    for (let attempt = 0; ; attempt++) {
+      let error: ConvoError;
+      try {
+        const response = await this.attempt(url, operation.method, headers, body, options);
+        if (response.ok) {
+          if (response.status === 204) return undefined as OperationResult<K>;
+          return (await response.json()) as OperationResult<K>;
+        }
+        const text = await response.text();
+        let parsed: unknown;
+        try {
+          parsed = text ? JSON.parse(text) : undefined;
+        } catch {
+          parsed = undefined;
+        }
+        error = errorFromResponse(response.status, parsed, response.headers);
+      } catch (caught) {
+        if (!(caught instanceof ConnectionError || caught instanceof TimeoutError)) throw caught;
+        error = caught;
+      }
+      const delay = this.retryDelay(error, attempt);
+      if (attempt >= maxRetries || delay === undefined || options.signal?.aborted) throw error;
+      await sleep(delay);
+    }
+  }
+
+  private async attempt(url: URL, method: string, headers: Record<string, string>, body: string | undefined, options: RequestOptions): Promise<Response> {
+    const timeoutMs = options.timeoutMs ?? this.config.timeoutMs;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const onAbort = () => controller.abort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await this.config.fetch(url, { method, headers, body, signal: controller.signal });
+    } catch (cause) {
+      if (options.signal?.aborted) throw cause;
+      if (controller.signal.aborted) {
+        throw new TimeoutError({ message: `No response within ${timeoutMs} ms: ${method} ${url.pathname}`, code: 'timeout', cause });
+      }
+      throw new ConnectionError({ message: `Could not reach ${url.origin}: ${(cause as Error)?.message ?? String(cause)}`, code: 'connection_error', cause });
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Milliseconds to wait before retrying after `error`, or undefined when it must not be retried. */
+  private retryDelay(error: ConvoError, attempt: number): number | undefined {
+    const backoff = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempt);
+    const jittered = backoff / 2 + Math.random() * (backoff / 2);
+    if (error instanceof RateLimitedError) {
+      if (error.retryAfter === undefined) return jittered;
+      const wait = error.retryAfter * 1000;
+      return wait > RETRY_AFTER_MAX_MS ? undefined : wait;
+    }
+    if (error instanceof ServerError || error instanceof ConnectionError || error instanceof TimeoutError) return jittered;
+    return undefined;
+  }
+}

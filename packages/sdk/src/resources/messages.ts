@@ -1,0 +1,10 @@
+import type { Message, SendMessageBody } from '@convo/core';
+import type { RequestOptions } from '../request-sender.js';
+import { Resource } from './resource.js';
+
+export class Messages extends Resource {
+  /** Sends a text message into a conversation (outbound). */
+  send(body: SendMessageBody, options?: RequestOptions): Promise<Message> {
+    return this.request('messages.send', { body }, options);
+  }
+}
