@@ -61,7 +61,9 @@ function constraintOf(issue: Issue, value: unknown): Constraint {
     case 'invalid_format':
       return issue.format === 'regex' ? 'pattern' : 'format';
     case 'invalid_value':
-      return 'enum';
+      // An enum reports a missing value and a value of the wrong type as such, like every other field.
+      if (value === undefined) return 'required';
+      return issue.values.some((allowed) => typeof allowed === typeof value) ? 'enum' : 'type';
     case 'not_multiple_of':
       return 'type';
     case 'custom': {

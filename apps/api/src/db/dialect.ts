@@ -5,3 +5,11 @@ import { type Kysely, PostgresAdapter } from 'kysely';
  * differ (a collation) ask here rather than testing driver names themselves.
  */
 export const isPostgres = (db: Kysely<any>): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
+
+/**
+ * `SELECT … FOR UPDATE` where the database has row locks (Postgres). SQLite has none and needs
+ * none: its write transactions already run one at a time.
+ */
+export function lockedForUpdate<Q extends { forUpdate(): Q }>(db: Kysely<any>, query: Q): Q {
+  return isPostgres(db) ? query.forUpdate() : query;
+}

@@ -1,6 +1,6 @@
 import { type EndpointDefinition, type OperationId, buildOpenApiDocument, endpoints, operationIds } from '@convo/core';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { serializerCompiler } from 'fastify-type-provider-zod';
 import { monotonicFactory } from 'ulid';
 import type { DatabaseHandle } from '../db/database.js';
@@ -30,6 +30,7 @@ declare module 'fastify' {
 const HARD_BODY_LIMIT = 16 * MAX_BODY_BYTES;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 const nextUlid = monotonicFactory();
+const underV1 = (url: string) => url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?');
 
 /**
  * The HTTP transport: every row of the endpoint table becomes a Fastify route that calls the
@@ -46,7 +47,18 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     requestIdHeader: false,
     bodyLimit: HARD_BODY_LIMIT,
     routerOptions: { maxParamLength: 4096 },
-    disableRequestLogging: options.logger === false,
+    // Errors Fastify raises before routing (a malformed percent-encoding, an over-long path
+    // parameter) get the contract's error body and X-Request-Id too, after the key check.
+    frameworkErrors: async (error, request, reply) => {
+      let sent: ApiError;
+      try {
+        if (underV1(request.url)) await authenticate(contextOf(request));
+        sent = new ApiError('bad_request', error.code === 'FST_ERR_BAD_URL' ? 'The URL is not validly encoded' : 'Malformed request');
+      } catch (thrown) {
+        sent = apiErrorOf(thrown) ?? ApiError.serverError(request.id);
+      }
+      return (reply as FastifyReply).code(sent.status).header('X-Request-Id', request.id).type('application/json; charset=utf-8').send(toErrorBody(sent));
+    },
   });
   app.setSerializerCompiler(serializerCompiler);
   app.decorate('apiRoutes', [] as string[]);
@@ -87,7 +99,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   app.setNotFoundHandler(async (request) => {
     // Under /v1 an unknown path is still an API call: the key is checked first.
-    if (request.url === '/v1' || request.url.startsWith('/v1/') || request.url.startsWith('/v1?')) await authenticate(contextOf(request));
+    if (underV1(request.url)) await authenticate(contextOf(request));
     throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
   });
 

@@ -1,4 +1,5 @@
 import { type ExpressionBuilder, type Selectable, type Updateable, sql } from 'kysely';
+import { lockedForUpdate } from '../db/dialect.js';
 import type { ContactTable, Database } from '../db/schema.js';
 import { type TenantScope, likeContains } from './tenant.js';
 
@@ -42,6 +43,13 @@ const filtered = (scope: TenantScope, filter: ContactFilter) => {
 
 export const contactsRepository = {
   findById: (scope: TenantScope, id: string) => scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id).executeTakeFirst(),
+
+  /**
+   * The contact, its row locked until the transaction ends, for read-modify-write changes
+   * (tags): concurrent writers then queue instead of losing each other's changes.
+   */
+  findByIdForUpdate: (scope: TenantScope, id: string) =>
+    lockedForUpdate(scope.db as never, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
 
   findByPhone: (scope: TenantScope, phone: string) => scope.selectFrom('contacts').selectAll().where('contacts.phone', '=', phone).executeTakeFirst(),
 

@@ -31,6 +31,13 @@ async function findOrThrow(scope: TenantScope, id: string): Promise<ContactRow> 
   return row;
 }
 
+/** In a transaction: the contact, locked against concurrent changes until the transaction ends. */
+async function lockOrThrow(scope: TenantScope, id: string): Promise<ContactRow> {
+  const row = await contactsRepository.findByIdForUpdate(scope, id);
+  if (!row) throw ApiError.notFound('contact', id);
+  return row;
+}
+
 async function assertPhoneFree(scope: TenantScope, phone: string, exceptId?: string): Promise<void> {
   const existing = await contactsRepository.findByPhone(scope, phone);
   if (existing && existing.id !== exceptId) throw phoneTaken(existing.id);
@@ -89,7 +96,7 @@ export const contactsService = {
   async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateSchema>): Promise<Contact> {
     try {
       return await inTransaction(ctx, async (scope) => {
-        const current = await findOrThrow(scope, id);
+        const current = await lockOrThrow(scope, id);
         const patch: Partial<ContactRow> = {};
         if (body.name !== undefined) Object.assign(patch, { name: body.name, name_search: searchable(body.name) });
         if (body.email !== undefined) Object.assign(patch, { email: body.email, email_search: searchable(body.email) });
@@ -118,7 +125,7 @@ export const contactsService = {
   /** Deletes the contact with its conversations and messages; its orders stay, unlinked. */
   async delete(ctx: ServiceContext, id: string): Promise<void> {
     await inTransaction(ctx, async (scope) => {
-      await findOrThrow(scope, id);
+      await lockOrThrow(scope, id);
       await ordersRepository.detachContact(scope, id, now());
       await contactsRepository.delete(scope, id);
     });
@@ -126,7 +133,7 @@ export const contactsService = {
 
   async addTag(ctx: ServiceContext, id: string, tag: string): Promise<Contact> {
     return inTransaction(ctx, async (scope) => {
-      const current = await findOrThrow(scope, id);
+      const current = await lockOrThrow(scope, id);
       const tags = JSON.parse(current.tags) as string[];
       if (tags.includes(tag)) return toContact(current);
       if (tags.length >= MAX_TAGS_PER_CONTACT) {
@@ -142,7 +149,7 @@ export const contactsService = {
 
   async removeTag(ctx: ServiceContext, id: string, tag: string): Promise<Contact> {
     return inTransaction(ctx, async (scope) => {
-      const current = await findOrThrow(scope, id);
+      const current = await lockOrThrow(scope, id);
       const tags = JSON.parse(current.tags) as string[];
       if (!tags.includes(tag)) throw new ApiError('not_found', `Contact ${id} has no tag "${tag}"`);
       const at = now();

@@ -39,6 +39,9 @@ function coerceQuery(query: unknown, numeric: Set<string>): unknown {
   return out;
 }
 
+/** Operations without query parameters still reject unknown ones (CONTRACT: 400 `unknown`). */
+const NO_QUERY = z.strictObject({});
+
 /**
  * The tRPC input parser of one operation: validates params, query and body against the
  * contract and throws one ApiError naming every problem. Typed for tRPC clients as the
@@ -61,7 +64,7 @@ export function contractInput<K extends OperationId>(operation: EndpointDefiniti
       else issues.push(...toValidationIssues(result.error.issues, value));
     };
     part('params', operation.params, input.params ?? {});
-    part('query', operation.query, query);
+    part('query', operation.query ?? NO_QUERY, query);
     part('body', operation.body, body === undefined ? {} : body);
     if (issues.length) throw ApiError.validation(issues);
     return out as OperationParsedInput<K>;
