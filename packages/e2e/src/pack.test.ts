@@ -1,0 +1,69 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestServer, startServer } from './server.js';
+
+const packages = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const pnpm = process.env.npm_execpath?.includes('pnpm') ? [process.execPath, process.env.npm_execpath] : ['npx', '-y', 'pnpm@10.34.8'];
+
+/** Packs a workspace package as it would be published (workspace and catalog versions resolved). */
+function pack(name: 'core' | 'sdk', into: string): string {
+  const [command, ...args] = pnpm as [string, ...string[]];
+  execFileSync(command, [...args, 'pack', '--pack-destination', into], { cwd: join(packages, name), stdio: 'pipe' });
+  const file = readdirSync(into).find((f) => f.startsWith(`convo-${name}-`) && f.endsWith('.tgz'));
+  if (!file) throw new Error(`no tarball for ${name}`);
+  return join(into, file);
+}
+
+describe('the packed SDK installed into an empty project', () => {
+  let server: TestServer;
+  let project: string;
+
+  beforeAll(async () => {
+    server = await startServer();
+    project = mkdtempSync(join(tmpdir(), 'convo-pack-'));
+    const core = pack('core', project);
+    const sdk = pack('sdk', project);
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'scratch', private: true, dependencies: { '@convo/sdk': `file:${sdk}` }, overrides: { '@convo/core': `file:${core}` } }),
+    );
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: project, stdio: 'pipe' });
+  });
+  afterAll(async () => {
+    await server.close();
+    rmSync(project, { recursive: true, force: true });
+  });
+
+  // Asynchronous: the server runs in this process and must keep answering while the script runs.
+  const run = async (file: string, source: string) => {
+    writeFileSync(join(project, file), source);
+    const { stdout } = await promisify(execFile)(process.execPath, [file], { cwd: project, env: { ...process.env, CONVO_API_KEY: server.keys.full, CONVO_BASE_URL: server.baseUrl } });
+    return stdout.trim();
+  };
+
+  it('works from ESM', async () => {
+    const out = await run(
+      'esm.mjs',
+      `import { Convo, NotFoundError } from '@convo/sdk';
+const convo = new Convo();
+const contact = await convo.contacts.create({ phone: '+14155550101', name: 'ESM' });
+const missing = await convo.contacts.retrieve('ct_nope').catch((e) => e);
+console.log(JSON.stringify({ id: contact.id, notFound: missing instanceof NotFoundError }));`,
+    );
+    expect(JSON.parse(out)).toMatchObject({ id: expect.stringMatching(/^ct_/), notFound: true });
+  });
+
+  it('works from CommonJS', async () => {
+    const out = await run(
+      'cjs.cjs',
+      `const { Convo } = require('@convo/sdk');
+new Convo().contacts.list({ limit: 1 }).then((page) => console.log(JSON.stringify({ total: page.total, limit: page.limit })));`,
+    );
+    expect(JSON.parse(out)).toEqual({ total: expect.any(Number), limit: 1 });
+  });
+});

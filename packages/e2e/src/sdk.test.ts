@@ -1,0 +1,86 @@
+import { Contact, ContactList, Conversation, ConversationList, Message, MessageList, Order, OrderList, TagList, endpoints } from '@convo/core';
+import { BadRequestError, ConnectionError, Convo, ConvoError, ForbiddenError, NotFoundError, SDK_METHODS, UnauthorizedError } from '@convo/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestServer, startServer } from './server.js';
+
+describe('the SDK against a real server', () => {
+  let server: TestServer;
+  let convo: Convo;
+  const called = new Set<string>();
+
+  beforeAll(async () => {
+    server = await startServer();
+    convo = new Convo({ apiKey: server.keys.full, baseUrl: server.baseUrl, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    // Every operation of the table was exercised through the SDK.
+    expect([...called].sort()).toEqual(Object.keys(endpoints).sort());
+    await server.close();
+  });
+
+  it('covers contacts, tags, conversations, messages and orders end to end', async () => {
+    const ana = Contact.parse(await convo.contacts.create({ name: 'Ana Souza', phone: '+5511987654321', tags: ['vip'] }));
+    called.add('contacts.create');
+    expect(Contact.parse(await convo.contacts.retrieve(ana.id))).toEqual(ana);
+    called.add('contacts.retrieve');
+    const updated = Contact.parse(await convo.contacts.update(ana.id, { email: 'ana@example.com' }));
+    expect(updated.email).toBe('ana@example.com');
+    called.add('contacts.update');
+    expect(Contact.parse(await convo.contacts.tags.add(ana.id, 'café vip')).tags).toEqual(['vip', 'café vip']);
+    called.add('contacts.tags.add');
+    expect(Contact.parse(await convo.contacts.tags.remove(ana.id, 'café vip')).tags).toEqual(['vip']);
+    called.add('contacts.tags.remove');
+    expect(ContactList.parse(await convo.contacts.list({ tag: 'vip' })).data.map((c) => c.id)).toEqual([ana.id]);
+    called.add('contacts.list');
+    expect(TagList.parse(await convo.tags.list()).data).toEqual([{ name: 'vip', contact_count: 1 }]);
+    called.add('tags.list');
+
+    const conversation = Conversation.parse(await convo.conversations.create({ contact_id: ana.id, platform: 'whatsapp' }));
+    called.add('conversations.create');
+    const message = Message.parse(await convo.messages.send({ conversation_id: conversation.id, content: 'Olá Ana!' }));
+    called.add('messages.send');
+    expect(Conversation.parse(await convo.conversations.retrieve(conversation.id))).toMatchObject({ message_count: 1, last_message: { content: 'Olá Ana!' } });
+    called.add('conversations.retrieve');
+    expect(MessageList.parse(await convo.conversations.listMessages(conversation.id)).data).toEqual([message]);
+    called.add('conversations.listMessages');
+    expect(Conversation.parse(await convo.conversations.update(conversation.id, { status: 'resolved' })).status).toBe('resolved');
+    called.add('conversations.update');
+    expect(ConversationList.parse(await convo.conversations.list({ status: 'resolved', search: '5511' })).total).toBe(1);
+    called.add('conversations.list');
+
+    const order = Order.parse(await convo.orders.create({ contact_id: ana.id, currency: 'BRL', items: [{ name: 'Jacket', quantity: 2, unit_amount: 100 }] }));
+    expect(order).toMatchObject({ number: '1001', total_amount: 200, status: 'pending' });
+    called.add('orders.create');
+    expect(Order.parse(await convo.orders.retrieve(order.id))).toEqual(order);
+    called.add('orders.retrieve');
+    expect(OrderList.parse(await convo.orders.list({ contact_id: ana.id })).data).toEqual([order]);
+    called.add('orders.list');
+
+    await expect(convo.contacts.del(ana.id)).resolves.toBeUndefined();
+    called.add('contacts.delete');
+    expect((await convo.orders.retrieve(order.id)).contact_id).toBeNull();
+    expect(Object.keys(SDK_METHODS).sort()).toEqual([...called].sort());
+  });
+
+  it('pages across the whole list with for await and toArray', async () => {
+    const created: string[] = [];
+    for (let i = 0; i < 7; i++) created.push((await convo.contacts.create({ phone: `+1415555${String(1000 + i)}`, tags: ['paged'] })).id);
+    const seen: string[] = [];
+    for await (const contact of convo.contacts.list({ tag: 'paged', limit: 2 })) seen.push(contact.id);
+    expect(seen).toEqual([...created].reverse());
+    expect((await convo.contacts.list({ tag: 'paged', limit: 3 }).toArray({ limit: 5 })).length).toBe(5);
+  });
+
+  it('raises each error class with the API code, details and request id', async () => {
+    const bad = await convo.contacts.create({ phone: 'nope' }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(BadRequestError);
+    expect(bad).toMatchObject({ status: 400, code: 'bad_request', details: { field: 'phone', constraint: 'format' } });
+    expect((bad as ConvoError).requestId).toMatch(/^req_/);
+
+    await expect(convo.contacts.retrieve('ct_missing')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(new Convo({ apiKey: 'convo_sk_wrong', baseUrl: server.baseUrl }).tags.list()).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(new Convo({ apiKey: server.keys.readOnly, baseUrl: server.baseUrl }).contacts.create({ phone: '+14155550000' })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(new Convo({ apiKey: server.keys.webhook, baseUrl: server.baseUrl }).tags.list()).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(new Convo({ apiKey: 'k', baseUrl: 'http://127.0.0.1:1/v1', maxRetries: 0 }).tags.list()).rejects.toBeInstanceOf(ConnectionError);
+  });
+});

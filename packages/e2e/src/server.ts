@@ -1,0 +1,29 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { accountsService, buildServer, migrateToLatest, openDatabase } from '@convo/api';
+
+/** A real Convo server on a fresh SQLite file, with one account and keys of each type. */
+export async function startServer() {
+  const dir = mkdtempSync(join(tmpdir(), 'convo-e2e-'));
+  const database = openDatabase(`file:${join(dir, 'convo.db')}`);
+  await migrateToLatest(database.db);
+  const app = await buildServer({ database, logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  const account = await accountsService.createAccount(database, { name: 'E2E', plan: 'business' });
+  const key = async (type: 'full_access' | 'read_only' | 'webhook') => (await accountsService.createKey(database, { accountId: account.id, type })).key;
+  return {
+    baseUrl: `http://127.0.0.1:${address.port}/v1`,
+    accountId: account.id,
+    keys: { full: await key('full_access'), readOnly: await key('read_only'), webhook: await key('webhook') },
+    database,
+    async close() {
+      await app.close();
+      await database.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+export type TestServer = Awaited<ReturnType<typeof startServer>>;
