@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,5 +65,13 @@ console.log(JSON.stringify({ id: contact.id, notFound: missing instanceof NotFou
 new Convo().contacts.list({ limit: 1 }).then((page) => console.log(JSON.stringify({ total: page.total, limit: page.limit })));`,
     );
     expect(JSON.parse(out)).toEqual({ total: expect.any(Number), limit: 1 });
+  });
+
+  it('runs the README quick start as written', async () => {
+    const readme = readFileSync(join(packages, 'sdk/README.md'), 'utf8');
+    const quickStart = /```js\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(quickStart).toContain("from '@convo/sdk'");
+    const out = await run('quick-start.mjs', quickStart as string);
+    expect(out).toMatch(/^conv_\S+ Ana Souza Olá Ana! Your order has shipped\.$/m);
   });
 });
