@@ -6,6 +6,8 @@ import { readEnv } from './env.js';
 import { buildServer } from './http/server.js';
 import { DEMO_ACCOUNT_NAME, seedDemo } from './operator/demo-seed.js';
 import { KEY_TYPES, PLANS, type Plan, accountsService } from './services/accounts.js';
+import { jobHandlers } from './worker/handlers.js';
+import { Worker } from './worker/worker.js';
 
 const env = readEnv();
 
@@ -31,22 +33,61 @@ const print = (value: unknown): void => {
 
 const program = new Command('convo-server').description('Run and operate the Convo API server').showHelpAfterError();
 
+/** Stops `stop` on the first SIGTERM or SIGINT, then exits. */
+function onShutdown(stop: () => Promise<void>) {
+  const handler = () => {
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`convo-server: shutdown failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', handler);
+  process.once('SIGINT', handler);
+}
+
+const startWorker = async (database: DatabaseHandle, logger?: { info(o: object, m?: string): void; error(o: object, m?: string): void }) => {
+  const worker = new Worker({ database, handlers: jobHandlers({ database, settings: env.settings }), leaseMs: env.workerLeaseMs, ...(logger ? { logger } : {}) });
+  await worker.start();
+  return worker;
+};
+
 program
   .command('serve')
-  .description('Serve the API (PORT, HOST, DATABASE_URL); migrates first unless NODE_ENV=production')
+  .description('Serve the API (PORT, HOST, DATABASE_URL) with the background worker (unless CONVO_WORKER=false); migrates first unless NODE_ENV=production')
   .action(async () => {
     const database = openDatabase(env.databaseUrl);
     if (env.nodeEnv !== 'production') await migrateToLatest(database.db);
-    const app = await buildServer({ database, logger: { level: env.logLevel } });
-    const stop = async () => {
+    const app = await buildServer({ database, settings: env.settings, logger: { level: env.logLevel } });
+    const worker = env.workerInServe ? await startWorker(database, app.log) : undefined;
+    // Stop accepting, finish in-flight requests and jobs, then close the pool.
+    onShutdown(async () => {
       await app.close();
+      await worker?.stop();
       await database.destroy();
-      process.exit(0);
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    });
     await app.listen({ port: env.port, host: env.host });
     process.stderr.write(`Convo API on http://${env.host}:${env.port}/v1 (${database.dialect}); reference at http://${env.host}:${env.port}/docs\n`);
+  });
+
+program
+  .command('worker')
+  .description('Run only the background worker (webhook deliveries, workflow steps, event pruning)')
+  .action(async () => {
+    const database = openDatabase(env.databaseUrl);
+    if (env.nodeEnv !== 'production') await migrateToLatest(database.db);
+    const log = (level: string) => (obj: object, msg?: string) => {
+      const fields = Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, v instanceof Error ? { message: v.message, stack: v.stack } : v]));
+      process.stderr.write(`${JSON.stringify({ level, time: Date.now(), msg, ...fields })}\n`);
+    };
+    const worker = await startWorker(database, { info: log('info'), error: log('error') });
+    onShutdown(async () => {
+      await worker.stop();
+      await database.destroy();
+    });
+    process.stderr.write(`Convo worker ${worker.id} running (${database.dialect})\n`);
   });
 
 program

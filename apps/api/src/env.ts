@@ -1,3 +1,5 @@
+import { type Settings, defaultSettings } from './settings.js';
+
 /**
  * The one place that reads process.env. Everything else receives configuration as arguments.
  */
@@ -7,7 +9,19 @@ export interface Env {
   host: string;
   databaseUrl: string | undefined;
   logLevel: string;
+  /** Run the worker inside `serve` (CONVO_WORKER, default true). */
+  workerInServe: boolean;
+  /** How long a worker's claim on a job lasts (CONVO_WORKER_LEASE, default 60s). */
+  workerLeaseMs: number;
+  settings: Settings;
 }
+
+const flag = (value: string | undefined, fallback: boolean): boolean => {
+  if (value === undefined || value === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  if (/^(0|false|no|off)$/i.test(value)) return false;
+  throw new Error(`Expected true or false, got "${value}"`);
+};
 
 export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const nodeEnv = source.NODE_ENV === 'production' || source.NODE_ENV === 'test' ? source.NODE_ENV : 'development';
@@ -19,5 +33,23 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     host: source.HOST || '127.0.0.1',
     databaseUrl: source.DATABASE_URL || undefined,
     logLevel: source.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
+    workerInServe: flag(source.CONVO_WORKER, true),
+    workerLeaseMs: source.CONVO_WORKER_LEASE ? (parseSchedule(source.CONVO_WORKER_LEASE)[0] as number) : 60_000,
+    settings: defaultSettings({
+      // Always in development and test; elsewhere only when asked for.
+      allowPrivateWebhooks: nodeEnv !== 'production' || flag(source.CONVO_ALLOW_PRIVATE_WEBHOOKS, false),
+      sandboxEnabled: flag(source.CONVO_SANDBOX, nodeEnv !== 'production'),
+      ...(source.CONVO_WEBHOOK_RETRY_SCHEDULE ? { webhookRetryScheduleMs: parseSchedule(source.CONVO_WEBHOOK_RETRY_SCHEDULE) } : {}),
+    }),
   };
+}
+
+/** `CONVO_WEBHOOK_RETRY_SCHEDULE=5s,5m,30m` (or plain milliseconds): shorter schedules for tests. */
+function parseSchedule(value: string): number[] {
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  return value.split(',').map((part) => {
+    const match = /^\s*(\d+)\s*(ms|s|m|h)?\s*$/.exec(part);
+    if (!match) throw new Error(`CONVO_WEBHOOK_RETRY_SCHEDULE: "${part}" is not a duration like 5s, 5m or 250ms`);
+    return Number(match[1]) * (units[match[2] ?? 'ms'] as number);
+  });
 }

@@ -26,6 +26,30 @@ export function toValidationIssues(issues: readonly Issue[], input: unknown, dro
       continue;
     }
     if (issue.code === 'invalid_union') {
+      const discriminator = 'discriminator' in issue ? (issue.discriminator as string | undefined) : undefined;
+      if (discriminator !== undefined) {
+        // A discriminated union (workflow steps) whose tag matches no option. zod 4 already puts
+        // the tag in the path (`steps.0.type`); the check keeps that true if it ever stops doing so.
+        const path = lastSegment(issue.path) === discriminator ? issue.path : [...issue.path, discriminator];
+        const value = valueAt(input, path);
+        const options = ('options' in issue ? (issue.options as unknown[]) : []) ?? [];
+        const constraint: Constraint = value === undefined ? 'required' : options.some((option) => typeof option === typeof value) ? 'enum' : 'type';
+        const name = path.map(String).join('.');
+        const message =
+          constraint === 'required' ? `${name} is required` : `${name} must be one of: ${options.map((option) => JSON.stringify(option)).join(', ')}`;
+        out.push({ field: fieldName(path, dropSegments), constraint, message });
+        continue;
+      }
+      const allowed = unionOfValues(issue);
+      if (allowed) {
+        // A union of enums and literals (a webhook's events: a type or "*"): one enum of them all.
+        const value = valueAt(input, issue.path);
+        const constraint: Constraint = value === undefined ? 'required' : allowed.some((v) => typeof v === typeof value) ? 'enum' : 'type';
+        const name = issue.path.map(String).join('.');
+        const message = constraint === 'required' ? `${name} is required` : `${name} must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
+        out.push({ field: fieldName(issue.path, dropSegments), constraint, message });
+        continue;
+      }
       // A union of value types (attributes): report the value's type as wrong.
       out.push({ field: fieldName(issue.path, dropSegments), constraint: 'type', message: 'Invalid value type' });
       continue;
@@ -34,6 +58,22 @@ export function toValidationIssues(issues: readonly Issue[], input: unknown, dro
     out.push({ field: fieldName(issue.path, dropSegments), constraint, message: messageOf(issue, constraint) });
   }
   return out;
+}
+
+/**
+ * The allowed values when every option of a failed union is an enum or a literal that rejected
+ * the value itself; undefined for any other union.
+ */
+function unionOfValues(issue: Extract<Issue, { code: 'invalid_union' }>): unknown[] | undefined {
+  const branches = issue.errors;
+  if (branches.length === 0) return undefined;
+  const values: unknown[] = [];
+  for (const branch of branches) {
+    const [only, ...rest] = branch;
+    if (!only || rest.length > 0 || only.code !== 'invalid_value' || only.path.length > 0) return undefined;
+    values.push(...only.values);
+  }
+  return values;
 }
 
 function fieldName(path: readonly PropertyKey[], drop: number): string {

@@ -1,7 +1,8 @@
 import * as z from 'zod';
-import { Id, Timestamp } from './common.js';
+import { Id, Phone, Platform, Timestamp, listOf, pagination } from './common.js';
+import { ContactName } from './contacts.js';
 import { Conversation } from './conversations.js';
-import { Message } from './messages.js';
+import { Message, MessageContent } from './messages.js';
 import { Order } from './orders.js';
 
 /** What the service notifies integrations of, and the resource each event carries. */
@@ -27,3 +28,19 @@ export const Event = z
   ])
   .meta({ id: 'Event' });
 export type Event = z.infer<typeof Event>;
+
+export const EventList = listOf(Event, 'EventList');
+export type EventList = z.infer<typeof EventList>;
+
+export const ListEventsQuery = z.strictObject({ ...pagination, type: EventType.optional() });
+export type ListEventsQuery = z.input<typeof ListEventsQuery>;
+
+/** A message arriving from a contact on a platform (the sandbox stands in for the platform). */
+export const SandboxInboundBody = z
+  .strictObject({
+    platform: Platform,
+    from: z.strictObject({ phone: Phone, name: ContactName.optional() }),
+    content: MessageContent,
+  })
+  .meta({ id: 'SandboxInboundBody' });
+export type SandboxInboundBody = z.input<typeof SandboxInboundBody>;

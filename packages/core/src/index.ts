@@ -6,5 +6,7 @@ export * from './messages.js';
 export * from './orders.js';
 export * from './tags.js';
 export * from './events.js';
+export * from './webhooks.js';
+export * from './workflows.js';
 export * from './endpoints.js';
 export * from './openapi.js';

@@ -3,7 +3,11 @@ import { Contacts } from './resources/contacts.js';
 import { Conversations } from './resources/conversations.js';
 import { Messages } from './resources/messages.js';
 import { Orders } from './resources/orders.js';
+import { Events } from './resources/events.js';
+import { Sandbox } from './resources/sandbox.js';
 import { Tags } from './resources/tags.js';
+import { WebhookEndpoints } from './resources/webhook-endpoints.js';
+import { Workflows } from './resources/workflows.js';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:3000/v1';
 
@@ -38,6 +42,10 @@ export class Convo {
   readonly contacts: Contacts;
   readonly tags: Tags;
   readonly orders: Orders;
+  readonly workflows: Workflows;
+  readonly events: Events;
+  readonly webhookEndpoints: WebhookEndpoints;
+  readonly sandbox: Sandbox;
 
   constructor(options: ConvoOptions = {}) {
     const apiKey = options.apiKey ?? envVar('CONVO_API_KEY');
@@ -56,5 +64,9 @@ export class Convo {
     this.contacts = new Contacts(sender);
     this.tags = new Tags(sender);
     this.orders = new Orders(sender);
+    this.workflows = new Workflows(sender);
+    this.events = new Events(sender);
+    this.webhookEndpoints = new WebhookEndpoints(sender);
+    this.sandbox = new Sandbox(sender);
   }
 }

@@ -19,4 +19,8 @@ export type { Conversations } from './resources/conversations.js';
 export type { Messages } from './resources/messages.js';
 export type { Orders } from './resources/orders.js';
 export type { Tags } from './resources/tags.js';
+export type { Events } from './resources/events.js';
+export type { Sandbox } from './resources/sandbox.js';
+export type { WebhookEndpoints } from './resources/webhook-endpoints.js';
+export type { Workflows } from './resources/workflows.js';
 export type * from '@convo/core';

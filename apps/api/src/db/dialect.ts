@@ -10,6 +10,7 @@ export const isPostgres = (db: Kysely<any>): boolean => db.getExecutor().adapter
  * `SELECT … FOR UPDATE` where the database has row locks (Postgres). SQLite has none and needs
  * none: its write transactions already run one at a time.
  */
-export function lockedForUpdate<Q extends { forUpdate(): Q }>(db: Kysely<any>, query: Q): Q {
-  return isPostgres(db) ? query.forUpdate() : query;
+export function lockedForUpdate<Q extends { forUpdate(): Q; skipLocked(): Q }>(db: Kysely<any>, query: Q, options: { skipLocked?: boolean } = {}): Q {
+  if (!isPostgres(db)) return query;
+  return options.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
 }

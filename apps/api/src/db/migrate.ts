@@ -1,9 +1,11 @@
 import { type Kysely, type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely';
 import * as initial from './migrations/2026_11_22_0001_initial.js';
+import * as eventsWebhooksWorkflows from './migrations/2026_11_22_0002_events_webhooks_workflows.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
   '2026_11_22_0001_initial': initial,
+  '2026_11_22_0002_events_webhooks_workflows': eventsWebhooksWorkflows,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -66,6 +66,8 @@ export interface ConversationTable {
   last_message_at: string | null;
   /** last_message_at, else created_at: the default sort key. */
   last_activity_at: string;
+  /** The last event sequence number used for this conversation. */
+  event_sequence: number;
   created_at: string;
   updated_at: string;
 }
@@ -98,6 +100,84 @@ export interface OrderTable {
   updated_at: string;
 }
 
+export interface EventTable {
+  account_id: string;
+  id: string;
+  type: 'conversation.created' | 'message.received' | 'order.placed' | 'conversation.resolved';
+  conversation_id: string | null;
+  sequence: number | null;
+  /** JSON of the resource as the API returned it when the event happened. */
+  data: string;
+  created_at: string;
+}
+
+export interface WebhookEndpointTable {
+  account_id: string;
+  id: string;
+  url: string;
+  /** JSON array of event types, or ["*"]. */
+  events: string;
+  description: string | null;
+  status: 'enabled' | 'disabled';
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WebhookDeliveryTable {
+  account_id: string;
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: EventTable['type'];
+  status: 'pending' | 'succeeded' | 'failed';
+  /** JSON array of {at, status_code, duration_ms, error}, oldest first. */
+  attempts: string;
+  next_attempt_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface JobTable {
+  id: string;
+  kind: string;
+  account_id: string | null;
+  /** JSON. */
+  payload: string;
+  run_at: string;
+  attempts: number;
+  locked_by: string | null;
+  locked_until: string | null;
+  created_at: string;
+}
+
+export interface WorkflowTable {
+  account_id: string;
+  id: string;
+  name: string;
+  /** JSON array of steps. */
+  steps: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WorkflowRunTable {
+  account_id: string;
+  id: string;
+  workflow_id: string;
+  contact_id: string | null;
+  status: 'queued' | 'running' | 'waiting' | 'succeeded' | 'failed';
+  /** JSON object. */
+  data: string;
+  /** JSON array of {index, type, status, error}. */
+  steps: string;
+  current_step: number;
+  error: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  updated_at: string;
+}
+
 export interface Database {
   accounts: AccountTable;
   api_keys: ApiKeyTable;
@@ -106,9 +186,15 @@ export interface Database {
   conversations: ConversationTable;
   messages: MessageTable;
   orders: OrderTable;
+  events: EventTable;
+  webhook_endpoints: WebhookEndpointTable;
+  webhook_deliveries: WebhookDeliveryTable;
+  jobs: JobTable;
+  workflows: WorkflowTable;
+  workflow_runs: WorkflowRunTable;
 }
 
 /** Tables whose rows belong to one account. */
-export type TenantTable = Exclude<keyof Database, 'accounts'>;
+export type TenantTable = Exclude<keyof Database, 'accounts' | 'jobs'>;
 
 export type { Generated };

@@ -12,7 +12,7 @@ const reads = operations.filter(([, op]) => op.permission === 'read');
 /** Writes that take a JSON body. */
 const withBody = operations.filter(([, op]) => op.body !== undefined);
 
-const pathOf = (op: EndpointDefinition) => fillPath(op.path, { id: MISSING, tag: 'some-tag' });
+const pathOf = (op: EndpointDefinition) => fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING });
 
 /** An error of the contract's shape and nothing else: `{error: {code, message, details?}}`. */
 function expectExactError(response: TestResponse, status: number, code: ErrorBody['error']['code'], details?: { field: string; constraint: string }) {

@@ -8,11 +8,14 @@ import { ApiError, toErrorBody } from '../errors.js';
 import { HttpInput } from '../trpc/contract-input.js';
 import { type RequestContext, apiErrorOf, authenticate } from '../trpc/init.js';
 import { appRouter, createCaller } from '../trpc/router.js';
+import { type Settings, defaultSettings } from '../settings.js';
 import { renderDocsPage } from './docs-page.js';
 import { MAX_BODY_BYTES, RawBody } from './raw-body.js';
 
 export interface ServerOptions {
   database: DatabaseHandle;
+  /** Defaults to defaultSettings(): https-only webhooks, no sandbox. */
+  settings?: Settings;
   /** A pino logger, or false for none. */
   logger?: FastifyBaseLogger | boolean | { level: string };
   /** Public base address ending in /v1, for the OpenAPI document. */
@@ -38,6 +41,9 @@ const underV1 = (url: string) => url === '/v1' || url.startsWith('/v1/') || url.
  */
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const { database } = options;
+  const settings = options.settings ?? defaultSettings();
+  // Operations this server does not serve: they are neither routed nor documented.
+  const disabled = new Set<OperationId>(settings.sandboxEnabled ? [] : ['sandbox.inbound']);
   const app = Fastify({
     logger: options.logger ?? false,
     genReqId: (req) => {
@@ -93,6 +99,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   const contextOf = (request: FastifyRequest): RequestContext => ({
     database,
+    settings,
     requestId: request.id,
     authorization: request.headers.authorization,
   });
@@ -103,9 +110,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
   });
 
-  for (const operationId of operationIds) registerOperation(app, operationId, endpoints[operationId], contextOf);
+  for (const operationId of operationIds) {
+    if (!disabled.has(operationId)) registerOperation(app, operationId, endpoints[operationId], contextOf);
+  }
 
-  const openApi = buildOpenApiDocument(options.publicUrl ? { serverUrl: options.publicUrl } : {});
+  const openApi = buildOpenApiDocument({ exclude: [...disabled], ...(options.publicUrl ? { serverUrl: options.publicUrl } : {}) });
   const openApiJson = JSON.stringify(openApi);
   app.get('/v1/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiJson));
   const docsHtml = renderDocsPage(openApi);

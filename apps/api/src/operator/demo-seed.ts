@@ -1,6 +1,7 @@
 import type { Platform } from '@convo/core';
 import type { DatabaseHandle } from '../db/database.js';
 import { accountsService } from '../services/accounts.js';
+import { defaultSettings } from '../settings.js';
 import { contactsService } from '../services/contacts.js';
 import type { ServiceContext } from '../services/context.js';
 import { conversationsService } from '../services/conversations.js';
@@ -42,7 +43,7 @@ export async function seedDemo(database: DatabaseHandle) {
   const created = !account;
   if (!account) {
     account = await accountsService.createAccount(database, { name: DEMO_ACCOUNT_NAME, plan: 'growth' });
-    await fill({ database, accountId: account.id });
+    await fill({ database, accountId: account.id, settings: defaultSettings() });
   }
   const key = await accountsService.createKey(database, { accountId: account.id, type: 'full_access', name: 'demo' });
   return { account, key, created };

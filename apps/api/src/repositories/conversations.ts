@@ -67,6 +67,28 @@ export const conversationsRepository = {
   update: (scope: TenantScope, id: string, patch: Updateable<ConversationTable>) =>
     scope.updateTable('conversations').set(patch).where('conversations.id', '=', id).execute(),
 
+  /** Takes the conversation's next event sequence number (1, 2, …). */
+  async nextEventSequence(scope: TenantScope, id: string): Promise<number> {
+    const row = await scope
+      .updateTable('conversations')
+      .set((eb) => ({ event_sequence: eb('event_sequence', '+', 1) }))
+      .where('conversations.id', '=', id)
+      .returning('event_sequence')
+      .executeTakeFirstOrThrow();
+    return Number(row.event_sequence);
+  },
+
+  /** The contact's conversations on a platform that are not archived, latest activity first. */
+  findOpenForContact: (scope: TenantScope, contactId: string, platform?: ConversationRow['platform']) => {
+    let query = withContact(scope)
+      .selectAll('conversations')
+      .select(columns)
+      .where('conversations.contact_id', '=', contactId)
+      .where('conversations.status', '!=', 'archived');
+    if (platform) query = query.where('conversations.platform', '=', platform);
+    return query.orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc').executeTakeFirst() as Promise<ConversationWithContact | undefined>;
+  },
+
   /** Counts a new message and makes it the last one. */
   recordMessage: (scope: TenantScope, id: string, message: { content: string; at: string }) =>
     scope

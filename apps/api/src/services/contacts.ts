@@ -6,6 +6,7 @@ import { newId, now } from '../ids.js';
 import { type ContactRow, contactsRepository } from '../repositories/contacts.js';
 import { ordersRepository } from '../repositories/orders.js';
 import type { TenantScope } from '../repositories/tenant.js';
+import { workflowRunsRepository } from '../repositories/workflows.js';
 import { type ServiceContext, inTransaction, page, scopeOf, searchTerms } from './context.js';
 
 export const toContact = (row: ContactRow): Contact => ({
@@ -122,11 +123,13 @@ export const contactsService = {
     }
   },
 
-  /** Deletes the contact with its conversations and messages; its orders stay, unlinked. */
+  /** Deletes the contact with its conversations and messages; its orders and workflow runs stay, unlinked. */
   async delete(ctx: ServiceContext, id: string): Promise<void> {
     await inTransaction(ctx, async (scope) => {
       await lockOrThrow(scope, id);
-      await ordersRepository.detachContact(scope, id, now());
+      const at = now();
+      await ordersRepository.detachContact(scope, id, at);
+      await workflowRunsRepository.detachContact(scope, id, at);
       await contactsRepository.delete(scope, id);
     });
   },

@@ -1,18 +1,33 @@
+import type { Transaction } from 'kysely';
 import type { DatabaseHandle } from '../db/database.js';
+import type { Database } from '../db/schema.js';
+import type { Settings } from '../settings.js';
 import { TenantScope } from '../repositories/tenant.js';
 
 /** What every service verb runs with: the database and the account it acts for. */
 export interface ServiceContext {
   database: DatabaseHandle;
   accountId: string;
+  settings: Settings;
 }
 
 /** Reads outside a transaction. */
 export const scopeOf = (ctx: ServiceContext): TenantScope => new TenantScope(ctx.database.db, ctx.accountId);
 
-/** Runs `work` in one transaction, scoped to the context's account. */
+/**
+ * Runs `work` in one transaction, scoped to the context's account. Inside a transaction already
+ * (a workflow step calling a verb), it joins that one, so the step and its effects commit together.
+ */
 export const inTransaction = <T>(ctx: ServiceContext, work: (scope: TenantScope) => Promise<T>): Promise<T> =>
-  ctx.database.db.transaction().execute((trx) => work(new TenantScope(trx, ctx.accountId)));
+  ctx.database.db.isTransaction
+    ? work(new TenantScope(ctx.database.db, ctx.accountId))
+    : ctx.database.db.transaction().execute((trx) => work(new TenantScope(trx, ctx.accountId)));
+
+/** The same context with its database calls running in `trx`. */
+export const withinTransaction = (ctx: ServiceContext, trx: Transaction<Database>): ServiceContext => ({
+  ...ctx,
+  database: { ...ctx.database, db: trx },
+});
 
 /** The list envelope of a page of rows. */
 export function page<T>(data: T[], total: number, limit: number, offset: number) {

@@ -8,6 +8,7 @@ import { type ConversationWithContact, conversationsRepository } from '../reposi
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type ServiceContext, inTransaction, page, scopeOf, searchTerms } from './context.js';
+import { emitEvent } from './events.js';
 
 export const toConversation = (row: ConversationWithContact): Conversation => ({
   id: row.id,
@@ -62,11 +63,14 @@ export const conversationsService = {
         last_message_content: null,
         last_message_at: null,
         last_activity_at: at,
+        event_sequence: 0,
         created_at: at,
         updated_at: at,
       };
       await conversationsRepository.insert(scope, row);
-      return toConversation({ ...row, account_id: ctx.accountId, contact_name: contact.name, contact_phone: contact.phone });
+      const conversation = toConversation({ ...row, account_id: ctx.accountId, contact_name: contact.name, contact_phone: contact.phone });
+      await emitEvent(scope, 'conversation.created', conversation, conversation.id);
+      return conversation;
     });
   },
 
@@ -81,7 +85,9 @@ export const conversationsService = {
       }
       const patch = { status: next, updated_at: now() };
       await conversationsRepository.update(scope, id, patch);
-      return toConversation({ ...current, ...patch });
+      const conversation = toConversation({ ...current, ...patch });
+      if (next === 'resolved') await emitEvent(scope, 'conversation.resolved', conversation, conversation.id);
+      return conversation;
     });
   },
 

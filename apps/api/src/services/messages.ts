@@ -6,6 +6,7 @@ import { conversationsRepository } from '../repositories/conversations.js';
 import { messagesRepository } from '../repositories/messages.js';
 import { type ServiceContext, inTransaction } from './context.js';
 import { findConversationOrThrow, toMessage } from './conversations.js';
+import { emitEvent } from './events.js';
 
 export const messagesService = {
   /**
@@ -32,7 +33,9 @@ export const messagesService = {
       if (conversation.status === 'resolved') {
         await conversationsRepository.update(scope, conversation.id, { status: 'active', updated_at: row.created_at });
       }
-      return toMessage({ ...row, account_id: ctx.accountId });
+      const message = toMessage({ ...row, account_id: ctx.accountId });
+      await emitEvent(scope, 'message.received', message, conversation.id);
+      return message;
     });
   },
 

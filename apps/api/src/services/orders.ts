@@ -5,6 +5,7 @@ import { newId, now } from '../ids.js';
 import { contactsRepository } from '../repositories/contacts.js';
 import { type OrderRow, ordersRepository } from '../repositories/orders.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
+import { emitEvent } from './events.js';
 
 /** Automatic order numbers start here. */
 export const FIRST_ORDER_NUMBER = 1001;
@@ -73,7 +74,9 @@ export const ordersService = {
           }
           const row = { ...base, id: newId('order'), number, number_value: numericValue(number) };
           await ordersRepository.insert(scope, row);
-          return toOrder({ ...row, account_id: ctx.accountId });
+          const order = toOrder({ ...row, account_id: ctx.accountId });
+          await emitEvent(scope, 'order.placed', order);
+          return order;
         });
       } catch (error) {
         if (!ctx.database.isUniqueViolation(error)) throw error;

@@ -6,6 +6,9 @@ import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { buildServer } from '../http/server.js';
 import { accountsService } from '../services/accounts.js';
+import { type Settings, defaultSettings } from '../settings.js';
+import { jobHandlers } from '../worker/handlers.js';
+import { Worker } from '../worker/worker.js';
 import { type TestDatabase, createTestDatabase, postgresAvailable } from './databases.js';
 
 export interface TestKeys {
@@ -44,15 +47,23 @@ export interface TestServer {
   accountId: string;
   otherAccountId: string;
   database: DatabaseHandle;
+  settings: Settings;
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  /** Starts a background worker on this server's database (stopped by close()). */
+  startWorker(options?: { pollIntervalMs?: number; leaseMs?: number }): Promise<Worker>;
   close(): Promise<void>;
 }
 
-export async function startTestServer(dialect: 'sqlite' | 'postgres'): Promise<TestServer> {
+/** Test servers allow loopback webhooks, serve the sandbox and retry deliveries quickly. */
+export const testSettings = (overrides: Partial<Settings> = {}): Settings =>
+  defaultSettings({ allowPrivateWebhooks: true, sandboxEnabled: true, webhookRetryScheduleMs: [200, 400, 800], webhookTimeoutMs: 2_000, ...overrides });
+
+export async function startTestServer(dialect: 'sqlite' | 'postgres', settings: Settings = testSettings()): Promise<TestServer> {
   const testDatabase: TestDatabase = await createTestDatabase(dialect);
   const database = openDatabase(testDatabase.url);
   await migrateToLatest(database.db);
-  const app: FastifyInstance = await buildServer({ database, logger: false });
+  const app: FastifyInstance = await buildServer({ database, settings, logger: false });
+  const workers: Worker[] = [];
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
@@ -79,6 +90,13 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres'): Promise<T
     accountId: a.id,
     otherAccountId: b.id,
     database,
+    settings,
+    async startWorker(options = {}) {
+      const worker = new Worker({ database, handlers: jobHandlers({ database, settings }), pollIntervalMs: 50, ...options });
+      await worker.start();
+      workers.push(worker);
+      return worker;
+    },
     async request(method, path, options = {}) {
       const url = new URL(baseUrl + path);
       for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
@@ -96,6 +114,7 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres'): Promise<T
       return { status: response.status, headers: response.headers, text, body: text ? JSON.parse(text) : undefined };
     },
     async close() {
+      for (const worker of workers) await worker.stop();
       await app.close();
       await database.destroy();
       await testDatabase.drop();
@@ -136,12 +155,12 @@ export const ACTIVE_DIALECTS: readonly ('sqlite' | 'postgres')[] = (await postgr
  * Declares the same tests once per database: each gets its own server on a fresh database.
  * `server()` is valid inside tests and hooks.
  */
-export function describeEachDialect(name: string, body: (server: () => TestServer) => void): void {
+export function describeEachDialect(name: string, body: (server: () => TestServer) => void, settings?: Settings): void {
   for (const dialect of ACTIVE_DIALECTS) {
     describe(`${name} [${dialect}]`, () => {
       let current: TestServer | undefined;
       beforeAll(async () => {
-        current = await startTestServer(dialect);
+        current = await startTestServer(dialect, settings);
       });
       afterAll(async () => {
         await current?.close();

@@ -3,7 +3,12 @@ import { contactsService } from '../services/contacts.js';
 import { conversationsService } from '../services/conversations.js';
 import { messagesService } from '../services/messages.js';
 import { ordersService } from '../services/orders.js';
+import { ApiError } from '../errors.js';
+import { eventsService } from '../services/events.js';
+import { receiveInbound } from '../services/inbound.js';
 import { tagsService } from '../services/tags.js';
+import { webhookEndpointsService } from '../services/webhooks.js';
+import { workflowsService } from '../services/workflows.js';
 import type { AuthedContext } from './init.js';
 
 type Handler<K extends OperationId> = (args: { ctx: AuthedContext; input: OperationParsedInput<K> }) => Promise<OperationResult<K>>;
@@ -35,4 +40,25 @@ export const handlers: Handlers = {
   'orders.list': ({ ctx, input }) => ordersService.list(ctx.service, input.query),
   'orders.create': ({ ctx, input }) => ordersService.create(ctx.service, input.body),
   'orders.retrieve': ({ ctx, input }) => ordersService.retrieve(ctx.service, input.params.id),
+  'workflows.list': ({ ctx, input }) => workflowsService.list(ctx.service, input.query),
+  'workflows.create': ({ ctx, input }) => workflowsService.create(ctx.service, input.body),
+  'workflows.retrieve': ({ ctx, input }) => workflowsService.retrieve(ctx.service, input.params.id),
+  'workflows.trigger': ({ ctx, input }) => workflowsService.trigger(ctx.service, input.params.id, input.body),
+  'workflows.listRuns': ({ ctx, input }) => workflowsService.listRuns(ctx.service, input.params.id, input.query),
+  'events.list': ({ ctx, input }) => eventsService.list(ctx.service, input.query),
+  'webhookEndpoints.list': ({ ctx, input }) => webhookEndpointsService.list(ctx.service, input.query),
+  'webhookEndpoints.create': ({ ctx, input }) => webhookEndpointsService.create(ctx.service, input.body),
+  'webhookEndpoints.retrieve': ({ ctx, input }) => webhookEndpointsService.retrieve(ctx.service, input.params.id),
+  'webhookEndpoints.update': ({ ctx, input }) => webhookEndpointsService.update(ctx.service, input.params.id, input.body),
+  'webhookEndpoints.delete': async ({ ctx, input }) => {
+    await webhookEndpointsService.delete(ctx.service, input.params.id);
+    return undefined;
+  },
+  'webhookEndpoints.listDeliveries': ({ ctx, input }) => webhookEndpointsService.listDeliveries(ctx.service, input.params.id, input.query),
+  'webhookEndpoints.retryDelivery': ({ ctx, input }) => webhookEndpointsService.retryDelivery(ctx.service, input.params.id, input.params.delivery_id),
+  'sandbox.inbound': ({ ctx, input }) => {
+    // Also refused through /trpc when the sandbox is off (REST does not route it at all).
+    if (!ctx.service.settings.sandboxEnabled) throw new ApiError('not_found', 'The sandbox is not enabled on this server');
+    return receiveInbound(ctx.service, input.body);
+  },
 };

@@ -2,12 +2,14 @@ import type { OperationId, Permission } from '@convo/core';
 import { TRPCError, initTRPC } from '@trpc/server';
 import type { DatabaseHandle } from '../db/database.js';
 import { ApiError, toErrorBody } from '../errors.js';
+import type { Settings } from '../settings.js';
 import { type Principal, accountsService } from '../services/accounts.js';
 import type { ServiceContext } from '../services/context.js';
 
 /** What every request brings to the procedures, whichever transport it came by. */
 export interface RequestContext {
   database: DatabaseHandle;
+  settings: Settings;
   requestId: string;
   /** The raw `Authorization` header. */
   authorization: string | undefined;
@@ -44,7 +46,7 @@ export const t = initTRPC
 
 const authenticated = t.middleware(async ({ ctx, next }) => {
   const principal = await accountsService.authenticate(ctx.database, ctx.authorization);
-  return next({ ctx: { principal, service: { database: ctx.database, accountId: principal.account.id } } });
+  return next({ ctx: { principal, service: { database: ctx.database, accountId: principal.account.id, settings: ctx.settings } } });
 });
 
 const PERMISSIONS: Record<Principal['key']['type'], readonly Permission[]> = {

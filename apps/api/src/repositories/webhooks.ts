@@ -1,0 +1,96 @@
+import type { Selectable, Updateable } from 'kysely';
+import { lockedForUpdate } from '../db/dialect.js';
+import type { WebhookDeliveryTable, WebhookEndpointTable } from '../db/schema.js';
+import type { TenantScope } from './tenant.js';
+
+export type WebhookEndpointRow = Selectable<WebhookEndpointTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;
+
+export const webhookEndpointsRepository = {
+  insert: (scope: TenantScope, row: Omit<WebhookEndpointRow, 'account_id'>) => scope.insert('webhook_endpoints', row),
+
+  findById: (scope: TenantScope, id: string) =>
+    scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.id', '=', id).executeTakeFirst(),
+
+  /** Endpoints that receive new deliveries. */
+  listEnabled: (scope: TenantScope) =>
+    scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.status', '=', 'enabled').execute(),
+
+  async list(scope: TenantScope, page: { limit: number; offset: number }) {
+    const base = scope.selectFrom('webhook_endpoints');
+    const [rows, count] = await Promise.all([
+      base.selectAll().orderBy('webhook_endpoints.created_at', 'desc').orderBy('webhook_endpoints.id', 'desc').limit(page.limit).offset(page.offset).execute(),
+      base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.total) };
+  },
+
+  update: (scope: TenantScope, id: string, patch: Updateable<WebhookEndpointTable>) =>
+    scope.updateTable('webhook_endpoints').set(patch).where('webhook_endpoints.id', '=', id).execute(),
+
+  delete: (scope: TenantScope, id: string) => scope.deleteFrom('webhook_endpoints').where('webhook_endpoints.id', '=', id).executeTakeFirst(),
+};
+
+export const webhookDeliveriesRepository = {
+  insert: (scope: TenantScope, row: Omit<WebhookDeliveryRow, 'account_id'>) => scope.insert('webhook_deliveries', row),
+
+  findById: (scope: TenantScope, endpointId: string, id: string) =>
+    scope
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('webhook_deliveries.endpoint_id', '=', endpointId)
+      .where('webhook_deliveries.id', '=', id)
+      .executeTakeFirst(),
+
+  async list(scope: TenantScope, endpointId: string, filter: { status?: WebhookDeliveryRow['status'] | undefined }, page: { limit: number; offset: number }) {
+    let base = scope.selectFrom('webhook_deliveries').where('webhook_deliveries.endpoint_id', '=', endpointId);
+    if (filter.status) base = base.where('webhook_deliveries.status', '=', filter.status);
+    const [rows, count] = await Promise.all([
+      base.selectAll().orderBy('webhook_deliveries.created_at', 'desc').orderBy('webhook_deliveries.id', 'desc').limit(page.limit).offset(page.offset).execute(),
+      base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.total) };
+  },
+
+  update: (scope: TenantScope, id: string, patch: Updateable<WebhookDeliveryTable>) =>
+    scope.updateTable('webhook_deliveries').set(patch).where('webhook_deliveries.id', '=', id).execute(),
+
+  /** The delivery, whatever its endpoint (the worker knows only the delivery id). */
+  findByIdAnyEndpoint: (scope: TenantScope, id: string) =>
+    scope.selectFrom('webhook_deliveries').selectAll().where('webhook_deliveries.id', '=', id).executeTakeFirst(),
+
+  /** The delivery, locked until the transaction ends, to record an attempt without losing another. */
+  findByIdForUpdate: (scope: TenantScope, id: string) =>
+    lockedForUpdate(scope.db, scope.selectFrom('webhook_deliveries').selectAll().where('webhook_deliveries.id', '=', id)).executeTakeFirst(),
+
+  /**
+   * Changes a pending delivery only if its `next_attempt_at` still has the value that was read
+   * (nobody took or rescheduled the attempt since). False when another job or a retry did.
+   */
+  async updateIfUnchanged(scope: TenantScope, id: string, expectedNextAttemptAt: string | null, patch: Updateable<WebhookDeliveryTable>): Promise<boolean> {
+    const result = await scope
+      .updateTable('webhook_deliveries')
+      .set(patch)
+      .where('webhook_deliveries.id', '=', id)
+      .where('webhook_deliveries.status', '=', 'pending')
+      .where('webhook_deliveries.next_attempt_at', expectedNextAttemptAt === null ? 'is' : '=', expectedNextAttemptAt)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  },
+};
+
+/** The secrets of the account's active (not revoked) webhook keys, which sign its deliveries. */
+export const webhookSigningSecretsRepository = {
+  listActive: async (scope: TenantScope): Promise<string[]> => {
+    const rows = await scope
+      .selectFrom('api_keys')
+      .select('api_keys.signing_secret')
+      .where('api_keys.type', '=', 'webhook')
+      .where('api_keys.revoked_at', 'is', null)
+      .where('api_keys.signing_secret', 'is not', null)
+      .orderBy('api_keys.created_at')
+      .orderBy('api_keys.id')
+      .execute();
+    return rows.flatMap((row) => (row.signing_secret === null ? [] : [row.signing_secret]));
+  },
+};

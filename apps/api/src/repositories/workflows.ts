@@ -1,0 +1,80 @@
+import type { Selectable, Updateable } from 'kysely';
+import { lockedForUpdate } from '../db/dialect.js';
+import type { WorkflowRunTable, WorkflowTable } from '../db/schema.js';
+import type { TenantScope } from './tenant.js';
+
+export type WorkflowRow = Selectable<WorkflowTable>;
+export type WorkflowRunRow = Selectable<WorkflowRunTable>;
+
+export const workflowsRepository = {
+  findById: (scope: TenantScope, id: string) => scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).executeTakeFirst(),
+
+  /** Newest first, ties by id descending. */
+  async list(scope: TenantScope, page: { limit: number; offset: number }) {
+    const [rows, count] = await Promise.all([
+      scope
+        .selectFrom('workflows')
+        .selectAll()
+        .orderBy('workflows.created_at', 'desc')
+        .orderBy('workflows.id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
+      scope
+        .selectFrom('workflows')
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.total) };
+  },
+
+  insert: (scope: TenantScope, row: Omit<WorkflowRow, 'account_id'>) => scope.insert('workflows', row),
+};
+
+export interface RunFilter {
+  workflowId: string;
+  status?: WorkflowRunRow['status'] | undefined;
+}
+
+const filteredRuns = (scope: TenantScope, filter: RunFilter) => {
+  let query = scope.selectFrom('workflow_runs').where('workflow_runs.workflow_id', '=', filter.workflowId);
+  if (filter.status) query = query.where('workflow_runs.status', '=', filter.status);
+  return query;
+};
+
+export const workflowRunsRepository = {
+  findById: (scope: TenantScope, id: string) => scope.selectFrom('workflow_runs').selectAll().where('workflow_runs.id', '=', id).executeTakeFirst(),
+
+  /**
+   * The run, its row locked until the transaction ends: the worker advances a run only while
+   * holding it, so two workers that both hold its job never run the same step twice.
+   */
+  findByIdForUpdate: (scope: TenantScope, id: string) =>
+    lockedForUpdate(scope.db as never, scope.selectFrom('workflow_runs').selectAll().where('workflow_runs.id', '=', id)).executeTakeFirst(),
+
+  /** Newest first, ties by id descending. */
+  async list(scope: TenantScope, filter: RunFilter, page: { limit: number; offset: number }) {
+    const [rows, count] = await Promise.all([
+      filteredRuns(scope, filter)
+        .selectAll()
+        .orderBy('workflow_runs.created_at', 'desc')
+        .orderBy('workflow_runs.id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
+      filteredRuns(scope, filter)
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.total) };
+  },
+
+  insert: (scope: TenantScope, row: Omit<WorkflowRunRow, 'account_id'>) => scope.insert('workflow_runs', row),
+
+  update: (scope: TenantScope, id: string, patch: Updateable<WorkflowRunTable>) =>
+    scope.updateTable('workflow_runs').set(patch).where('workflow_runs.id', '=', id).execute(),
+
+  /** Runs outlive their contact: they keep everything else, with contact_id null. */
+  detachContact: (scope: TenantScope, contactId: string, at: string) =>
+    scope.updateTable('workflow_runs').set({ contact_id: null, updated_at: at }).where('workflow_runs.contact_id', '=', contactId).execute(),
+};

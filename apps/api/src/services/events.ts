@@ -1,0 +1,69 @@
+import type { Event, EventType, ListEventsQuery } from '@convo/core';
+import type * as z from 'zod';
+import { newId, now } from '../ids.js';
+import { conversationsRepository } from '../repositories/conversations.js';
+import { type EventRow, eventsRepository } from '../repositories/events.js';
+import type { TenantScope } from '../repositories/tenant.js';
+import { webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
+import { enqueue } from '../worker/queue.js';
+import { type ServiceContext, page, scopeOf } from './context.js';
+
+/** Events are kept, and listed, for 30 days. */
+export const EVENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+export const toEvent = (row: EventRow): Event =>
+  ({
+    id: row.id,
+    type: row.type,
+    created_at: row.created_at,
+    ...(row.sequence === null ? {} : { sequence: row.sequence }),
+    data: JSON.parse(row.data),
+  }) as Event;
+
+type DataOf<T extends EventType> = Extract<Event, { type: T }>['data'];
+
+/**
+ * Records an event in the transaction of the change that causes it (the outbox), with the next
+ * sequence number of its conversation, and queues a delivery to every enabled endpoint that
+ * subscribes to its type. A rolled-back change leaves no event and no delivery.
+ */
+export async function emitEvent<T extends EventType>(scope: TenantScope, type: T, data: DataOf<T>, conversationId?: string): Promise<Event> {
+  const sequence = conversationId === undefined ? null : await conversationsRepository.nextEventSequence(scope, conversationId);
+  const row: EventRow = {
+    account_id: scope.accountId,
+    id: newId('event'),
+    type,
+    conversation_id: conversationId ?? null,
+    sequence,
+    data: JSON.stringify(data),
+    created_at: now(),
+  };
+  await eventsRepository.insert(scope, row);
+
+  for (const endpoint of await webhookEndpointsRepository.listEnabled(scope)) {
+    const subscribed = JSON.parse(endpoint.events) as string[];
+    if (!subscribed.includes('*') && !subscribed.includes(type)) continue;
+    const deliveryId = newId('webhookDelivery');
+    await webhookDeliveriesRepository.insert(scope, {
+      id: deliveryId,
+      endpoint_id: endpoint.id,
+      event_id: row.id,
+      event_type: type,
+      status: 'pending',
+      attempts: '[]',
+      next_attempt_at: row.created_at,
+      created_at: row.created_at,
+      updated_at: row.created_at,
+    });
+    await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId } });
+  }
+  return toEvent(row);
+}
+
+export const eventsService = {
+  async list(ctx: ServiceContext, query: z.output<typeof ListEventsQuery>) {
+    const since = new Date(Date.now() - EVENT_RETENTION_MS).toISOString();
+    const { rows, total } = await eventsRepository.list(scopeOf(ctx), { type: query.type, since }, query);
+    return page(rows.map(toEvent), total, query.limit, query.offset);
+  },
+};

@@ -1,0 +1,138 @@
+import type {
+  CreateWebhookEndpointBody,
+  ListDeliveriesQuery,
+  ListWebhookEndpointsQuery,
+  UpdateWebhookEndpointBody,
+  WebhookDelivery,
+  WebhookEndpoint,
+} from '@convo/core';
+import type * as z from 'zod';
+import { ApiError } from '../errors.js';
+import { newId, now } from '../ids.js';
+import type { TenantScope } from '../repositories/tenant.js';
+import { type WebhookDeliveryRow, type WebhookEndpointRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
+import { webhookUrlProblem } from '../webhook-addresses.js';
+import { enqueue } from '../worker/queue.js';
+import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
+
+/**
+ * An attempt as stored: the public record plus whether it was a manual retry (manual attempts do
+ * not move the delivery along its automatic retry schedule).
+ */
+export interface StoredDeliveryAttempt {
+  at: string;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  manual?: boolean;
+}
+
+export const parseAttempts = (row: Pick<WebhookDeliveryRow, 'attempts'>): StoredDeliveryAttempt[] => JSON.parse(row.attempts) as StoredDeliveryAttempt[];
+
+export const toWebhookEndpoint = (row: Omit<WebhookEndpointRow, 'account_id'>): WebhookEndpoint => ({
+  id: row.id,
+  url: row.url,
+  events: JSON.parse(row.events) as string[],
+  description: row.description,
+  status: row.status,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+export const toWebhookDelivery = (row: WebhookDeliveryRow): WebhookDelivery => ({
+  id: row.id,
+  event_id: row.event_id,
+  event_type: row.event_type,
+  endpoint_id: row.endpoint_id,
+  status: row.status,
+  attempts: parseAttempts(row).map(({ at, status_code, duration_ms, error }) => ({ at, status_code, duration_ms, error })),
+  next_attempt_at: row.next_attempt_at,
+  created_at: row.created_at,
+});
+
+async function findEndpointOrThrow(scope: TenantScope, id: string): Promise<WebhookEndpointRow> {
+  const row = await webhookEndpointsRepository.findById(scope, id);
+  if (!row) throw ApiError.notFound('webhook endpoint', id);
+  return row;
+}
+
+/** https and a public host, unless the server allows private webhooks (a 400 on `url` otherwise). */
+async function assertDeliverableUrl(ctx: ServiceContext, url: string): Promise<void> {
+  const problem = await webhookUrlProblem(url, { allowPrivate: ctx.settings.allowPrivateWebhooks });
+  if (problem) throw ApiError.badRequest('url', 'format', problem);
+}
+
+export const webhookEndpointsService = {
+  async list(ctx: ServiceContext, query: z.output<typeof ListWebhookEndpointsQuery>) {
+    const { rows, total } = await webhookEndpointsRepository.list(scopeOf(ctx), query);
+    return page(rows.map(toWebhookEndpoint), total, query.limit, query.offset);
+  },
+
+  async create(ctx: ServiceContext, body: z.output<typeof CreateWebhookEndpointBody>): Promise<WebhookEndpoint> {
+    await assertDeliverableUrl(ctx, body.url);
+    const at = now();
+    const row = {
+      id: newId('webhookEndpoint'),
+      url: body.url,
+      events: JSON.stringify(body.events),
+      description: body.description ?? null,
+      status: 'enabled' as const,
+      created_at: at,
+      updated_at: at,
+    };
+    await webhookEndpointsRepository.insert(scopeOf(ctx), row);
+    return toWebhookEndpoint(row);
+  },
+
+  async retrieve(ctx: ServiceContext, id: string): Promise<WebhookEndpoint> {
+    return toWebhookEndpoint(await findEndpointOrThrow(scopeOf(ctx), id));
+  },
+
+  /** Partial; `status: "enabled"` re-enables an endpoint disabled by hand or by a 410. */
+  async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateWebhookEndpointBody>): Promise<WebhookEndpoint> {
+    // Validation (400) comes before existence (404); the DNS look-up stays outside the transaction.
+    if (body.url !== undefined) await assertDeliverableUrl(ctx, body.url);
+    return inTransaction(ctx, async (scope) => {
+      const current = await findEndpointOrThrow(scope, id);
+      const patch: Partial<WebhookEndpointRow> = {};
+      if (body.url !== undefined) patch.url = body.url;
+      if (body.events !== undefined) patch.events = JSON.stringify(body.events);
+      if (body.description !== undefined) patch.description = body.description;
+      if (body.status !== undefined) patch.status = body.status;
+      if (Object.keys(patch).length === 0) return toWebhookEndpoint(current);
+      patch.updated_at = now();
+      await webhookEndpointsRepository.update(scope, id, patch);
+      return toWebhookEndpoint({ ...current, ...patch });
+    });
+  },
+
+  /** Its deliveries go with it; their queued jobs find nothing to do. */
+  async delete(ctx: ServiceContext, id: string): Promise<void> {
+    const result = await webhookEndpointsRepository.delete(scopeOf(ctx), id);
+    if (Number(result.numDeletedRows) === 0) throw ApiError.notFound('webhook endpoint', id);
+  },
+
+  async listDeliveries(ctx: ServiceContext, endpointId: string, query: z.output<typeof ListDeliveriesQuery>) {
+    const scope = scopeOf(ctx);
+    await findEndpointOrThrow(scope, endpointId);
+    const { rows, total } = await webhookDeliveriesRepository.list(scope, endpointId, { status: query.status }, query);
+    return page(rows.map(toWebhookDelivery), total, query.limit, query.offset);
+  },
+
+  /**
+   * Makes the delivery pending with an attempt due now, and queues that attempt as a manual one,
+   * which is sent even when the endpoint is disabled.
+   */
+  async retryDelivery(ctx: ServiceContext, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
+    return inTransaction(ctx, async (scope) => {
+      await findEndpointOrThrow(scope, endpointId);
+      const current = await webhookDeliveriesRepository.findById(scope, endpointId, deliveryId);
+      if (!current) throw ApiError.notFound('webhook delivery', deliveryId);
+      const at = now();
+      const patch = { status: 'pending' as const, next_attempt_at: at, updated_at: at };
+      await webhookDeliveriesRepository.update(scope, deliveryId, patch);
+      await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId, manual: true }, runAt: at });
+      return toWebhookDelivery({ ...current, ...patch });
+    });
+  },
+};

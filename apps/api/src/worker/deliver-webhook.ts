@@ -1,0 +1,140 @@
+import { createHmac } from 'node:crypto';
+import type { DatabaseHandle } from '../db/database.js';
+import { now } from '../ids.js';
+import { eventsRepository } from '../repositories/events.js';
+import { TenantScope } from '../repositories/tenant.js';
+import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository, webhookSigningSecretsRepository } from '../repositories/webhooks.js';
+import { toEvent } from '../services/events.js';
+import { type StoredDeliveryAttempt, parseAttempts } from '../services/webhooks.js';
+import type { Settings } from '../settings.js';
+import { type WebhookResponse, postWebhook } from './post-webhook.js';
+import type { JobContext, JobOutcome } from './worker.js';
+
+export const WEBHOOK_USER_AGENT = 'Convo-Webhooks/1';
+
+/** How long past the request deadline an attempt stays taken before another job may retry it. */
+const ATTEMPT_LEASE_MARGIN_MS = 5_000;
+
+/** Retry waits vary by ±10 % so that failed deliveries do not all come back at once. */
+const JITTER = 0.1;
+
+/**
+ * The Standard Webhooks signature header: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` for
+ * each secret, space-separated. The HMAC key is the base64-decoded part after `whsec_`.
+ */
+export function signatureHeader(secrets: readonly string[], id: string, timestamp: number, body: string): string {
+  return secrets
+    .map((secret) => {
+      const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+      return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+    })
+    .join(' ');
+}
+
+/**
+ * One attempt of one delivery. At least once: the attempt is taken (its `next_attempt_at` moved
+ * to a short lease) before sending and recorded after, and the job stays queued until the worker
+ * hears back; a crash in between leaves the job to be claimed again, and the lease has run out by
+ * then, so the event is sent again rather than lost. Two jobs for one delivery (a manual retry
+ * while one is queued) cannot both take the same attempt.
+ */
+export async function deliverWebhook(deps: { database: DatabaseHandle; settings: Settings }, job: JobContext<'deliver_webhook'>): Promise<JobOutcome> {
+  const { settings } = deps;
+  const { deliveryId } = job.payload;
+  const manual = job.payload.manual === true;
+  if (job.accountId === null) return;
+  const scope = new TenantScope(deps.database.db, job.accountId);
+
+  const delivery = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
+  if (!delivery || delivery.status !== 'pending') return;
+  // Not due yet: the attempt was rescheduled, or another job has it in flight. Whatever runs
+  // later is an automatic attempt.
+  if (delivery.next_attempt_at !== null && Date.parse(delivery.next_attempt_at) > Date.now()) {
+    return { retryAt: delivery.next_attempt_at, payload: { deliveryId } };
+  }
+
+  const endpoint = await webhookEndpointsRepository.findById(scope, delivery.endpoint_id);
+  if (!endpoint) return;
+  if (endpoint.status === 'disabled' && !manual) {
+    const at = now();
+    await webhookDeliveriesRepository.updateIfUnchanged(scope, deliveryId, delivery.next_attempt_at, { status: 'failed', next_attempt_at: null, updated_at: at });
+    return;
+  }
+
+  const leaseUntil = new Date(Date.now() + settings.webhookTimeoutMs + ATTEMPT_LEASE_MARGIN_MS).toISOString();
+  if (!(await webhookDeliveriesRepository.updateIfUnchanged(scope, deliveryId, delivery.next_attempt_at, { next_attempt_at: leaseUntil }))) {
+    const current = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
+    if (!current || current.status !== 'pending') return;
+    return { retryAt: current.next_attempt_at ?? now(), payload: { deliveryId } };
+  }
+
+  const at = now();
+  const response = await send(deps, scope, delivery, endpoint.url);
+  return record(deps, scope, deliveryId, { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error, ...(manual ? { manual } : {}) });
+}
+
+/** Signs and sends the event; an attempt that cannot be made is a failed one. */
+async function send(deps: { settings: Settings }, scope: TenantScope, delivery: WebhookDeliveryRow, url: string): Promise<WebhookResponse> {
+  const eventRow = await eventsRepository.findById(scope, delivery.event_id);
+  if (!eventRow) return { statusCode: null, error: 'event_expired', durationMs: 0 };
+  const secrets = await webhookSigningSecretsRepository.listActive(scope);
+  if (secrets.length === 0) return { statusCode: null, error: 'no_signing_key', durationMs: 0 };
+
+  // The same bytes on every attempt: the event as GET /v1/events returns it.
+  const body = JSON.stringify(toEvent(eventRow));
+  const timestamp = Math.floor(Date.now() / 1000);
+  return postWebhook({
+    url,
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': WEBHOOK_USER_AGENT,
+      'webhook-id': eventRow.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader(secrets, eventRow.id, timestamp, body),
+    },
+    timeoutMs: deps.settings.webhookTimeoutMs,
+    allowPrivate: deps.settings.allowPrivateWebhooks,
+  });
+}
+
+/** Appends the attempt and decides what comes next, in one transaction with the delivery locked. */
+async function record(deps: { database: DatabaseHandle; settings: Settings }, scope: TenantScope, deliveryId: string, attempt: StoredDeliveryAttempt): Promise<JobOutcome> {
+  return deps.database.db.transaction().execute(async (trx) => {
+    const txScope = scope.with(trx);
+    const current = await webhookDeliveriesRepository.findByIdForUpdate(txScope, deliveryId);
+    if (!current) return;
+    const previous = parseAttempts(current);
+    const attempts = JSON.stringify([...previous, attempt]);
+    const at = now();
+    // Finished meanwhile (by a duplicate job): keep its outcome, only add what happened here.
+    if (current.status !== 'pending') {
+      await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, updated_at: at });
+      return;
+    }
+
+    const succeeded = attempt.error === null && attempt.status_code !== null && attempt.status_code >= 200 && attempt.status_code < 300;
+    if (succeeded) {
+      await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, status: 'succeeded', next_attempt_at: null, updated_at: at });
+      return;
+    }
+    if (attempt.status_code === 410 || attempt.error === 'event_expired') {
+      // 410 Gone: the receiver asks for no more deliveries.
+      if (attempt.status_code === 410) await webhookEndpointsRepository.update(txScope, current.endpoint_id, { status: 'disabled', updated_at: at });
+      await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, status: 'failed', next_attempt_at: null, updated_at: at });
+      return;
+    }
+
+    const failedAutomatic = previous.filter((a) => a.error !== null && a.manual !== true).length;
+    const waitMs = deps.settings.webhookRetryScheduleMs[failedAutomatic];
+    if (waitMs === undefined) {
+      await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, status: 'failed', next_attempt_at: null, updated_at: at });
+      return;
+    }
+    const jittered = waitMs * (1 - JITTER + Math.random() * 2 * JITTER);
+    const nextAttemptAt = new Date(Date.now() + jittered).toISOString();
+    await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, next_attempt_at: nextAttemptAt, updated_at: at });
+    // The next attempt is an automatic one, even after a manual retry.
+    return { retryAt: nextAttemptAt, payload: { deliveryId } };
+  });
+}

@@ -1,0 +1,21 @@
+import type { DatabaseHandle } from '../db/database.js';
+import { eventsRepository } from '../repositories/events.js';
+import { EVENT_RETENTION_MS } from '../services/events.js';
+import type { Settings } from '../settings.js';
+import { deliverWebhook } from './deliver-webhook.js';
+import { runWorkflow } from './run-workflow.js';
+import type { JobHandlers } from './worker.js';
+
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+
+/** What the worker does for each kind of job. */
+export function jobHandlers(deps: { database: DatabaseHandle; settings: Settings }): JobHandlers {
+  return {
+    deliver_webhook: (job) => deliverWebhook(deps, job),
+    run_workflow: (job) => runWorkflow(deps, job),
+    prune_events: async () => {
+      await eventsRepository.prune(deps.database.db, new Date(Date.now() - EVENT_RETENTION_MS).toISOString());
+      return { retryAt: new Date(Date.now() + PRUNE_INTERVAL_MS).toISOString() };
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import { randomUUID } from 'node:crypto';
+import type { Executor } from '../repositories/tenant.js';
+import { jobsRepository } from '../repositories/jobs.js';
+import { now } from '../ids.js';
+
+/** The kinds of background work and what each job carries. */
+export interface JobPayloads {
+  /** One attempt of a webhook delivery. `manual` is a retry asked for through the API. */
+  deliver_webhook: { deliveryId: string; manual?: boolean };
+  /** The next steps of a workflow run. */
+  run_workflow: { runId: string };
+  /** Deletes events past their retention; reschedules itself. */
+  prune_events: Record<string, never>;
+}
+export type JobKind = keyof JobPayloads;
+
+/**
+ * Puts a job in the queue. Called inside the transaction of the change that needs it, so the job
+ * exists exactly when the change does.
+ */
+export async function enqueue<K extends JobKind>(
+  db: Executor,
+  input: { kind: K; accountId: string | null; payload: JobPayloads[K]; runAt?: string; id?: string },
+): Promise<string> {
+  const id = input.id ?? `job_${randomUUID()}`;
+  const at = now();
+  await jobsRepository.insert(db, {
+    id,
+    kind: input.kind,
+    account_id: input.accountId,
+    payload: JSON.stringify(input.payload),
+    run_at: input.runAt ?? at,
+    attempts: 0,
+    locked_by: null,
+    locked_until: null,
+    created_at: at,
+  });
+  return id;
+}

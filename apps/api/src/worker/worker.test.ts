@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DatabaseHandle, openDatabase } from '../db/database.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { jobsRepository } from '../repositories/jobs.js';
+import { ACTIVE_DIALECTS } from '../testing/harness.js';
+import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
+import { enqueue } from './queue.js';
+import { type JobHandlers, Worker } from './worker.js';
+
+/** Handlers that record which job ran where; only run_workflow jobs are used here. */
+function recordingHandlers(runs: string[], delayMs = 5): JobHandlers {
+  return {
+    run_workflow: async (job) => {
+      await new Promise((r) => setTimeout(r, delayMs));
+      runs.push(job.payload.runId);
+    },
+    deliver_webhook: async () => {},
+    prune_events: async () => ({ retryAt: new Date(Date.now() + 3_600_000).toISOString() }),
+  };
+}
+
+const waitFor = async (check: () => boolean | Promise<boolean>, timeoutMs = 15_000) => {
+  const start = Date.now();
+  while (!(await check())) {
+    if (Date.now() - start > timeoutMs) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+for (const dialect of ACTIVE_DIALECTS) {
+  describe(`the worker [${dialect}]`, () => {
+    let testDb: TestDatabase;
+    let database: DatabaseHandle;
+    beforeAll(async () => {
+      testDb = await createTestDatabase(dialect);
+      database = openDatabase(testDb.url);
+      await migrateToLatest(database.db);
+    });
+    afterAll(async () => {
+      await database.destroy();
+      await testDb.drop();
+    });
+
+    it('runs each queued job once and removes it', async () => {
+      const runs: string[] = [];
+      for (let i = 0; i < 20; i++) await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: `a${i}` } });
+      const worker = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
+      await worker.start();
+      await waitFor(() => runs.length >= 20);
+      await worker.stop();
+      expect([...runs].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `a${i}`).sort());
+      expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]);
+    });
+
+    it('leaves a job scheduled later until it is due', async () => {
+      const runs: string[] = [];
+      await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: 'later' }, runAt: new Date(Date.now() + 400).toISOString() });
+      const worker = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
+      expect(await worker.runDue()).toBe(0);
+      await waitFor(async () => (await worker.runDue()) > 0);
+      expect(runs).toEqual(['later']);
+    });
+
+    it('takes over a job whose worker died once its lease expires', async () => {
+      await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: 'orphan' } });
+      const now = Date.now();
+      // A worker claims it and dies without finishing.
+      const claimed = await jobsRepository.claim(database.db, { workerId: 'dead', limit: 10, now: new Date(now).toISOString(), leaseUntil: new Date(now + 300).toISOString() });
+      expect(claimed.map((j) => JSON.parse(j.payload).runId)).toContain('orphan');
+      const runs: string[] = [];
+      const survivor = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
+      expect(await survivor.runDue()).toBe(0);
+      await waitFor(async () => (await survivor.runDue()) > 0);
+      expect(runs).toEqual(['orphan']);
+    });
+
+    it('retries a job whose handler throws, later', async () => {
+      let calls = 0;
+      const handlers: JobHandlers = {
+        ...recordingHandlers([]),
+        run_workflow: async () => {
+          calls++;
+          if (calls === 1) throw new Error('transient');
+        },
+      };
+      await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: 'flaky' } });
+      const worker = new Worker({ database, handlers, pollIntervalMs: 10 });
+      await worker.runDue();
+      const job = await database.db.selectFrom('jobs').selectAll().where('kind', '=', 'run_workflow').executeTakeFirstOrThrow();
+      expect(job).toMatchObject({ attempts: 1, locked_by: null });
+      expect(job.run_at > new Date().toISOString()).toBe(true);
+      await database.db.updateTable('jobs').set({ run_at: new Date(0).toISOString() }).where('id', '=', job.id).execute();
+      await worker.runDue();
+      expect(calls).toBe(2);
+      expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]);
+    });
+
+    if (dialect === 'postgres') {
+      it('never gives one job to two workers sharing the database', async () => {
+        const runs: string[] = [];
+        const ids = Array.from({ length: 60 }, (_, i) => `shared${i}`);
+        for (const runId of ids) await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId } });
+        // Two workers with their own connection pools, as two processes would have.
+        const other = openDatabase(testDb.url);
+        const workers = [database, other].map((db) => new Worker({ database: db, handlers: recordingHandlers(runs, 3), pollIntervalMs: 5, concurrency: 4 }));
+        await Promise.all(workers.map((w) => w.start()));
+        await waitFor(() => runs.length >= ids.length);
+        await Promise.all(workers.map((w) => w.stop()));
+        await other.destroy();
+        expect(runs).toHaveLength(ids.length);
+        expect(new Set(runs).size).toBe(ids.length);
+      });
+    }
+  });
+}

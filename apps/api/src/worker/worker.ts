@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { DatabaseHandle } from '../db/database.js';
+import { type JobRow, jobsRepository } from '../repositories/jobs.js';
+import { type JobKind, type JobPayloads, enqueue } from './queue.js';
+
+/** What a handler may ask for: nothing (done), or another run of the same job later. */
+export type JobOutcome = void | { retryAt: string; payload?: unknown };
+
+export interface JobContext<K extends JobKind> {
+  id: string;
+  kind: K;
+  accountId: string | null;
+  payload: JobPayloads[K];
+  /** 1 on the first claim. */
+  attempts: number;
+}
+
+export type JobHandlers = { [K in JobKind]: (job: JobContext<K>) => Promise<JobOutcome> };
+
+export interface WorkerLogger {
+  info(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface WorkerOptions {
+  database: DatabaseHandle;
+  handlers: JobHandlers;
+  /** How often to look for due jobs when idle. */
+  pollIntervalMs?: number;
+  /** How long a claim holds; a worker that dies loses its jobs to others after this. */
+  leaseMs?: number;
+  /** Jobs run at once by this worker. */
+  concurrency?: number;
+  logger?: WorkerLogger;
+}
+
+/** A job whose handler throws is tried again later, at most this many times. */
+const MAX_FAILED_ATTEMPTS = 20;
+const PRUNE_JOB_ID = 'job_prune_events';
+
+/**
+ * Runs the queued jobs of every account: claims due jobs with a lease, runs their handlers, and
+ * deletes or reschedules them. Several workers may share one Postgres database; each job is
+ * claimed by one of them at a time.
+ */
+export class Worker {
+  readonly id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+  private wakeUp: (() => void) | undefined;
+  private readonly options: Required<Omit<WorkerOptions, 'logger'>> & { logger: WorkerLogger | undefined };
+
+  constructor(options: WorkerOptions) {
+    this.options = { pollIntervalMs: 250, leaseMs: 60_000, concurrency: 4, ...options, logger: options.logger };
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    await this.ensurePruneJob();
+    this.loop = this.run();
+  }
+
+  /** Stops claiming, lets running jobs finish, and gives back any claim not started. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.wakeUp?.();
+    await this.loop;
+    await Promise.allSettled([...this.inFlight]);
+    await jobsRepository.release(this.options.database.db, this.id);
+  }
+
+  /** Claims and runs the jobs due now, once; resolves when they are done. For tests and tools. */
+  async runDue(): Promise<number> {
+    const jobs = await this.claim(this.options.concurrency);
+    await Promise.all(jobs.map((job) => this.process(job)));
+    return jobs.length;
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      const free = this.options.concurrency - this.inFlight.size;
+      let claimed: JobRow[] = [];
+      if (free > 0) {
+        try {
+          claimed = await this.claim(free);
+        } catch (error) {
+          this.options.logger?.error({ err: error }, 'worker: claiming jobs failed');
+        }
+      }
+      for (const job of claimed) {
+        const task = this.process(job).finally(() => {
+          this.inFlight.delete(task);
+          this.wakeUp?.();
+        });
+        this.inFlight.add(task);
+      }
+      if (claimed.length === 0 || this.inFlight.size >= this.options.concurrency) await this.sleep();
+    }
+  }
+
+  private sleep(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, this.options.pollIntervalMs);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+  }
+
+  private claim(limit: number): Promise<JobRow[]> {
+    const now = Date.now();
+    return jobsRepository.claim(this.options.database.db, {
+      workerId: this.id,
+      limit,
+      now: new Date(now).toISOString(),
+      leaseUntil: new Date(now + this.options.leaseMs).toISOString(),
+    });
+  }
+
+  private async process(job: JobRow): Promise<void> {
+    const db = this.options.database.db;
+    const handler = this.options.handlers[job.kind as JobKind] as ((job: JobContext<JobKind>) => Promise<JobOutcome>) | undefined;
+    try {
+      if (!handler) throw new Error(`no handler for job kind "${job.kind}"`);
+      const outcome = await handler({ id: job.id, kind: job.kind as JobKind, accountId: job.account_id, payload: JSON.parse(job.payload), attempts: job.attempts });
+      if (outcome) {
+        await jobsRepository.reschedule(db, job.id, this.id, outcome.retryAt, outcome.payload === undefined ? undefined : JSON.stringify(outcome.payload));
+      } else {
+        await jobsRepository.complete(db, job.id, this.id);
+      }
+    } catch (error) {
+      this.options.logger?.error({ err: error, jobId: job.id, kind: job.kind, attempts: job.attempts }, 'worker: job failed');
+      try {
+        if (job.attempts >= MAX_FAILED_ATTEMPTS) {
+          await jobsRepository.complete(db, job.id, this.id);
+        } else {
+          const backoffMs = Math.min(3_600_000, 1000 * 2 ** job.attempts);
+          await jobsRepository.reschedule(db, job.id, this.id, new Date(Date.now() + backoffMs).toISOString());
+        }
+      } catch {
+        // The lease expires and the job is claimed again.
+      }
+    }
+  }
+
+  /** One prune job exists at all times; its handler reschedules it. */
+  private async ensurePruneJob(): Promise<void> {
+    const { database } = this.options;
+    const exists = await database.db.selectFrom('jobs').select('id').where('id', '=', PRUNE_JOB_ID).executeTakeFirst();
+    if (exists) return;
+    try {
+      await enqueue(database.db, { id: PRUNE_JOB_ID, kind: 'prune_events', accountId: null, payload: {} });
+    } catch (error) {
+      if (!database.isUniqueViolation(error)) throw error;
+    }
+  }
+}

@@ -1,0 +1,89 @@
+import * as z from 'zod';
+import { Id, Timestamp, listOf, pagination, text } from './common.js';
+import { EventType } from './events.js';
+
+export const WebhookEndpointStatus = z.enum(['enabled', 'disabled']).meta({ id: 'WebhookEndpointStatus' });
+
+/** A subscription: event types, or `["*"]` for all of them. */
+export const WebhookEventFilter = z
+  .array(z.union([EventType, z.literal('*')]))
+  .min(1)
+  .max(20)
+  .meta({ description: 'Event types to receive, or `["*"]` for every type.' });
+
+export const WebhookUrl = z
+  .url({ protocol: /^https?$/, hostname: z.regexes.hostname, error: 'Must be an absolute https URL' })
+  .max(2048)
+  .meta({ description: 'Where deliveries are POSTed. https only (plain http and private addresses only where the server allows them).' });
+
+export const WebhookEndpoint = z
+  .object({
+    id: Id,
+    url: z.string(),
+    events: z.array(z.string()),
+    description: z.string().nullable(),
+    status: WebhookEndpointStatus,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'WebhookEndpoint' });
+export type WebhookEndpoint = z.infer<typeof WebhookEndpoint>;
+
+export const WebhookEndpointList = listOf(WebhookEndpoint, 'WebhookEndpointList');
+export type WebhookEndpointList = z.infer<typeof WebhookEndpointList>;
+
+export const CreateWebhookEndpointBody = z
+  .strictObject({
+    url: WebhookUrl,
+    events: WebhookEventFilter,
+    description: text(0, 500).nullable().optional(),
+  })
+  .meta({ id: 'CreateWebhookEndpointBody' });
+export type CreateWebhookEndpointBody = z.input<typeof CreateWebhookEndpointBody>;
+
+export const UpdateWebhookEndpointBody = z
+  .strictObject({
+    url: WebhookUrl.optional(),
+    events: WebhookEventFilter.optional(),
+    description: text(0, 500).nullable().optional(),
+    status: WebhookEndpointStatus.optional().meta({ description: '`enabled` re-enables an endpoint that was disabled (by hand or by a 410).' }),
+  })
+  .meta({ id: 'UpdateWebhookEndpointBody' });
+export type UpdateWebhookEndpointBody = z.input<typeof UpdateWebhookEndpointBody>;
+
+export const ListWebhookEndpointsQuery = z.strictObject({ ...pagination });
+export type ListWebhookEndpointsQuery = z.input<typeof ListWebhookEndpointsQuery>;
+
+export const DeliveryStatus = z.enum(['pending', 'succeeded', 'failed']).meta({ id: 'DeliveryStatus' });
+
+export const DeliveryAttempt = z
+  .object({
+    at: Timestamp,
+    status_code: z.int().nullable().meta({ description: 'The receiver\'s HTTP status; null when no response arrived.' }),
+    duration_ms: z.int().min(0),
+    error: z.string().nullable().meta({ description: 'Why the attempt failed; null for a 2xx.' }),
+  })
+  .meta({ id: 'DeliveryAttempt' });
+
+export const WebhookDelivery = z
+  .object({
+    id: Id,
+    event_id: Id,
+    event_type: EventType,
+    endpoint_id: Id,
+    status: DeliveryStatus,
+    attempts: z.array(DeliveryAttempt),
+    next_attempt_at: Timestamp.nullable(),
+    created_at: Timestamp,
+  })
+  .meta({ id: 'WebhookDelivery' });
+export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
+
+export const WebhookDeliveryList = listOf(WebhookDelivery, 'WebhookDeliveryList');
+export type WebhookDeliveryList = z.infer<typeof WebhookDeliveryList>;
+
+export const ListDeliveriesQuery = z.strictObject({ ...pagination, status: DeliveryStatus.optional() });
+export type ListDeliveriesQuery = z.input<typeof ListDeliveriesQuery>;
+
+export const WebhookEndpointIdParams = z.strictObject({ id: Id });
+export const WebhookDeliveryParams = z.strictObject({ id: Id, delivery_id: Id });

@@ -1,0 +1,102 @@
+import * as z from 'zod';
+import { ConversationStatus, Id, Timestamp, listOf, pagination, text } from './common.js';
+import { TagName } from './contacts.js';
+import { MessageContent } from './messages.js';
+
+/** Longest single wait step: 30 days. */
+export const MAX_WAIT_SECONDS = 30 * 24 * 60 * 60;
+
+export const WorkflowStep = z
+  .discriminatedUnion('type', [
+    z.strictObject({
+      type: z.literal('send_message'),
+      content: MessageContent.meta({ description: 'May use `{{contact.name}}` and `{{data.<key>}}`.' }),
+    }),
+    z.strictObject({ type: z.literal('add_tag'), tag: TagName }),
+    z.strictObject({ type: z.literal('remove_tag'), tag: TagName }),
+    z.strictObject({ type: z.literal('set_conversation_status'), status: ConversationStatus }),
+    z.strictObject({ type: z.literal('wait'), seconds: z.int().min(1).max(MAX_WAIT_SECONDS) }),
+  ])
+  .meta({ id: 'WorkflowStep' });
+export type WorkflowStep = z.infer<typeof WorkflowStep>;
+export const STEP_TYPES = ['send_message', 'add_tag', 'remove_tag', 'set_conversation_status', 'wait'] as const;
+
+export const Workflow = z
+  .object({
+    id: Id,
+    name: z.string(),
+    steps: z.array(WorkflowStep),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'Workflow' });
+export type Workflow = z.infer<typeof Workflow>;
+
+export const WorkflowList = listOf(Workflow, 'WorkflowList');
+export type WorkflowList = z.infer<typeof WorkflowList>;
+
+export const CreateWorkflowBody = z
+  .strictObject({
+    name: text(1, 200),
+    steps: z.array(WorkflowStep).min(1).max(50),
+  })
+  .meta({ id: 'CreateWorkflowBody' });
+export type CreateWorkflowBody = z.input<typeof CreateWorkflowBody>;
+
+export const ListWorkflowsQuery = z.strictObject({ ...pagination });
+export type ListWorkflowsQuery = z.input<typeof ListWorkflowsQuery>;
+
+export const RunStatus = z.enum(['queued', 'running', 'waiting', 'succeeded', 'failed']).meta({ id: 'WorkflowRunStatus' });
+export type RunStatus = z.infer<typeof RunStatus>;
+export const StepStatus = z.enum(['pending', 'running', 'succeeded', 'failed', 'skipped']).meta({ id: 'WorkflowStepStatus' });
+export type StepStatus = z.infer<typeof StepStatus>;
+
+export const MAX_RUN_DATA_KEYS = 50;
+export const RunData = z
+  .record(text(1, 100), z.union([z.string().max(10_000), z.number(), z.boolean(), z.null()]))
+  .check((ctx) => {
+    const count = Object.keys(ctx.value).length;
+    if (count > MAX_RUN_DATA_KEYS) {
+      ctx.issues.push({ code: 'too_big', origin: 'object', maximum: MAX_RUN_DATA_KEYS, inclusive: true, input: ctx.value, message: `data holds at most ${MAX_RUN_DATA_KEYS} keys` });
+    }
+  })
+  .meta({ description: 'Context of the run (at most 50 keys), available to steps as `{{data.<key>}}`; may name an order.', maxProperties: MAX_RUN_DATA_KEYS });
+
+export const TriggerWorkflowBody = z
+  .strictObject({
+    contact_id: Id,
+    data: RunData.optional(),
+  })
+  .meta({ id: 'TriggerWorkflowBody' });
+export type TriggerWorkflowBody = z.input<typeof TriggerWorkflowBody>;
+
+export const WorkflowRun = z
+  .object({
+    id: Id,
+    workflow_id: Id,
+    contact_id: Id.nullable(),
+    status: RunStatus,
+    data: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
+    steps: z.array(
+      z.object({
+        index: z.int().min(0),
+        type: z.enum(STEP_TYPES),
+        status: StepStatus,
+        error: z.string().nullable(),
+      }),
+    ),
+    error: z.string().nullable(),
+    created_at: Timestamp,
+    started_at: Timestamp.nullable(),
+    finished_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'WorkflowRun' });
+export type WorkflowRun = z.infer<typeof WorkflowRun>;
+
+export const WorkflowRunList = listOf(WorkflowRun, 'WorkflowRunList');
+export type WorkflowRunList = z.infer<typeof WorkflowRunList>;
+
+export const ListRunsQuery = z.strictObject({ ...pagination, status: RunStatus.optional() });
+export type ListRunsQuery = z.input<typeof ListRunsQuery>;
+
+export const WorkflowIdParams = z.strictObject({ id: Id });
