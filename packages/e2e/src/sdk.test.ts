@@ -1,4 +1,24 @@
-import { Contact, ContactList, Conversation, ConversationList, Message, MessageList, Order, OrderList, TagList, endpoints } from '@convo/core';
+import {
+  Contact,
+  ContactList,
+  Conversation,
+  ConversationList,
+  EventList,
+  Message,
+  MessageList,
+  Order,
+  OrderList,
+  TagList,
+  WebhookDelivery,
+  WebhookDeliveryList,
+  WebhookEndpoint,
+  WebhookEndpointList,
+  Workflow,
+  WorkflowList,
+  WorkflowRun,
+  WorkflowRunList,
+  endpoints,
+} from '@convo/core';
 import { BadRequestError, ConnectionError, Convo, ConvoError, ForbiddenError, NotFoundError, SDK_METHODS, UnauthorizedError } from '@convo/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestServer, startServer } from './server.js';
@@ -55,6 +75,43 @@ describe('the SDK against a real server', () => {
     called.add('orders.retrieve');
     expect(OrderList.parse(await convo.orders.list({ contact_id: ana.id })).data).toEqual([order]);
     called.add('orders.list');
+
+    const workflow = Workflow.parse(await convo.workflows.create({ name: 'Welcome', steps: [{ type: 'add_tag', tag: 'welcomed' }] }));
+    called.add('workflows.create');
+    expect(Workflow.parse(await convo.workflows.retrieve(workflow.id))).toEqual(workflow);
+    called.add('workflows.retrieve');
+    expect(WorkflowList.parse(await convo.workflows.list()).data.map((w) => w.id)).toEqual([workflow.id]);
+    called.add('workflows.list');
+    const run = WorkflowRun.parse(await convo.workflows.trigger(workflow.id, { contact_id: ana.id, data: { source: 'sdk' } }));
+    expect(run).toMatchObject({ status: 'queued', workflow_id: workflow.id, contact_id: ana.id, data: { source: 'sdk' } });
+    called.add('workflows.trigger');
+    expect(WorkflowRunList.parse(await convo.workflows.runs(workflow.id)).data.map((r) => r.id)).toEqual([run.id]);
+    called.add('workflows.listRuns');
+
+    const inbound = Message.parse(await convo.sandbox.inbound({ platform: 'instagram', from: { phone: '+5511987654321' }, content: 'Oi!' }));
+    expect(inbound).toMatchObject({ direction: 'inbound', content: 'Oi!' });
+    called.add('sandbox.inbound');
+    const events = EventList.parse(await convo.events.list({ type: 'message.received' }));
+    expect(events.data[0]?.data).toEqual(inbound);
+    called.add('events.list');
+
+    const endpoint = WebhookEndpoint.parse(await convo.webhookEndpoints.create({ url: 'https://example.com/hooks', events: ['order.placed'] }));
+    called.add('webhookEndpoints.create');
+    expect(WebhookEndpoint.parse(await convo.webhookEndpoints.retrieve(endpoint.id))).toEqual(endpoint);
+    called.add('webhookEndpoints.retrieve');
+    expect(WebhookEndpoint.parse(await convo.webhookEndpoints.update(endpoint.id, { description: 'orders' })).description).toBe('orders');
+    called.add('webhookEndpoints.update');
+    expect(WebhookEndpointList.parse(await convo.webhookEndpoints.list()).total).toBe(1);
+    called.add('webhookEndpoints.list');
+    await convo.orders.create({ contact_id: ana.id, currency: 'BRL', items: [{ name: 'Cap', quantity: 1, unit_amount: 50 }] });
+    const deliveries = WebhookDeliveryList.parse(await convo.webhookEndpoints.deliveries(endpoint.id));
+    expect(deliveries.data[0]).toMatchObject({ event_type: 'order.placed', endpoint_id: endpoint.id });
+    called.add('webhookEndpoints.listDeliveries');
+    const retried = WebhookDelivery.parse(await convo.webhookEndpoints.retryDelivery(endpoint.id, deliveries.data[0]?.id as string));
+    expect(retried.status).toBe('pending');
+    called.add('webhookEndpoints.retryDelivery');
+    await expect(convo.webhookEndpoints.del(endpoint.id)).resolves.toBeUndefined();
+    called.add('webhookEndpoints.delete');
 
     await expect(convo.contacts.del(ana.id)).resolves.toBeUndefined();
     called.add('contacts.delete');

@@ -1,14 +1,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { accountsService, buildServer, migrateToLatest, openDatabase } from '@convo/api';
+import { accountsService, buildServer, defaultSettings, migrateToLatest, openDatabase } from '@convo/api';
 
 /** A real Convo server on a fresh SQLite file, with one account and keys of each type. */
 export async function startServer() {
   const dir = mkdtempSync(join(tmpdir(), 'convo-e2e-'));
   const database = openDatabase(`file:${join(dir, 'convo.db')}`);
   await migrateToLatest(database.db);
-  const app = await buildServer({ database, logger: false });
+  // As in development: the sandbox is on and webhooks may point at this machine.
+  const app = await buildServer({ database, logger: false, settings: defaultSettings({ sandboxEnabled: true, allowPrivateWebhooks: true }) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
