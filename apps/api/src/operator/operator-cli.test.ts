@@ -1,41 +1,15 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { ConversationList } from '@convo/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
 import { ApiError } from '../errors.js';
 import { accountsService } from '../services/accounts.js';
+import { BIN, ensureBuilt } from '../testing/built-bin.js';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../testing/databases.js';
-
-/** apps/api, from this file at apps/api/src/operator/. */
-const API_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = join(API_DIR, 'dist', 'bin.js');
-
-/** Newest modification time of the non-test sources under `dir`. */
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** The tests run the built command, as operators do: build it when it is missing or older than its sources. */
-function ensureBuilt() {
-  let built = 0;
-  try {
-    built = statSync(BIN).mtimeMs;
-  } catch {}
-  if (built === 0 || built < newestSource(join(API_DIR, 'src'))) {
-    execFileSync(join(API_DIR, 'node_modules', '.bin', 'tsup'), [], { cwd: API_DIR, stdio: 'pipe' });
-  }
-}
 
 interface CliResult {
   code: number | null;

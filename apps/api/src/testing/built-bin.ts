@@ -1,0 +1,30 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const API_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The built operator command, as operators run it. */
+export const BIN = join(API_DIR, 'dist', 'bin.js');
+
+/** Newest modification time of the non-test sources under `dir`. */
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** Builds the command when it is missing or older than its sources (the test pipeline builds it first). */
+export function ensureBuilt(): void {
+  let built = 0;
+  try {
+    built = statSync(BIN).mtimeMs;
+  } catch {}
+  if (built === 0 || built < newestSource(join(API_DIR, 'src'))) {
+    execFileSync(join(API_DIR, 'node_modules', '.bin', 'tsup'), [], { cwd: API_DIR, stdio: 'pipe' });
+  }
+}
