@@ -1,12 +1,12 @@
 import * as z from 'zod';
 import { Id, Timestamp, listOf, pagination, text } from './common.js';
-import { EventType } from './events.js';
+import { EVENT_TYPES, EventType } from './events.js';
 
 export const WebhookEndpointStatus = z.enum(['enabled', 'disabled']).meta({ id: 'WebhookEndpointStatus' });
 
 /** A subscription: event types, or `["*"]` for all of them. */
 export const WebhookEventFilter = z
-  .array(z.union([EventType, z.literal('*')]))
+  .array(z.enum([...EVENT_TYPES, '*']))
   .min(1)
   .max(20)
   .meta({ description: 'Event types to receive, or `["*"]` for every type.' });

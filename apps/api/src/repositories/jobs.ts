@@ -45,6 +45,10 @@ export const jobsRepository = {
     });
   },
 
+  /** When the current claim on the job runs out; null when nobody holds it. */
+  leaseOf: async (db: Executor, id: string): Promise<string | null> =>
+    (await db.selectFrom('jobs').select('locked_until').where('id', '=', id).executeTakeFirst())?.locked_until ?? null,
+
   /** Done: the job leaves the queue (only if this worker still holds it). */
   complete: (db: Executor, id: string, workerId: string) => db.deleteFrom('jobs').where('id', '=', id).where('locked_by', '=', workerId).execute(),
 

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.js';
 import { now } from '../ids.js';
 import { eventsRepository } from '../repositories/events.js';
+import { jobsRepository } from '../repositories/jobs.js';
 import { TenantScope } from '../repositories/tenant.js';
 import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository, webhookSigningSecretsRepository } from '../repositories/webhooks.js';
 import { toEvent } from '../services/events.js';
@@ -12,11 +13,16 @@ import type { JobContext, JobOutcome } from './worker.js';
 
 export const WEBHOOK_USER_AGENT = 'Convo-Webhooks/1';
 
-/** How long past the request deadline an attempt stays taken before another job may retry it. */
+/** Without a claim to go by (never in the worker), an attempt is held this long past its deadline. */
 const ATTEMPT_LEASE_MARGIN_MS = 5_000;
 
 /** Retry waits vary by ±10 % so that failed deliveries do not all come back at once. */
 const JITTER = 0.1;
+
+interface DeliveryDeps {
+  database: DatabaseHandle;
+  settings: Settings;
+}
 
 /**
  * The Standard Webhooks signature header: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` for
@@ -32,13 +38,14 @@ export function signatureHeader(secrets: readonly string[], id: string, timestam
 }
 
 /**
- * One attempt of one delivery. At least once: the attempt is taken (its `next_attempt_at` moved
- * to a short lease) before sending and recorded after, and the job stays queued until the worker
- * hears back; a crash in between leaves the job to be claimed again, and the lease has run out by
- * then, so the event is sent again rather than lost. Two jobs for one delivery (a manual retry
- * while one is queued) cannot both take the same attempt.
+ * One attempt of one delivery. At least once: the attempt is taken before sending (its
+ * `next_attempt_at` moved to the end of this job's claim) and recorded after, and the job stays
+ * queued until the worker hears back. A crash in between leaves the job to be claimed again when
+ * its claim runs out, and the attempt is free again at that moment, so the event is sent again
+ * rather than lost. Two jobs for one delivery (a manual retry while one is queued) cannot both
+ * take the same attempt.
  */
-export async function deliverWebhook(deps: { database: DatabaseHandle; settings: Settings }, job: JobContext<'deliver_webhook'>): Promise<JobOutcome> {
+export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'deliver_webhook'>): Promise<JobOutcome> {
   const { settings } = deps;
   const { deliveryId } = job.payload;
   const manual = job.payload.manual === true;
@@ -56,12 +63,13 @@ export async function deliverWebhook(deps: { database: DatabaseHandle; settings:
   const endpoint = await webhookEndpointsRepository.findById(scope, delivery.endpoint_id);
   if (!endpoint) return;
   if (endpoint.status === 'disabled' && !manual) {
-    const at = now();
-    await webhookDeliveriesRepository.updateIfUnchanged(scope, deliveryId, delivery.next_attempt_at, { status: 'failed', next_attempt_at: null, updated_at: at });
+    const patch = { status: 'failed' as const, next_attempt_at: null, updated_at: now() };
+    await webhookDeliveriesRepository.updateIfUnchanged(scope, deliveryId, delivery.next_attempt_at, patch);
     return;
   }
 
-  const leaseUntil = new Date(Date.now() + settings.webhookTimeoutMs + ATTEMPT_LEASE_MARGIN_MS).toISOString();
+  const leaseUntil =
+    (await jobsRepository.leaseOf(deps.database.db, job.id)) ?? new Date(Date.now() + settings.webhookTimeoutMs + ATTEMPT_LEASE_MARGIN_MS).toISOString();
   if (!(await webhookDeliveriesRepository.updateIfUnchanged(scope, deliveryId, delivery.next_attempt_at, { next_attempt_at: leaseUntil }))) {
     const current = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
     if (!current || current.status !== 'pending') return;
@@ -70,11 +78,12 @@ export async function deliverWebhook(deps: { database: DatabaseHandle; settings:
 
   const at = now();
   const response = await send(deps, scope, delivery, endpoint.url);
-  return record(deps, scope, deliveryId, { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error, ...(manual ? { manual } : {}) });
+  const attempt: StoredDeliveryAttempt = { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error };
+  return record(deps, scope, deliveryId, manual ? { ...attempt, manual } : attempt);
 }
 
 /** Signs and sends the event; an attempt that cannot be made is a failed one. */
-async function send(deps: { settings: Settings }, scope: TenantScope, delivery: WebhookDeliveryRow, url: string): Promise<WebhookResponse> {
+async function send(deps: DeliveryDeps, scope: TenantScope, delivery: WebhookDeliveryRow, url: string): Promise<WebhookResponse> {
   const eventRow = await eventsRepository.findById(scope, delivery.event_id);
   if (!eventRow) return { statusCode: null, error: 'event_expired', durationMs: 0 };
   const secrets = await webhookSigningSecretsRepository.listActive(scope);
@@ -99,7 +108,7 @@ async function send(deps: { settings: Settings }, scope: TenantScope, delivery: 
 }
 
 /** Appends the attempt and decides what comes next, in one transaction with the delivery locked. */
-async function record(deps: { database: DatabaseHandle; settings: Settings }, scope: TenantScope, deliveryId: string, attempt: StoredDeliveryAttempt): Promise<JobOutcome> {
+async function record(deps: DeliveryDeps, scope: TenantScope, deliveryId: string, attempt: StoredDeliveryAttempt): Promise<JobOutcome> {
   return deps.database.db.transaction().execute(async (trx) => {
     const txScope = scope.with(trx);
     const current = await webhookDeliveriesRepository.findByIdForUpdate(txScope, deliveryId);

@@ -1,0 +1,97 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DatabaseHandle, openDatabase } from '../db/database.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { accountsService } from '../services/accounts.js';
+import { contactsService } from '../services/contacts.js';
+import type { ServiceContext } from '../services/context.js';
+import { conversationsService } from '../services/conversations.js';
+import { webhookEndpointsService } from '../services/webhooks.js';
+import { BIN, ensureBuilt } from '../testing/built-bin.js';
+import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
+import { ACTIVE_DIALECTS, testSettings } from '../testing/harness.js';
+
+const waitFor = async (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000) => {
+  const start = Date.now();
+  while (!(await check())) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
+for (const dialect of ACTIVE_DIALECTS) {
+  describe(`a worker killed mid-delivery [${dialect}]`, () => {
+    let testDb: TestDatabase;
+    let database: DatabaseHandle;
+    let receiver: Server;
+    const received: { id: string | undefined; hold: ServerResponse }[] = [];
+    const children: ChildProcess[] = [];
+
+    const spawnWorker = () => {
+      const child = spawn(process.execPath, [BIN, 'worker'], {
+        env: { ...process.env, DATABASE_URL: testDb.url, NODE_ENV: 'test', CONVO_WORKER_LEASE: '1500ms', LOG_LEVEL: 'silent' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      child.stderr?.on('data', (d) => process.env.DEBUG_CRASH && process.stderr.write(`[worker] ${d}`));
+      children.push(child);
+      return child;
+    };
+
+    beforeAll(async () => {
+      ensureBuilt();
+      testDb = await createTestDatabase(dialect);
+      database = openDatabase(testDb.url);
+      await migrateToLatest(database.db);
+      // The first request is held without an answer (the worker dies holding it); later ones get 200.
+      receiver = createServer((request: IncomingMessage, response: ServerResponse) => {
+        request.resume();
+        received.push({ id: request.headers['webhook-id'] as string | undefined, hold: response });
+        if (received.length > 1) response.writeHead(200).end('ok');
+      });
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    });
+    afterAll(async () => {
+      for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+      for (const r of received) r.hold.destroy();
+      await new Promise((resolve) => receiver.close(resolve));
+      await database.destroy();
+      await testDb.drop();
+    });
+
+    it('loses nothing: another worker delivers once the dead one\'s claim expires', async () => {
+      const account = await accountsService.createAccount(database, { name: 'Crash', plan: 'free' });
+      await accountsService.createKey(database, { accountId: account.id, type: 'webhook' });
+      const ctx: ServiceContext = { database, accountId: account.id, settings: testSettings() };
+      const endpoint = await webhookEndpointsService.create(ctx, { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, events: ['*'] });
+      const contact = await contactsService.create(ctx, { phone: '+14155550142' });
+      await conversationsService.create(ctx, { contact_id: contact.id, platform: 'whatsapp' });
+
+      const first = spawnWorker();
+      await waitFor(() => received.length === 1, 'the first attempt to arrive');
+      first.kill('SIGKILL');
+      await new Promise((resolve) => first.once('exit', resolve));
+
+      const second = spawnWorker();
+      await waitFor(async () => {
+        const page = await webhookEndpointsService.listDeliveries(ctx, endpoint.id, { limit: 10, offset: 0 });
+        return page.data[0]?.status === 'succeeded';
+      }, 'the delivery to succeed').catch(async (error) => {
+        if (process.env.DEBUG_CRASH) console.log(await database.db.selectFrom('jobs').selectAll().execute(), await database.db.selectFrom('webhook_deliveries').selectAll().execute());
+        throw error;
+      });
+
+      expect(received).toHaveLength(2);
+      expect(received[1]?.id).toBe(received[0]?.id);
+      const [delivery] = (await webhookEndpointsService.listDeliveries(ctx, endpoint.id, { limit: 10, offset: 0 })).data;
+      expect(delivery?.attempts.at(-1)).toMatchObject({ status_code: 200, error: null });
+      expect(delivery?.next_attempt_at).toBeNull();
+
+      // SIGTERM stops the surviving worker gracefully.
+      second.kill('SIGTERM');
+      const code = await new Promise((resolve) => second.once('exit', resolve));
+      expect(code).toBe(0);
+    });
+  });
+}
