@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { type DatabaseHandle, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { readEnv } from './env.js';
+import { RateLimits } from './edge/rate-limits.js';
 import { buildServer } from './http/server.js';
 import { DEMO_ACCOUNT_NAME, seedDemo } from './operator/demo-seed.js';
 import { KEY_TYPES, PLANS, type Plan, accountsService } from './services/accounts.js';
@@ -60,7 +61,12 @@ program
   .action(async () => {
     const database = openDatabase(env.databaseUrl);
     if (env.nodeEnv !== 'production') await migrateToLatest(database.db);
-    const app = await buildServer({ database, settings: env.settings, logger: { level: env.logLevel } });
+    const app = await buildServer({
+      database,
+      settings: env.settings,
+      rateLimits: RateLimits.create({ database, redisUrl: env.redisUrl, authFailuresPerMinute: env.settings.authFailuresPerMinute }),
+      logger: { level: env.logLevel },
+    });
     const worker = env.workerInServe ? await startWorker(database, app.log) : undefined;
     // Stop accepting, finish in-flight requests and jobs, then close the pool.
     onShutdown(async () => {

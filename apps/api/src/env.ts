@@ -8,6 +8,8 @@ export interface Env {
   port: number;
   host: string;
   databaseUrl: string | undefined;
+  /** Redis for the shared rate-limit counters (REDIS_URL); without it, the database's store. */
+  redisUrl: string | undefined;
   logLevel: string;
   /** Run the worker inside `serve` (CONVO_WORKER, default true). */
   workerInServe: boolean;
@@ -32,6 +34,7 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     port,
     host: source.HOST || '127.0.0.1',
     databaseUrl: source.DATABASE_URL || undefined,
+    redisUrl: source.REDIS_URL || undefined,
     logLevel: source.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
     workerInServe: flag(source.CONVO_WORKER, true),
     workerLeaseMs: source.CONVO_WORKER_LEASE ? (parseSchedule(source.CONVO_WORKER_LEASE)[0] as number) : 60_000,

@@ -11,6 +11,8 @@ export interface Settings {
   webhookRetryScheduleMs: readonly number[];
   /** A delivery attempt that has no complete answer by then fails. */
   webhookTimeoutMs: number;
+  /** Failed authentications allowed per client address and minute before 429 (brute-force guard). */
+  authFailuresPerMinute: number;
 }
 
 /** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (CONTRACT: Events and webhooks). */
@@ -21,5 +23,6 @@ export const defaultSettings = (overrides: Partial<Settings> = {}): Settings => 
   sandboxEnabled: false,
   webhookRetryScheduleMs: WEBHOOK_RETRY_SCHEDULE_MS,
   webhookTimeoutMs: 15_000,
+  authFailuresPerMinute: 30,
   ...overrides,
 });

@@ -15,6 +15,8 @@ export interface DatabaseHandle {
   dialect: 'sqlite' | 'postgres';
   /** Several processes may share this database (Postgres); SQLite is one process. */
   sharedAcrossProcesses: boolean;
+  /** The Postgres pool, for stores that share it (rate-limit counters); undefined on SQLite. */
+  pgPool: pg.Pool | undefined;
   /** True when the error is a unique-constraint violation. */
   isUniqueViolation(error: unknown): boolean;
   destroy(): Promise<void>;
@@ -49,6 +51,7 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
       db,
       dialect: 'postgres',
       sharedAcrossProcesses: true,
+      pgPool: pool,
       isUniqueViolation: (error) => (error as { code?: string } | null)?.code === '23505',
       destroy: () => db.destroy(),
     };
@@ -66,6 +69,7 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
     db,
     dialect: 'sqlite',
     sharedAcrossProcesses: false,
+    pgPool: undefined,
     isUniqueViolation: (error) => {
       const code = (error as { code?: string } | null)?.code;
       return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';

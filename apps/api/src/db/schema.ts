@@ -178,6 +178,17 @@ export interface WorkflowRunTable {
   updated_at: string;
 }
 
+export interface IdempotencyKeyTable {
+  account_id: string;
+  key: string;
+  request_hash: string;
+  state: 'running' | 'done';
+  response_status: number | null;
+  response_body: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   accounts: AccountTable;
   api_keys: ApiKeyTable;
@@ -192,9 +203,10 @@ export interface Database {
   jobs: JobTable;
   workflows: WorkflowTable;
   workflow_runs: WorkflowRunTable;
+  idempotency_keys: IdempotencyKeyTable;
 }
 
 /** Tables whose rows belong to one account. */
-export type TenantTable = Exclude<keyof Database, 'accounts' | 'jobs'>;
+export type TenantTable = Exclude<keyof Database, 'accounts' | 'jobs' | 'idempotency_keys'>;
 
 export type { Generated };

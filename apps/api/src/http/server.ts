@@ -1,12 +1,16 @@
 import { type EndpointDefinition, type OperationId, buildOpenApiDocument, endpoints, operationIds } from '@convo/core';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { createHash } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { serializerCompiler } from 'fastify-type-provider-zod';
 import { monotonicFactory } from 'ulid';
+import { sql } from 'kysely';
 import type { DatabaseHandle } from '../db/database.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import { HttpInput } from '../trpc/contract-input.js';
-import { type RequestContext, apiErrorOf, authenticate } from '../trpc/init.js';
+import { RateLimits } from '../edge/rate-limits.js';
+import { type HttpExchange, IdempotentReplay, type RequestContext, apiErrorOf, authenticateRequest, countRequest } from '../trpc/init.js';
+import { TRPCError } from '@trpc/server';
 import { appRouter, createCaller } from '../trpc/router.js';
 import { type Settings, defaultSettings } from '../settings.js';
 import { renderDocsPage } from './docs-page.js';
@@ -14,6 +18,8 @@ import { MAX_BODY_BYTES, RawBody } from './raw-body.js';
 
 export interface ServerOptions {
   database: DatabaseHandle;
+  /** Defaults to the store that fits the database (memory for SQLite, Postgres otherwise). */
+  rateLimits?: RateLimits;
   /** Defaults to defaultSettings(): https-only webhooks, no sandbox. */
   settings?: Settings;
   /** A pino logger, or false for none. */
@@ -26,6 +32,32 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** `METHOD /path` of every route registered under /v1 (for the OpenAPI drift check). */
     apiRoutes: string[];
+  }
+  interface FastifyRequest {
+    /** What the procedures told the transport about this REST request. */
+    exchange: HttpExchange | null;
+  }
+}
+
+/**
+ * One log line per request, when it completes: id, account, operation, status and duration.
+ * Headers are never logged, so keys and signatures stay out of the logs.
+ */
+class RequestLog extends LogController {
+  override incomingRequest(): void {}
+  override requestCompleted(_error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    request.log.info(
+      {
+        requestId: request.id,
+        accountId: request.exchange?.accountId,
+        operation: request.routeOptions.config && (request.routeOptions.config as { operationId?: string }).operationId,
+        method: request.method,
+        url: request.url.split('?')[0],
+        status: reply.statusCode,
+        durationMs: Math.round(reply.elapsedTime),
+      },
+      'request',
+    );
   }
 }
 
@@ -42,6 +74,7 @@ const underV1 = (url: string) => url === '/v1' || url.startsWith('/v1/') || url.
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const { database } = options;
   const settings = options.settings ?? defaultSettings();
+  const rateLimits = options.rateLimits ?? RateLimits.create({ database, authFailuresPerMinute: settings.authFailuresPerMinute });
   // Operations this server does not serve: they are neither routed nor documented.
   const disabled = new Set<OperationId>(settings.sandboxEnabled ? [] : ['sandbox.inbound']);
   const app = Fastify({
@@ -53,12 +86,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     requestIdHeader: false,
     bodyLimit: HARD_BODY_LIMIT,
     routerOptions: { maxParamLength: 4096 },
+    logController: new RequestLog(),
     // Errors Fastify raises before routing (a malformed percent-encoding, an over-long path
     // parameter) get the contract's error body and X-Request-Id too, after the key check.
     frameworkErrors: async (error, request, reply) => {
       let sent: ApiError;
       try {
-        if (underV1(request.url)) await authenticate(contextOf(request));
+        if (underV1(request.url)) await authenticateAndCount(contextOf(request));
         sent = new ApiError('bad_request', error.code === 'FST_ERR_BAD_URL' ? 'The URL is not validly encoded' : 'Malformed request');
       } catch (thrown) {
         sent = apiErrorOf(thrown) ?? ApiError.serverError(request.id);
@@ -86,8 +120,15 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     payload.on('error', (error) => done(error, undefined));
   });
 
-  app.addHook('onSend', async (request, reply) => {
+  app.decorateRequest('exchange', null);
+  app.addHook('onSend', async (request, reply, payload) => {
     reply.header('X-Request-Id', request.id);
+    // The first response to an Idempotency-Key is stored as sent, before the client sees it.
+    const onResponse = request.exchange?.onResponse;
+    if (onResponse) {
+      request.exchange!.onResponse = undefined;
+      await onResponse(reply.statusCode, typeof payload === 'string' ? payload : '');
+    }
   });
 
   app.setErrorHandler((error, request, reply) => {
@@ -100,19 +141,50 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const contextOf = (request: FastifyRequest): RequestContext => ({
     database,
     settings,
+    rateLimits,
     requestId: request.id,
     authorization: request.headers.authorization,
+    ip: request.ip,
+    ...(request.exchange ? { exchange: request.exchange } : {}),
   });
 
+  app.addHook('onRequest', async (request, reply) => {
+    if (!underV1(request.url)) return;
+    const key = request.headers['idempotency-key'];
+    request.exchange = {
+      setHeader: (name, value) => {
+        reply.header(name, value);
+      },
+      idempotencyKey: typeof key === 'string' ? key : undefined,
+      requestHash: '',
+    };
+  });
+
+  const authenticateAndCount = async (ctx: RequestContext) => {
+    const principal = await authenticateRequest(ctx);
+    if (ctx.exchange) ctx.exchange.accountId = principal.account.id;
+    await countRequest(ctx, principal);
+  };
+
   app.setNotFoundHandler(async (request) => {
-    // Under /v1 an unknown path is still an API call: the key is checked first.
-    if (underV1(request.url)) await authenticate(contextOf(request));
+    // Under /v1 an unknown path is still an API call: the key is checked (and counted) first.
+    if (underV1(request.url)) await authenticateAndCount(contextOf(request));
     throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
   });
 
   for (const operationId of operationIds) {
     if (!disabled.has(operationId)) registerOperation(app, operationId, endpoints[operationId], contextOf);
   }
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    try {
+      await sql`select 1`.execute(database.db);
+      return { status: 'ready' };
+    } catch {
+      return reply.code(503).send({ status: 'unavailable', reason: 'database unreachable' });
+    }
+  });
 
   const openApi = buildOpenApiDocument({ exclude: [...disabled], ...(options.publicUrl ? { serverUrl: options.publicUrl } : {}) });
   const openApiJson = JSON.stringify(openApi);
@@ -126,6 +198,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       .header('Referrer-Policy', 'no-referrer')
       .send(docsHtml),
   );
+
+  app.addHook('onClose', async () => {
+    if (!options.rateLimits) await rateLimits.close();
+  });
 
   await app.register(fastifyTRPCPlugin, {
     prefix: '/trpc',
@@ -146,12 +222,25 @@ function registerOperation(
     method: operation.method,
     url: `/v1${operation.path}`,
     schema: operation.response ? { response: { [operation.status]: operation.response } } : {},
+    config: { operationId },
     handler: async (request, reply) => {
+      const collected = request.body as { size: number; chunks: Buffer[] } | undefined;
+      const bytes = collected ? Buffer.concat(collected.chunks) : Buffer.alloc(0);
+      const body = collected ? new RawBody(request.headers['content-type'], bytes, collected.size > MAX_BODY_BYTES) : undefined;
+      if (request.exchange) request.exchange.requestHash = requestHash(operationId, request.params, request.query, bytes, collected?.size);
       const caller = createCaller(contextOf(request)) as unknown as Record<string, unknown>;
       const procedure = path.reduce<unknown>((node, segment) => (node as Record<string, unknown>)[segment], caller) as (input: unknown) => Promise<unknown>;
-      const collected = request.body as { size: number; chunks: Buffer[] } | undefined;
-      const body = collected ? new RawBody(request.headers['content-type'], Buffer.concat(collected.chunks), collected.size > MAX_BODY_BYTES) : undefined;
-      const result = await procedure(new HttpInput(request.params, request.query, body));
+      let result: unknown;
+      try {
+        result = await procedure(new HttpInput(request.params, request.query, body));
+      } catch (error) {
+        const replay = error instanceof TRPCError ? error.cause : error;
+        if (!(replay instanceof IdempotentReplay)) throw error;
+        // The stored response of the first request with this Idempotency-Key, byte for byte.
+        reply.code(replay.status).header('Idempotent-Replayed', 'true');
+        if (replay.body === '') return reply.send();
+        return reply.type('application/json; charset=utf-8').serializer((payload: unknown) => payload as string).send(replay.body);
+      }
       reply.code(operation.status);
       return operation.status === 204 ? reply.send() : result;
     },
@@ -176,4 +265,12 @@ function fromFrameworkError(error: { code?: string; statusCode?: number }): ApiE
     return new ApiError('bad_request', 'Malformed request');
   }
   return undefined;
+}
+
+/** What makes two requests "the same" for an Idempotency-Key: operation, path, query and body bytes. */
+function requestHash(operationId: string, params: unknown, query: unknown, body: Buffer, size: number | undefined): string {
+  return createHash('sha256')
+    .update(`${operationId}\n${JSON.stringify(params)}\n${JSON.stringify(query)}\n${size ?? 0}\n`)
+    .update(body)
+    .digest('hex');
 }

@@ -56,7 +56,18 @@ export interface TestServer {
 
 /** Test servers allow loopback webhooks, serve the sandbox and retry deliveries quickly. */
 export const testSettings = (overrides: Partial<Settings> = {}): Settings =>
-  defaultSettings({ allowPrivateWebhooks: true, sandboxEnabled: true, webhookRetryScheduleMs: [200, 400, 800], webhookTimeoutMs: 2_000, ...overrides });
+  defaultSettings({
+    allowPrivateWebhooks: true,
+    sandboxEnabled: true,
+    webhookRetryScheduleMs: [200, 400, 800],
+    webhookTimeoutMs: 2_000,
+    // The suites send thousands of failing requests from one address; the guard has its own tests.
+    authFailuresPerMinute: 1_000_000,
+    ...overrides,
+  });
+
+/** Accounts of the test servers: enterprise with a limit no suite reaches (rate limits have their own tests). */
+export const TEST_ACCOUNT_RPM = 1_000_000;
 
 export async function startTestServer(dialect: 'sqlite' | 'postgres', settings: Settings = testSettings()): Promise<TestServer> {
   const testDatabase: TestDatabase = await createTestDatabase(dialect);
@@ -69,8 +80,8 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', settings: 
   if (!address || typeof address === 'string') throw new Error('no address');
   const baseUrl = `http://127.0.0.1:${address.port}/v1`;
 
-  const a = await accountsService.createAccount(database, { name: 'Account A', plan: 'business' });
-  const b = await accountsService.createAccount(database, { name: 'Account B', plan: 'business' });
+  const a = await accountsService.createAccount(database, { name: 'Account A', plan: 'enterprise', rateLimitRpm: TEST_ACCOUNT_RPM });
+  const b = await accountsService.createAccount(database, { name: 'Account B', plan: 'enterprise', rateLimitRpm: TEST_ACCOUNT_RPM });
   const key = async (accountId: string, type: 'full_access' | 'read_only' | 'webhook') =>
     (await accountsService.createKey(database, { accountId, type })).key;
   const revoked = await accountsService.createKey(database, { accountId: a.id, type: 'full_access' });

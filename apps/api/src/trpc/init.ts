@@ -1,18 +1,40 @@
-import type { OperationId, Permission } from '@convo/core';
+import type { HttpMethod, OperationId, Permission } from '@convo/core';
 import { TRPCError, initTRPC } from '@trpc/server';
 import type { DatabaseHandle } from '../db/database.js';
+import type { RateLimits } from '../edge/rate-limits.js';
+import { rateLimitHeaders } from '../edge/rate-limits.js';
+import { IdempotentReplay, idempotency } from '../edge/idempotency.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import type { Settings } from '../settings.js';
 import { type Principal, accountsService } from '../services/accounts.js';
+export { IdempotentReplay };
 import type { ServiceContext } from '../services/context.js';
 
 /** What every request brings to the procedures, whichever transport it came by. */
 export interface RequestContext {
   database: DatabaseHandle;
   settings: Settings;
+  rateLimits: RateLimits;
   requestId: string;
   /** The raw `Authorization` header. */
   authorization: string | undefined;
+  /** The client's address (brute-force guard). */
+  ip: string;
+  /** The REST request being served, when there is one (not for /trpc calls). */
+  exchange?: HttpExchange;
+}
+
+/** What the procedures may tell the REST transport about the response. */
+export interface HttpExchange {
+  setHeader(name: string, value: string): void;
+  /** The `Idempotency-Key` header as sent. */
+  idempotencyKey: string | undefined;
+  /** SHA-256 of the operation, path parameters, query and body bytes. */
+  requestHash: string;
+  /** Set when the response must be stored for an idempotency key; called with what is sent. */
+  onResponse?: ((status: number, body: string) => Promise<void>) | undefined;
+  /** The caller's account, once known (for the request log). */
+  accountId?: string;
 }
 
 export interface AuthedContext extends RequestContext {
@@ -24,10 +46,12 @@ export interface AuthedContext extends RequestContext {
 export interface OperationMeta {
   operationId: OperationId;
   permission: Permission;
+  method: HttpMethod;
 }
 
 /** The ApiError behind anything a procedure throws; unknown errors stay unknown. */
 export function apiErrorOf(error: unknown): ApiError | undefined {
+  if (error instanceof TRPCError && error.cause instanceof IdempotentReplay) return undefined;
   if (error instanceof ApiError) return error;
   if (error instanceof TRPCError && error.cause instanceof ApiError) return error.cause;
   return undefined;
@@ -44,9 +68,34 @@ export const t = initTRPC
     },
   });
 
+/**
+ * Who is calling (401 otherwise). Failed attempts count against the client's address, never an
+ * account; too many of them from one address are 429.
+ */
+export async function authenticateRequest(ctx: RequestContext): Promise<Principal> {
+  try {
+    return await accountsService.authenticate(ctx.database, ctx.authorization);
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'unauthorized') await ctx.rateLimits.authenticationFailed(ctx.ip);
+    throw error;
+  }
+}
+
+/** Counts the request against the account's per-minute limit (429 past it) and reports the state in headers. */
+export async function countRequest(ctx: RequestContext, principal: Principal): Promise<void> {
+  if (ctx.exchange) ctx.exchange.accountId = principal.account.id;
+  const state = await ctx.rateLimits.consume(principal.account.id, principal.account.rateLimit);
+  for (const [name, value] of Object.entries(rateLimitHeaders(state))) ctx.exchange?.setHeader(name, value);
+}
+
 const authenticated = t.middleware(async ({ ctx, next }) => {
-  const principal = await accountsService.authenticate(ctx.database, ctx.authorization);
+  const principal = await authenticateRequest(ctx);
   return next({ ctx: { principal, service: { database: ctx.database, accountId: principal.account.id, settings: ctx.settings } } });
+});
+
+const rateLimited = t.middleware(async ({ ctx, next }) => {
+  await countRequest(ctx, (ctx as unknown as AuthedContext).principal);
+  return next();
 });
 
 const PERMISSIONS: Record<Principal['key']['type'], readonly Permission[]> = {
@@ -69,11 +118,35 @@ const authorized = t.middleware(async ({ ctx, meta, next }) => {
   return next();
 });
 
-/**
- * Every operation: authentication (401) → permission (403) → input validation (400, the
- * parser added by each procedure) → the handler (404 and the rest).
- */
-export const operationProcedure = t.procedure.use(authenticated).use(authorized);
+const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 
-/** Authentication alone, for requests to paths the contract does not have. */
-export const authenticate = (ctx: RequestContext) => accountsService.authenticate(ctx.database, ctx.authorization);
+/**
+ * A POST with an Idempotency-Key runs once per key and body: a repeat gets the stored response
+ * (IdempotentReplay), a repeat with another body is 400, a repeat during the first waits for it.
+ */
+const idempotent = t.middleware(async ({ ctx, meta, next }) => {
+  const exchange = ctx.exchange;
+  const key = exchange?.idempotencyKey;
+  if (!exchange || key === undefined || meta?.method !== 'POST') return next();
+  if (key.length === 0) throw ApiError.badRequest(IDEMPOTENCY_HEADER, 'min_length', 'Idempotency-Key must not be empty');
+  if (key.length > 255) throw ApiError.badRequest(IDEMPOTENCY_HEADER, 'max_length', 'Idempotency-Key must have at most 255 characters');
+  const { service } = ctx as unknown as AuthedContext;
+  const start = await idempotency.start(ctx.database, service.accountId, key, exchange.requestHash);
+  switch (start.kind) {
+    case 'replay':
+      throw new IdempotentReplay(start.status, start.body);
+    case 'mismatch':
+      throw ApiError.badRequest(IDEMPOTENCY_HEADER, 'idempotency_key', 'This Idempotency-Key was used with a different request in the last 24 hours');
+    case 'busy':
+      throw ApiError.badRequest(IDEMPOTENCY_HEADER, 'idempotency_key', 'A request with this Idempotency-Key is still running; retry later');
+    case 'new':
+      exchange.onResponse = (status, body) => idempotency.finish(ctx.database, service.accountId, key, status, body);
+      return next();
+  }
+});
+
+/**
+ * Every operation: authentication (401) → rate limit (429) → permission (403) → idempotency →
+ * input validation (400, the parser added by each procedure) → the handler (404 and the rest).
+ */
+export const operationProcedure = t.procedure.use(authenticated).use(rateLimited).use(authorized).use(idempotent);
