@@ -2,12 +2,14 @@ import { type Kysely, type Migration, type MigrationProvider, type MigrationResu
 import * as initial from './migrations/2026_11_22_0001_initial.js';
 import * as eventsWebhooksWorkflows from './migrations/2026_11_22_0002_events_webhooks_workflows.js';
 import * as rateLimitsIdempotency from './migrations/2026_11_22_0003_rate_limits_idempotency.js';
+import * as searchIndexes from './migrations/2026_11_22_0004_search_indexes.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
   '2026_11_22_0001_initial': initial,
   '2026_11_22_0002_events_webhooks_workflows': eventsWebhooksWorkflows,
   '2026_11_22_0003_rate_limits_idempotency': rateLimitsIdempotency,
+  '2026_11_22_0004_search_indexes': searchIndexes,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

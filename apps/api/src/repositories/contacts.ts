@@ -1,7 +1,8 @@
-import { type ExpressionBuilder, type Selectable, type Updateable, sql } from 'kysely';
+import { type Selectable, type Updateable, sql } from 'kysely';
 import { lockedForUpdate } from '../db/dialect.js';
-import type { ContactTable, Database } from '../db/schema.js';
-import { type TenantScope, likeContains } from './tenant.js';
+import type { ContactTable } from '../db/schema.js';
+import { type SearchColumn, contactContains } from './contact-search.js';
+import type { TenantScope } from './tenant.js';
 
 export type ContactRow = Selectable<ContactTable>;
 
@@ -16,13 +17,12 @@ export interface ContactFilter {
 const filtered = (scope: TenantScope, filter: ContactFilter) => {
   let query = scope.selectFrom('contacts');
   if (filter.search) {
-    const pattern = likeContains(filter.search);
-    const digits = filter.searchDigits ? likeContains(filter.searchDigits) : undefined;
-    query = query.where((eb: ExpressionBuilder<Database, 'contacts'>) =>
-      eb.or([
-        eb(sql`contacts.name_search`, 'like', sql`${pattern} escape '\\'`),
-        eb(sql`contacts.email_search`, 'like', sql`${pattern} escape '\\'`),
-        ...(digits ? [eb(sql`contacts.phone_digits`, 'like', sql`${digits} escape '\\'`)] : []),
+    const search = filter.search;
+    const digits = filter.searchDigits;
+    query = query.where(() =>
+      contactContains(scope.db as never, [
+        { columns: ['name_search', 'email_search'], fragment: search },
+        ...(digits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: digits }] : []),
       ]),
     );
   }

@@ -1,6 +1,7 @@
-import { type Selectable, type Updateable, sql } from 'kysely';
+import type { Selectable, Updateable } from 'kysely';
 import type { ConversationTable } from '../db/schema.js';
-import { type TenantScope, likeContains } from './tenant.js';
+import { type SearchColumn, contactContains } from './contact-search.js';
+import type { TenantScope } from './tenant.js';
 
 export type ConversationRow = Selectable<ConversationTable>;
 /** A conversation with the summary of its contact. */
@@ -27,12 +28,12 @@ const filtered = (scope: TenantScope, filter: ConversationFilter) => {
   if (filter.status) query = query.where('conversations.status', '=', filter.status);
   if (filter.platform) query = query.where('conversations.platform', '=', filter.platform);
   if (filter.search) {
-    const pattern = likeContains(filter.search);
-    const digits = filter.searchDigits ? likeContains(filter.searchDigits) : undefined;
-    query = query.where((eb) =>
-      eb.or([
-        eb(sql`contacts.name_search`, 'like', sql`${pattern} escape '\\'`),
-        ...(digits ? [eb(sql`contacts.phone_digits`, 'like', sql`${digits} escape '\\'`)] : []),
+    const search = filter.search;
+    const digits = filter.searchDigits;
+    query = query.where(() =>
+      contactContains(scope.db as never, [
+        { columns: ['name_search'], fragment: search },
+        ...(digits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: digits }] : []),
       ]),
     );
   }
