@@ -1,5 +1,5 @@
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import pg from 'pg';
@@ -46,6 +46,13 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
     });
     // An idle client that loses its connection must not crash the process.
     pool.on('error', () => {});
+    // Nor may a checked-out one: the pool only listens for errors of idle clients, so a connection
+    // lost while a client is checked out (Postgres restarting mid-query) emitted an unhandled
+    // 'error' and killed the server. The query itself still fails with the error, and the pool
+    // drops the broken client when it is released.
+    pool.on('connect', (client) => {
+      client.on('error', () => {});
+    });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return {
       db,
@@ -64,7 +71,7 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
     db,
     dialect: 'sqlite',
@@ -75,5 +82,31 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
       return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
     },
     destroy: () => db.destroy(),
+  };
+}
+
+/** Prepared statements kept per SQL text; the queries the API runs are a few hundred shapes. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * better-sqlite3 behind Kysely prepares every query anew (parse + plan each time); this keeps the
+ * prepared statements, least recently used out first. Reuse is safe: Kysely runs one query at a
+ * time on the connection and each call binds its own parameters.
+ */
+function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    prepare(text: string) {
+      let statement = cache.get(text);
+      if (statement) {
+        cache.delete(text);
+      } else {
+        statement = sqlite.prepare(text);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+      }
+      cache.set(text, statement);
+      return statement as unknown as ReturnType<SqliteDatabase['prepare']>;
+    },
+    close: () => sqlite.close(),
   };
 }
