@@ -43,7 +43,8 @@ export const SendMessageBody = z
     }
   })
   .transform(({ conversation_id, content, message, type }) => ({ conversation_id, type, content: (content ?? message) as string }))
-  .meta({ id: 'SendMessageBody' });
+  // The check above in JSON Schema terms, so that the document does not call `{conversation_id}` alone valid.
+  .meta({ id: 'SendMessageBody', anyOf: [{ required: ['content'] }, { required: ['message'] }] });
 export type SendMessageBody = z.input<typeof SendMessageBody>;
 
 export const ListMessagesQuery = z.strictObject({ ...pagination });

@@ -125,7 +125,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       description:
         'Read and answer WhatsApp, Facebook and Instagram conversations, manage contacts, tags and orders. ' +
         'Authenticate with `Authorization: Bearer <key>`. Errors are `{"error": {"code", "message", "details"?}}` with one of the codes ' +
-        `${Object.keys(ERROR_STATUS).map((c) => `\`${c}\``).join(', ')}.`,
+        `${Object.keys(ERROR_STATUS).map((c) => `\`${c}\``).join(', ')}. ` +
+        'No string of a request (path, query or body, value or name) may contain U+0000: a 400 with constraint `pattern`.',
       license: { name: 'Proprietary', identifier: 'LicenseRef-Convo' },
     },
     servers: [{ url: (options.serverUrl ?? 'http://127.0.0.1:3000/v1').replace(/\/v1\/?$/, '') }],

@@ -1,6 +1,8 @@
 import { type EndpointDefinition, type OperationId, buildOpenApiDocument, endpoints, operationIds } from '@convo/core';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import { createHash } from 'node:crypto';
+import { maxHeaderSize } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { serializerCompiler } from 'fastify-type-provider-zod';
 import { monotonicFactory } from 'ulid';
@@ -36,6 +38,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** What the procedures told the transport about this REST request. */
     exchange: HttpExchange | null;
+    /** The Content-Type header as the client sent it (under /v1 Fastify is shown a neutral one). */
+    sentContentType: string | undefined;
   }
 }
 
@@ -85,7 +89,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     },
     requestIdHeader: false,
     bodyLimit: HARD_BODY_LIMIT,
-    routerOptions: { maxParamLength: 4096 },
+    // No path parameter can outgrow the request line, which Node caps at maxHeaderSize (a 400, see
+    // answerClientError): an over-long id is then a 404 like any other id that names nothing.
+    routerOptions: { maxParamLength: maxHeaderSize },
     logController: new RequestLog(),
     // Errors Fastify raises before routing (a malformed percent-encoding, an over-long path
     // parameter) get the contract's error body and X-Request-Id too, after the key check.
@@ -93,12 +99,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       let sent: ApiError;
       try {
         if (underV1(request.url)) await authenticateAndCount(contextOf(request));
-        sent = new ApiError('bad_request', error.code === 'FST_ERR_BAD_URL' ? 'The URL is not validly encoded' : 'Malformed request');
+        sent = ApiError.badRequest('path', 'format', error.code === 'FST_ERR_BAD_URL' ? 'The URL is not validly encoded' : 'Malformed request');
       } catch (thrown) {
         sent = apiErrorOf(thrown) ?? ApiError.serverError(request.id);
       }
       return (reply as FastifyReply).code(sent.status).header('X-Request-Id', request.id).type('application/json; charset=utf-8').send(toErrorBody(sent));
     },
+    clientErrorHandler: answerClientError,
   });
   app.setSerializerCompiler(serializerCompiler);
   app.decorate('apiRoutes', [] as string[]);
@@ -121,6 +128,15 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   app.decorateRequest('exchange', null);
+  app.decorateRequest('sentContentType', undefined);
+  // Bodies are decoded, and their Content-Type judged, by the procedure after the key and
+  // permission checks (RawBody). Fastify refuses a Content-Type it cannot parse (`json`, an empty
+  // one) before any of that, so under /v1 it is shown a neutral one and RawBody gets the sent one.
+  app.addHook('onRequest', async (request) => {
+    if (!underV1(request.url)) return;
+    request.sentContentType = request.headers['content-type'];
+    if (request.sentContentType !== undefined) request.raw.headers['content-type'] = 'application/octet-stream';
+  });
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('X-Request-Id', request.id);
     // The first response to an Idempotency-Key is stored as sent, before the client sees it.
@@ -226,7 +242,7 @@ function registerOperation(
     handler: async (request, reply) => {
       const collected = request.body as { size: number; chunks: Buffer[] } | undefined;
       const bytes = collected ? Buffer.concat(collected.chunks) : Buffer.alloc(0);
-      const body = collected ? new RawBody(request.headers['content-type'], bytes, collected.size > MAX_BODY_BYTES) : undefined;
+      const body = collected ? new RawBody(request.sentContentType, bytes, collected.size > MAX_BODY_BYTES) : undefined;
       if (request.exchange) request.exchange.requestHash = requestHash(operationId, request.params, request.query, bytes, collected?.size);
       const caller = createCaller(contextOf(request)) as unknown as Record<string, unknown>;
       const procedure = path.reduce<unknown>((node, segment) => (node as Record<string, unknown>)[segment], caller) as (input: unknown) => Promise<unknown>;
@@ -245,6 +261,27 @@ function registerOperation(
       return operation.status === 204 ? reply.send() : result;
     },
   });
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (a request line and headers over
+ * the size limit, malformed HTTP) get the contract's 400 and an X-Request-Id, not Fastify's
+ * default 431 or 400 of another shape.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // A reset connection has nobody left to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) {
+    const sent =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? ApiError.badRequest('headers', 'max_bytes', `The request line and headers are larger than ${maxHeaderSize} bytes`)
+        : ApiError.badRequest('request', 'format', error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'The request did not arrive in time' : 'The request is not valid HTTP');
+    const body = JSON.stringify(toErrorBody(sent));
+    socket.write(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: req_${nextUlid()}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 /** Fastify's own errors (body parsing, malformed URLs) in the contract's terms. */

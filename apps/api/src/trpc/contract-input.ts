@@ -31,12 +31,32 @@ function numericKeys(schema: z.ZodType | undefined): Set<string> {
 
 function coerceQuery(query: unknown, numeric: Set<string>): unknown {
   if (!query || typeof query !== 'object') return {};
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(query)) {
-    // `?limit=10` → 10; anything that is not a plain decimal stays a string and fails as `type`.
-    out[key] = numeric.has(key) && typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
+  // fromEntries defines every name as an own property: `?__proto__=1` stays a parameter (an
+  // unknown one), where an assignment would set the object's prototype and lose it.
+  return Object.fromEntries(
+    Object.entries(query).map(([key, value]) => [
+      key,
+      // `?limit=10` → 10; anything that is not a plain decimal stays a string and fails as `type`.
+      numeric.has(key) && typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value,
+    ]),
+  );
+}
+
+/**
+ * Postgres cannot store U+0000 in text (nor look it up), and both databases must answer alike: no
+ * string of a request, value or name, may hold it (400 `pattern` naming where it is).
+ */
+function nulIssues(value: unknown, path: string[] = []): ValidationIssue[] {
+  const issue = (at: string[]): ValidationIssue => {
+    const field = at.join('.') || 'body';
+    return { field, constraint: 'pattern', message: `${field} must not contain the character U+0000` };
+  };
+  if (typeof value === 'string') return value.includes('\u0000') ? [issue(path)] : [];
+  if (Array.isArray(value)) return value.flatMap((inner, i) => nulIssues(inner, [...path, String(i)]));
+  if (value && typeof value === 'object') {
+    return Object.entries(value).flatMap(([key, inner]) => (key.includes('\u0000') ? [issue([...path, key])] : nulIssues(inner, [...path, key])));
   }
-  return out;
+  return [];
 }
 
 /** Operations without query parameters still reject unknown ones (CONTRACT: 400 `unknown`). */
@@ -66,6 +86,7 @@ export function contractInput<K extends OperationId>(operation: EndpointDefiniti
     part('params', operation.params, input.params ?? {});
     part('query', operation.query ?? NO_QUERY, query);
     part('body', operation.body, body === undefined ? {} : body);
+    issues.push(...nulIssues(input.params), ...nulIssues(query), ...nulIssues(body));
     if (issues.length) throw ApiError.validation(issues);
     return out as OperationParsedInput<K>;
   };

@@ -1,0 +1,985 @@
+/**
+ * Property-based fuzzing of every operation of the OpenAPI document the server serves.
+ *
+ * For each operation, fast-check generates requests: valid ones derived from the document's own
+ * request schemas (JSON Schema 2020-12), mutated and invalid ones (wrong types, boundaries ± 1,
+ * unknown and missing fields, malformed JSON, wrong content types, odd path ids and query
+ * strings), real ids of resources made first mixed with random and other-tenant ids, and every
+ * kind of key. Every response must:
+ * - not be a 5xx;
+ * - have a status the document lists for the operation (odd paths may also be answered as an
+ *   unknown path: 400 for a malformed URL, 401, 403, 404, 429);
+ * - be `application/json` whose body validates (Ajv) against the document's schema for that
+ *   status, except a 204, which has no body;
+ * - when it is a 400, name `details.field` and one of the contract's `details.constraint`s.
+ * And, from the contract's order of checks: no key or a bad key is 401, a webhook key 403, a
+ * read-only key 403 on writes; a request the document rejects is a 400 for an allowed key; one
+ * it accepts is never refused for its syntax; another tenant's resource is a 404.
+ *
+ * Reproducible: one seed (FUZZ_SEED, printed) drives every operation; FUZZ_RUNS sets the runs per
+ * operation (≥ 300), FUZZ_SHRINK=1 shrinks a failure to a smaller request and FUZZ_COLLECT=1 lists
+ * every mismatch instead of stopping at the first. Both dialects run at once, five operations at a
+ * time (vitest's maxConcurrency); each operation sends its requests one after the other.
+ */
+import { CONSTRAINTS, ERROR_STATUS } from '@convo/core';
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import fc from 'fast-check';
+import { maxHeaderSize } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../db/database.js';
+import { type TestServer, describeEachDialect, testSettings } from '../testing/harness.js';
+import { buildServer } from './server.js';
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+
+const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
+const NUM_RUNS = Math.max(300, Number(process.env.FUZZ_RUNS ?? 300));
+const SHRINK = process.env.FUZZ_SHRINK === '1';
+/** FUZZ_COLLECT=1: go on after a mismatch and list them all at the end of each operation. */
+const COLLECT = process.env.FUZZ_COLLECT === '1';
+const MiB = 1024 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const DOC_ID = 'https://convo.invalid/v1/openapi.json';
+const METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace'];
+/** What an odd path may also be answered with, as any unknown path would be. */
+const UNKNOWN_PATH_STATUSES = [400, 401, 403, 404, 429];
+const CURRENCIES = new Set((Intl as unknown as { supportedValuesOf(key: string): string[] }).supportedValuesOf('currency'));
+
+console.log(`fuzz: seed ${SEED}, ${NUM_RUNS} runs per operation (replay with FUZZ_SEED=${SEED})`);
+
+type Schema = Record<string, any>;
+type KeyKind = 'full' | 'readOnly' | 'webhook' | 'none' | 'invalid' | 'other';
+/** What the document (and the contract) says of a part of a request. */
+type Validity = 'valid' | 'invalid' | 'any';
+
+interface OpenApiOperation {
+  operationId: string;
+  parameters?: Schema[];
+  requestBody?: { content: Record<string, { schema: Schema }> };
+  responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+}
+interface OpenApiDocument {
+  paths: Record<string, Record<string, OpenApiOperation>>;
+  components: { schemas: Record<string, Schema> } & Record<string, unknown>;
+}
+interface Operation {
+  id: string;
+  method: string;
+  /** The document's path, e.g. `/v1/contacts/{id}`. */
+  path: string;
+  spec: OpenApiOperation;
+}
+
+const operationsOf = (doc: OpenApiDocument): Operation[] =>
+  Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => METHODS.includes(method))
+      .map(([method, spec]) => ({ id: spec.operationId, method: method.toUpperCase(), path, spec })),
+  );
+
+/**
+ * The operations to declare tests for, from the document a server with the test settings serves
+ * (each dialect then fuzzes the document its own server serves, and checks it is the same list).
+ */
+const DECLARED: Operation[] = await (async () => {
+  const database = openDatabase('file::memory:');
+  const app = await buildServer({ database, settings: testSettings() });
+  const doc = (await app.inject({ method: 'GET', url: '/v1/openapi.json' })).json() as OpenApiDocument;
+  await app.close();
+  await database.destroy();
+  return operationsOf(doc);
+})();
+
+/** A per-operation seed, so that adding an operation leaves the others' requests as they were. */
+const seedOf = (operationId: string) => [...operationId].reduce((h, c) => (Math.imul(h, 31) + c.charCodeAt(0)) | 0, SEED);
+
+// ---------------------------------------------------------------------------------------------
+// The document's schemas: Ajv validators and fast-check arbitraries
+
+type Validator = ((value: unknown) => boolean) & { errors?: unknown };
+
+/** Ajv over the document's components; formats asserted or, as JSON Schema 2020-12 has them, annotations. */
+function createAjv(doc: OpenApiDocument, assertFormats: boolean) {
+  const ajv = new Ajv2020({ strict: true, strictRequired: false, allowUnionTypes: true, validateFormats: assertFormats });
+  addFormats(ajv);
+  ajv.addFormat('e164', /^\+[1-9]\d{6,14}$/);
+  ajv.addFormat('iso-4217', { type: 'string', validate: (code: string) => CURRENCIES.has(code) });
+  // OpenAPI's own annotation keyword, and the place of the schemas `$ref`s point into.
+  ajv.addKeyword('example');
+  ajv.addKeyword('components');
+  ajv.addSchema({ $id: DOC_ID, components: doc.components });
+  const cache = new Map<Schema, Validator>();
+  return (schema: Schema): Validator => {
+    let validate = cache.get(schema);
+    if (!validate) {
+      validate = ajv.compile(absoluteRefs(schema) as Schema) as Validator;
+      cache.set(schema, validate);
+    }
+    return validate;
+  };
+}
+
+/** `#/components/…` → `<document id>#/components/…`, so a schema can be compiled on its own. */
+function absoluteRefs(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(absoluteRefs);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, inner]) => [key, key === '$ref' && typeof inner === 'string' && inner.startsWith('#') ? DOC_ID + inner : absoluteRefs(inner)]),
+    );
+  }
+  return value;
+}
+
+function resolve(doc: OpenApiDocument, schema: Schema): Schema {
+  let current = schema;
+  while (typeof current.$ref === 'string') {
+    const { $ref, ...rest } = current;
+    const name = ($ref as string).replace('#/components/schemas/', '');
+    const target = doc.components.schemas[name];
+    if (!target) throw new Error(`Unresolvable $ref ${$ref}`);
+    current = { ...target, ...rest };
+  }
+  return current;
+}
+
+const codePoints = (s: string) => [...s].length;
+const weighted = <T>(...pairs: [number, fc.Arbitrary<T>][]) => fc.oneof(...pairs.map(([weight, arbitrary]) => ({ weight, arbitrary })));
+
+/** An integer in [min, max], often at a bound (bounds may exceed 32 bits). */
+function integerIn(min: number, max: number): fc.Arbitrary<number> {
+  const small = Math.min(max, min + 1000);
+  return weighted<number>(
+    [1, fc.constantFrom(min, max)],
+    [8, fc.integer({ min: Math.max(min, -1e9), max: Math.min(small, 1e9) })],
+    [1, fc.bigInt({ min: BigInt(min), max: BigInt(max) }).map(Number)],
+  );
+}
+
+/** A string of min..max code points: ASCII, any code point (NUL and astral included), or at a bound. */
+function textOf(min: number, max: number): fc.Arbitrary<string> {
+  const cap = Math.min(max, Math.max(min, 40));
+  return weighted<string>(
+    [6, fc.string({ unit: 'grapheme-ascii', minLength: min, maxLength: cap })],
+    [3, fc.string({ unit: 'binary', minLength: min, maxLength: cap })],
+    [1, fc.string({ unit: fc.constantFrom('a', ' ', '\u0000', '\n', '\t', '\u202e', '\ufeff', '\ud83d\ude00', 'é', '"', '\\', '%', '{{'), minLength: min, maxLength: cap })],
+    [1, fc.tuple(fc.constantFrom(min, max), fc.constantFrom('a', 'é', '😀', '字', ' ')).map(([n, c]) => (n === 0 ? '' : `b${c.repeat(n - 1)}`))],
+  ).filter((s) => codePoints(s) >= min && codePoints(s) <= max);
+}
+
+interface Hints {
+  /** Values for properties and parameters by name (ids of real resources and so on). */
+  byName(name: string): fc.Arbitrary<unknown> | undefined;
+  url: fc.Arbitrary<string>;
+}
+
+/** A fast-check arbitrary of the values a JSON Schema (of the document) accepts. */
+function arbitraryOf(doc: OpenApiDocument, hints: Hints, raw: Schema, name?: string): fc.Arbitrary<unknown> {
+  const hinted = name === undefined ? undefined : hints.byName(name);
+  if (hinted) return hinted;
+  const schema = resolve(doc, raw);
+  const alternatives = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
+  if (alternatives && schema.type === 'object' && alternatives.every((alt) => alt.type === undefined && alt.properties === undefined)) {
+    // An object with a choice of required properties (a message's `content` or `message`): mostly
+    // one choice and not the others' properties, sometimes all of them.
+    const { anyOf: _anyOf, oneOf: _oneOf, ...base } = schema;
+    const choices = alternatives.map((alt) => (alt.required ?? []) as string[]);
+    return fc.oneof(
+      ...choices.flatMap((chosen) => {
+        const others = choices.flat().filter((key) => !chosen.includes(key));
+        const properties = Object.fromEntries(Object.entries(base.properties ?? {}).filter(([key]) => !others.includes(key)));
+        const required = [...(base.required ?? []), ...chosen];
+        return [
+          { weight: 3, arbitrary: arbitraryOf(doc, hints, { ...base, properties, required }, name) },
+          { weight: 1, arbitrary: arbitraryOf(doc, hints, { ...base, required }, name) },
+        ];
+      }),
+    );
+  }
+  if (alternatives) return fc.oneof(...alternatives.map((s) => arbitraryOf(doc, hints, s, name)));
+  if ('const' in schema) return fc.constant(schema.const);
+  if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as unknown[]));
+  if (Array.isArray(schema.type)) return fc.oneof(...(schema.type as string[]).map((type) => arbitraryOf(doc, hints, { ...schema, type }, name)));
+  switch (schema.type) {
+    case 'null':
+      return fc.constant(null);
+    case 'boolean':
+      return fc.boolean();
+    case 'integer':
+      return integerIn(schema.minimum ?? -Number.MAX_SAFE_INTEGER, schema.maximum ?? Number.MAX_SAFE_INTEGER);
+    case 'number':
+      return fc.double({ noNaN: true, noDefaultInfinity: true, ...(schema.minimum !== undefined ? { min: schema.minimum } : {}), ...(schema.maximum !== undefined ? { max: schema.maximum } : {}) });
+    case 'string': {
+      const min = (schema.minLength as number | undefined) ?? 0;
+      const max = (schema.maxLength as number | undefined) ?? 300;
+      const fits = (s: string) => codePoints(s) >= min && codePoints(s) <= max;
+      switch (schema.format) {
+        case 'iso-4217':
+          return fc.constantFrom(...[...CURRENCIES].sort());
+        case 'uri':
+          return hints.url.filter(fits);
+        case 'date-time':
+          return fc
+            .tuple(fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2099-12-31T23:59:59Z'), noInvalidDate: true }), fc.constantFrom('Z', 'ms', '+05:30', '-08:00'))
+            .map(([date, zone]) => {
+              const iso = date.toISOString();
+              return zone === 'ms' ? iso : zone === 'Z' ? iso.replace(/\.\d{3}Z$/, 'Z') : iso.replace(/Z$/, zone);
+            });
+      }
+      if (typeof schema.pattern === 'string') return fc.stringMatching(new RegExp(schema.pattern), { maxLength: max }).filter(fits);
+      return textOf(min, max);
+    }
+    case 'array': {
+      const item = arbitraryOf(doc, hints, (schema.items as Schema | undefined) ?? {});
+      const min = (schema.minItems as number | undefined) ?? 0;
+      const max = (schema.maxItems as number | undefined) ?? 10;
+      return weighted<unknown[]>([9, fc.array(item, { minLength: min, maxLength: Math.min(max, Math.max(min, 5)) })], [1, fc.array(item, { minLength: max, maxLength: max })]);
+    }
+    case 'object': {
+      const properties = (schema.properties ?? {}) as Record<string, Schema>;
+      if (Object.keys(properties).length > 0) {
+        const model = Object.fromEntries(Object.entries(properties).map(([key, s]) => [key, arbitraryOf(doc, hints, s, key)]));
+        return fc.record(model, { requiredKeys: (schema.required ?? []) as string[] });
+      }
+      if (schema.additionalProperties && typeof schema.additionalProperties === 'object') {
+        const key = arbitraryOf(doc, hints, { type: 'string', ...(schema.propertyNames ?? {}) }) as fc.Arbitrary<string>;
+        const value = arbitraryOf(doc, hints, schema.additionalProperties as Schema);
+        const max = (schema.maxProperties as number | undefined) ?? 10;
+        return weighted<Record<string, unknown>>(
+          [9, fc.dictionary(key, value, { maxKeys: Math.min(max, 5), noNullPrototype: true })],
+          [1, fc.dictionary(key, value, { minKeys: max, maxKeys: max, noNullPrototype: true })],
+        );
+      }
+      return fc.constant({});
+    }
+    default:
+      return fc.jsonValue();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mutations: boundaries of every limit in the contract, wrong types, unknown and missing fields
+
+const LENGTHS = [0, 1, 2, 63, 64, 65, 100, 101, 199, 200, 201, 254, 255, 500, 501, 1000, 1001, 4096, 4097, 10_000, 10_001];
+const NUMBERS = [-1, 0, 1, 2, 20, 49, 50, 51, 99, 100, 101, 10_000, 10_001, 2_592_000, 2_592_001, 2 ** 31, Number.MAX_SAFE_INTEGER, 2 ** 53, 1.5, -0.5, 1e21, 1e308, -1e308];
+const COUNTS = [0, 1, 19, 20, 21, 50, 51, 100, 101];
+const STRANGE_VALUES: unknown[] = [null, true, false, 0, -1, 1.5, '', ' ', 'x', '\u0000', '😀', [], [null], {}, { a: 1 }, '1', 'true', 'null'];
+
+type Path = (string | number)[];
+
+function pathsIn(value: unknown, prefix: Path = []): Path[] {
+  const out: Path[] = [prefix];
+  if (Array.isArray(value)) value.forEach((inner, i) => out.push(...pathsIn(inner, [...prefix, i])));
+  else if (value && typeof value === 'object') for (const [key, inner] of Object.entries(value)) out.push(...pathsIn(inner, [...prefix, key]));
+  return out;
+}
+
+const clone = <T>(value: T): T => (value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T));
+
+function getAt(value: unknown, path: Path): unknown {
+  let current: any = value;
+  for (const key of path) current = current?.[key];
+  return current;
+}
+
+/** Replaces (or with `undefined`, deletes) the value at `path`; the root is replaced by the result. */
+function setAt(root: unknown, path: Path, next: unknown): unknown {
+  if (path.length === 0) return next;
+  const parent = getAt(root, path.slice(0, -1)) as any;
+  const last = path[path.length - 1] as string | number;
+  if (next === undefined) {
+    if (Array.isArray(parent)) parent.splice(last as number, 1);
+    else delete parent[last];
+  } else parent[last] = next;
+  return root;
+}
+
+/** One mutation of a value, chosen by what is at a random place in it. */
+function mutationOf(valid: unknown): fc.Arbitrary<{ label: string; value: unknown }> {
+  const paths = pathsIn(valid);
+  return fc.tuple(fc.constantFrom(...paths), fc.nat(), fc.constantFrom(...LENGTHS), fc.constantFrom(...NUMBERS), fc.constantFrom(...COUNTS), fc.constantFrom(...STRANGE_VALUES), fc.constantFrom('a', '😀', 'é', ' ', '/', '\u0000'), fc.string({ minLength: 1, maxLength: 12 })).map(
+    ([path, choice, length, number, count, strange, char, name]) => {
+      const value = clone(valid);
+      const at = getAt(value, path);
+      const where = path.join('.') || 'body';
+      const options: [string, () => unknown][] = [[`${where} ← ${JSON.stringify(strange)}`, () => strange]];
+      if (path.length > 0) options.push([`${where} removed`, () => undefined]);
+      if (typeof at === 'string') {
+        options.push([`${where} ← ${length}×${JSON.stringify(char)}`, () => char.repeat(length)], [`${where} ← ${length}×${JSON.stringify(char)}`, () => char.repeat(length)]);
+        options.push([`${where} ← " ${at} "`, () => ` ${at} `], [`${where} ← number`, () => number]);
+      } else if (typeof at === 'number') {
+        options.push([`${where} ← ${number}`, () => number], [`${where} ← ${number}`, () => number], [`${where} ← "${at}"`, () => String(at)]);
+      } else if (Array.isArray(at)) {
+        options.push([`${where} ← ${count} items`, () => Array.from({ length: count }, (_, i) => clone(at[i % Math.max(at.length, 1)] ?? `item${i}`))]);
+        options.push([`${where} ← as object`, () => Object.fromEntries(at.map((v, i) => [String(i), v]))]);
+      } else if (at && typeof at === 'object') {
+        options.push([`${where} + unknown ${JSON.stringify(name)}`, () => ({ ...(at as object), [name]: 'x' })]);
+        options.push([`${where} + unknown ${JSON.stringify(name)}`, () => ({ ...(at as object), [name]: strange })]);
+        const keys = Object.keys(at);
+        options.push([`${where} ← ${count} keys`, () => Object.fromEntries(Array.from({ length: count }, (_, i) => [keys[i] ?? `k${i}`, (at as any)[keys[i] ?? ''] ?? 'v']))]);
+      }
+      const [label, make] = options[choice % options.length] as [string, () => unknown];
+      return { label, value: setAt(value, path, make()) };
+    },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+interface PathParam {
+  /** What is put in the path as is (already percent-encoded, or deliberately not). */
+  encoded: string;
+  /** Whose it is: a resource of the account of key `full`, of the other account, or nobody's. */
+  owner: 'a' | 'b' | null;
+  odd: boolean;
+}
+interface QueryPair {
+  name: string;
+  value: string;
+  validity: Validity;
+}
+type Body =
+  | { kind: 'none' }
+  | { kind: 'json'; value: unknown; contentType: string; label: string }
+  | { kind: 'raw'; bytes: string; binary: boolean; contentType: string | null; label: string; validity: Validity }
+  | { kind: 'oversized'; contentType: string };
+
+interface Case {
+  key: KeyKind;
+  /** The Authorization header for an invalid key (or a variant of a valid one). */
+  authorization: string | null;
+  params: Record<string, PathParam>;
+  pathMutation: string | null;
+  query: QueryPair[];
+  rawQuery: string | null;
+  body: Body;
+  requestId: string | null;
+  /** POST only. */
+  idempotencyKey: string | null;
+}
+
+interface Fixtures {
+  /** Real ids by pool: `contacts`, `disposableContacts`, `conversations`, … */
+  a: Record<string, string[]>;
+  /** The other account's ids (one of each kind). */
+  b: Record<string, string[]>;
+  /** Ids of resources of account A that were deleted. */
+  gone: Record<string, string[]>;
+  tags: string[];
+  ownedByA: Set<string>;
+  ownedByB: Set<string>;
+}
+
+const RESOURCE_POOLS: Record<string, string> = {
+  contacts: 'contacts',
+  conversations: 'conversations',
+  orders: 'orders',
+  workflows: 'workflows',
+  webhook_endpoints: 'endpoints',
+};
+
+/** The pool a path parameter draws real ids from. */
+function poolFor(operation: Operation, param: string): string {
+  if (param === 'delivery_id') return 'deliveries';
+  const resource = operation.path.split('/')[2] ?? '';
+  const pool = RESOURCE_POOLS[resource] ?? 'contacts';
+  // Deletes get resources of their own, so that the others keep finding theirs; status changes too.
+  if (operation.method === 'DELETE' && !operation.path.includes('{tag}')) return `disposable${pool[0]?.toUpperCase()}${pool.slice(1)}`;
+  if (operation.id === 'conversations.update') return 'conversationsToChange';
+  // Contacts that have every fixture tag, and that nothing but tag removal changes.
+  if (operation.path.includes('{tag}')) return 'taggedContacts';
+  return pool;
+}
+
+const ODD_IDS = ['', '.', '..', ' ', '%', '?', '#', '/', '\\', 'null', 'undefined', '0', '-1', "' OR 1=1 --", '${id}', '__proto__', 'constructor', 'ct_', 'CT_01J0000000000000000000000', '\u0000', '\u202e', 'a\nb', '😀', 'ct_01J%00'];
+/** Percent-encodings that do not decode: cut short, not hex, not UTF-8, a lone surrogate. */
+const MALFORMED_ENCODINGS = ['%', '%E0%A4%A', '%zz', '%ff', '%C0%AF', '%ED%A0%80', 'a%2', '%%30'];
+
+function pathParamArbitrary(operation: Operation, param: string, fixtures: Fixtures): fc.Arbitrary<PathParam> {
+  const pool = poolFor(operation, param);
+  const real = param === 'tag' ? fixtures.tags : (fixtures.a[pool] ?? []);
+  const foreign = fixtures.b[pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())] ?? fixtures.b[pool] ?? [];
+  const gone = fixtures.gone[pool] ?? [];
+  const plain = (owner: 'a' | 'b' | null) => (value: string): PathParam => {
+    const encoded = encodeURIComponent(value);
+    return { encoded, owner, odd: encoded === '' || encoded === '.' || encoded === '..' };
+  };
+  const prefix = { contacts: 'ct', taggedContacts: 'ct', conversations: 'conv', orders: 'ord', workflows: 'wf', endpoints: 'whe', deliveries: 'whd' }[pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())] ?? 'x';
+  const options: [number, fc.Arbitrary<PathParam>][] = [
+    [2, fc.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/).map((ulid) => plain(null)(`${prefix}_${ulid}`))],
+    [1, fc.string({ unit: 'binary', maxLength: 30 }).map(plain(null))],
+    [1, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }).map(plain(null))],
+    [1, fc.constantFrom(200, 1000, 4095, 4096, 4097, 5000, 9000).chain((n) => fc.constantFrom('x', 'é', '😀').map((c) => plain(null)(c.repeat(n))))],
+    [1, fc.constantFrom(...ODD_IDS).map(plain(null))],
+    [1, fc.constantFrom(...MALFORMED_ENCODINGS).map((encoded): PathParam => ({ encoded, owner: null, odd: true }))],
+  ];
+  if (real.length) options.push([10, fc.constantFrom(...real).map(plain(param === 'tag' ? null : 'a'))]);
+  if (foreign.length) options.push([2, fc.constantFrom(...foreign).map(plain(param === 'tag' ? null : 'b'))]);
+  if (gone.length) options.push([1, fc.constantFrom(...gone).map(plain(null))]);
+  if (param === 'tag') options.push([3, (fc.stringMatching(/^[^/\s](?:[^/]*[^/\s])?$/, { maxLength: 64 }) as fc.Arbitrary<string>).map(plain(null))]);
+  return weighted(...options);
+}
+
+const PATH_MUTATIONS = ['/', '/extra', '//', '/..', '/%2e%2e', ';x=1', '%20', '/%00'];
+
+function queryArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation, strict: (schema: Schema) => Validator): fc.Arbitrary<{ pairs: QueryPair[]; raw: string | null }> {
+  const params = (operation.spec.parameters ?? []).filter((p) => p.in === 'query');
+  /** The value as the server reads a query string: a plain decimal for an integer parameter is a number. */
+  const classify = (param: Schema, value: string): Validity => {
+    const schema = resolve(doc, param.schema as Schema);
+    const typed = (schema.type === 'integer' || schema.type === 'number') && /^-?\d+$/.test(value) ? Number(value) : value;
+    return strict(param.schema as Schema)(typed) ? 'valid' : 'invalid';
+  };
+  const known: fc.Arbitrary<QueryPair>[] = params.map((param) =>
+    weighted<string>(
+      [6, arbitraryOf(doc, hints, param.schema as Schema, param.name as string).map((v) => String(v))],
+      [1, fc.constantFrom('', ' ', '-1', '0', '101', '1.5', '1e2', 'abc', 'true', '[]', '0x10', '00001', '-0', '99999999999999999999', '😀')],
+      [1, fc.tuple(fc.constantFrom(...LENGTHS), fc.constantFrom('a', '😀')).map(([n, c]) => c.repeat(n))],
+    ).map((value) => ({ name: param.name as string, value, validity: classify(param, value) })),
+  );
+  const unknown: fc.Arbitrary<QueryPair> = fc
+    .tuple(fc.constantFrom('foo', 'LIMIT', 'limit[]', 'page', 'q', '__proto__', 'constructor', 'toString', 'hasOwnProperty', 'status ', ''), fc.constantFrom('1', '', 'x'))
+    .map(([name, value]) => ({ name, value, validity: name === '' ? 'any' : 'invalid' }));
+  const pairs = fc.array(known.length ? weighted<QueryPair>([8, fc.oneof(...known)], [1, unknown]) : unknown, { maxLength: known.length ? 4 : 2 }).map((list) => {
+    // A parameter given twice reaches the server as an array.
+    const seen = new Set<string>();
+    return list.map((pair) => {
+      const twice = seen.has(pair.name);
+      seen.add(pair.name);
+      return twice ? { ...pair, validity: 'invalid' as const } : pair;
+    });
+  });
+  const raw = fc.constantFrom('?', '?&', '?&&=', '?=', '?limit', '?limit=%ZZ', '?%ZZ=1', '?limit=1&&offset=0', '?a=%00', '?limit=%31', '?%6c%69%6d%69%74=5', '?search=%F0%9F%98%80', '#frag');
+  return weighted<{ pairs: QueryPair[]; raw: string | null }>(
+    [5, fc.constant({ pairs: [], raw: null })],
+    [10, pairs.map((p) => ({ pairs: p, raw: null }))],
+    [1, raw.map((r) => ({ pairs: [], raw: r }))],
+  );
+}
+
+const deepJson = (depth: number) => `{"a":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+const MALFORMED_JSON = ['{', '{"a":', "{'a':1}", '{"a":1,}', 'nul', '{a:1}', '[1,2', '{"a":1}}', '\u0000', '{"a":"\\x"}', 'NaN', '{"a":"\u0001"}'];
+const OTHER_JSON = ['[]', '[{}]', '"text"', '42', 'true', 'null', '1e999', '"\\ud800"'];
+const WRONG_CONTENT_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'text/json', 'application/jsonx', 'application/merge-patch+json', 'application/xml', '*/*', 'json', ''];
+const JSON_CONTENT_TYPES = ['application/json', 'application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/json;charset=UTF-8'];
+
+function bodyArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation): fc.Arbitrary<Body> {
+  const schema = operation.spec.requestBody?.content['application/json']?.schema;
+  const none = fc.constant<Body>({ kind: 'none' });
+  const raw = (validity: Validity, label: string, contentType: string | null = 'application/json', binary = false) => (bytes: string): Body => ({ kind: 'raw', bytes, binary, contentType, label, validity });
+  const garbage = weighted<Body>(
+    [3, fc.constantFrom(...MALFORMED_JSON).map(raw('invalid', 'malformed JSON'))],
+    [1, fc.constantFrom('\xff\xfe', '{"a":"\xc3\x28"}', '\xed\xa0\x80').map(raw('invalid', 'not UTF-8', 'application/json', true))],
+    [1, fc.string({ unit: 'binary', maxLength: 30 }).map(raw('any', 'random text'))],
+    [2, fc.constantFrom(...OTHER_JSON).map(raw(schema ? 'invalid' : 'any', 'JSON other than an object'))],
+    [1, fc.constantFrom(33, 100, 1000).map((d) => raw('invalid', `nested ${d} deep`)(deepJson(d)))],
+    [1, fc.constantFrom('', ' ').map(raw('any', 'empty'))],
+    [1, fc.constant<Body>({ kind: 'oversized', contentType: 'application/json' })],
+  );
+  if (!schema) {
+    // GET cannot carry a body; DELETE and a body-less POST get one now and then.
+    if (operation.method === 'GET') return none;
+    return weighted<Body>([10, none], [1, fc.constant<Body>({ kind: 'json', value: {}, contentType: 'application/json', label: 'empty object' })], [1, garbage]);
+  }
+  const valid = arbitraryOf(doc, hints, schema);
+  const json = (label: string) => (value: unknown, contentType = 'application/json'): Body => ({ kind: 'json', value, contentType, label });
+  return weighted<Body>(
+    [8, fc.tuple(valid, fc.constantFrom(...JSON_CONTENT_TYPES)).map(([v, ct]) => json('valid')(v, ct))],
+    [8, valid.chain(mutationOf).map(({ label, value }) => json(label)(value))],
+    [1, fc.tuple(valid, fc.constantFrom(...WRONG_CONTENT_TYPES)).map(([v, ct]): Body => ({ kind: 'raw', bytes: JSON.stringify(v), binary: false, contentType: ct, label: `Content-Type ${ct}`, validity: 'invalid' }))],
+    [1, valid.map((v): Body => ({ kind: 'raw', bytes: JSON.stringify(v), binary: true, contentType: null, label: 'no Content-Type', validity: 'invalid' }))],
+    [1, none],
+    [2, garbage],
+  );
+}
+
+function keyArbitrary(server: TestServer): fc.Arbitrary<{ key: KeyKind; authorization: string | null }> {
+  const { keys } = server;
+  return weighted<{ key: KeyKind; authorization: string | null }>(
+    [45, fc.constantFrom(`Bearer ${keys.full}`, `bearer ${keys.full}`, `BEARER ${keys.full}`).map((authorization) => ({ key: 'full', authorization }))],
+    [12, fc.constant({ key: 'readOnly', authorization: `Bearer ${keys.readOnly}` })],
+    [8, fc.constant({ key: 'other', authorization: `Bearer ${keys.otherFull}` })],
+    [8, fc.constant({ key: 'webhook', authorization: `Bearer ${keys.webhook}` })],
+    [8, fc.constant({ key: 'none', authorization: null })],
+    [
+      12,
+      fc
+        .constantFrom(
+          `Bearer ${keys.revoked}`,
+          `Bearer ${keys.full}x`,
+          `Bearer ${keys.full.slice(0, -1)}`,
+          `Basic ${keys.full}`,
+          `Token ${keys.full}`,
+          keys.full,
+          'Bearer',
+          'Bearer ',
+          'Bearer key_live_0000000000000000',
+          `Bearer ${'x'.repeat(5000)}`,
+          'Bearer \u00e9',
+        )
+        .map((authorization) => ({ key: 'invalid' as const, authorization })),
+    ],
+  );
+}
+
+function caseArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation, server: TestServer, fixtures: Fixtures, strict: (schema: Schema) => Validator): fc.Arbitrary<Case> {
+  const pathParams = (operation.spec.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name as string);
+  const params = fc.record(Object.fromEntries(pathParams.map((name) => [name, pathParamArbitrary(operation, name, fixtures)])));
+  return fc
+    .record({
+      key: keyArbitrary(server),
+      params,
+      pathMutation: weighted<string | null>([30, fc.constant(null)], [1, fc.constantFrom(...PATH_MUTATIONS)]),
+      query: queryArbitrary(doc, hints, operation, strict),
+      body: bodyArbitrary(doc, hints, operation),
+      requestId: weighted<string | null>([8, fc.constant(null)], [1, fc.constantFrom('fuzz-1', 'a', 'x'.repeat(128), 'x'.repeat(129), 'has space', 'a/b', 'ok.id_-9')]),
+      idempotencyKey:
+        operation.method === 'POST'
+          ? weighted<string | null>(
+              [12, fc.constant(null)],
+              [3, fc.uuid()],
+              // Shared by every operation, so that keys get reused with other requests.
+              [2, fc.constantFrom('fuzz-key-1', 'fuzz-key-2', 'k'.repeat(255))],
+              [1, fc.constantFrom('', 'k'.repeat(256), 'k'.repeat(1000))],
+            )
+          : fc.constant(null),
+    })
+    .map(({ key, params, pathMutation, query, body, requestId, idempotencyKey }) => ({
+      key: key.key,
+      authorization: key.authorization,
+      params,
+      pathMutation,
+      query: query.pairs,
+      rawQuery: query.raw,
+      body,
+      requestId,
+      idempotencyKey,
+    }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sending, and what a response must be
+
+interface Sent {
+  method: string;
+  url: string;
+  pathname: string;
+  headers: Record<string, string>;
+  bodyText: string | undefined;
+}
+interface Received {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+function buildRequest(baseUrl: string, operation: Operation, c: Case): { sent: Sent; body: string | Buffer | undefined } {
+  let path = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => c.params[name]?.encoded ?? '');
+  if (c.pathMutation) path += c.pathMutation;
+  let query = c.query.map((p) => `${encodeURIComponent(p.name)}=${encodeURIComponent(p.value)}`).join('&');
+  query = query ? `?${query}` : '';
+  if (c.rawQuery) query += c.rawQuery;
+  // As fetch sends it: dot segments resolved, the fragment dropped.
+  const url = new URL(`${new URL(baseUrl).origin}${path}${query}`).href;
+  const headers: Record<string, string> = {};
+  if (c.authorization !== null) headers.authorization = c.authorization;
+  if (c.requestId !== null) headers['x-request-id'] = c.requestId;
+  if (c.idempotencyKey !== null) headers['idempotency-key'] = c.idempotencyKey;
+  let body: string | Buffer | undefined;
+  let bodyText: string | undefined;
+  switch (c.body.kind) {
+    case 'json':
+      body = JSON.stringify(c.body.value);
+      bodyText = body;
+      headers['content-type'] = c.body.contentType;
+      break;
+    case 'raw':
+      body = c.body.binary ? Buffer.from(c.body.bytes, 'latin1') : Buffer.from(c.body.bytes, 'utf8');
+      bodyText = c.body.bytes;
+      if (c.body.contentType !== null) headers['content-type'] = c.body.contentType;
+      break;
+    case 'oversized':
+      body = `{"name":"${'x'.repeat(MiB)}"}`;
+      bodyText = `{"name":"x × ${MiB}"}`;
+      headers['content-type'] = c.body.contentType;
+      break;
+  }
+  return { sent: { method: operation.method, url, pathname: new URL(url).pathname, headers, bodyText }, body };
+}
+
+const clip = (s: string | undefined, n = 600) => (s === undefined ? '(none)' : s.length > n ? `${s.slice(0, n)}… (${s.length} chars)` : s);
+
+function describeExchange(operation: Operation, c: Case, sent: Sent, received: Received | undefined): string {
+  const lines = [
+    `${operation.id}: ${sent.method} ${clip(sent.url, 300)}`,
+    `  key: ${c.key}${c.authorization ? ` (${clip(c.authorization, 40)})` : ''}`,
+    `  headers: ${clip(JSON.stringify(sent.headers), 300)}`,
+    `  body (${c.body.kind === 'none' ? 'none' : 'label' in c.body ? c.body.label : c.body.kind}): ${clip(sent.bodyText, 400)}`,
+  ];
+  if (received) lines.push(`  → ${received.status} ${received.headers.get('content-type') ?? '(no content type)'}: ${clip(received.text)}`);
+  return lines.join('\n');
+}
+
+class Mismatch extends Error {}
+
+interface Verdict {
+  /** The request as a whole: valid for the document and the contract, definitely invalid, or either. */
+  validity: Validity;
+  /** Bytes of the request line and headers sent (less fetch's own): beyond maxHeaderSize Node refuses the request before routing. */
+  headBytes: number;
+  /** A path parameter names a resource of the account the key is not of. */
+  foreignPath: boolean;
+  /** A body field (contact_id, conversation_id) names a resource of the other account. */
+  foreignBodyId: boolean;
+  oddPath: boolean;
+  /** Some string of the request holds U+0000, which the document's description rules out. */
+  hasNul: boolean;
+}
+
+function judge(operation: Operation, c: Case, sent: Sent, fixtures: Fixtures, loose: (schema: Schema) => Validator, strict: (schema: Schema) => Validator): Verdict {
+  const expectedPath = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => c.params[name]?.encoded ?? '');
+  const oddPath = c.pathMutation !== null || Object.values(c.params).some((p) => p.odd) || sent.pathname !== expectedPath;
+  const parts: Validity[] = [];
+  for (const pair of c.query) parts.push(pair.validity);
+  if (c.idempotencyKey !== null) parts.push(c.idempotencyKey.length >= 1 && c.idempotencyKey.length <= 255 ? 'valid' : 'invalid');
+  if (c.rawQuery) parts.push('any');
+  const schema = operation.spec.requestBody?.content['application/json']?.schema;
+  switch (c.body.kind) {
+    case 'none':
+      // The server reads a missing body as `{}`; the document says a body is required. No claim.
+      if (schema) parts.push('any');
+      break;
+    case 'json':
+      if (!schema) parts.push('any');
+      else if (strict(schema)(c.body.value)) parts.push('valid');
+      else if (!loose(schema)(c.body.value)) parts.push('invalid');
+      else parts.push('any');
+      break;
+    case 'raw':
+      parts.push(c.body.validity);
+      break;
+    case 'oversized':
+      parts.push('invalid');
+      break;
+  }
+  const validity: Validity = oddPath ? 'any' : parts.includes('invalid') ? 'invalid' : parts.every((p) => p === 'valid') ? 'valid' : 'any';
+  const keyOwner = c.key === 'other' ? 'b' : 'a';
+  const foreignPath = Object.values(c.params).some((p) => p.owner !== null && p.owner !== keyOwner);
+  const foreignSet = keyOwner === 'a' ? fixtures.ownedByB : fixtures.ownedByA;
+  const bodyValue = c.body.kind === 'json' ? (c.body.value as Record<string, unknown> | null) : null;
+  const foreignBodyId =
+    !!bodyValue && typeof bodyValue === 'object' && ['contact_id', 'conversation_id'].some((field) => typeof bodyValue[field] === 'string' && foreignSet.has(bodyValue[field] as string));
+  // Without what fetch adds (host, connection, accept, user-agent, content-length…: a few hundred bytes).
+  const headBytes =
+    Buffer.byteLength(`${sent.method} ${sent.url.slice(new URL(sent.url).origin.length).replace(/#.*$/, '')} HTTP/1.1\r\n`) +
+    Object.entries(sent.headers).reduce((sum, [name, value]) => sum + Buffer.byteLength(`${name}: ${value}\r\n`), 0);
+  const decoded = (encoded: string) => {
+    try {
+      return decodeURIComponent(encoded);
+    } catch {
+      return encoded;
+    }
+  };
+  const hasNul = [
+    ...Object.values(c.params).map((p) => decoded(p.encoded)),
+    ...c.query.flatMap((p) => [p.name, p.value]),
+    c.body.kind === 'json' ? JSON.stringify(c.body.value) : '',
+  ].some((text) => text.includes('\u0000') || text.includes('\\u0000'));
+  return { validity, headBytes, foreignPath, foreignBodyId, oddPath, hasNul };
+}
+
+/** The only 400s a request the document accepts may get: rules about state, or beyond JSON Schema. */
+function semanticRefusal(field: string, constraint: string, verdict: Verdict): boolean {
+  if (constraint === 'unique' || constraint === 'transition') return true;
+  // U+0000, which the document's description rules out in every string.
+  if (constraint === 'pattern' && verdict.hasNul) return true;
+  // An Idempotency-Key used before with another request.
+  if (constraint === 'idempotency_key' && field === 'Idempotency-Key') return true;
+  // A contact's 51st tag (tags.add); an order total beyond 2^53 (items).
+  if (constraint === 'max' && (field === 'tags' || field === 'items')) return true;
+  // `format: uri` cannot say "http(s) with a host name"; the server's URL check is the stricter.
+  if (constraint === 'format' && field === 'url') return true;
+  return false;
+}
+
+/** The documented operation a path and method lead to, if any. */
+function matchOperation(operations: Operation[], method: string, pathname: string): Operation | undefined {
+  return operations.find((op) => op.method === method && new RegExp(`^${op.path.replace(/\{\w+\}/g, '[^/]+')}$`).test(pathname));
+}
+
+function check(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Mismatch(message);
+}
+
+function assertResponse(
+  operation: Operation,
+  operations: Operation[],
+  c: Case,
+  sent: Sent,
+  received: Received,
+  verdict: Verdict,
+  responseValidator: (schema: Schema) => Validator,
+  errorSchema: Schema,
+) {
+  const { status, headers, text } = received;
+  check(status < 500, `a ${status}`);
+  const refusedHead = status === 400 && /"field":"headers","constraint":"max_bytes"/.test(text);
+  if (verdict.headBytes > maxHeaderSize) check(refusedHead, `a request line and headers of ${verdict.headBytes} bytes answered ${status}, not 400 headers max_bytes`);
+  if (refusedHead) check(verdict.headBytes > maxHeaderSize - 1024, `a request line and headers of ${verdict.headBytes} bytes refused as too large`);
+
+  // The status is one the document lists; an odd path may also be answered as an unknown path is.
+  const routed = verdict.oddPath ? matchOperation(operations, sent.method, sent.pathname) : operation;
+  const documented = Object.keys(routed?.spec.responses ?? {}).map(Number);
+  const allowed = verdict.oddPath ? [...new Set([...documented, ...UNKNOWN_PATH_STATUSES])] : documented;
+  check(allowed.includes(status), `status ${status} is not one the document lists (${allowed.join(', ')})`);
+
+  const requestId = headers.get('x-request-id');
+  check(requestId !== null && REQUEST_ID.test(requestId), `X-Request-Id ${requestId} is missing or malformed`);
+  // A request refused before it is parsed has no client id to echo.
+  if (c.requestId !== null && REQUEST_ID.test(c.requestId) && !refusedHead) check(requestId === c.requestId, `X-Request-Id ${requestId} is not the client's ${c.requestId}`);
+
+  // Content type and body schema.
+  const documentedResponse = routed?.spec.responses[String(status)];
+  const schema = documentedResponse ? documentedResponse.content?.['application/json']?.schema : status >= 400 ? errorSchema : undefined;
+  if (status === 204 || (documentedResponse && !documentedResponse.content)) {
+    check(text === '', `a ${status} has a body`);
+    return undefined;
+  }
+  check(/^application\/json(\s*;|$)/i.test(headers.get('content-type') ?? ''), `content type ${headers.get('content-type')} is not application/json`);
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new Mismatch('the body is not JSON');
+  }
+  check(schema, `no schema for a ${status}`);
+  const validate = responseValidator(schema);
+  check(validate(body), `the body does not match the document's schema for ${status}: ${JSON.stringify(validate.errors)}`);
+
+  if (status >= 400) {
+    const code = body.error.code as keyof typeof ERROR_STATUS;
+    check(ERROR_STATUS[code] === status, `error code ${code} is not the one of status ${status}`);
+    check(body.error.message.length > 0, 'an empty error message');
+  }
+  if (status === 400) {
+    const details = body.error.details;
+    check(details && typeof details.field === 'string' && details.field.length > 0, 'a 400 without details.field');
+    check((CONSTRAINTS as readonly string[]).includes(details.constraint), `a 400 whose details.constraint ${details.constraint} is not one of the contract's`);
+  }
+  if (status === 429) check(headers.get('retry-after') !== null, 'a 429 without Retry-After');
+  return body;
+}
+
+/** The contract's order of checks and what the document says of the request. */
+function assertExpectations(operation: Operation, c: Case, sent: Sent, received: Received, body: any, verdict: Verdict) {
+  const { status } = received;
+  // Refused before it was read (checked in assertResponse), or rate-limited: nothing more to say.
+  if (status === 429 || (status === 400 && body?.error?.details?.field === 'headers')) return;
+  const underV1 = sent.pathname.startsWith('/v1/');
+  const write = operation.method !== 'GET';
+  if (underV1 && (c.key === 'none' || c.key === 'invalid')) check(status === 401, `expected 401 for key ${c.key}, got ${status}`);
+  if (verdict.oddPath) return;
+  if (c.key === 'webhook') check(status === 403, `expected 403 for a webhook key, got ${status}`);
+  if (c.key === 'readOnly' && write) check(status === 403, `expected 403 for a read-only key on a write, got ${status}`);
+  const allowedKey = c.key === 'full' || c.key === 'other' || (c.key === 'readOnly' && !write);
+  if (!allowedKey) return;
+  if (verdict.validity === 'invalid') check(status === 400, `the document rejects this request, but the server answered ${status}`);
+  if (verdict.validity === 'valid') {
+    if (status === 400) {
+      const { field, constraint } = body.error.details as { field: string; constraint: string };
+      check(semanticRefusal(field, constraint, verdict), `the document accepts this request, but the server refused ${field} (${constraint}): ${body.error.message}`);
+    }
+    // Validation (a semantic 400 above) comes before existence.
+    if (verdict.foreignPath || verdict.foreignBodyId) check(status === 404 || status === 400, `another tenant's resource answered ${status}, not 404`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources to aim at
+
+async function createFixtures(server: TestServer): Promise<Fixtures> {
+  let phoneSeq = 0;
+  const phone = () => `+1555${String(7_000_000 + phoneSeq++)}`;
+  const call = async (method: string, path: string, body: unknown, key = server.keys.full) => {
+    const res = await server.request(method, path, { key, ...(body === undefined ? {} : { body }) });
+    if (res.status >= 300) throw new Error(`fixture ${method} ${path}: ${res.status} ${res.text}`);
+    return res.body;
+  };
+  const tags = ['vip', 'fuzz tag', 'café ☕', 'a.b-c_d', '😀', '%2F', 'x'.repeat(64)];
+  const a: Record<string, string[]> = {};
+  const b: Record<string, string[]> = {};
+  const gone: Record<string, string[]> = {};
+  const push = (into: Record<string, string[]>, pool: string, id: string) => (into[pool] ??= []).push(id);
+
+  // Endpoints first, so that the events below leave deliveries.
+  for (let i = 0; i < 3; i++) push(a, 'endpoints', (await call('POST', '/webhook_endpoints', { url: `http://127.0.0.1:9/hooks/${i}`, events: ['*'] })).id);
+  for (let i = 0; i < 20; i++) push(a, 'disposableEndpoints', (await call('POST', '/webhook_endpoints', { url: `https://example.com/${i}`, events: ['order.placed'] })).id);
+  for (let i = 0; i < 4; i++) {
+    const contact = await call('POST', '/contacts', { name: `Fuzz ${i}`, phone: phone(), email: `fuzz${i}@example.com`, tags: tags.slice(i, i + 4), attributes: { plan: 'pro', seats: i, trial: true } });
+    push(a, 'contacts', contact.id);
+    const platforms = ['whatsapp', 'facebook', 'instagram'];
+    const conversation = await call('POST', '/conversations', { contact_id: contact.id, platform: platforms[i % 3] });
+    push(a, 'conversations', conversation.id);
+    await call('POST', '/messages', { conversation_id: conversation.id, content: `Hello ${i}` });
+    const inbound = await call('POST', '/sandbox/inbound', { platform: platforms[(i + 1) % 3], from: { phone: phone(), name: `Inbound ${i}` }, content: 'Hi there' });
+    push(a, 'conversationsToChange', inbound.conversation_id);
+    push(a, 'orders', (await call('POST', '/orders', { contact_id: contact.id, currency: 'EUR', items: [{ name: 'Widget', quantity: 2, unit_amount: 1250 }] })).id);
+  }
+  for (let i = 0; i < 25; i++) push(a, 'disposableContacts', (await call('POST', '/contacts', { phone: phone() })).id);
+  for (let i = 0; i < 4; i++) push(a, 'taggedContacts', (await call('POST', '/contacts', { phone: phone(), tags })).id);
+  push(a, 'workflows', (await call('POST', '/workflows', { name: 'Welcome', steps: [{ type: 'send_message', content: 'Hi {{contact.name}}' }, { type: 'add_tag', tag: 'welcomed' }] })).id);
+  push(a, 'workflows', (await call('POST', '/workflows', { name: 'Wait', steps: [{ type: 'wait', seconds: 60 }, { type: 'set_conversation_status', status: 'resolved' }] })).id);
+  await call('POST', `/workflows/${a.workflows?.[0]}/trigger`, { contact_id: a.contacts?.[0], data: { order: 'A-1' } });
+  for (const endpoint of a.endpoints ?? []) {
+    for (const delivery of (await call('GET', `/webhook_endpoints/${endpoint}/deliveries`, undefined)).data) push(a, 'deliveries', delivery.id);
+  }
+  if (!a.deliveries?.length) throw new Error('fixtures: no webhook delivery was made');
+
+  // Deleted resources of account A.
+  const goneContact = (await call('POST', '/contacts', { phone: phone() })).id;
+  await call('DELETE', `/contacts/${goneContact}`, undefined);
+  push(gone, 'contacts', goneContact);
+  push(gone, 'disposableContacts', goneContact);
+  push(gone, 'taggedContacts', goneContact);
+  const goneEndpoint = (await call('POST', '/webhook_endpoints', { url: 'https://example.com/gone', events: ['*'] })).id;
+  await call('DELETE', `/webhook_endpoints/${goneEndpoint}`, undefined);
+  push(gone, 'endpoints', goneEndpoint);
+  push(gone, 'disposableEndpoints', goneEndpoint);
+
+  // The other account: one of each.
+  const other = server.keys.otherFull;
+  push(b, 'endpoints', (await call('POST', '/webhook_endpoints', { url: 'http://127.0.0.1:9/b', events: ['*'] }, other)).id);
+  const bContact = (await call('POST', '/contacts', { name: 'B', phone: phone(), tags: ['vip'] }, other)).id;
+  push(b, 'contacts', bContact);
+  push(b, 'taggedContacts', bContact);
+  const bConversation = (await call('POST', '/conversations', { contact_id: bContact, platform: 'whatsapp' }, other)).id;
+  push(b, 'conversations', bConversation);
+  push(b, 'conversationsToChange', bConversation);
+  push(b, 'orders', (await call('POST', '/orders', { contact_id: bContact, currency: 'USD', items: [{ name: 'B', quantity: 1, unit_amount: 1 }] }, other)).id);
+  push(b, 'workflows', (await call('POST', '/workflows', { name: 'B', steps: [{ type: 'wait', seconds: 1 }] }, other)).id);
+  for (const delivery of (await call('GET', `/webhook_endpoints/${b.endpoints?.[0]}/deliveries`, undefined, other)).data) push(b, 'deliveries', delivery.id);
+
+  const ownedByA = new Set(Object.values(a).flat());
+  const ownedByB = new Set(Object.values(b).flat());
+  return { a, b, gone, tags, ownedByA, ownedByB };
+}
+
+function hintsFor(fixtures: Fixtures): Hints {
+  const ids = (pool: string, prefix: string) =>
+    weighted<string>(
+      [6, fc.constantFrom(...(fixtures.a[pool] ?? [`${prefix}_none`]))],
+      [1, fc.constantFrom(...(fixtures.b[pool] ?? [`${prefix}_none`]))],
+      [1, fc.constantFrom(...(fixtures.gone[pool] ?? [`${prefix}_gone`]))],
+      [1, fc.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/).map((ulid) => `${prefix}_${ulid}`)],
+      [1, fc.string({ unit: 'binary', maxLength: 40 })],
+    );
+  const byName: Record<string, fc.Arbitrary<unknown>> = {
+    contact_id: ids('contacts', 'ct'),
+    conversation_id: ids('conversations', 'conv'),
+  };
+  const url = weighted<string>(
+    [3, fc.tuple(fc.constantFrom('http://127.0.0.1:9', 'https://example.com', 'https://hooks.example.org:8443', 'http://localhost'), fc.webPath()).map(([origin, path]) => `${origin}${path}`)],
+    [1, fc.webUrl({ validSchemes: ['http', 'https'], withQueryParameters: true, withFragments: true })],
+  );
+  return { byName: (name) => byName[name], url };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The suite
+
+interface Tally {
+  requests: number;
+  statuses: Record<number, number>;
+  validity: Record<Validity, number>;
+}
+
+// Both dialects at once: the Postgres half spends much of its time waiting on the database.
+describe.concurrent('fuzz', () => describeEachDialect('every operation of the served OpenAPI document', (server) => {
+  let doc: OpenApiDocument;
+  let operations: Operation[];
+  let fixtures: Fixtures;
+  let hints: Hints;
+  let strict: (schema: Schema) => Validator;
+  let loose: (schema: Schema) => Validator;
+  const tallies = new Map<string, Tally>();
+  let started = 0;
+
+  beforeAll(async () => {
+    started = Date.now();
+    const res = await fetch(`${server().baseUrl}/openapi.json`);
+    doc = (await res.json()) as OpenApiDocument;
+    operations = operationsOf(doc);
+    strict = createAjv(doc, true);
+    loose = createAjv(doc, false);
+    fixtures = await createFixtures(server());
+    hints = hintsFor(fixtures);
+  }, 60_000);
+
+  it('fuzzes exactly the operations the served document lists', () => {
+    expect(operations.map((op) => `${op.method} ${op.path}`).sort()).toEqual(DECLARED.map((op) => `${op.method} ${op.path}`).sort());
+    expect(operations.length).toBeGreaterThan(0);
+  });
+
+  // A few operations at a time (vitest's maxConcurrency, 5); each sends its requests one after the other.
+  describe.concurrent('operations', () => {
+    for (const declared of DECLARED) {
+      it(`${declared.id}: ${declared.method} ${declared.path}`, async ({ expect }) => {
+        const operation = operations.find((op) => op.method === declared.method && op.path === declared.path);
+        expect(operation, 'the served document lists the operation').toBeDefined();
+        if (!operation) return;
+        const tally: Tally = { requests: 0, statuses: {}, validity: { valid: 0, invalid: 0, any: 0 } };
+        tallies.set(operation.id, tally);
+        const errorSchema = { $ref: '#/components/schemas/Error' };
+        const arbitrary = caseArbitrary(doc, hints, operation, server(), fixtures, strict);
+        const seed = seedOf(operation.id);
+        const mismatches: string[] = [];
+
+        await fc.assert(
+          fc.asyncProperty(arbitrary, async (c) => {
+            const { sent, body } = buildRequest(server().baseUrl, operation, c);
+            const verdict = judge(operation, c, sent, fixtures, loose, strict);
+            let received: Received | undefined;
+            try {
+              const res = await fetch(sent.url, { method: sent.method, headers: sent.headers, body, redirect: 'manual', signal: AbortSignal.timeout(15_000) });
+              received = { status: res.status, headers: res.headers, text: await res.text() };
+              tally.requests++;
+              tally.statuses[received.status] = (tally.statuses[received.status] ?? 0) + 1;
+              tally.validity[verdict.validity]++;
+              const parsed = assertResponse(operation, operations, c, sent, received, verdict, strict, errorSchema);
+              assertExpectations(operation, c, sent, received, parsed, verdict);
+            } catch (error) {
+              const reason = error instanceof Mismatch ? error.message : `the request failed: ${String(error)}`;
+              const report = `${reason}\n${describeExchange(operation, c, sent, received)}\n  (document validity: ${verdict.validity}; seed ${seed})`;
+              if (!COLLECT) throw new Error(report);
+              mismatches.push(report);
+              console.log(`FUZZ-MISMATCH ${report.replace(/\n/g, '\n  | ')}`);
+            }
+          }),
+          { seed, numRuns: NUM_RUNS, endOnFailure: !SHRINK },
+        );
+
+        expect(mismatches.length, `${mismatches.length} mismatches, the first:\n${mismatches[0]}`).toBe(0);
+        expect(tally.requests).toBeGreaterThanOrEqual(NUM_RUNS);
+        // Some generated requests are valid, with a key and ids that make them succeed.
+        const successes = Object.entries(tally.statuses).filter(([status]) => Number(status) < 300);
+        expect(successes.length, 'some request succeeded').toBeGreaterThan(0);
+        // With too many 429s the suite would fuzz the rate limiter and nothing else.
+        expect(tally.statuses[429] ?? 0, 'rate-limited requests').toBeLessThan(tally.requests / 2);
+      }, 120_000);
+    }
+  });
+
+  afterAll(() => {
+    const rows = [...tallies.entries()].sort(([x], [y]) => x.localeCompare(y));
+    const total = rows.reduce((sum, [, t]) => sum + t.requests, 0);
+    const lines = rows.map(
+      ([id, t]) =>
+        `  ${id.padEnd(34)} ${String(t.requests).padStart(4)}  valid ${String(t.validity.valid).padStart(3)} invalid ${String(t.validity.invalid).padStart(3)} either ${String(t.validity.any).padStart(3)}  ${Object.entries(t.statuses)
+          .map(([s, n]) => `${s}×${n}`)
+          .join(' ')}`,
+    );
+    console.log(`fuzz [${server().dialect}]: ${total} requests over ${rows.length} operations in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${SEED})\n${lines.join('\n')}`);
+  });
+}));
