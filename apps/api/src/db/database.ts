@@ -71,6 +71,7 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  keepStatistics(sqlite);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
     db,
@@ -82,6 +83,31 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
       return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
     },
     destroy: () => db.destroy(),
+  };
+}
+
+/** Rows ANALYZE samples per index: statistics in milliseconds, whatever the table's size. */
+const ANALYSIS_LIMIT = 1000;
+const OPTIMIZE_EVERY_MS = 60 * 60 * 1000;
+
+/**
+ * The query planner's statistics (sqlite_stat1), kept as SQLite recommends for long-lived
+ * connections: `PRAGMA optimize=0x10002` on open (analyses every table whose statistics are
+ * missing or stale, e.g. after a bulk load) and `PRAGMA optimize` every hour. Without them SQLite
+ * guesses, and walks whole indexes where a search or a filter would have driven the query.
+ * Postgres keeps its own (autovacuum's ANALYZE).
+ */
+function keepStatistics(sqlite: SQLite.Database): void {
+  sqlite.pragma(`analysis_limit = ${ANALYSIS_LIMIT}`);
+  sqlite.pragma('optimize = 0x10002');
+  const timer = setInterval(() => {
+    if (sqlite.open) sqlite.pragma('optimize');
+  }, OPTIMIZE_EVERY_MS);
+  timer.unref();
+  const close = sqlite.close.bind(sqlite);
+  sqlite.close = () => {
+    clearInterval(timer);
+    return close();
   };
 }
 

@@ -1,4 +1,5 @@
-import { type Kysely, type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely';
+import { type Kysely, sql, type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely';
+import { isPostgres } from './dialect.js';
 import * as initial from './migrations/2026_11_22_0001_initial.js';
 import * as eventsWebhooksWorkflows from './migrations/2026_11_22_0002_events_webhooks_workflows.js';
 import * as rateLimitsIdempotency from './migrations/2026_11_22_0003_rate_limits_idempotency.js';
@@ -18,5 +19,7 @@ export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultS
   const migrator = new Migrator({ db, provider });
   const result = await migrator.migrateToLatest();
   if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
+  // New tables and indexes get the planner's statistics now rather than at the next open.
+  if (result.results?.length && !isPostgres(db)) await sql`pragma optimize`.execute(db);
   return result;
 }

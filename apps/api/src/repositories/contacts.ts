@@ -62,9 +62,17 @@ export const contactsRepository = {
         .limit(page.limit)
         .offset(page.offset)
         .execute(),
-      filtered(scope, filter)
-        .select((eb) => eb.fn.countAll<number>().as('total'))
-        .executeTakeFirstOrThrow(),
+      // A tag alone is counted from the tag index: a contact has a tag at most once, and
+      // deleting a contact deletes its rows there.
+      filter.tag !== undefined && !filter.search
+        ? scope
+            .selectFrom('contact_tags')
+            .where('contact_tags.tag', '=', filter.tag)
+            .select((eb) => eb.fn.countAll<number>().as('total'))
+            .executeTakeFirstOrThrow()
+        : filtered(scope, filter)
+            .select((eb) => eb.fn.countAll<number>().as('total'))
+            .executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.total) };
   },

@@ -1,4 +1,5 @@
-import type { Selectable, Updateable } from 'kysely';
+import { type Selectable, type Updateable, sql } from 'kysely';
+import { isPostgres } from '../db/dialect.js';
 import type { ConversationTable } from '../db/schema.js';
 import { type SearchColumn, contactContains } from './contact-search.js';
 import type { TenantScope } from './tenant.js';
@@ -23,22 +24,39 @@ const withContact = (scope: TenantScope) =>
       join.onRef('contacts.account_id', '=', 'conversations.account_id').onRef('contacts.id', '=', 'conversations.contact_id'),
     );
 
-const filtered = (scope: TenantScope, filter: ConversationFilter) => {
-  let query = withContact(scope);
+/**
+ * The conversations a filter selects, from `conversations` alone: a search is a condition on the
+ * contact (`contact_id in (matching contacts)`), so counting never joins and a rare match drives
+ * the query from the contacts it found.
+ */
+const matching = (scope: TenantScope, filter: ConversationFilter) => {
+  let query = scope.selectFrom('conversations');
   if (filter.status) query = query.where('conversations.status', '=', filter.status);
   if (filter.platform) query = query.where('conversations.platform', '=', filter.platform);
   if (filter.search) {
     const search = filter.search;
     const digits = filter.searchDigits;
-    query = query.where(() =>
-      contactContains(scope.db as never, [
-        { columns: ['name_search'], fragment: search },
-        ...(digits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: digits }] : []),
-      ]),
+    query = query.where('conversations.contact_id', 'in', () =>
+      scope
+        .selectFrom('contacts')
+        .select('contacts.id')
+        .where(() =>
+          contactContains(scope.db as never, [
+            { columns: ['name_search'], fragment: search },
+            ...(digits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: digits }] : []),
+          ]),
+        ),
     );
   }
   return query;
 };
+
+/**
+ * Up to this many matches of a search, SQLite sorts them instead of walking every conversation in
+ * activity order until a page is found (which it would do for want of an estimate of the search's
+ * selectivity). Past it, the walk finds a page quickly because matches are common.
+ */
+const SORT_SEARCH_MATCHES_UP_TO = 500;
 
 const columns = ['contacts.name as contact_name', 'contacts.phone as contact_phone'] as const;
 
@@ -46,21 +64,41 @@ export const conversationsRepository = {
   findById: (scope: TenantScope, id: string): Promise<ConversationWithContact | undefined> =>
     withContact(scope).selectAll('conversations').select(columns).where('conversations.id', '=', id).executeTakeFirst(),
 
+  /**
+   * A page of conversations, latest activity first, and the exact number the filter selects.
+   * The page's ids come from the indexes first and only those 20 rows are joined to their
+   * contacts (a deep offset skips index entries, not joined rows).
+   */
   async list(scope: TenantScope, filter: ConversationFilter, page: { limit: number; offset: number }) {
-    const [rows, count] = await Promise.all([
-      filtered(scope, filter)
-        .selectAll('conversations')
-        .select(columns)
-        .orderBy('conversations.last_activity_at', 'desc')
+    const count = () =>
+      matching(scope, filter)
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .executeTakeFirstOrThrow()
+        .then((row) => Number(row.total));
+    const rows = (sortMatches: boolean) => {
+      const ids = matching(scope, filter)
+        .select('conversations.id')
+        // `+column` keeps SQLite from answering the order from the activity index (see above).
+        .orderBy(sortMatches ? sql`+conversations.last_activity_at` : sql.ref('conversations.last_activity_at'), 'desc')
         .orderBy('conversations.id', 'desc')
         .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
-      filtered(scope, filter)
-        .select((eb) => eb.fn.countAll<number>().as('total'))
-        .executeTakeFirstOrThrow(),
-    ]);
-    return { rows: rows as ConversationWithContact[], total: Number(count.total) };
+        .offset(page.offset);
+      return withContact(scope)
+        .selectAll('conversations')
+        .select(columns)
+        .where('conversations.id', 'in', ids)
+        .orderBy('conversations.last_activity_at', 'desc')
+        .orderBy('conversations.id', 'desc')
+        .execute() as Promise<ConversationWithContact[]>;
+    };
+    if (isPostgres(scope.db as never)) {
+      // The planner estimates a search's selectivity itself; both queries run at once.
+      const [found, total] = await Promise.all([rows(false), count()]);
+      return { rows: found, total };
+    }
+    const total = await count();
+    if (total <= page.offset) return { rows: [], total };
+    return { rows: await rows(Boolean(filter.search) && total <= SORT_SEARCH_MATCHES_UP_TO), total };
   },
 
   insert: (scope: TenantScope, row: Omit<ConversationRow, 'account_id'>) => scope.insert('conversations', row),

@@ -1,0 +1,150 @@
+import { describe, expect, it } from 'vitest';
+import { describeEachDialect } from '../testing/harness.js';
+import { type ContactRow, contactsRepository } from './contacts.js';
+import { type ConversationRow, conversationsRepository } from './conversations.js';
+import { TenantScope } from './tenant.js';
+
+/**
+ * The list queries take different paths by filter and size (counts without the contacts join,
+ * a search's matches sorted or walked in activity order, the page's ids before the join, a tag's
+ * total from the tag index). Whatever the path, the page and the total must be exactly what a
+ * plain filter-and-sort of the rows gives: this compares them on a data set large enough to
+ * take every path.
+ */
+describeEachDialect('list queries', (server) => {
+  const statuses = ['active', 'resolved', 'archived'] as const;
+  const platforms = ['whatsapp', 'facebook', 'instagram'] as const;
+  const contacts: ContactRow[] = [];
+  const conversations: ConversationRow[] = [];
+  const tagsOf = new Map<string, string[]>();
+  let seeded = false;
+
+  const scope = () => new TenantScope(server().database.db, server().accountId);
+
+  /** 720 "Qxvern" contacts (a common match), 3 "Wzkolan" contacts (a rare one), 150 others. */
+  async function seed() {
+    if (seeded) return;
+    seeded = true;
+    const base = Date.parse('2026-01-01T00:00:00.000Z');
+    const names = [
+      ...Array.from({ length: 720 }, (_, i) => `Qxvern ${i}`),
+      ...Array.from({ length: 3 }, (_, i) => `Wzkolan ${i}`),
+      ...Array.from({ length: 150 }, (_, i) => `Other ${i}`),
+    ];
+    names.forEach((name, i) => {
+      const at = new Date(base + i * 1000).toISOString();
+      const tags = [i % 7 === 0 ? 'vip' : undefined, i % 3 === 0 ? 'newsletter' : undefined].filter((t): t is string => t !== undefined);
+      const id = `ct_${String(i).padStart(6, '0')}`;
+      tagsOf.set(id, tags);
+      contacts.push({
+        account_id: server().accountId,
+        id,
+        name,
+        name_search: name.toLowerCase(),
+        phone: `+1555${String(1_000_000 + i)}`,
+        phone_digits: `1555${String(1_000_000 + i)}`,
+        email: null,
+        email_search: null,
+        tags: JSON.stringify(tags),
+        attributes: '{}',
+        created_at: at,
+        updated_at: at,
+      });
+    });
+    contacts.forEach((contact, i) => {
+      // One conversation per contact, two for the rare ones; activity times repeat (ties break on id).
+      for (let n = 0; n < (contact.name?.startsWith('Wzkolan') ? 2 : 1); n++) {
+        const seq = conversations.length;
+        const at = new Date(base + (seq % 400) * 60_000).toISOString();
+        conversations.push({
+          account_id: server().accountId,
+          id: `conv_${String(seq).padStart(6, '0')}`,
+          contact_id: contact.id,
+          platform: platforms[(i + n) % 3] as ConversationRow['platform'],
+          status: statuses[(seq * 7) % 3] as ConversationRow['status'],
+          message_count: 0,
+          last_message_content: null,
+          last_message_at: null,
+          last_activity_at: at,
+          event_sequence: 0,
+          created_at: at,
+          updated_at: at,
+        });
+      }
+    });
+    const strip = <T extends { account_id: string }>({ account_id: _, ...row }: T) => row;
+    for (let i = 0; i < contacts.length; i += 200) await scope().insert('contacts', contacts.slice(i, i + 200).map(strip));
+    for (let i = 0; i < conversations.length; i += 200) await scope().insert('conversations', conversations.slice(i, i + 200).map(strip));
+    const tagRows = [...tagsOf].flatMap(([contactId, tags]) => tags.map((tag) => ({ contact_id: contactId, tag, created_at: '2026-01-01T00:00:00.000Z' })));
+    for (let i = 0; i < tagRows.length; i += 200) await scope().insert('contact_tags', tagRows.slice(i, i + 200));
+  }
+
+  const byActivity = (a: ConversationRow, b: ConversationRow) =>
+    a.last_activity_at === b.last_activity_at ? (a.id < b.id ? 1 : -1) : a.last_activity_at < b.last_activity_at ? 1 : -1;
+
+  describe('conversations', () => {
+    const cases: { filter: { status?: ConversationRow['status']; platform?: ConversationRow['platform']; search?: string }; offsets: number[] }[] = [
+      { filter: {}, offsets: [0, 20, 860, 875, 2000] },
+      { filter: { status: 'active' }, offsets: [0, 100, 290] },
+      { filter: { platform: 'facebook', status: 'resolved' }, offsets: [0, 40, 96] },
+      // 720 matches: more than SQLite sorts at once, so it walks the activity order.
+      { filter: { search: 'qxv' }, offsets: [0, 20, 500, 719, 720, 5000] },
+      // Fewer: sorted.
+      { filter: { search: 'qxv', status: 'archived' }, offsets: [0, 230] },
+      { filter: { search: 'wzkol' }, offsets: [0, 3, 6] },
+      { filter: { search: 'wzkol', platform: 'facebook' }, offsets: [0] },
+      // Under three characters: no trigram index, a scan.
+      { filter: { search: 'zk' }, offsets: [0, 2] },
+      { filter: { search: 'nothing-like-it' }, offsets: [0] },
+    ];
+    for (const { filter, offsets } of cases) {
+      it(`pages ${JSON.stringify(filter)} exactly`, async () => {
+        await seed();
+        const contactById = new Map(contacts.map((c) => [c.id, c]));
+        const expected = conversations
+          .filter((c) => (!filter.status || c.status === filter.status) && (!filter.platform || c.platform === filter.platform))
+          .filter((c) => !filter.search || (contactById.get(c.contact_id)?.name_search ?? '').includes(filter.search))
+          .sort(byActivity);
+        for (const offset of offsets) {
+          const { rows, total } = await conversationsRepository.list(scope(), filter, { limit: 20, offset });
+          expect(total, `offset ${offset}`).toBe(expected.length);
+          expect(
+            rows.map((r) => [r.id, r.contact_name, r.contact_phone]),
+            `offset ${offset}`,
+          ).toEqual(expected.slice(offset, offset + 20).map((c) => [c.id, contactById.get(c.contact_id)?.name, contactById.get(c.contact_id)?.phone]));
+        }
+      });
+    }
+
+    it('finds a phone by its digits among many name matches', async () => {
+      await seed();
+      const target = contacts.find((c) => c.name === 'Qxvern 500') as ContactRow;
+      const digits = target.phone_digits.slice(-7);
+      const { rows, total } = await conversationsRepository.list(scope(), { search: digits, searchDigits: digits }, { limit: 20, offset: 0 });
+      expect(total).toBe(1);
+      expect(rows.map((r) => r.contact_id)).toEqual([target.id]);
+    });
+
+    it('counts only its own account', async () => {
+      await seed();
+      const other = new TenantScope(server().database.db, server().otherAccountId);
+      expect((await conversationsRepository.list(other, { search: 'qxv' }, { limit: 20, offset: 0 })).total).toBe(0);
+    });
+  });
+
+  describe('contacts by tag', () => {
+    for (const filter of [{ tag: 'vip' }, { tag: 'newsletter' }, { tag: 'vip', search: 'qxv' }, { tag: 'missing' }]) {
+      it(`counts and pages ${JSON.stringify(filter)} exactly`, async () => {
+        await seed();
+        const expected = contacts
+          .filter((c) => tagsOf.get(c.id)?.includes(filter.tag) && (!filter.search || (c.name_search ?? '').includes(filter.search)))
+          .sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+        for (const offset of [0, 40]) {
+          const { rows, total } = await contactsRepository.list(scope(), filter, { limit: 20, offset });
+          expect(total).toBe(expected.length);
+          expect(rows.map((r) => r.id)).toEqual(expected.slice(offset, offset + 20).map((c) => c.id));
+        }
+      });
+    }
+  });
+});
