@@ -4,6 +4,7 @@ import * as initial from './migrations/2026_11_22_0001_initial.js';
 import * as eventsWebhooksWorkflows from './migrations/2026_11_22_0002_events_webhooks_workflows.js';
 import * as rateLimitsIdempotency from './migrations/2026_11_22_0003_rate_limits_idempotency.js';
 import * as searchIndexes from './migrations/2026_11_22_0004_search_indexes.js';
+import * as unloggedRateLimits from './migrations/2026_11_22_0005_unlogged_rate_limits.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -11,6 +12,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_22_0002_events_webhooks_workflows': eventsWebhooksWorkflows,
   '2026_11_22_0003_rate_limits_idempotency': rateLimitsIdempotency,
   '2026_11_22_0004_search_indexes': searchIndexes,
+  '2026_11_22_0005_unlogged_rate_limits': unloggedRateLimits,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -5,10 +5,10 @@ import { maxHeaderSize } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { serializerCompiler } from 'fastify-type-provider-zod';
-import { monotonicFactory } from 'ulid';
 import { sql } from 'kysely';
 import type { DatabaseHandle } from '../db/database.js';
 import { ApiError, toErrorBody } from '../errors.js';
+import { nextUlid } from '../ids.js';
 import { HttpInput } from '../trpc/contract-input.js';
 import { RateLimits } from '../edge/rate-limits.js';
 import { type HttpExchange, IdempotentReplay, type RequestContext, apiErrorOf, authenticateRequest, countRequest } from '../trpc/init.js';
@@ -68,7 +68,6 @@ class RequestLog extends LogController {
 /** Past this many bytes a request is cut off instead of drained (the 400 names MAX_BODY_BYTES). */
 const HARD_BODY_LIMIT = 16 * MAX_BODY_BYTES;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
-const nextUlid = monotonicFactory();
 const underV1 = (url: string) => url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?');
 
 /**

@@ -88,16 +88,6 @@ export async function countRequest(ctx: RequestContext, principal: Principal): P
   for (const [name, value] of Object.entries(rateLimitHeaders(state))) ctx.exchange?.setHeader(name, value);
 }
 
-const authenticated = t.middleware(async ({ ctx, next }) => {
-  const principal = await authenticateRequest(ctx);
-  return next({ ctx: { principal, service: { database: ctx.database, accountId: principal.account.id, settings: ctx.settings } } });
-});
-
-const rateLimited = t.middleware(async ({ ctx, next }) => {
-  await countRequest(ctx, (ctx as unknown as AuthedContext).principal);
-  return next();
-});
-
 const PERMISSIONS: Record<Principal['key']['type'], readonly Permission[]> = {
   full_access: ['read', 'write'],
   read_only: ['read'],
@@ -105,18 +95,15 @@ const PERMISSIONS: Record<Principal['key']['type'], readonly Permission[]> = {
   webhook: [],
 };
 
-const authorized = t.middleware(async ({ ctx, meta, next }) => {
-  const { principal } = ctx as unknown as AuthedContext;
-  const permission = meta?.permission ?? 'write';
-  if (!PERMISSIONS[principal.key.type].includes(permission)) {
-    const message =
-      principal.key.type === 'webhook'
-        ? 'Webhook keys only sign webhook deliveries; use a full-access or read-only key for the API'
-        : `This ${principal.key.type.replace('_', '-')} key cannot ${permission}`;
-    throw ApiError.forbidden(message);
-  }
-  return next();
-});
+/** 403 unless the key may do what the operation needs. */
+function authorize(principal: Principal, permission: Permission): void {
+  if (PERMISSIONS[principal.key.type].includes(permission)) return;
+  const message =
+    principal.key.type === 'webhook'
+      ? 'Webhook keys only sign webhook deliveries; use a full-access or read-only key for the API'
+      : `This ${principal.key.type.replace('_', '-')} key cannot ${permission}`;
+  throw ApiError.forbidden(message);
+}
 
 const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 
@@ -124,14 +111,13 @@ const IDEMPOTENCY_HEADER = 'Idempotency-Key';
  * A POST with an Idempotency-Key runs once per key and body: a repeat gets the stored response
  * (IdempotentReplay), a repeat with another body is 400, a repeat during the first waits for it.
  */
-const idempotent = t.middleware(async ({ ctx, meta, next }) => {
+async function claimIdempotencyKey(ctx: RequestContext, accountId: string, method: HttpMethod | undefined): Promise<void> {
   const exchange = ctx.exchange;
   const key = exchange?.idempotencyKey;
-  if (!exchange || key === undefined || meta?.method !== 'POST') return next();
+  if (!exchange || key === undefined || method !== 'POST') return;
   if (key.length === 0) throw ApiError.badRequest(IDEMPOTENCY_HEADER, 'min_length', 'Idempotency-Key must not be empty');
   if (key.length > 255) throw ApiError.badRequest(IDEMPOTENCY_HEADER, 'max_length', 'Idempotency-Key must have at most 255 characters');
-  const { service } = ctx as unknown as AuthedContext;
-  const start = await idempotency.start(ctx.database, service.accountId, key, exchange.requestHash);
+  const start = await idempotency.start(ctx.database, accountId, key, exchange.requestHash);
   switch (start.kind) {
     case 'replay':
       throw new IdempotentReplay(start.status, start.body);
@@ -140,13 +126,25 @@ const idempotent = t.middleware(async ({ ctx, meta, next }) => {
     case 'busy':
       throw ApiError.badRequest(IDEMPOTENCY_HEADER, 'idempotency_key', 'A request with this Idempotency-Key is still running; retry later');
     case 'new':
-      exchange.onResponse = (status, body) => idempotency.finish(ctx.database, service.accountId, key, status, body);
-      return next();
+      exchange.onResponse = (status, body) => idempotency.finish(ctx.database, accountId, key, status, body);
   }
+}
+
+/**
+ * The checks every operation passes, in this order: authentication (401) → rate limit (429) →
+ * permission (403) → idempotency. One middleware rather than four: tRPC copies the context and
+ * its options at every layer, which showed in the profile of fast requests.
+ */
+const admitted = t.middleware(async ({ ctx, meta, next }) => {
+  const principal = await authenticateRequest(ctx);
+  await countRequest(ctx, principal);
+  authorize(principal, meta?.permission ?? 'write');
+  await claimIdempotencyKey(ctx, principal.account.id, meta?.method);
+  return next({ ctx: { principal, service: { database: ctx.database, accountId: principal.account.id, settings: ctx.settings } } });
 });
 
 /**
- * Every operation: authentication (401) → rate limit (429) → permission (403) → idempotency →
- * input validation (400, the parser added by each procedure) → the handler (404 and the rest).
+ * Every operation: the checks above → input validation (400, the parser added by each
+ * procedure) → the handler (404 and the rest).
  */
-export const operationProcedure = t.procedure.use(authenticated).use(rateLimited).use(authorized).use(idempotent);
+export const operationProcedure = t.procedure.use(admitted);

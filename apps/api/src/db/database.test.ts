@@ -1,0 +1,47 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { ACTIVE_DIALECTS } from '../testing/harness.js';
+import { createTestDatabase } from '../testing/databases.js';
+import { openDatabase } from './database.js';
+import { migrateToLatest } from './migrate.js';
+
+describe('SQLite planner statistics', () => {
+  it('are gathered on open for tables filled since the last analysis (a bulk load)', async () => {
+    const target = await createTestDatabase('sqlite');
+    try {
+      const first = openDatabase(target.url);
+      await migrateToLatest(first.db);
+      // Rows written behind the server's back, as a bulk import would.
+      await sql`insert into accounts (id, name, plan, rate_limit_rpm, created_at, updated_at) values ('acct_1', 'A', 'free', null, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`.execute(first.db);
+      await sql`delete from sqlite_stat1`.execute(first.db).catch(() => undefined);
+      for (let i = 0; i < 300; i++) {
+        await sql`insert into contacts (account_id, id, name, name_search, phone, phone_digits, email, email_search, tags, attributes, created_at, updated_at)
+          values ('acct_1', ${`ct_${i}`}, ${`N ${i}`}, ${`n ${i}`}, ${`+1555${1_000_000 + i}`}, ${`1555${1_000_000 + i}`}, null, null, '[]', '{}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`.execute(first.db);
+      }
+      await first.destroy();
+
+      const reopened = openDatabase(target.url);
+      const stats = await sql<{ tbl: string; stat: string }>`select tbl, stat from sqlite_stat1 where tbl = 'contacts'`.execute(reopened.db);
+      await reopened.destroy();
+      expect(stats.rows.length).toBeGreaterThan(0);
+      expect(stats.rows.some((row) => row.stat.startsWith('300 '))).toBe(true);
+    } finally {
+      await target.drop();
+    }
+  });
+});
+
+describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres rate-limit counters', () => {
+  it('live in an unlogged table (no WAL flush per request)', async () => {
+    const target = await createTestDatabase('postgres');
+    const database = openDatabase(target.url);
+    try {
+      await migrateToLatest(database.db);
+      const row = await sql<{ relpersistence: string }>`select relpersistence from pg_class where relname = 'rate_limits'`.execute(database.db);
+      expect(row.rows).toEqual([{ relpersistence: 'u' }]);
+    } finally {
+      await database.destroy();
+      await target.drop();
+    }
+  });
+});
