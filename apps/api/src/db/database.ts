@@ -1,8 +1,15 @@
-import SQLite from 'better-sqlite3';
+import type SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
+
+/**
+ * Each driver is loaded when a database of its kind is opened, not at start-up: a server keeps in
+ * memory only the driver it uses (a few MB of resident memory each).
+ */
+const load = createRequire(import.meta.url);
 import type { Database } from './schema.js';
 
 /**
@@ -35,6 +42,7 @@ export function parseDatabaseUrl(url: string | undefined): { dialect: 'postgres'
 export function openDatabase(url: string | undefined): DatabaseHandle {
   const target = parseDatabaseUrl(url);
   if (target.dialect === 'postgres') {
+    const pg = load('pg') as typeof import('pg');
     const pool = new pg.Pool({
       connectionString: target.url,
       max: 10,
@@ -66,7 +74,8 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
 
   const path = target.path === ':memory:' ? target.path : resolve(target.path);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const sqlite = new SQLite(path);
+  const Driver = load('better-sqlite3') as typeof import('better-sqlite3');
+  const sqlite = new Driver(path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis as RedisClient } from 'ioredis';
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterPostgres, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { DatabaseHandle } from '../db/database.js';
 import { ApiError } from '../errors.js';
@@ -46,6 +47,8 @@ export class RateLimits {
     const insurance = (points: number) => new RateLimiterMemory({ keyPrefix: `rpm${points}`, points, duration: WINDOW_SECONDS });
     if (input.redisUrl) {
       // Fail fast while Redis is away instead of queueing commands: the insurance limiter answers.
+      // Loaded only when configured: the client is a few MB of resident memory.
+      const { Redis } = createRequire(import.meta.url)('ioredis') as { Redis: typeof RedisClient };
       const redis = new Redis(input.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, commandTimeout: 500 });
       redis.on('error', () => {});
       return new RateLimits(
