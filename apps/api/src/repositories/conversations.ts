@@ -129,16 +129,25 @@ export const conversationsRepository = {
   },
 
   /** Counts a new message and makes it the last one. */
-  recordMessage: (scope: TenantScope, id: string, message: { content: string; at: string }) =>
-    scope
-      .updateTable('conversations')
-      .set((eb) => ({
-        message_count: eb('message_count', '+', 1),
-        last_message_content: message.content,
-        last_message_at: message.at,
-        last_activity_at: message.at,
-        updated_at: message.at,
-      }))
-      .where('conversations.id', '=', id)
-      .execute(),
+  recordMessage: (scope: TenantScope, id: string, message: { content: string; at: string }) => messageRecorded(scope, id, message).execute(),
+
+  /** recordMessage, unless the conversation is archived (or missing): which of the three happened. */
+  async recordMessageUnlessArchived(scope: TenantScope, id: string, message: { content: string; at: string }): Promise<'recorded' | 'archived' | 'missing'> {
+    const updated = await messageRecorded(scope, id, message).where('conversations.status', '!=', 'archived').returning('conversations.id').executeTakeFirst();
+    if (updated) return 'recorded';
+    const existing = await scope.selectFrom('conversations').select('conversations.status').where('conversations.id', '=', id).executeTakeFirst();
+    return existing ? 'archived' : 'missing';
+  },
 };
+
+const messageRecorded = (scope: TenantScope, id: string, message: { content: string; at: string }) =>
+  scope
+    .updateTable('conversations')
+    .set((eb) => ({
+      message_count: eb('message_count', '+', 1),
+      last_message_content: message.content,
+      last_message_at: message.at,
+      last_activity_at: message.at,
+      updated_at: message.at,
+    }))
+    .where('conversations.id', '=', id);

@@ -39,24 +39,28 @@ export const messagesService = {
     });
   },
 
-  /** Sends a message from the business into a conversation (outbound). */
+  /**
+   * Sends a message from the business into a conversation (outbound). The conversation's update
+   * comes first and carries the archived check, so a send is two statements in its transaction:
+   * the update (which also locks the row on Postgres) and the insert.
+   */
   async send(ctx: ServiceContext, body: z.output<typeof SendMessageBody>): Promise<Message> {
     return inTransaction(ctx, async (scope) => {
-      const conversation = await findConversationOrThrow(scope, body.conversation_id);
-      if (conversation.status === 'archived') {
-        throw ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived; messages cannot be sent into it');
-      }
       const row = {
         id: newId('message'),
-        conversation_id: conversation.id,
+        conversation_id: body.conversation_id,
         direction: 'outbound' as const,
         type: body.type,
         content: body.content,
         status: 'queued' as const,
         created_at: now(),
       };
+      const recorded = await conversationsRepository.recordMessageUnlessArchived(scope, body.conversation_id, { content: row.content, at: row.created_at });
+      if (recorded === 'missing') throw ApiError.notFound('conversation', body.conversation_id);
+      if (recorded === 'archived') {
+        throw ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived; messages cannot be sent into it');
+      }
       await messagesRepository.insert(scope, row);
-      await conversationsRepository.recordMessage(scope, conversation.id, { content: row.content, at: row.created_at });
       return toMessage({ ...row, account_id: ctx.accountId });
     });
   },
