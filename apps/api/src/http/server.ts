@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { serializerCompiler } from 'fastify-type-provider-zod';
 import { sql } from 'kysely';
+import type * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import { nextUlid } from '../ids.js';
@@ -16,6 +17,7 @@ import { TRPCError } from '@trpc/server';
 import { appRouter, createCaller } from '../trpc/router.js';
 import { type Settings, defaultSettings } from '../settings.js';
 import { renderDocsPage } from './docs-page.js';
+import { HOT_OPERATIONS, compileSerializer } from './serializers.js';
 import { MAX_BODY_BYTES, RawBody } from './raw-body.js';
 
 export interface ServerOptions {
@@ -237,6 +239,7 @@ function registerOperation(
     method: operation.method,
     url: `/v1${operation.path}`,
     schema: operation.response ? { response: { [operation.status]: operation.response } } : {},
+    ...(operation.response && HOT_OPERATIONS.has(operationId) ? { serializerCompiler: hotSerializer(operation.response) } : {}),
     config: { operationId },
     handler: async (request, reply) => {
       const collected = request.body as { size: number; chunks: Buffer[] } | undefined;
@@ -260,6 +263,12 @@ function registerOperation(
       return operation.status === 204 ? reply.send() : result;
     },
   });
+}
+
+/** The route's serializer compiler: the one compiled serializer for its success status. */
+function hotSerializer(schema: z.ZodType) {
+  const serialize = compileSerializer(schema);
+  return () => serialize;
 }
 
 /**
