@@ -131,16 +131,15 @@ export const conversationsRepository = {
   /** Counts a new message and makes it the last one. */
   recordMessage: (scope: TenantScope, id: string, message: { content: string; at: string }) => messageRecorded(scope, id, message).execute(),
 
-  /** recordMessage, unless the conversation is archived (or missing): which of the three happened. */
-  async recordMessageUnlessArchived(scope: TenantScope, id: string, message: { content: string; at: string }): Promise<'recorded' | 'archived' | 'missing'> {
-    const updated = await messageRecorded(scope, id, message).where('conversations.status', '!=', 'archived').returning('conversations.id').executeTakeFirst();
-    if (updated) return 'recorded';
+  /** Why a message could not be recorded: the conversation is archived, or not this account's. */
+  async whyNotOpen(scope: TenantScope, id: string): Promise<'archived' | 'missing'> {
     const existing = await scope.selectFrom('conversations').select('conversations.status').where('conversations.id', '=', id).executeTakeFirst();
     return existing ? 'archived' : 'missing';
   },
 };
 
-const messageRecorded = (scope: TenantScope, id: string, message: { content: string; at: string }) =>
+/** The update that counts a new message and makes it the last one (not yet executed). */
+export const messageRecorded = (scope: TenantScope, id: string, message: { content: string; at: string }) =>
   scope
     .updateTable('conversations')
     .set((eb) => ({

@@ -4,7 +4,7 @@ import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { conversationsRepository } from '../repositories/conversations.js';
 import { messagesRepository } from '../repositories/messages.js';
-import { type ServiceContext, inTransaction } from './context.js';
+import { type ServiceContext, inTransaction, scopeOf } from './context.js';
 import { findConversationOrThrow, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
 
@@ -39,29 +39,22 @@ export const messagesService = {
     });
   },
 
-  /**
-   * Sends a message from the business into a conversation (outbound). The conversation's update
-   * comes first and carries the archived check, so a send is two statements in its transaction:
-   * the update (which also locks the row on Postgres) and the insert.
-   */
+  /** Sends a message from the business into a conversation (outbound). */
   async send(ctx: ServiceContext, body: z.output<typeof SendMessageBody>): Promise<Message> {
-    return inTransaction(ctx, async (scope) => {
-      const row = {
-        id: newId('message'),
-        conversation_id: body.conversation_id,
-        direction: 'outbound' as const,
-        type: body.type,
-        content: body.content,
-        status: 'queued' as const,
-        created_at: now(),
-      };
-      const recorded = await conversationsRepository.recordMessageUnlessArchived(scope, body.conversation_id, { content: row.content, at: row.created_at });
-      if (recorded === 'missing') throw ApiError.notFound('conversation', body.conversation_id);
-      if (recorded === 'archived') {
-        throw ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived; messages cannot be sent into it');
-      }
-      await messagesRepository.insert(scope, row);
-      return toMessage({ ...row, account_id: ctx.accountId });
-    });
+    const row = {
+      id: newId('message'),
+      conversation_id: body.conversation_id,
+      direction: 'outbound' as const,
+      type: body.type,
+      content: body.content,
+      status: 'queued' as const,
+      created_at: now(),
+    };
+    const outcome = await messagesRepository.insertIntoOpenConversation(scopeOf(ctx), row);
+    if (outcome === 'missing') throw ApiError.notFound('conversation', body.conversation_id);
+    if (outcome === 'archived') {
+      throw ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived; messages cannot be sent into it');
+    }
+    return toMessage({ ...row, account_id: ctx.accountId });
   },
 };
