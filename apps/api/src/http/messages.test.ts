@@ -95,6 +95,23 @@ describeEachDialect('messages', (server) => {
       expect((await listMessages(conversation.id)).data.map((m) => m.content)).toEqual(['Before archiving']);
     });
 
+    it('counts every one of many concurrent sends into one conversation, each with its message', async () => {
+      const conversation = await openConversation();
+      const contents = Array.from({ length: 25 }, (_, i) => `Concurrent ${i}`);
+      const sent = await Promise.all(contents.map((content) => send({ conversation_id: conversation.id, content })));
+      expect(new Set(sent.map((m) => m.id)).size).toBe(25);
+      const after = await retrieve(conversation.id);
+      expect(after.message_count).toBe(25);
+      const listed = await listMessages(conversation.id, { limit: 100 });
+      expect(listed.total).toBe(25);
+      expect(listed.data.map((m) => m.content).sort()).toEqual([...contents].sort());
+      // The last message is the latest, whatever order the sends reached the row in (one of
+      // several sent in the same millisecond).
+      const latestAt = listed.data.map((m) => m.created_at).sort().at(-1);
+      expect(after.last_message?.timestamp).toBe(latestAt);
+      expect(listed.data.filter((m) => m.created_at === latestAt).map((m) => m.content)).toContain(after.last_message?.content);
+    });
+
     it('sends into a resolved conversation', async () => {
       const conversation = await openConversation();
       await setStatus(conversation.id, 'resolved');

@@ -142,11 +142,17 @@ export const conversationsRepository = {
 export const messageRecorded = (scope: TenantScope, id: string, message: { content: string; at: string }) =>
   scope
     .updateTable('conversations')
-    .set((eb) => ({
-      message_count: eb('message_count', '+', 1),
-      last_message_content: message.content,
-      last_message_at: message.at,
-      last_activity_at: message.at,
-      updated_at: message.at,
-    }))
+    .set((eb) => {
+      // Concurrent sends may reach the row out of their time order: the last message and the
+      // times only ever move forward, so an older message never replaces a newer one.
+      const newer = eb.or([eb('last_message_at', 'is', null), eb('last_message_at', '<=', message.at)]);
+      const latest = (column: 'last_activity_at' | 'updated_at') => eb.case().when(column, '<=', message.at).then(message.at).else(eb.ref(column)).end();
+      return {
+        message_count: eb('message_count', '+', 1),
+        last_message_content: eb.case().when(newer).then(message.content).else(eb.ref('last_message_content')).end(),
+        last_message_at: eb.case().when(newer).then(message.at).else(eb.ref('last_message_at')).end(),
+        last_activity_at: latest('last_activity_at'),
+        updated_at: latest('updated_at'),
+      };
+    })
     .where('conversations.id', '=', id);
