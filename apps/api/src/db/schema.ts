@@ -204,9 +204,21 @@ export interface Database {
   workflows: WorkflowTable;
   workflow_runs: WorkflowRunTable;
   idempotency_keys: IdempotencyKeyTable;
+  rate_limits: RateLimitTable;
+}
+
+/**
+ * Request counters of the Postgres rate-limit store (unlogged, migrations 0003 and 0005): one row
+ * per account, `acct:<id>`, counting the requests of the window that ends at `expire`.
+ */
+export interface RateLimitTable {
+  key: string;
+  points: number;
+  /** Unix milliseconds. */
+  expire: number | null;
 }
 
 /** Tables whose rows belong to one account. */
-export type TenantTable = Exclude<keyof Database, 'accounts' | 'jobs' | 'idempotency_keys'>;
+export type TenantTable = Exclude<keyof Database, 'accounts' | 'jobs' | 'idempotency_keys' | 'rate_limits'>;
 
 export type { Generated };

@@ -12,7 +12,7 @@ import { ApiError, toErrorBody } from '../errors.js';
 import { nextUlid } from '../ids.js';
 import { HttpInput } from '../trpc/contract-input.js';
 import { RateLimits } from '../edge/rate-limits.js';
-import { type HttpExchange, IdempotentReplay, type RequestContext, apiErrorOf, authenticateRequest, countRequest } from '../trpc/init.js';
+import { type HttpExchange, IdempotentReplay, type RequestContext, admitRequest, apiErrorOf } from '../trpc/init.js';
 import { TRPCError } from '@trpc/server';
 import { appRouter, createCaller } from '../trpc/router.js';
 import { type Settings, defaultSettings } from '../settings.js';
@@ -178,9 +178,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   const authenticateAndCount = async (ctx: RequestContext) => {
-    const principal = await authenticateRequest(ctx);
-    if (ctx.exchange) ctx.exchange.accountId = principal.account.id;
-    await countRequest(ctx, principal);
+    await admitRequest(ctx);
   };
 
   app.setNotFoundHandler(async (request) => {

@@ -4,6 +4,7 @@ import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { type KeyType, generateKey, hashKey, redactKey } from '../keys.js';
 import { type AccountRow, type ApiKeyRow, accountsRepository, apiKeysRepository } from '../repositories/accounts.js';
+import type { CounterState } from '../repositories/rate-limits.js';
 
 export type Plan = AccountTable['plan'];
 export const PLANS = ['free', 'starter', 'growth', 'business', 'enterprise'] as const satisfies readonly Plan[];
@@ -105,22 +106,44 @@ export const accountsService = {
    * Anything else, or a key that is unknown or revoked, is 401.
    */
   async authenticate(database: DatabaseHandle, authorization: string | undefined): Promise<Principal> {
-    const match = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '');
-    if (!match?.[1]) throw ApiError.unauthorized(authorization ? 'Authorization must be "Bearer <API key>"' : 'Missing API key: send "Authorization: Bearer <API key>"');
-    const row = await apiKeysRepository.findActiveByHash(database.db, hashKey(match[1]));
-    if (!row) throw ApiError.unauthorized('Invalid API key');
-    const at = now();
-    if (row.last_used_at === null || Date.parse(at) - Date.parse(row.last_used_at) >= TOUCH_INTERVAL_MS) {
-      await apiKeysRepository.touch(database.db, row.id, at);
-    }
-    return {
-      account: {
-        id: row.account_id,
-        name: row.account_name,
-        plan: row.account_plan,
-        rateLimit: rateLimitOf({ plan: row.account_plan, rate_limit_rpm: row.account_rate_limit_rpm }),
-      },
-      key: { id: row.id, type: row.type },
-    };
+    const row = await apiKeysRepository.findActiveByHash(database.db, hashKey(bearerKey(authorization)));
+    return principalOf(database, row);
+  },
+
+  /**
+   * authenticate, and the request counted against the account's per-minute window in the same
+   * statement (the Postgres rate-limit store). Nothing is counted for a key that fails.
+   */
+  async authenticateCounting(database: DatabaseHandle, authorization: string | undefined, nowMs: number, windowMs: number): Promise<{ principal: Principal; counted: CounterState }> {
+    const row = await apiKeysRepository.findActiveByHashCounting(database.db, hashKey(bearerKey(authorization)), nowMs, windowMs);
+    return { principal: await principalOf(database, row), counted: (row as { counted: CounterState }).counted };
   },
 };
+
+/** The key of a `Bearer <key>` header; 401 for anything else. */
+function bearerKey(authorization: string | undefined): string {
+  const match = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '');
+  if (!match?.[1]) throw ApiError.unauthorized(authorization ? 'Authorization must be "Bearer <API key>"' : 'Missing API key: send "Authorization: Bearer <API key>"');
+  return match[1];
+}
+
+/** The caller of an active key (401 without one); notes the key's use at most once a minute. */
+async function principalOf(
+  database: DatabaseHandle,
+  row: (ApiKeyRow & { account_name: string; account_plan: AccountRow['plan']; account_rate_limit_rpm: number | null }) | undefined,
+): Promise<Principal> {
+  if (!row) throw ApiError.unauthorized('Invalid API key');
+  const at = now();
+  if (row.last_used_at === null || Date.parse(at) - Date.parse(row.last_used_at) >= TOUCH_INTERVAL_MS) {
+    await apiKeysRepository.touch(database.db, row.id, at);
+  }
+  return {
+    account: {
+      id: row.account_id,
+      name: row.account_name,
+      plan: row.account_plan,
+      rateLimit: rateLimitOf({ plan: row.account_plan, rate_limit_rpm: row.account_rate_limit_rpm }),
+    },
+    key: { id: row.id, type: row.type },
+  };
+}

@@ -2,7 +2,7 @@ import type { HttpMethod, OperationId, Permission } from '@convo/core';
 import { TRPCError, initTRPC } from '@trpc/server';
 import type { DatabaseHandle } from '../db/database.js';
 import type { RateLimits } from '../edge/rate-limits.js';
-import { rateLimitHeaders } from '../edge/rate-limits.js';
+import { type RateLimitState, WINDOW_MS, rateLimitHeaders } from '../edge/rate-limits.js';
 import { IdempotentReplay, idempotency } from '../edge/idempotency.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import type { Settings } from '../settings.js';
@@ -69,23 +69,31 @@ export const t = initTRPC
   });
 
 /**
- * Who is calling (401 otherwise). Failed attempts count against the client's address, never an
- * account; too many of them from one address are 429.
+ * Who is calling (401 otherwise), with the request counted against the account's per-minute limit
+ * (429 past it) and the limit's state in headers. Failed attempts count against the client's
+ * address, never an account; too many of them from one address are 429.
  */
-export async function authenticateRequest(ctx: RequestContext): Promise<Principal> {
+export async function admitRequest(ctx: RequestContext): Promise<Principal> {
+  let principal: Principal;
+  let state: RateLimitState | undefined;
   try {
-    return await accountsService.authenticate(ctx.database, ctx.authorization);
+    if (ctx.rateLimits.countsWithAuthentication) {
+      const nowMs = Date.now();
+      const admitted = await accountsService.authenticateCounting(ctx.database, ctx.authorization, nowMs, WINDOW_MS);
+      principal = admitted.principal;
+      if (ctx.exchange) ctx.exchange.accountId = principal.account.id;
+      state = ctx.rateLimits.judge(principal.account.rateLimit, admitted.counted, nowMs);
+    } else {
+      principal = await accountsService.authenticate(ctx.database, ctx.authorization);
+    }
   } catch (error) {
     if (error instanceof ApiError && error.code === 'unauthorized') await ctx.rateLimits.authenticationFailed(ctx.ip);
     throw error;
   }
-}
-
-/** Counts the request against the account's per-minute limit (429 past it) and reports the state in headers. */
-export async function countRequest(ctx: RequestContext, principal: Principal): Promise<void> {
   if (ctx.exchange) ctx.exchange.accountId = principal.account.id;
-  const state = await ctx.rateLimits.consume(principal.account.id, principal.account.rateLimit);
+  state ??= await ctx.rateLimits.consume(principal.account.id, principal.account.rateLimit);
   for (const [name, value] of Object.entries(rateLimitHeaders(state))) ctx.exchange?.setHeader(name, value);
+  return principal;
 }
 
 const PERMISSIONS: Record<Principal['key']['type'], readonly Permission[]> = {
@@ -136,8 +144,7 @@ async function claimIdempotencyKey(ctx: RequestContext, accountId: string, metho
  * its options at every layer, which showed in the profile of fast requests.
  */
 const admitted = t.middleware(async ({ ctx, meta, next }) => {
-  const principal = await authenticateRequest(ctx);
-  await countRequest(ctx, principal);
+  const principal = await admitRequest(ctx);
   authorize(principal, meta?.permission ?? 'write');
   await claimIdempotencyKey(ctx, principal.account.id, meta?.method);
   return next({ ctx: { principal, service: { database: ctx.database, accountId: principal.account.id, settings: ctx.settings } } });
