@@ -45,3 +45,26 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres rate-limit counte
     }
   });
 });
+
+describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres sessions', () => {
+  it('plan without parallel workers, unless the URL asks otherwise', async () => {
+    const target = await createTestDatabase('postgres');
+    const setting = async (url: string) => {
+      const database = openDatabase(url);
+      try {
+        const result = await sql<{ max_parallel_workers_per_gather: string }>`show max_parallel_workers_per_gather`.execute(database.db);
+        return result.rows[0]?.max_parallel_workers_per_gather;
+      } finally {
+        await database.destroy();
+      }
+    };
+    try {
+      expect(await setting(target.url)).toBe('0');
+      const url = new URL(target.url);
+      url.searchParams.set('options', '-c max_parallel_workers_per_gather=2');
+      expect(await setting(url.toString())).toBe('2');
+    } finally {
+      await target.drop();
+    }
+  });
+});

@@ -46,6 +46,10 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
     const pool = new pg.Pool({
       connectionString: target.url,
       max: 10,
+      // No parallel query plans, unless the URL's `options` say otherwise: the API runs many small
+      // queries at once, and a count that starts worker processes took twice as long as one that
+      // does not when the server was busy (bench/README.md).
+      ...(new URL(target.url).searchParams.has('options') ? {} : { options: '-c max_parallel_workers_per_gather=0' }),
       // int8 (counts, amounts) as numbers: every value we store fits in 2^53.
       types: {
         getTypeParser: (oid: number, format?: 'text' | 'binary') =>
