@@ -1,5 +1,6 @@
 import type SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
@@ -64,6 +65,7 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
     // drops the broken client when it is released.
     pool.on('connect', (client) => {
       client.on('error', () => {});
+      runNamedStatements(client);
     });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return {
@@ -97,6 +99,28 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
     },
     destroy: () => db.destroy(),
   };
+}
+
+/** SQL text → statement name, for the queries that run as named prepared statements (Postgres). */
+const statementNames = new Map<string, string>();
+
+/**
+ * Runs this SQL as a named prepared statement on Postgres: each connection parses and plans it
+ * once, then only binds and executes it (the API's hottest queries, of fixed shape and plan:
+ * lookups by key or id, a message's insert). Other queries are parsed and planned every time, so
+ * a list's plan still fits its filter's values.
+ */
+export function prepareOnPostgres(text: string): void {
+  if (!statementNames.has(text)) statementNames.set(text, `convo_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`);
+}
+
+function runNamedStatements(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((config: unknown, values?: unknown, callback?: unknown) => {
+    const name = typeof config === 'string' ? statementNames.get(config) : undefined;
+    if (name === undefined) return query(config, values, callback);
+    return callback === undefined ? query({ name, text: config, values }) : query({ name, text: config, values }, callback);
+  }) as typeof client.query;
 }
 
 /** Rows ANALYZE samples per index: statistics in milliseconds, whatever the table's size. */

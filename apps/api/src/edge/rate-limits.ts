@@ -33,6 +33,9 @@ export type RateLimitStoreKind = 'memory' | 'postgres' | 'redis';
  * The Postgres store is a counter row per account in the unlogged `rate_limits` table, counted
  * in the same statement that authenticates the key (`countsWithAuthentication`): one round trip
  * per request for both. It needs no insurance: without Postgres no key can be checked either.
+ * While an account has much of its minute left, a process counts a block of its next requests at
+ * once (CounterBlocks): the counter row, which every request of the account would otherwise lock
+ * in turn, is written once per block.
  */
 export class RateLimits {
   private readonly limiters = new Map<number, RateLimiterAbstract>();
@@ -48,6 +51,9 @@ export class RateLimits {
   ) {
     this.authFailures = new RateLimiterMemory({ keyPrefix: 'auth-fail', points: authFailuresPerMinute, duration: WINDOW_SECONDS });
   }
+
+  /** Blocks of counted requests this process holds (the Postgres store). */
+  readonly blocks = new CounterBlocks();
 
   /** The request is counted by the authentication query itself (the Postgres store). */
   get countsWithAuthentication(): boolean {
@@ -89,7 +95,11 @@ export class RateLimits {
   async consume(accountId: string, limit: number): Promise<RateLimitState> {
     if (this.store === 'postgres') {
       const nowMs = Date.now();
-      return this.judge(limit, await rateLimitsRepository.count((this.database as DatabaseHandle).db, accountId, nowMs, WINDOW_MS), nowMs);
+      const held = this.blocks.take(accountId, limit, nowMs);
+      if (held) return held;
+      const points = this.blocks.sizeFor(accountId);
+      const counted = await rateLimitsRepository.count((this.database as DatabaseHandle).db, accountId, nowMs, WINDOW_MS, points);
+      return this.admitCounted(accountId, limit, counted, points, nowMs);
     }
     try {
       const res = await this.limiterFor(limit).consume(accountId);
@@ -105,6 +115,16 @@ export class RateLimits {
     const msBeforeNext = Math.max(0, counted.expire - nowMs);
     if (counted.points > limit) throw rateLimited(limit, msBeforeNext);
     return { limit, remaining: limit - counted.points, resetAt: Math.ceil((nowMs + msBeforeNext) / 1000) };
+  }
+
+  /**
+   * The verdict on a request counted with `points - 1` more (a block): the request is the first
+   * of them, and the process keeps the rest for the account's next requests.
+   */
+  admitCounted(accountId: string, limit: number, counted: CounterState, points: number, nowMs: number): RateLimitState {
+    const first = counted.points - points + 1;
+    this.blocks.keep(accountId, limit, { next: first + 1, last: Math.min(counted.points, limit), expire: counted.expire });
+    return this.judge(limit, { points: first, expire: counted.expire }, nowMs);
   }
 
   /** Records a failed authentication from `address`; throws 429 once the address has failed too often. */
@@ -133,4 +153,89 @@ function rateLimited(limit: number, msBeforeNext: number): ApiError {
     ...rateLimitHeaders(state),
     'Retry-After': String(retryAfter),
   });
+}
+
+/** Requests numbered `next` … `last` of an account's window ending at `expire`, not yet used. */
+interface CounterBlock {
+  next: number;
+  last: number;
+  expire: number;
+}
+
+/** A block never takes more than this share of what the account has left in its minute… */
+const BLOCK_SHARE = 64;
+/** …nor more than this many requests. */
+const MAX_BLOCK = 100;
+
+/**
+ * Blocks of requests counted in advance on the shared Postgres counter, one process's own.
+ * Counted requests are numbered in their window; a block is a run of numbers that this process
+ * alone hands out, so every admitted request has its own number whichever process served it,
+ * the limit is never exceeded, and X-RateLimit-Remaining never repeats. A block takes at most
+ * 1/64 of what the account had left at its last count, so near the limit (under 128 left) every
+ * request is counted one by one, as exactly as without blocks; what a block leaves unused when
+ * its window ends is not handed out. A revoked key is refused at once: the key is looked up on
+ * every request all the same.
+ */
+export class CounterBlocks {
+  private readonly byAccount = new Map<string, { blocks: CounterBlock[]; left: number }>();
+  /** The account of each key hash seen, so a request can use a block before its key is looked up. */
+  private readonly accountOfKey = new Map<string, string>();
+
+  /** The account whose blocks a request with this key would use, if they have requests left. */
+  heldFor(keyHash: string, nowMs: number): string | undefined {
+    const accountId = this.accountOfKey.get(keyHash);
+    return accountId !== undefined && this.usable(accountId, nowMs) ? accountId : undefined;
+  }
+
+  /** The account of a key hash seen before. */
+  accountOf(keyHash: string): string | undefined {
+    return this.accountOfKey.get(keyHash);
+  }
+
+  /** Remembers the account of a key (bounded: the oldest entry goes first). */
+  noteKey(keyHash: string, accountId: string): void {
+    if (this.accountOfKey.get(keyHash) === accountId) return;
+    if (this.accountOfKey.size >= 10_000) this.accountOfKey.delete(this.accountOfKey.keys().next().value as string);
+    this.accountOfKey.set(keyHash, accountId);
+  }
+
+  /** The next number of the account's blocks as the request's verdict, or undefined without one. */
+  take(accountId: string, limit: number, nowMs: number): RateLimitState | undefined {
+    const block = this.usable(accountId, nowMs);
+    if (!block) return undefined;
+    const number = block.next++;
+    (this.byAccount.get(accountId) as { left: number }).left = limit - number;
+    return { limit, remaining: limit - number, resetAt: Math.ceil(block.expire / 1000) };
+  }
+
+  /** How many requests to count at the account's next count: 1 unless it had plenty left. */
+  sizeFor(accountId: string | undefined): number {
+    const left = accountId === undefined ? undefined : this.byAccount.get(accountId)?.left;
+    return left === undefined ? 1 : Math.max(1, Math.min(MAX_BLOCK, Math.floor(left / BLOCK_SHARE)));
+  }
+
+  /** Keeps the rest of a counted block, after any the account already holds. */
+  keep(accountId: string, limit: number, block: CounterBlock): void {
+    let entry = this.byAccount.get(accountId);
+    if (!entry) {
+      if (this.byAccount.size >= 10_000) this.byAccount.delete(this.byAccount.keys().next().value as string);
+      entry = { blocks: [], left: limit };
+      this.byAccount.set(accountId, entry);
+    }
+    entry.left = Math.max(0, limit - (block.next - 1));
+    if (block.next <= block.last) entry.blocks.push(block);
+  }
+
+  /** The account's first block with requests left in a window not yet over (spent ones are dropped). */
+  private usable(accountId: string, nowMs: number): CounterBlock | undefined {
+    const blocks = this.byAccount.get(accountId)?.blocks;
+    if (!blocks) return undefined;
+    while (blocks.length > 0) {
+      const block = blocks[0] as CounterBlock;
+      if (block.next <= block.last && block.expire > nowMs) return block;
+      blocks.shift();
+    }
+    return undefined;
+  }
 }

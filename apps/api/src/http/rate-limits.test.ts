@@ -68,5 +68,23 @@ for (const dialect of ACTIVE_DIALECTS) {
       expect(blocked.headers.get('x-ratelimit-limit')).toBeNull();
       expect((await server.request('GET', '/tags', { key: growth })).status).toBe(200);
     });
+
+    it('counts an account with much of its minute left exactly per request, and refuses a revoked key at once', async () => {
+      const account = await accountsService.createAccount(server.database, { name: 'Busy', plan: 'enterprise', rateLimitRpm: 1_000_000 });
+      const busy = await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' });
+      const remaining: number[] = [];
+      for (let i = 0; i < 150; i++) {
+        const response = await server.request('GET', '/tags', { key: busy.key });
+        expect(response.status).toBe(200);
+        remaining.push(Number(response.headers.get('x-ratelimit-remaining')));
+      }
+      // On Postgres these are served from blocks counted in advance: still one number per request.
+      expect(remaining).toEqual(Array.from({ length: 150 }, (_, i) => 1_000_000 - 1 - i));
+      await accountsService.revokeKey(server.database, busy.id);
+      // Refused as unknown (the address guard, spent by the test above, may answer first): no account headers.
+      const refused = await server.request('GET', '/tags', { key: busy.key });
+      expect([401, 429]).toContain(refused.status);
+      expect(refused.headers.get('x-ratelimit-limit')).toBeNull();
+    });
   });
 }

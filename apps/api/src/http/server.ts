@@ -13,8 +13,8 @@ import { nextUlid } from '../ids.js';
 import { HttpInput } from '../trpc/contract-input.js';
 import { RateLimits } from '../edge/rate-limits.js';
 import { type HttpExchange, IdempotentReplay, type RequestContext, admitRequest, apiErrorOf } from '../trpc/init.js';
-import { TRPCError } from '@trpc/server';
-import { appRouter, createCaller } from '../trpc/router.js';
+import { TRPCError, callTRPCProcedure } from '@trpc/server';
+import { appRouter } from '../trpc/router.js';
 import { type Settings, defaultSettings } from '../settings.js';
 import { renderDocsPage } from './docs-page.js';
 import { HOT_OPERATIONS, compileSerializer } from './serializers.js';
@@ -130,22 +130,17 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   app.decorateRequest('exchange', null);
   app.decorateRequest('sentContentType', undefined);
-  // Bodies are decoded, and their Content-Type judged, by the procedure after the key and
-  // permission checks (RawBody). Fastify refuses a Content-Type it cannot parse (`json`, an empty
-  // one) before any of that, so under /v1 it is shown a neutral one and RawBody gets the sent one.
-  app.addHook('onRequest', async (request) => {
-    if (!underV1(request.url)) return;
-    request.sentContentType = request.headers['content-type'];
-    if (request.sentContentType !== undefined) request.raw.headers['content-type'] = 'application/octet-stream';
-  });
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Hooks in callback style: an async hook costs a promise per request even when it has nothing to wait for.
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('X-Request-Id', request.id);
     // The first response to an Idempotency-Key is stored as sent, before the client sees it.
     const onResponse = request.exchange?.onResponse;
-    if (onResponse) {
-      request.exchange!.onResponse = undefined;
-      await onResponse(reply.statusCode, typeof payload === 'string' ? payload : '');
-    }
+    if (!onResponse) return done(null, payload);
+    request.exchange!.onResponse = undefined;
+    onResponse(reply.statusCode, typeof payload === 'string' ? payload : '').then(
+      () => done(null, payload),
+      (error: Error) => done(error),
+    );
   });
 
   app.setErrorHandler((error, request, reply) => {
@@ -165,8 +160,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     ...(request.exchange ? { exchange: request.exchange } : {}),
   });
 
-  app.addHook('onRequest', async (request, reply) => {
-    if (!underV1(request.url)) return;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!underV1(request.url)) return done();
+    // Bodies are decoded, and their Content-Type judged, by the procedure after the key and
+    // permission checks (RawBody). Fastify refuses a Content-Type it cannot parse (`json`, an empty
+    // one) before any of that, so under /v1 it is shown a neutral one and RawBody gets the sent one.
+    request.sentContentType = request.headers['content-type'];
+    if (request.sentContentType !== undefined) request.raw.headers['content-type'] = 'application/octet-stream';
     const key = request.headers['idempotency-key'];
     request.exchange = {
       setHeader: (name, value) => {
@@ -175,6 +175,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       idempotencyKey: typeof key === 'string' ? key : undefined,
       requestHash: '',
     };
+    done();
   });
 
   const authenticateAndCount = async (ctx: RequestContext) => {
@@ -232,7 +233,7 @@ function registerOperation(
   operation: EndpointDefinition,
   contextOf: (request: FastifyRequest) => RequestContext,
 ) {
-  const path = operationId.split('.');
+  const type = operation.method === 'GET' ? 'query' : 'mutation';
   app.route({
     method: operation.method,
     url: `/v1${operation.path}`,
@@ -243,12 +244,16 @@ function registerOperation(
       const collected = request.body as { size: number; chunks: Buffer[] } | undefined;
       const bytes = collected ? Buffer.concat(collected.chunks) : Buffer.alloc(0);
       const body = collected ? new RawBody(request.sentContentType, bytes, collected.size > MAX_BODY_BYTES) : undefined;
-      if (request.exchange) request.exchange.requestHash = requestHash(operationId, request.params, request.query, bytes, collected?.size);
-      const caller = createCaller(contextOf(request)) as unknown as Record<string, unknown>;
-      const procedure = path.reduce<unknown>((node, segment) => (node as Record<string, unknown>)[segment], caller) as (input: unknown) => Promise<unknown>;
+      const exchange = request.exchange;
+      // Only a POST with an Idempotency-Key is compared with an earlier request.
+      if (exchange && exchange.idempotencyKey !== undefined && operation.method === 'POST') {
+        exchange.requestHash = requestHash(operationId, request.params, request.query, bytes, collected?.size);
+      }
+      const input = new HttpInput(request.params, request.query, body);
       let result: unknown;
       try {
-        result = await procedure(new HttpInput(request.params, request.query, body));
+        // The procedure called as tRPC's own adapters call it: no caller proxy per request.
+        result = await callTRPCProcedure({ router: appRouter, path: operationId, type, ctx: contextOf(request), getRawInput: async () => input, signal: undefined, batchIndex: 0 });
       } catch (error) {
         const replay = error instanceof TRPCError ? error.cause : error;
         if (!(replay instanceof IdempotentReplay)) throw error;

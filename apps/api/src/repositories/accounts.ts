@@ -1,6 +1,7 @@
 import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
 import type { AccountTable, ApiKeyTable, Database } from '../db/schema.js';
 import { type CounterState, countingUpsert } from './rate-limits.js';
+import { prepared } from './prepared.js';
 import type { Executor } from './tenant.js';
 
 export type AccountRow = Selectable<AccountTable>;
@@ -20,18 +21,18 @@ export const accountsRepository = {
 export const apiKeysRepository = {
   insert: (db: Executor, row: Insertable<ApiKeyTable>) => db.insertInto('api_keys').values(row).execute(),
 
-  /** The active key with this hash, with its account. */
-  findActiveByHash: (db: Executor, keyHash: string) => activeKey(db, keyHash).selectAll('api_keys').select(accountColumns).executeTakeFirst(),
+  /** The active key with this hash, with its account (every request: compiled once). */
+  findActiveByHash: async (db: Executor, keyHash: string) => (await findActiveByHashQuery(db, keyHash)).rows[0],
 
   /**
-   * findActiveByHash, and the request counted against the key's account in the same statement
+   * findActiveByHash, and `points` requests counted against the key's account in the same statement
    * (Postgres): one round trip where a lookup and then a counter upsert took two on every request.
    * No active key, nothing counted.
    */
-  async findActiveByHashCounting(db: Kysely<Database>, keyHash: string, nowMs: number, windowMs: number) {
+  async findActiveByHashCounting(db: Kysely<Database>, keyHash: string, nowMs: number, windowMs: number, points = 1) {
     const row = await db
       .with('found', (qc) => activeKey(qc as never, keyHash).selectAll('api_keys').select(accountColumns))
-      .with('counted', () => countingUpsert(db, db.selectFrom('found' as never).select(sql<string>`'acct:' || found.account_id`.as('key')) as never, nowMs, windowMs))
+      .with('counted', () => countingUpsert(db, db.selectFrom('found' as never).select(sql<string>`'acct:' || found.account_id`.as('key')) as never, nowMs, windowMs, points))
       .selectFrom(['found', 'counted'])
       .selectAll('found')
       .select(['counted.points as counted_points', 'counted.expire as counted_expire'])
@@ -60,3 +61,5 @@ const activeKey = (db: Executor, keyHash: string) =>
     .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
     .where('api_keys.key_hash', '=', keyHash)
     .where('api_keys.revoked_at', 'is', null);
+
+const findActiveByHashQuery = prepared((db: Executor, keyHash: string) => activeKey(db, keyHash).selectAll('api_keys').select(accountColumns));

@@ -2,7 +2,8 @@ import { type Selectable, type Updateable, sql } from 'kysely';
 import { isPostgres } from '../db/dialect.js';
 import type { ConversationTable } from '../db/schema.js';
 import { type SearchColumn, contactContains } from './contact-search.js';
-import type { TenantScope } from './tenant.js';
+import { prepared } from './prepared.js';
+import { type Executor, TenantScope } from './tenant.js';
 
 export type ConversationRow = Selectable<ConversationTable>;
 /** A conversation with the summary of its contact. */
@@ -60,9 +61,13 @@ const SORT_SEARCH_MATCHES_UP_TO = 500;
 
 const columns = ['contacts.name as contact_name', 'contacts.phone as contact_phone'] as const;
 
+const findByIdQuery = prepared((db: Executor, accountId: string, id: string) =>
+  withContact(new TenantScope(db, accountId)).selectAll('conversations').select(columns).where('conversations.id', '=', id),
+);
+
 export const conversationsRepository = {
-  findById: (scope: TenantScope, id: string): Promise<ConversationWithContact | undefined> =>
-    withContact(scope).selectAll('conversations').select(columns).where('conversations.id', '=', id).executeTakeFirst(),
+  findById: async (scope: TenantScope, id: string): Promise<ConversationWithContact | undefined> =>
+    (await findByIdQuery(scope.db, scope.accountId, id)).rows[0],
 
   /**
    * A page of conversations, latest activity first, and the exact number the filter selects.

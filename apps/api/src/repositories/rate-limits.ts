@@ -11,20 +11,22 @@ export interface CounterState {
 export const counterKey = (accountId: string): string => `acct:${accountId}`;
 
 /**
- * Counts one request per row of `keys` (a query selecting the counter's `key`) in a fixed window,
- * atomically (one upsert of the account's row): a window that has ended starts over at 1. Usable
- * as a CTE, so authentication can count in the same statement
- * (apiKeysRepository.findActiveByHashCounting). Postgres only: SQLite counts in memory.
+ * Counts `points` requests per row of `keys` (a query selecting the counter's `key`) in a fixed
+ * window, atomically (one upsert of the account's row): a window that has ended starts over at
+ * `points`. The returned `points` is the count after this one: the requests counted here are
+ * numbers `points - n + 1` … `points` of the window. Usable as a CTE, so authentication can count
+ * in the same statement (apiKeysRepository.findActiveByHashCounting). Postgres only: SQLite
+ * counts in memory.
  */
-export function countingUpsert(db: Kysely<Database>, keys: SelectQueryBuilder<any, any, { key: string }>, nowMs: number, windowMs: number) {
+export function countingUpsert(db: Kysely<Database>, keys: SelectQueryBuilder<any, any, { key: string }>, nowMs: number, windowMs: number, points = 1) {
   const ends = nowMs + windowMs;
   return db
     .insertInto('rate_limits')
     .columns(['key', 'points', 'expire'])
-    .expression(keys.select([sql<number>`1`.as('points'), sql<number>`${ends}::bigint`.as('expire')]))
+    .expression(keys.select([sql<number>`${points}::bigint`.as('points'), sql<number>`${ends}::bigint`.as('expire')]))
     .onConflict((oc) =>
       oc.column('key').doUpdateSet({
-        points: sql<number>`case when rate_limits.expire <= ${nowMs}::bigint then 1 else rate_limits.points + 1 end`,
+        points: sql<number>`case when rate_limits.expire <= ${nowMs}::bigint then ${points}::bigint else rate_limits.points + ${points}::bigint end`,
         expire: sql<number>`case when rate_limits.expire <= ${nowMs}::bigint then ${ends}::bigint else rate_limits.expire end`,
       }),
     )
@@ -32,10 +34,10 @@ export function countingUpsert(db: Kysely<Database>, keys: SelectQueryBuilder<an
 }
 
 export const rateLimitsRepository = {
-  /** Counts one request of the account (Postgres). */
-  async count(db: Kysely<Database>, accountId: string, nowMs: number, windowMs: number): Promise<CounterState> {
+  /** Counts `points` requests of the account (Postgres). */
+  async count(db: Kysely<Database>, accountId: string, nowMs: number, windowMs: number, points = 1): Promise<CounterState> {
     const keys = db.selectNoFrom(sql<string>`${counterKey(accountId)}::text`.as('key'));
-    const row = await countingUpsert(db, keys as never, nowMs, windowMs).executeTakeFirstOrThrow();
+    const row = await countingUpsert(db, keys as never, nowMs, windowMs, points).executeTakeFirstOrThrow();
     return { points: Number(row.points), expire: Number(row.expire) };
   },
 };

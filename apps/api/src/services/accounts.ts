@@ -106,16 +106,23 @@ export const accountsService = {
    * Anything else, or a key that is unknown or revoked, is 401.
    */
   async authenticate(database: DatabaseHandle, authorization: string | undefined): Promise<Principal> {
-    const row = await apiKeysRepository.findActiveByHash(database.db, hashKey(bearerKey(authorization)));
-    return principalOf(database, row);
+    return accountsService.authenticateHash(database, accountsService.keyHashOf(authorization));
+  },
+
+  /** The hash by which a `Bearer <key>` header's key is stored; 401 for any other header. */
+  keyHashOf: (authorization: string | undefined): string => hashKey(bearerKey(authorization)),
+
+  /** authenticate, from the key's hash (keyHashOf). */
+  async authenticateHash(database: DatabaseHandle, keyHash: string): Promise<Principal> {
+    return principalOf(database, await apiKeysRepository.findActiveByHash(database.db, keyHash));
   },
 
   /**
-   * authenticate, and the request counted against the account's per-minute window in the same
-   * statement (the Postgres rate-limit store). Nothing is counted for a key that fails.
+   * authenticateHash, and `points` requests counted against the account's per-minute window in
+   * the same statement (the Postgres rate-limit store). Nothing is counted for a key that fails.
    */
-  async authenticateCounting(database: DatabaseHandle, authorization: string | undefined, nowMs: number, windowMs: number): Promise<{ principal: Principal; counted: CounterState }> {
-    const row = await apiKeysRepository.findActiveByHashCounting(database.db, hashKey(bearerKey(authorization)), nowMs, windowMs);
+  async authenticateCounting(database: DatabaseHandle, keyHash: string, nowMs: number, windowMs: number, points = 1): Promise<{ principal: Principal; counted: CounterState }> {
+    const row = await apiKeysRepository.findActiveByHashCounting(database.db, keyHash, nowMs, windowMs, points);
     return { principal: await principalOf(database, row), counted: (row as { counted: CounterState }).counted };
   },
 };

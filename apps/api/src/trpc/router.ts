@@ -20,9 +20,12 @@ export type AppRouter = TRPCBuiltRouter<(typeof t)['_config']['$types'], RouterR
 
 function procedureFor(operationId: OperationId, operation: EndpointDefinition) {
   const handler = handlers[operationId] as (args: { ctx: AuthedContext; input: unknown }) => Promise<unknown>;
-  const procedure = operationProcedure
-    .meta({ operationId, permission: operation.permission, method: operation.method })
-    .input(contractInput(operation));
+  const procedure = operationProcedure.meta({
+    operationId,
+    permission: operation.permission,
+    method: operation.method,
+    parseInput: contractInput(operation).parse,
+  });
   const resolve = ({ ctx, input }: { ctx: unknown; input: unknown }) => handler({ ctx: ctx as AuthedContext, input });
   return operation.method === 'GET' ? procedure.query(resolve) : procedure.mutation(resolve);
 }

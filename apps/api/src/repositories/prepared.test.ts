@@ -1,0 +1,61 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { ACTIVE_DIALECTS, startTestServer } from '../testing/harness.js';
+import { prepared } from './prepared.js';
+import type { Executor } from './tenant.js';
+
+for (const dialect of ACTIVE_DIALECTS) {
+  describe(`prepared queries [${dialect}]`, () => {
+    it('answer what the query built per call answers, for each call’s own values', async () => {
+      const server = await startTestServer(dialect);
+      try {
+        const { db } = server.database;
+        const build = (executor: Executor, accountId: string, type: string) =>
+          executor.selectFrom('api_keys').select(['id', 'account_id', 'type']).where('account_id', '=', accountId).where('type', '=', type).where('revoked_at', 'is', null).orderBy('id');
+        const keysOfType = prepared(build);
+        for (const [accountId, type] of [
+          [server.accountId, 'full_access'],
+          [server.accountId, 'read_only'],
+          [server.otherAccountId, 'full_access'],
+          [server.accountId, 'nothing'],
+        ] as const) {
+          const expected = await build(db, accountId, type).execute();
+          expect((await keysOfType(db, accountId, type)).rows).toEqual(expected);
+        }
+        // Inside a transaction too.
+        const inside = await db.transaction().execute(async (trx) => (await keysOfType(trx, server.otherAccountId, 'full_access')).rows);
+        expect(inside).toHaveLength(1);
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('refuse a query that computes with an argument instead of using it as a value', async () => {
+      const server = await startTestServer(dialect);
+      try {
+        const wrong = prepared((executor: Executor, name: string) => executor.selectFrom('accounts').select('id').where('name', '=', `${name}%`));
+        await expect(wrong(server.database.db, 'x')).rejects.toThrow(/computed with/);
+        const unused = prepared((executor: Executor, _name: string) => executor.selectFrom('accounts').select('id'));
+        await expect(unused(server.database.db, 'x')).rejects.toThrow(/not a parameter/);
+      } finally {
+        await server.close();
+      }
+    });
+  });
+}
+
+describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('prepared queries on Postgres', () => {
+  it('run as named prepared statements, parsed once per connection', async () => {
+    const server = await startTestServer('postgres');
+    try {
+      const { db } = server.database;
+      const accountName = prepared((executor: Executor, id: string) => executor.selectFrom('accounts').select('name').where('id', '=', id));
+      // One query at a time: the pool hands the same connection back each time.
+      for (let i = 0; i < 3; i++) expect((await accountName(db, server.accountId)).rows).toHaveLength(1);
+      const statements = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(db);
+      expect(statements.rows).toContainEqual(expect.objectContaining({ name: expect.stringMatching(/^convo_[0-9a-f]{16}$/), statement: expect.stringContaining('from "accounts"') }));
+    } finally {
+      await server.close();
+    }
+  });
+});

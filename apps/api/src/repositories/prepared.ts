@@ -1,0 +1,55 @@
+import { type Compilable, type CompiledQuery, PostgresAdapter, type QueryResult } from 'kysely';
+import { prepareOnPostgres } from '../db/database.js';
+import type { Executor } from './tenant.js';
+
+interface Template {
+  compiled: CompiledQuery;
+  /** Per parameter of the SQL: the index of the call's argument, or -1 for a constant. */
+  slots: number[];
+}
+
+/** Stands for argument `i` while the query is built once; U+0000 is refused in every request. */
+const placeholder = (i: number) => `\u0000prepared:${i}\u0000`;
+const PLACEHOLDER = /^\u0000prepared:(\d+)\u0000$/;
+
+/**
+ * A query of a fixed shape, built and compiled by Kysely once per dialect; each call only binds
+ * its own values. Kysely builds an operation tree and compiles it to SQL on every execution,
+ * which was a quarter of the CPU time of the API's fastest requests (a key lookup and a read by
+ * id). For the hot queries only: `build` must use each argument as a plain value (a `where`
+ * operand, a `set` value), never compute with it; a query whose SQL depends on the values
+ * (optional filters) is built per call as usual. On Postgres it runs as a named prepared
+ * statement (prepareOnPostgres).
+ */
+export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...args: Args) => Compilable<Row>) {
+  // The SQL depends on the dialect alone: one template per adapter class.
+  const templates = new Map<unknown, Template>();
+
+  const templateFor = (db: Executor): Template => {
+    const adapter = db.getExecutor().adapter.constructor;
+    let template = templates.get(adapter);
+    if (!template) {
+      const compiled = build(db, ...(Array.from({ length: build.length - 1 }, (_, i) => placeholder(i)) as Args)).compile();
+      const slots = compiled.parameters.map((value) => {
+        const match = typeof value === 'string' ? PLACEHOLDER.exec(value) : null;
+        if (typeof value === 'string' && value.includes('\u0000') && !match) throw new Error(`prepared(): an argument was computed with, not used as a value: ${compiled.sql}`);
+        return match ? Number(match[1]) : -1;
+      });
+      for (let i = 0; i < build.length - 1; i++) {
+        if (!slots.includes(i)) throw new Error(`prepared(): argument ${i} is not a parameter of ${compiled.sql}`);
+      }
+      // Postgres parses and plans it once per connection, too.
+      if (adapter === PostgresAdapter) prepareOnPostgres(compiled.sql);
+      template = { compiled, slots };
+      templates.set(adapter, template);
+    }
+    return template;
+  };
+
+  /** Runs the query with these values: the rows, and for writes the affected count. */
+  return async (db: Executor, ...args: Args): Promise<QueryResult<Row>> => {
+    const { compiled, slots } = templateFor(db);
+    const parameters = slots.map((slot, i) => (slot === -1 ? compiled.parameters[i] : args[slot]));
+    return db.executeQuery<Row>({ ...compiled, parameters } as CompiledQuery<Row>);
+  };
+}
