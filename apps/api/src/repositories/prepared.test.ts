@@ -11,7 +11,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       try {
         const { db } = server.database;
         const build = (executor: Executor, accountId: string, type: string) =>
-          executor.selectFrom('api_keys').select(['id', 'account_id', 'type']).where('account_id', '=', accountId).where('type', '=', type).where('revoked_at', 'is', null).orderBy('id');
+          executor.selectFrom('api_keys').select(['id', 'account_id', 'type']).where('account_id', '=', accountId).where('type', '=', type as 'full_access').where('revoked_at', 'is', null).orderBy('id');
         const keysOfType = prepared(build);
         for (const [accountId, type] of [
           [server.accountId, 'full_access'],
