@@ -2,9 +2,48 @@ import type { Kysely, Selectable } from 'kysely';
 import { isPostgres } from '../db/dialect.js';
 import type { Database, MessageTable } from '../db/schema.js';
 import { conversationsRepository, messageRecorded } from './conversations.js';
-import type { TenantScope } from './tenant.js';
+import { prepared } from './prepared.js';
+import { type Executor, TenantScope } from './tenant.js';
 
 export type MessageRow = Selectable<MessageTable>;
+
+type MessageValues = [accountId: string, id: string, conversationId: string, direction: MessageRow['direction'], type: MessageRow['type'], content: string, status: MessageRow['status'], createdAt: string];
+
+/** Counts a message on its conversation and makes it the last one, unless the conversation is archived. */
+const recordIntoOpenConversation = prepared((db: Executor, accountId: string, conversationId: string, content: string, at: string) =>
+  messageRecorded(new TenantScope(db, accountId), conversationId, { content, at }).where('conversations.status', '!=', 'archived'),
+);
+
+const insertMessage = prepared((db: Executor, ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues) =>
+  db.insertInto('messages').values({ account_id: accountId, id, conversation_id: conversationId, direction, type, content, status, created_at: createdAt }),
+);
+
+/** Postgres: both in one statement (the update in a CTE, the insert selecting from it). */
+const sendIntoOpenConversation = prepared((db: Executor, ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues) =>
+  db
+    .with('recorded', () =>
+      messageRecorded(new TenantScope(db, accountId), conversationId, { content, at: createdAt })
+        .where('conversations.status', '!=', 'archived')
+        .returning('conversations.id as conversation_id'),
+    )
+    .insertInto('messages')
+    .columns(['account_id', 'id', 'conversation_id', 'direction', 'type', 'content', 'status', 'created_at'])
+    .expression((eb) =>
+      eb
+        .selectFrom('recorded')
+        .select([
+          eb.val(accountId).as('account_id'),
+          eb.val(id).as('id'),
+          'recorded.conversation_id',
+          eb.val(direction).as('direction'),
+          eb.val(type).as('type'),
+          eb.val(content).as('content'),
+          eb.val(status).as('status'),
+          eb.val(createdAt).as('created_at'),
+        ]),
+    )
+    .returning('messages.id'),
+);
 
 export const messagesRepository = {
   insert: (scope: TenantScope, row: Omit<MessageRow, 'account_id'>) => scope.insert('messages', row),
@@ -16,39 +55,18 @@ export const messagesRepository = {
    * SQLite in a transaction of the two.
    */
   async insertIntoOpenConversation(scope: TenantScope, row: Omit<MessageRow, 'account_id'>): Promise<'recorded' | 'archived' | 'missing'> {
-    const recorded = (on: TenantScope) =>
-      messageRecorded(on, row.conversation_id, { content: row.content, at: row.created_at }).where('conversations.status', '!=', 'archived');
+    const values = [scope.accountId, row.id, row.conversation_id, row.direction, row.type, row.content, row.status, row.created_at] as const;
     let done: boolean;
     if (isPostgres(scope.db as Kysely<Database>)) {
-      const inserted = await (scope.db as Kysely<Database>)
-        .with('recorded', () => recorded(scope).returning('conversations.id as conversation_id'))
-        .insertInto('messages')
-        .columns(['account_id', 'id', 'conversation_id', 'direction', 'type', 'content', 'status', 'created_at'])
-        .expression((eb) =>
-          eb
-            .selectFrom('recorded')
-            .select([
-              eb.val(scope.accountId).as('account_id'),
-              eb.val(row.id).as('id'),
-              'recorded.conversation_id',
-              eb.val(row.direction).as('direction'),
-              eb.val(row.type).as('type'),
-              eb.val(row.content).as('content'),
-              eb.val(row.status).as('status'),
-              eb.val(row.created_at).as('created_at'),
-            ]),
-        )
-        .returning('messages.id')
-        .executeTakeFirst();
-      done = inserted !== undefined;
+      done = (await sendIntoOpenConversation(scope.db, ...values)).rows.length > 0;
     } else {
-      const work = async (on: TenantScope) => {
-        const updated = await recorded(on).executeTakeFirst();
-        if (Number(updated.numUpdatedRows) === 0) return false;
-        await messagesRepository.insert(on, row);
+      const work = async (db: Executor) => {
+        const updated = await recordIntoOpenConversation(db, scope.accountId, row.conversation_id, row.content, row.created_at);
+        if (Number(updated.numAffectedRows) === 0) return false;
+        await insertMessage(db, ...values);
         return true;
       };
-      done = scope.db.isTransaction ? await work(scope) : await scope.db.transaction().execute((trx) => work(scope.with(trx)));
+      done = scope.db.isTransaction ? await work(scope.db) : await scope.db.transaction().execute(work);
     }
     return done ? 'recorded' : conversationsRepository.whyNotOpen(scope, row.conversation_id);
   },

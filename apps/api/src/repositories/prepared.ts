@@ -25,17 +25,18 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
   // The SQL depends on the dialect alone: one template per adapter class.
   const templates = new Map<unknown, Template>();
 
-  const templateFor = (db: Executor): Template => {
+  const templateFor = (db: Executor, argumentCount: number): Template => {
     const adapter = db.getExecutor().adapter.constructor;
     let template = templates.get(adapter);
     if (!template) {
-      const compiled = build(db, ...(Array.from({ length: build.length - 1 }, (_, i) => placeholder(i)) as Args)).compile();
+      // Placeholders for as many arguments as this call has (a rest parameter has no length).
+      const compiled = build(db, ...(Array.from({ length: argumentCount }, (_, i) => placeholder(i)) as Args)).compile();
       const slots = compiled.parameters.map((value) => {
         const match = typeof value === 'string' ? PLACEHOLDER.exec(value) : null;
         if (typeof value === 'string' && value.includes('\u0000') && !match) throw new Error(`prepared(): an argument was computed with, not used as a value: ${compiled.sql}`);
         return match ? Number(match[1]) : -1;
       });
-      for (let i = 0; i < build.length - 1; i++) {
+      for (let i = 0; i < argumentCount; i++) {
         if (!slots.includes(i)) throw new Error(`prepared(): argument ${i} is not a parameter of ${compiled.sql}`);
       }
       // Postgres parses and plans it once per connection, too.
@@ -48,7 +49,7 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
 
   /** Runs the query with these values: the rows, and for writes the affected count. */
   return async (db: Executor, ...args: Args): Promise<QueryResult<Row>> => {
-    const { compiled, slots } = templateFor(db);
+    const { compiled, slots } = templateFor(db, args.length);
     const parameters = slots.map((slot, i) => (slot === -1 ? compiled.parameters[i] : args[slot]));
     return db.executeQuery<Row>({ ...compiled, parameters } as CompiledQuery<Row>);
   };
