@@ -23,6 +23,8 @@ import { type BenchOptions, BENCH_DIR, DATA_DIR, type Dialect, REPO_DIR, RESULTS
 import { RSS_LIMIT_MB, type Scenario, type TargetCheck, buildScenarios, checkTarget } from './scenarios.js';
 
 const API_BIN = join(REPO_DIR, 'apps/api/dist/bin.js');
+/** The server runs as `pnpm start` and the `convo-server` command run it (README, "Memory"). */
+const SERVER_NODE_FLAGS = ['--max-semi-space-size=4'];
 const LOAD_SCRIPT = join(BENCH_DIR, 'src/load.ts');
 const REFERENCE_SCRIPT = join(BENCH_DIR, 'src/reference-server.ts');
 const CLOCK_TICKS = 100;
@@ -373,7 +375,7 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
   const profileDir = join(logDir, 'cpu-profile');
   const real = startServer(
     'real',
-    [...(options.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), API_BIN, 'serve'],
+    [...SERVER_NODE_FLAGS, ...(options.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), API_BIN, 'serve'],
     { DATABASE_URL: databases.realUrl, CONVO_WORKER: 'false', LOG_LEVEL: 'silent', NODE_ENV: 'production' },
     options.port,
     logDir,

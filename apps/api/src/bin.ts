@@ -1,3 +1,4 @@
+#!/usr/bin/env -S node --max-semi-space-size=4
 import { buildOpenApiDocument } from '@convo/core';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { type DatabaseHandle, openDatabase } from './db/database.js';
