@@ -5,6 +5,7 @@ import * as eventsWebhooksWorkflows from './migrations/2026_11_22_0002_events_we
 import * as rateLimitsIdempotency from './migrations/2026_11_22_0003_rate_limits_idempotency.js';
 import * as searchIndexes from './migrations/2026_11_22_0004_search_indexes.js';
 import * as unloggedRateLimits from './migrations/2026_11_22_0005_unlogged_rate_limits.js';
+import * as conversationCounts from './migrations/2026_11_22_0006_conversation_counts.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -13,12 +14,14 @@ const migrations: Record<string, Migration> = {
   '2026_11_22_0003_rate_limits_idempotency': rateLimitsIdempotency,
   '2026_11_22_0004_search_indexes': searchIndexes,
   '2026_11_22_0005_unlogged_rate_limits': unloggedRateLimits,
+  '2026_11_22_0006_conversation_counts': conversationCounts,
 };
 
-const provider: MigrationProvider = { getMigrations: async () => migrations };
+/** The migrations, for the migrator (and tests that stop at one of them). */
+export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
 
 export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
-  const migrator = new Migrator({ db, provider });
+  const migrator = new Migrator({ db, provider: migrationProvider });
   const result = await migrator.migrateToLatest();
   if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
   // New tables and indexes get the planner's statistics now rather than at the next open.

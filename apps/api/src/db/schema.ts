@@ -205,6 +205,7 @@ export interface Database {
   workflow_runs: WorkflowRunTable;
   idempotency_keys: IdempotencyKeyTable;
   rate_limits: RateLimitTable;
+  conversation_counts: ConversationCountTable;
 }
 
 /**
@@ -216,6 +217,14 @@ export interface RateLimitTable {
   points: number;
   /** Unix milliseconds. */
   expire: number | null;
+}
+
+/** Conversations per account, status and platform, kept by triggers (migration 0006). */
+export interface ConversationCountTable {
+  account_id: string;
+  status: ConversationTable['status'];
+  platform: ConversationTable['platform'];
+  count: number;
 }
 
 /** Tables whose rows belong to one account. */

@@ -1,0 +1,106 @@
+import { sql } from 'kysely';
+import { Migrator } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../db/database.js';
+import { migrateToLatest, migrationProvider } from '../db/migrate.js';
+import { accountsService } from '../services/accounts.js';
+import { createTestDatabase } from '../testing/databases.js';
+import { ACTIVE_DIALECTS, type TestServer, describeEachDialect } from '../testing/harness.js';
+import type { Executor } from './tenant.js';
+
+const STATUSES = ['active', 'resolved', 'archived'] as const;
+const PLATFORMS = ['whatsapp', 'facebook', 'instagram'] as const;
+
+/** What the triggers keep, and what counting the conversations gives, per account, status and platform. */
+async function keptAndCounted(db: Executor) {
+  const kept = await db.selectFrom('conversation_counts').select(['account_id', 'status', 'platform', 'count']).where('count', '!=', 0).orderBy('account_id').orderBy('status').orderBy('platform').execute();
+  const counted = await db
+    .selectFrom('conversations')
+    .select(['account_id', 'status', 'platform', sql<number>`count(*)`.as('count')])
+    .groupBy(['account_id', 'status', 'platform'])
+    .orderBy('account_id')
+    .orderBy('status')
+    .orderBy('platform')
+    .execute();
+  return { kept: kept.map((r) => ({ ...r, count: Number(r.count) })), counted: counted.map((r) => ({ ...r, count: Number(r.count) })) };
+}
+
+describeEachDialect('conversation counts kept by triggers', (server: () => TestServer) => {
+  it('follow creation, status changes and cascaded deletes, and give every filter its exact total', async () => {
+    const s = server();
+    const contacts: string[] = [];
+    for (let i = 0; i < 4; i++) contacts.push((await s.request('POST', '/contacts', { body: { phone: `+1415555${String(1000 + i)}` } })).body.id);
+    const other = (await s.request('POST', '/contacts', { key: s.keys.otherFull, body: { phone: '+14155559999' } })).body.id;
+    const conversations: string[] = [];
+    for (let i = 0; i < 18; i++) {
+      const created = await s.request('POST', '/conversations', { body: { contact_id: contacts[i % 4], platform: PLATFORMS[i % 3] } });
+      expect(created.status).toBe(201);
+      conversations.push(created.body.id);
+    }
+    await s.request('POST', '/conversations', { key: s.keys.otherFull, body: { contact_id: other, platform: 'whatsapp' } });
+    for (const [i, id] of conversations.entries()) {
+      if (i % 3 === 1) expect((await s.request('PATCH', `/conversations/${id}`, { body: { status: 'resolved' } })).status).toBe(200);
+      if (i % 4 === 2) expect((await s.request('PATCH', `/conversations/${id}`, { body: { status: 'archived' } })).status).toBe(200);
+      // Setting the current status changes nothing.
+      if (i % 5 === 0) await s.request('PATCH', `/conversations/${id}`, { body: { status: 'active' } });
+    }
+    // A resolved conversation reopened by a reply, then a contact deleted with its conversations.
+    const inbound = await s.request('POST', '/sandbox/inbound', { body: { platform: 'facebook', from: { phone: '+14155551001' }, content: 'Hi again' } });
+    expect(inbound.status).toBeLessThan(300);
+    expect((await s.request('DELETE', `/contacts/${contacts[3]}`)).status).toBe(204);
+
+    const { kept, counted } = await keptAndCounted(s.database.db);
+    expect(kept).toEqual(counted);
+
+    // Each filter's total is the number of rows it lists.
+    for (const status of [undefined, ...STATUSES]) {
+      for (const platform of [undefined, ...PLATFORMS]) {
+        const listed = await s.request('GET', '/conversations', { query: { status, platform, limit: 100 } });
+        expect(listed.status).toBe(200);
+        expect(listed.body.total).toBe(listed.body.data.length);
+      }
+    }
+  });
+});
+
+describe('conversation counts of existing data', () => {
+  for (const dialect of ACTIVE_DIALECTS) {
+    it(`are filled by the migration from the conversations already there [${dialect}]`, async () => {
+      const target = await createTestDatabase(dialect);
+      const database = openDatabase(target.url);
+      try {
+        const migrator = new Migrator({ db: database.db, provider: migrationProvider });
+        const before = await migrator.migrateTo('2026_11_22_0005_unlogged_rate_limits');
+        expect(before.error).toBeUndefined();
+        const account = await accountsService.createAccount(database, { name: 'Before', plan: 'free' });
+        const at = '2026-01-01T00:00:00.000Z';
+        await database.db
+          .insertInto('contacts')
+          .values({ account_id: account.id, id: 'ct_1', name: null, name_search: null, phone: '+14155550000', phone_digits: '14155550000', email: null, email_search: null, tags: '[]', attributes: '{}', created_at: at, updated_at: at })
+          .execute();
+        const rows = [...Array(7).keys()].map((i) => ({
+          account_id: account.id,
+          id: `conv_${i}`,
+          contact_id: 'ct_1',
+          platform: PLATFORMS[i % 3] as (typeof PLATFORMS)[number],
+          status: STATUSES[i % 2] as (typeof STATUSES)[number],
+          message_count: 0,
+          last_message_content: null,
+          last_message_at: null,
+          last_activity_at: at,
+          event_sequence: 0,
+          created_at: at,
+          updated_at: at,
+        }));
+        await database.db.insertInto('conversations').values(rows).execute();
+        await migrateToLatest(database.db);
+        const { kept, counted } = await keptAndCounted(database.db);
+        expect(counted.reduce((sum, r) => sum + r.count, 0)).toBe(7);
+        expect(kept).toEqual(counted);
+      } finally {
+        await database.destroy();
+        await target.drop();
+      }
+    });
+  }
+});
