@@ -24,7 +24,7 @@ import { RSS_LIMIT_MB, type Scenario, type TargetCheck, buildScenarios, checkTar
 
 const API_BIN = join(REPO_DIR, 'apps/api/dist/bin.js');
 /** The server runs as `pnpm start` and the `convo-server` command run it (README, "Memory"). */
-const SERVER_NODE_FLAGS = ['--max-semi-space-size=4'];
+const SERVER_NODE_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=50'];
 const LOAD_SCRIPT = join(BENCH_DIR, 'src/load.ts');
 const REFERENCE_SCRIPT = join(BENCH_DIR, 'src/reference-server.ts');
 const CLOCK_TICKS = 100;

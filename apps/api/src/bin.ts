@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
+#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=50
 import { buildOpenApiDocument } from '@convo/core';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { type DatabaseHandle, openDatabase } from './db/database.js';
@@ -66,7 +66,8 @@ program
       database,
       settings: env.settings,
       rateLimits: RateLimits.create({ database, redisUrl: env.redisUrl, authFailuresPerMinute: env.settings.authFailuresPerMinute }),
-      logger: { level: env.logLevel },
+      // `silent` is no logger at all: pino would still make a child logger for every request.
+      logger: env.logLevel === 'silent' ? false : { level: env.logLevel },
     });
     const worker = env.workerInServe ? await startWorker(database, app.log) : undefined;
     // Stop accepting, finish in-flight requests and jobs, then close the pool.

@@ -1,4 +1,4 @@
-import { type Kysely, PostgresAdapter } from 'kysely';
+import { type Expression, type Kysely, PostgresAdapter, type SqlBool, sql } from 'kysely';
 
 /**
  * For migrations, which receive a bare Kysely instance: the few places where the DDL must
@@ -13,4 +13,15 @@ export const isPostgres = (db: Kysely<any>): boolean => db.getExecutor().adapter
 export function lockedForUpdate<Q extends { forUpdate(): Q; skipLocked(): Q }>(db: Kysely<any>, query: Q, options: { skipLocked?: boolean } = {}): Q {
   if (!isPostgres(db)) return query;
   return options.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
+}
+
+/**
+ * `column` is one of `values`, as one statement whatever their number (a list of `?` would make
+ * a new statement text, and a new prepared statement, for every length): Postgres binds an array
+ * (`= any($1::text[])`), SQLite a JSON array it reads with `json_each`.
+ */
+export function isOneOf(db: Kysely<any>, column: string, values: readonly string[]): Expression<SqlBool> {
+  return isPostgres(db)
+    ? sql<SqlBool>`${sql.ref(column)} = any(${[...values]}::text[])`
+    : sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`;
 }

@@ -1,5 +1,5 @@
 import { type Selectable, type Updateable, sql } from 'kysely';
-import { isPostgres } from '../db/dialect.js';
+import { isOneOf, isPostgres } from '../db/dialect.js';
 import type { ConversationTable } from '../db/schema.js';
 import { type SearchColumn, contactContains } from './contact-search.js';
 import { prepared } from './prepared.js';
@@ -25,32 +25,42 @@ const withContact = (scope: TenantScope) =>
       join.onRef('contacts.account_id', '=', 'conversations.account_id').onRef('contacts.id', '=', 'conversations.contact_id'),
     );
 
+/** The contacts a search matches (name, or phone digits when the search has digits). */
+const searchedContacts = (scope: TenantScope, search: string, digits: string | undefined) =>
+  scope
+    .selectFrom('contacts')
+    .select('contacts.id')
+    .where(() =>
+      contactContains(scope.db as never, [
+        { columns: ['name_search'], fragment: search },
+        ...(digits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: digits }] : []),
+      ]),
+    );
+
 /**
  * The conversations a filter selects, from `conversations` alone: a search is a condition on the
- * contact (`contact_id in (matching contacts)`), so counting never joins and a rare match drives
- * the query from the contacts it found.
+ * contact (`contact_id in (matching contacts)`, or in `contactIds` when they were looked up
+ * first), so counting never joins and a rare match drives the query from the contacts it found.
  */
-const matching = (scope: TenantScope, filter: ConversationFilter) => {
+const matching = (scope: TenantScope, filter: ConversationFilter, contactIds?: readonly string[]) => {
   let query = scope.selectFrom('conversations');
   if (filter.status) query = query.where('conversations.status', '=', filter.status);
   if (filter.platform) query = query.where('conversations.platform', '=', filter.platform);
-  if (filter.search) {
-    const search = filter.search;
-    const digits = filter.searchDigits;
-    query = query.where('conversations.contact_id', 'in', () =>
-      scope
-        .selectFrom('contacts')
-        .select('contacts.id')
-        .where(() =>
-          contactContains(scope.db as never, [
-            { columns: ['name_search'], fragment: search },
-            ...(digits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: digits }] : []),
-          ]),
-        ),
-    );
+  if (contactIds) {
+    query = query.where(() => isOneOf(scope.db as never, 'conversations.contact_id', contactIds));
+  } else if (filter.search) {
+    const { search, searchDigits } = filter;
+    query = query.where('conversations.contact_id', 'in', () => searchedContacts(scope, search, searchDigits));
   }
   return query;
 };
+
+/**
+ * A search first asks for the contacts it matches, up to this many: when they are no more (a
+ * phone number, a rare name), the count and the page take their ids as a list, and the search
+ * itself runs once instead of inside both. Past it the search stays a subquery of each.
+ */
+const FEW_CONTACTS = 100;
 
 /**
  * Up to this many matches of a search, SQLite sorts them instead of walking every conversation in
@@ -62,8 +72,8 @@ const SORT_SEARCH_MATCHES_UP_TO = 500;
 const columns = ['contacts.name as contact_name', 'contacts.phone as contact_phone'] as const;
 
 /** The exact number of conversations a filter selects, counted (a search). */
-const countMatching = (scope: TenantScope, filter: ConversationFilter) =>
-  matching(scope, filter)
+const countMatching = (scope: TenantScope, filter: ConversationFilter, contactIds?: readonly string[]) =>
+  matching(scope, filter, contactIds)
     .select((eb) => eb.fn.countAll<number>().as('total'))
     .executeTakeFirstOrThrow()
     .then((row) => Number(row.total));
@@ -96,9 +106,15 @@ export const conversationsRepository = {
    * contacts (a deep offset skips index entries, not joined rows).
    */
   async list(scope: TenantScope, filter: ConversationFilter, page: { limit: number; offset: number }) {
-    const count = () => (filter.search ? countMatching(scope, filter) : countFromCounters(scope, filter));
+    let contactIds: string[] | undefined;
+    if (filter.search) {
+      const found = await searchedContacts(scope, filter.search, filter.searchDigits).limit(FEW_CONTACTS + 1).execute();
+      if (found.length === 0) return { rows: [], total: 0 };
+      if (found.length <= FEW_CONTACTS) contactIds = found.map((contact) => contact.id);
+    }
+    const count = () => (filter.search ? countMatching(scope, filter, contactIds) : countFromCounters(scope, filter));
     const rows = (sortMatches: boolean) => {
-      const ids = matching(scope, filter)
+      const ids = matching(scope, filter, contactIds)
         .select('conversations.id')
         // `+column` keeps SQLite from answering the order from the activity index (see above).
         .orderBy(sortMatches ? sql`+conversations.last_activity_at` : sql.ref('conversations.last_activity_at'), 'desc')
@@ -120,7 +136,7 @@ export const conversationsRepository = {
     }
     const total = await count();
     if (total <= page.offset) return { rows: [], total };
-    return { rows: await rows(Boolean(filter.search) && total <= SORT_SEARCH_MATCHES_UP_TO), total };
+    return { rows: await rows(contactIds !== undefined || (Boolean(filter.search) && total <= SORT_SEARCH_MATCHES_UP_TO)), total };
   },
 
   insert: (scope: TenantScope, row: Omit<ConversationRow, 'account_id'>) => scope.insert('conversations', row),

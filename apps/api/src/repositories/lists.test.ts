@@ -91,6 +91,9 @@ describeEachDialect('list queries', (server) => {
       { filter: { search: 'qxv' }, offsets: [0, 20, 500, 719, 720, 5000] },
       // Fewer: sorted.
       { filter: { search: 'qxv', status: 'archived' }, offsets: [0, 230] },
+      // 111 matching contacts: just more than the repository lists by id first; 31: a list of ids.
+      { filter: { search: 'qxvern 1' }, offsets: [0, 100, 111] },
+      { filter: { search: 'qxvern 7', status: 'resolved' }, offsets: [0, 5] },
       { filter: { search: 'wzkol' }, offsets: [0, 3, 6] },
       { filter: { search: 'wzkol', platform: 'facebook' }, offsets: [0] },
       // Under three characters: no trigram index, a scan.
