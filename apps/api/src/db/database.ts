@@ -87,7 +87,9 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   keepStatistics(sqlite);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const cached = withStatementCache(sqlite);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
+  sqliteConnections.set(db, { sqlite, prepare: (text) => cached.prepare(text) as unknown as SQLite.Statement });
   return {
     db,
     dialect: 'sqlite',
@@ -121,6 +123,25 @@ function runNamedStatements(client: pg.PoolClient): void {
     if (name === undefined) return query(config, values, callback);
     return callback === undefined ? query({ name, text: config, values }) : query({ name, text: config, values }, callback);
   }) as typeof client.query;
+}
+
+/** The better-sqlite3 connection behind each SQLite Kysely instance (not its transactions). */
+const sqliteConnections = new WeakMap<object, { sqlite: SQLite.Database; prepare: (text: string) => SQLite.Statement }>();
+
+/**
+ * Runs a read on SQLite at once, synchronously, when nothing else can be using the connection:
+ * `db` is the database itself (not a transaction) and no transaction is open on it. Kysely's
+ * SQLite driver queues every query behind a lock and resolves it through several promises; a
+ * better-sqlite3 read is synchronous, so when no transaction is open nothing can run between its
+ * start and its end, and the lock guards nothing. Undefined when that is not so (or on Postgres):
+ * the caller then goes through Kysely.
+ */
+export function readNowOnSqlite(db: object, text: string, parameters: readonly unknown[]): { rows: unknown[] } | undefined {
+  const connection = sqliteConnections.get(db);
+  if (!connection || connection.sqlite.inTransaction) return undefined;
+  const statement = connection.prepare(text);
+  if (!statement.reader) return undefined;
+  return { rows: statement.all(...(parameters as unknown[])) };
 }
 
 /** Rows ANALYZE samples per index: statistics in milliseconds, whatever the table's size. */

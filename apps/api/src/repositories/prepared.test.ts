@@ -44,6 +44,45 @@ for (const dialect of ACTIVE_DIALECTS) {
   });
 }
 
+describe('prepared reads on SQLite', () => {
+  it('run at once outside transactions, and never read what an open transaction has not committed', async () => {
+    const server = await startTestServer('sqlite');
+    try {
+      const { db } = server.database;
+      const accountName = prepared((executor: Executor, id: string) => executor.selectFrom('accounts').select('name').where('id', '=', id));
+      expect((await accountName(db, server.accountId)).rows).toEqual([{ name: 'Account A' }]);
+
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let inserted!: () => void;
+      const insertDone = new Promise<void>((resolve) => (inserted = resolve));
+      const transaction = db
+        .transaction()
+        .execute(async (trx) => {
+          await trx.insertInto('accounts').values({ id: 'acct_uncommitted', name: 'Uncommitted', plan: 'free', rate_limit_rpm: null, created_at: 'x', updated_at: 'x' }).execute();
+          inserted();
+          await held;
+          throw new Error('roll back');
+        })
+        .catch(() => 'rolled back');
+      await insertDone;
+      let answered = false;
+      const read = accountName(db, 'acct_uncommitted').then((result) => {
+        answered = true;
+        return result.rows;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The read waits for the transaction instead of reading its uncommitted row.
+      expect(answered).toBe(false);
+      release();
+      expect(await transaction).toBe('rolled back');
+      expect(await read).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('prepared queries on Postgres', () => {
   it('run as named prepared statements, parsed once per connection', async () => {
     const server = await startTestServer('postgres');

@@ -1,5 +1,5 @@
 import { type Compilable, type CompiledQuery, PostgresAdapter, type QueryResult } from 'kysely';
-import { prepareOnPostgres } from '../db/database.js';
+import { prepareOnPostgres, readNowOnSqlite } from '../db/database.js';
 import type { Executor } from './tenant.js';
 
 interface Template {
@@ -19,7 +19,8 @@ const PLACEHOLDER = /^\u0000prepared:(\d+)\u0000$/;
  * id). For the hot queries only: `build` must use each argument as a plain value (a `where`
  * operand, a `set` value), never compute with it; a query whose SQL depends on the values
  * (optional filters) is built per call as usual. On Postgres it runs as a named prepared
- * statement (prepareOnPostgres).
+ * statement (prepareOnPostgres); a read on SQLite outside any transaction runs at once
+ * (readNowOnSqlite).
  */
 export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...args: Args) => Compilable<Row>) {
   // The SQL depends on the dialect alone: one template per adapter class.
@@ -51,6 +52,8 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
   return async (db: Executor, ...args: Args): Promise<QueryResult<Row>> => {
     const { compiled, slots } = templateFor(db, args.length);
     const parameters = slots.map((slot, i) => (slot === -1 ? compiled.parameters[i] : args[slot]));
+    const now = readNowOnSqlite(db, compiled.sql, parameters);
+    if (now) return now as QueryResult<Row>;
     return db.executeQuery<Row>({ ...compiled, parameters } as CompiledQuery<Row>);
   };
 }
