@@ -2,7 +2,7 @@ import { type Selectable, type Updateable, sql } from 'kysely';
 import { isOneOf, isPostgres } from '../db/dialect.js';
 import type { ConversationTable } from '../db/schema.js';
 import { type SearchColumn, contactContains } from './contact-search.js';
-import { prepared } from './prepared.js';
+import { executeNamed, prepared } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
 
 export type ConversationRow = Selectable<ConversationTable>;
@@ -73,10 +73,7 @@ const columns = ['contacts.name as contact_name', 'contacts.phone as contact_pho
 
 /** The exact number of conversations a filter selects, counted (a search). */
 const countMatching = (scope: TenantScope, filter: ConversationFilter, contactIds?: readonly string[]) =>
-  matching(scope, filter, contactIds)
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .executeTakeFirstOrThrow()
-    .then((row) => Number(row.total));
+  executeNamed(scope.db, matching(scope, filter, contactIds).select((eb) => eb.fn.countAll<number>().as('total'))).then((rows) => Number(rows[0]?.total ?? 0));
 
 /**
  * The exact number of conversations of a status and/or platform filter, from the counts the
@@ -86,10 +83,7 @@ const countFromCounters = (scope: TenantScope, filter: ConversationFilter) => {
   let query = scope.selectFrom('conversation_counts');
   if (filter.status) query = query.where('conversation_counts.status', '=', filter.status);
   if (filter.platform) query = query.where('conversation_counts.platform', '=', filter.platform);
-  return query
-    .select((eb) => eb.fn.sum<number>('conversation_counts.count').as('total'))
-    .executeTakeFirstOrThrow()
-    .then((row) => Number(row.total ?? 0));
+  return executeNamed(scope.db, query.select((eb) => eb.fn.sum<number>('conversation_counts.count').as('total'))).then((rows) => Number(rows[0]?.total ?? 0));
 };
 
 const findByIdQuery = prepared((db: Executor, accountId: string, id: string) =>
@@ -108,7 +102,7 @@ export const conversationsRepository = {
   async list(scope: TenantScope, filter: ConversationFilter, page: { limit: number; offset: number }) {
     let contactIds: string[] | undefined;
     if (filter.search) {
-      const found = await searchedContacts(scope, filter.search, filter.searchDigits).limit(FEW_CONTACTS + 1).execute();
+      const found = await executeNamed(scope.db, searchedContacts(scope, filter.search, filter.searchDigits).limit(FEW_CONTACTS + 1));
       if (found.length === 0) return { rows: [], total: 0 };
       if (found.length <= FEW_CONTACTS) contactIds = found.map((contact) => contact.id);
     }
@@ -121,13 +115,15 @@ export const conversationsRepository = {
         .orderBy('conversations.id', 'desc')
         .limit(page.limit)
         .offset(page.offset);
-      return withContact(scope)
-        .selectAll('conversations')
-        .select(columns)
-        .where('conversations.id', 'in', ids)
-        .orderBy('conversations.last_activity_at', 'desc')
-        .orderBy('conversations.id', 'desc')
-        .execute() as Promise<ConversationWithContact[]>;
+      return executeNamed(
+        scope.db,
+        withContact(scope)
+          .selectAll('conversations')
+          .select(columns)
+          .where('conversations.id', 'in', ids)
+          .orderBy('conversations.last_activity_at', 'desc')
+          .orderBy('conversations.id', 'desc'),
+      ) as Promise<ConversationWithContact[]>;
     };
     if (isPostgres(scope.db as never)) {
       // The planner estimates a search's selectivity itself; both queries run at once.

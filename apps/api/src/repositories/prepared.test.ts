@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { ACTIVE_DIALECTS, startTestServer } from '../testing/harness.js';
-import { prepared } from './prepared.js';
+import { executeNamed, prepared } from './prepared.js';
 import type { Executor } from './tenant.js';
 
 for (const dialect of ACTIVE_DIALECTS) {
@@ -93,6 +93,12 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('prepared queries on Postgr
       for (let i = 0; i < 3; i++) expect((await accountName(db, server.accountId)).rows).toHaveLength(1);
       const statements = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(db);
       expect(statements.rows).toContainEqual(expect.objectContaining({ name: expect.stringMatching(/^convo_[0-9a-f]{16}$/), statement: expect.stringContaining('from "accounts"') }));
+
+      // A query built per call (a list's shape), named the same way.
+      const named = await executeNamed(db, db.selectFrom('api_keys').select('id').where('account_id', '=', server.accountId).where('type', '=', 'read_only'));
+      expect(named).toHaveLength(1);
+      const after = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db);
+      expect(after.rows.map((r) => r.statement)).toContainEqual(expect.stringContaining('"type" = $2'));
     } finally {
       await server.close();
     }

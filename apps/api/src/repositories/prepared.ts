@@ -57,3 +57,16 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
     return db.executeQuery<Row>({ ...compiled, parameters } as CompiledQuery<Row>);
   };
 }
+
+/**
+ * Runs a query built per call as a named prepared statement on Postgres, so that each
+ * connection parses and plans its shape once: for the list and search queries, whose shapes are
+ * few (which filters are present) but whose planning took longer than their execution (1.6 ms
+ * against 0.7 ms for a page of conversations). Only for call sites with a bounded number of
+ * shapes: every distinct SQL text stays prepared on each connection. Elsewhere it is `execute()`.
+ */
+export async function executeNamed<Row>(db: Executor, query: Compilable<Row>): Promise<Row[]> {
+  const compiled = query.compile();
+  if (db.getExecutor().adapter.constructor === PostgresAdapter) prepareOnPostgres(compiled.sql);
+  return (await db.executeQuery(compiled)).rows;
+}
