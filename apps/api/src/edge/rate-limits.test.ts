@@ -35,6 +35,14 @@ describe('counter blocks', () => {
     blocks.keep('acct_a', 1_000, { next: 31, last: 40, expire: T + 60_000 });
     expect(blocks.take('acct_a', 1_000, T + 60_000)).toBeUndefined();
   });
+
+  it('hand out nothing past a limit that was lowered after they were counted', () => {
+    const blocks = new CounterBlocks();
+    blocks.keep('acct_a', 1_000, { next: 501, last: 600, expire: T + 60_000 });
+    expect(blocks.take('acct_a', 1_000, T)?.remaining).toBe(499);
+    expect(blocks.take('acct_a', 300, T)).toBeUndefined();
+    expect(blocks.take('acct_a', 1_000, T)).toBeUndefined();
+  });
 });
 
 describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres rate limits counted in blocks', () => {

@@ -204,6 +204,12 @@ export class CounterBlocks {
   take(accountId: string, limit: number, nowMs: number): RateLimitState | undefined {
     const block = this.usable(accountId, nowMs);
     if (!block) return undefined;
+    if (block.next > limit) {
+      // The account's limit was lowered under what its blocks hold: they are void, and the
+      // request is counted (and refused) on the shared counter.
+      this.byAccount.delete(accountId);
+      return undefined;
+    }
     const number = block.next++;
     (this.byAccount.get(accountId) as { left: number }).left = limit - number;
     return { limit, remaining: limit - number, resetAt: Math.ceil(block.expire / 1000) };
