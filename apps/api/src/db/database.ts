@@ -107,10 +107,10 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
 const statementNames = new Map<string, string>();
 
 /**
- * Runs this SQL as a named prepared statement on Postgres: each connection parses and plans it
- * once, then only binds and executes it (the API's hottest queries, of fixed shape and plan:
- * lookups by key or id, a message's insert). Other queries are parsed and planned every time, so
- * a list's plan still fits its filter's values.
+ * Runs this SQL as a named prepared statement on Postgres: each connection parses it once and
+ * then only binds and executes it (prepared() and executeNamed(): lookups by key or id, a
+ * message's send, the list and search queries; Postgres re-plans with the values until a generic
+ * plan proves no dearer). Other queries are parsed and planned every time.
  */
 export function prepareOnPostgres(text: string): void {
   if (!statementNames.has(text)) statementNames.set(text, `convo_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`);

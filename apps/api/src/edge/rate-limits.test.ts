@@ -23,14 +23,15 @@ describe('counter blocks', () => {
   it('hand out each number of a block once, in order, and nothing once it is spent or its window is over', () => {
     const blocks = new CounterBlocks();
     blocks.noteKey('hash_a', 'acct_a');
-    expect(blocks.heldFor('hash_a', T)).toBeUndefined();
+    expect(blocks.accountOf('hash_a')).toBe('acct_a');
+    expect(blocks.holds('acct_a', T)).toBe(false);
     blocks.keep('acct_a', 1_000, { next: 11, last: 13, expire: T + 60_000 });
     blocks.keep('acct_a', 1_000, { next: 21, last: 21, expire: T + 60_000 });
-    expect(blocks.heldFor('hash_a', T)).toBe('acct_a');
+    expect(blocks.holds('acct_a', T)).toBe(true);
     const taken = [1, 2, 3, 4].map(() => blocks.take('acct_a', 1_000, T)?.remaining);
     expect(taken).toEqual([989, 988, 987, 979]);
     expect(blocks.take('acct_a', 1_000, T)).toBeUndefined();
-    expect(blocks.heldFor('hash_a', T)).toBeUndefined();
+    expect(blocks.holds('acct_a', T)).toBe(false);
 
     blocks.keep('acct_a', 1_000, { next: 31, last: 40, expire: T + 60_000 });
     expect(blocks.take('acct_a', 1_000, T + 60_000)).toBeUndefined();

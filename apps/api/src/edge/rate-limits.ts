@@ -182,10 +182,9 @@ export class CounterBlocks {
   /** The account of each key hash seen, so a request can use a block before its key is looked up. */
   private readonly accountOfKey = new Map<string, string>();
 
-  /** The account whose blocks a request with this key would use, if they have requests left. */
-  heldFor(keyHash: string, nowMs: number): string | undefined {
-    const accountId = this.accountOfKey.get(keyHash);
-    return accountId !== undefined && this.usable(accountId, nowMs) ? accountId : undefined;
+  /** Whether the account holds a block with requests left in a window not yet over. */
+  holds(accountId: string, nowMs: number): boolean {
+    return this.usable(accountId, nowMs) !== undefined;
   }
 
   /** The account of a key hash seen before. */

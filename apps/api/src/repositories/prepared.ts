@@ -1,5 +1,6 @@
-import { type Compilable, type CompiledQuery, PostgresAdapter, type QueryResult } from 'kysely';
+import type { Compilable, CompiledQuery, QueryResult } from 'kysely';
 import { prepareOnPostgres, readNowOnSqlite } from '../db/database.js';
+import { isPostgres } from '../db/dialect.js';
 import type { Executor } from './tenant.js';
 
 interface Template {
@@ -41,7 +42,7 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
         if (!slots.includes(i)) throw new Error(`prepared(): argument ${i} is not a parameter of ${compiled.sql}`);
       }
       // Postgres parses and plans it once per connection, too.
-      if (adapter === PostgresAdapter) prepareOnPostgres(compiled.sql);
+      if (isPostgres(db)) prepareOnPostgres(compiled.sql);
       template = { compiled, slots };
       templates.set(adapter, template);
     }
@@ -67,6 +68,6 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
  */
 export async function executeNamed<Row>(db: Executor, query: Compilable<Row>): Promise<Row[]> {
   const compiled = query.compile();
-  if (db.getExecutor().adapter.constructor === PostgresAdapter) prepareOnPostgres(compiled.sql);
+  if (isPostgres(db)) prepareOnPostgres(compiled.sql);
   return (await db.executeQuery(compiled)).rows;
 }

@@ -83,12 +83,13 @@ export async function admitRequest(ctx: RequestContext): Promise<Principal> {
       const nowMs = Date.now();
       const keyHash = accountsService.keyHashOf(ctx.authorization);
       const { blocks } = ctx.rateLimits;
-      if (blocks.heldFor(keyHash, nowMs) !== undefined) {
+      const knownAccount = blocks.accountOf(keyHash);
+      if (knownAccount !== undefined && blocks.holds(knownAccount, nowMs)) {
         // The account has requests counted in advance: a plain key lookup, and one of those.
         principal = await accountsService.authenticateHash(ctx.database, keyHash);
         state = blocks.take(principal.account.id, principal.account.rateLimit, Date.now());
       } else {
-        const points = blocks.sizeFor(blocks.accountOf(keyHash));
+        const points = blocks.sizeFor(knownAccount);
         const admitted = await accountsService.authenticateCounting(ctx.database, keyHash, nowMs, WINDOW_MS, points);
         principal = admitted.principal;
         blocks.noteKey(keyHash, principal.account.id);
