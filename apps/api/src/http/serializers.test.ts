@@ -76,6 +76,22 @@ describe('hot-route serializers', () => {
     });
   }
 
+  it('leave out an own __proto__ key of a record, as the zod serializer does', () => {
+    const schema = endpoints['contacts.retrieve'].response;
+    const value = {
+      id: 'ct_VNMAAPJNP0MMKPMK0MK0MKJNV0',
+      name: null,
+      phone: '',
+      email: null,
+      tags: [],
+      attributes: JSON.parse('{"__proto__":"","plan":"gold"}') as Record<string, string>,
+      created_at: '2000-01-01T00:00:00.000Z',
+      updated_at: '2000-01-01T00:00:00.000Z',
+    };
+    expect(compileSerializer(schema)(value)).toBe(viaZod(schema, value));
+    expect(compileSerializer(schema)(value)).toContain('"attributes":{"plan":"gold"}');
+  });
+
   it('drop what the contract does not declare, as the zod serializer does', () => {
     const schema = endpoints['conversations.retrieve'].response;
     const value = fc.sample(conversation, { numRuns: 1, seed: 1 })[0] as Record<string, unknown>;

@@ -47,9 +47,42 @@ export function forSerialization(node: unknown): unknown {
   return out;
 }
 
+/** Whether a JSON Schema has a record somewhere: an object whose other keys are allowed. */
+function hasRecord(node: unknown): boolean {
+  if (Array.isArray(node)) return node.some(hasRecord);
+  if (typeof node !== 'object' || node === null) return false;
+  const additional = (node as JsonSchema).additionalProperties;
+  if (additional !== undefined && additional !== false) return true;
+  return Object.values(node).some(hasRecord);
+}
+
+/**
+ * The value without any own `__proto__` key, copying only the objects that have one. zod leaves
+ * such a key out of a record's output (JSON.parse makes it an own property); fast-json-stringify
+ * would write it.
+ */
+function withoutProtoKeys(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map(withoutProtoKeys);
+    return items.some((item, i) => item !== value[i]) ? items : value;
+  }
+  if (typeof value !== 'object' || value === null) return value;
+  let changed = Object.hasOwn(value, '__proto__');
+  const entries = Object.entries(value)
+    .filter(([key]) => key !== '__proto__')
+    .map(([key, inner]) => {
+      const cleaned = withoutProtoKeys(inner);
+      if (cleaned !== inner) changed = true;
+      return [key, cleaned] as const;
+    });
+  return changed ? Object.fromEntries(entries) : value;
+}
+
 /** A compiled fast-json-stringify serializer for a response schema of the contract. */
 export function compileSerializer(schema: z.ZodType): (payload: unknown) => string {
   const json = forSerialization(z.toJSONSchema(schema, { io: 'output', target: 'draft-7', unrepresentable: 'any' })) as JsonSchema;
   delete json.$schema;
-  return fastJson(json as unknown as Parameters<typeof fastJson>[0]);
+  const serialize = fastJson(json as unknown as Parameters<typeof fastJson>[0]);
+  // Only schemas with a record (contact attributes) can carry such a key.
+  return hasRecord(json) ? (payload) => serialize(withoutProtoKeys(payload)) : serialize;
 }
