@@ -6,6 +6,7 @@ import * as rateLimitsIdempotency from './migrations/2026_11_22_0003_rate_limits
 import * as searchIndexes from './migrations/2026_11_22_0004_search_indexes.js';
 import * as unloggedRateLimits from './migrations/2026_11_22_0005_unlogged_rate_limits.js';
 import * as conversationCounts from './migrations/2026_11_22_0006_conversation_counts.js';
+import * as contactConversationCounts from './migrations/2026_11_22_0007_contact_conversation_counts.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -15,6 +16,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_22_0004_search_indexes': searchIndexes,
   '2026_11_22_0005_unlogged_rate_limits': unloggedRateLimits,
   '2026_11_22_0006_conversation_counts': conversationCounts,
+  '2026_11_22_0007_contact_conversation_counts': contactConversationCounts,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

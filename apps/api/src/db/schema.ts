@@ -46,6 +46,8 @@ export interface ContactTable {
   attributes: string;
   created_at: string;
   updated_at: string;
+  /** The contact's conversations, kept by triggers (migration 0007); not part of the resource. */
+  conversation_count: Generated<number>;
 }
 
 export interface ContactTagTable {

@@ -24,5 +24,13 @@ export function contactContains(db: Kysely<any>, searches: { columns: SearchColu
   return conditions.length === 1 ? (conditions[0] as Expression<SqlBool>) : sql<SqlBool>`(${sql.join(conditions, sql` or `)})`;
 }
 
+/**
+ * Whether `contactContains` finds these searches' contacts from SQLite's FTS table alone (every
+ * fragment long enough): a query that then starts from `TenantScope.selectFromFound` looks up
+ * just the matching rows.
+ */
+export const foundBySearchTable = (db: Kysely<any>, searches: { fragment: string }[]): boolean =>
+  !isPostgres(db) && searches.every(({ fragment }) => [...fragment].length >= MIN_INDEXED_LENGTH);
+
 /** An FTS5 query for a literal substring in some columns: `{a b} : "frag"` with quotes doubled. */
 const ftsQuery = (columns: SearchColumn[], fragment: string) => `{${columns.join(' ')}} : "${fragment.replace(/"/g, '""')}"`;

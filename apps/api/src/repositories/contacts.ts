@@ -1,7 +1,7 @@
 import { type Selectable, type Updateable, sql } from 'kysely';
 import { lockedForUpdate } from '../db/dialect.js';
 import type { ContactTable } from '../db/schema.js';
-import { type SearchColumn, contactContains } from './contact-search.js';
+import { type SearchColumn, contactContains, foundBySearchTable } from './contact-search.js';
 import type { TenantScope } from './tenant.js';
 
 export type ContactRow = Selectable<ContactTable>;
@@ -14,18 +14,21 @@ export interface ContactFilter {
   tag?: string | undefined;
 }
 
-const filtered = (scope: TenantScope, filter: ContactFilter) => {
-  let query = scope.selectFrom('contacts');
-  if (filter.search) {
-    const search = filter.search;
-    const digits = filter.searchDigits;
-    query = query.where(() =>
-      contactContains(scope.db as never, [
-        { columns: ['name_search', 'email_search'], fragment: search },
-        ...(digits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: digits }] : []),
-      ]),
-    );
-  }
+/** What a contact search looks for: the name or e-mail, and the phone's digits when it has any. */
+const contactSearches = (search: string, digits: string | undefined) => [
+  { columns: ['name_search', 'email_search'] as SearchColumn[], fragment: search },
+  ...(digits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: digits }] : []),
+];
+
+/**
+ * The contacts a filter selects. `use: 'count'` starts a search from the rows the FTS table
+ * finds (`TenantScope.selectFromFound`); a page keeps the plain account condition, so SQLite may
+ * walk the creation order and stop at a full page when the search matches many.
+ */
+const filtered = (scope: TenantScope, filter: ContactFilter, use: 'page' | 'count' = 'page') => {
+  const searches = filter.search ? contactSearches(filter.search, filter.searchDigits) : [];
+  let query = use === 'count' && searches.length > 0 && foundBySearchTable(scope.db as never, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
+  if (searches.length > 0) query = query.where(() => contactContains(scope.db as never, searches));
   if (filter.tag !== undefined) {
     const tag = filter.tag;
     query = query.where((eb) =>
@@ -70,14 +73,14 @@ export const contactsRepository = {
             .where('contact_tags.tag', '=', filter.tag)
             .select((eb) => eb.fn.countAll<number>().as('total'))
             .executeTakeFirstOrThrow()
-        : filtered(scope, filter)
+        : filtered(scope, filter, 'count')
             .select((eb) => eb.fn.countAll<number>().as('total'))
             .executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.total) };
   },
 
-  insert: (scope: TenantScope, row: Omit<ContactRow, 'account_id'>) => scope.insert('contacts', row),
+  insert: (scope: TenantScope, row: Omit<ContactRow, 'account_id' | 'conversation_count'>) => scope.insert('contacts', row),
 
   update: (scope: TenantScope, id: string, patch: Updateable<ContactTable>) =>
     scope.updateTable('contacts').set(patch).where('contacts.id', '=', id).execute(),

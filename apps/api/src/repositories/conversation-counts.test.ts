@@ -25,7 +25,29 @@ async function keptAndCounted(db: Executor) {
   return { kept: kept.map((r) => ({ ...r, count: Number(r.count) })), counted: counted.map((r) => ({ ...r, count: Number(r.count) })) };
 }
 
-describeEachDialect('conversation counts kept by triggers', (server: () => TestServer) => {
+/** Each contact's `conversation_count` (migration 0007), and its conversations counted. */
+async function perContactKeptAndCounted(db: Executor) {
+  const kept = await db.selectFrom('contacts').select(['account_id', 'id', 'conversation_count']).orderBy('account_id').orderBy('id').execute();
+  const counted = await db
+    .selectFrom('contacts')
+    .select((eb) => [
+      'contacts.account_id',
+      'contacts.id',
+      eb
+        .selectFrom('conversations')
+        .select(sql<number>`count(*)`.as('n'))
+        .whereRef('conversations.account_id', '=', 'contacts.account_id')
+        .whereRef('conversations.contact_id', '=', 'contacts.id')
+        .as('conversation_count'),
+    ])
+    .orderBy('contacts.account_id')
+    .orderBy('contacts.id')
+    .execute();
+  const numbers = (rows: { conversation_count: unknown }[]) => rows.map((r) => ({ ...r, conversation_count: Number(r.conversation_count) }));
+  return { kept: numbers(kept), counted: numbers(counted) };
+}
+
+describeEachDialect('conversation counts (per account, status and platform; per contact) kept by triggers', (server: () => TestServer) => {
   it('follow creation, status changes and cascaded deletes, and give every filter its exact total', async () => {
     const s = server();
     const contacts: string[] = [];
@@ -51,6 +73,14 @@ describeEachDialect('conversation counts kept by triggers', (server: () => TestS
 
     const { kept, counted } = await keptAndCounted(s.database.db);
     expect(kept).toEqual(counted);
+    const perContact = await perContactKeptAndCounted(s.database.db);
+    expect(perContact.counted.filter((c) => c.conversation_count > 0).length).toBe(4);
+    expect(perContact.kept).toEqual(perContact.counted);
+
+    // A search's total is the sum of its contacts' counts: the same as the conversations it lists.
+    const phoneSearch = await s.request('GET', '/conversations', { query: { search: '41555510', limit: 100 } });
+    expect(phoneSearch.body.total).toBe(phoneSearch.body.data.length);
+    expect(phoneSearch.body.total).toBeGreaterThan(0);
 
     // Each filter's total is the number of rows it lists.
     for (const status of [undefined, ...STATUSES]) {
@@ -97,6 +127,8 @@ describe('conversation counts of existing data', () => {
         const { kept, counted } = await keptAndCounted(database.db);
         expect(counted.reduce((sum, r) => sum + r.count, 0)).toBe(7);
         expect(kept).toEqual(counted);
+        const perContact = await perContactKeptAndCounted(database.db);
+        expect(perContact.kept).toEqual([{ account_id: account.id, id: 'ct_1', conversation_count: 7 }]);
       } finally {
         await database.destroy();
         await target.drop();

@@ -14,14 +14,17 @@ import { TenantScope } from './tenant.js';
 describeEachDialect('list queries', (server) => {
   const statuses = ['active', 'resolved', 'archived'] as const;
   const platforms = ['whatsapp', 'facebook', 'instagram'] as const;
-  const contacts: ContactRow[] = [];
+  const contacts: Omit<ContactRow, 'conversation_count'>[] = [];
   const conversations: ConversationRow[] = [];
   const tagsOf = new Map<string, string[]>();
   let seeded = false;
 
   const scope = () => new TenantScope(server().database.db, server().accountId);
 
-  /** 720 "Qxvern" contacts (a common match), 3 "Wzkolan" contacts (a rare one), 150 others. */
+  /**
+   * 720 "Qxvern" contacts (a common match), 3 "Wzkolan" contacts (a rare one), 120 "Vemdal"
+   * contacts of which only every tenth has a conversation (many contacts, few matches), 150 others.
+   */
   async function seed() {
     if (seeded) return;
     seeded = true;
@@ -29,6 +32,7 @@ describeEachDialect('list queries', (server) => {
     const names = [
       ...Array.from({ length: 720 }, (_, i) => `Qxvern ${i}`),
       ...Array.from({ length: 3 }, (_, i) => `Wzkolan ${i}`),
+      ...Array.from({ length: 120 }, (_, i) => `Vemdal ${i}`),
       ...Array.from({ length: 150 }, (_, i) => `Other ${i}`),
     ];
     names.forEach((name, i) => {
@@ -53,7 +57,8 @@ describeEachDialect('list queries', (server) => {
     });
     contacts.forEach((contact, i) => {
       // One conversation per contact, two for the rare ones; activity times repeat (ties break on id).
-      for (let n = 0; n < (contact.name?.startsWith('Wzkolan') ? 2 : 1); n++) {
+      const own = contact.name?.startsWith('Wzkolan') ? 2 : contact.name?.startsWith('Vemdal') ? (i % 10 === 0 ? 1 : 0) : 1;
+      for (let n = 0; n < own; n++) {
         const seq = conversations.length;
         const at = new Date(base + (seq % 400) * 60_000).toISOString();
         conversations.push({
@@ -87,10 +92,13 @@ describeEachDialect('list queries', (server) => {
       { filter: {}, offsets: [0, 20, 860, 875, 2000] },
       { filter: { status: 'active' }, offsets: [0, 100, 290] },
       { filter: { platform: 'facebook', status: 'resolved' }, offsets: [0, 40, 96] },
-      // 720 matches: more than SQLite sorts at once, so it walks the activity order.
+      // 720 contacts and as many matches: their own counts give the total, the page walks the activity order.
       { filter: { search: 'qxv' }, offsets: [0, 20, 500, 719, 720, 5000] },
-      // Fewer: sorted.
+      // Narrowed by a status: counted by probes, still walked.
       { filter: { search: 'qxv', status: 'archived' }, offsets: [0, 230] },
+      // 120 contacts, 12 matches: sorting the matches reads less than walking would.
+      { filter: { search: 'vemd' }, offsets: [0, 10, 12] },
+      { filter: { search: 'vemd', status: 'active' }, offsets: [0] },
       // 111 matching contacts: just more than the repository lists by id first; 31: a list of ids.
       { filter: { search: 'qxvern 1' }, offsets: [0, 100, 111] },
       { filter: { search: 'qxvern 7', status: 'resolved' }, offsets: [0, 5] },

@@ -69,5 +69,7 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
 export async function executeNamed<Row>(db: Executor, query: Compilable<Row>): Promise<Row[]> {
   const compiled = query.compile();
   if (isPostgres(db)) prepareOnPostgres(compiled.sql);
+  const now = readNowOnSqlite(db, compiled.sql, compiled.parameters);
+  if (now) return now.rows as Row[];
   return (await db.executeQuery(compiled)).rows;
 }

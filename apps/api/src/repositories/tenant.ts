@@ -1,4 +1,5 @@
 import { type Insertable, type Kysely, type SelectQueryBuilder, type Transaction, type UpdateQueryBuilder, type DeleteQueryBuilder, type UpdateResult, type DeleteResult, sql } from 'kysely';
+import { isPostgres } from '../db/dialect.js';
 import type { Database, TenantTable } from '../db/schema.js';
 
 export type Executor = Kysely<Database> | Transaction<Database>;
@@ -15,6 +16,19 @@ export class TenantScope {
 
   selectFrom<T extends TenantTable>(table: T): SelectQueryBuilder<Database, T, {}> {
     return (this.db.selectFrom(table) as unknown as SelectQueryBuilder<Database, T, {}>).where(sql.ref(`${table}.account_id`), '=', this.accountId);
+  }
+
+  /**
+   * `selectFrom` for a query whose rows another condition finds directly (the rowids of a match
+   * in SQLite's FTS search table): on SQLite the account condition is written `+account_id = ?`,
+   * which no index answers, so the planner starts from those rows and checks the account on each,
+   * instead of walking the account's whole range of an index and checking each entry against the
+   * matches (SQLite cannot estimate how many rows an FTS match returns: 2.4 ms against 0.35 ms for
+   * the 1,006 contacts of `tin` among 50k). Postgres estimates both and gets the plain condition.
+   */
+  selectFromFound<T extends TenantTable>(table: T): SelectQueryBuilder<Database, T, {}> {
+    if (isPostgres(this.db as never)) return this.selectFrom(table);
+    return (this.db.selectFrom(table) as unknown as SelectQueryBuilder<Database, T, {}>).where(sql`+${sql.ref(`${table}.account_id`)}`, '=', this.accountId);
   }
 
   updateTable<T extends TenantTable>(table: T): UpdateQueryBuilder<Database, T, T, UpdateResult> {

@@ -9,7 +9,7 @@ import type { TenantScope } from '../repositories/tenant.js';
 import { workflowRunsRepository } from '../repositories/workflows.js';
 import { type ServiceContext, inTransaction, page, scopeOf, searchTerms } from './context.js';
 
-export const toContact = (row: ContactRow): Contact => ({
+export const toContact = (row: Omit<ContactRow, 'conversation_count'>): Contact => ({
   id: row.id,
   name: row.name,
   phone: row.phone,
@@ -69,7 +69,7 @@ export const contactsService = {
   async create(ctx: ServiceContext, body: z.output<typeof CreateSchema>): Promise<Contact> {
     const at = now();
     const tags = uniqueTags(body.tags ?? []);
-    const row: Omit<ContactRow, 'account_id'> = {
+    const row: Omit<ContactRow, 'account_id' | 'conversation_count'> = {
       id: newId('contact'),
       name: body.name ?? null,
       name_search: searchable(body.name),

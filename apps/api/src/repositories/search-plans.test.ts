@@ -1,0 +1,129 @@
+import { CompiledQuery, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DatabaseHandle, openDatabase } from '../db/database.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { accountsService } from '../services/accounts.js';
+import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
+import { conversationsRepository } from './conversations.js';
+import { type Executor, TenantScope } from './tenant.js';
+
+/**
+ * SQLite's plans for the conversation search, under the statistics its sampled ANALYZE
+ * (analysis_limit = 1000) wrote for the benchmark's 200k conversations of one account. They
+ * claim an account holds 1,001 rows and a contact 1,001 conversations, which made SQLite scan the
+ * account's activity index for one phone number's 3 conversations (23 ms) and for a page of 20
+ * ids (70 ms). The queries name their order of loops (CROSS JOIN, INDEXED BY, `+column`), so each
+ * must start where it should whatever the statistics say.
+ */
+const SAMPLED_STATISTICS: [string, string, string][] = [
+  ['conversations', 'conversations_activity_idx', '200000 1001 1 1 1'],
+  ['conversations', 'conversations_contact_idx', '200000 1001 1001 501'],
+  ['conversations', 'conversations_status_idx', '200000 1001 1001 1 1'],
+  ['conversations', 'conversations_platform_idx', '200000 1001 1001 1 1'],
+  ['conversations', 'conversations_status_platform_idx', '200000 1001 1001 1001 1 1'],
+  ['conversations', 'sqlite_autoindex_conversations_1', '200000 1001 1'],
+  ['contacts', 'contacts_created_idx', '50000 1001 1 1'],
+  ['contacts', 'sqlite_autoindex_contacts_1', '50000 1001 1'],
+];
+
+describe('conversation search plans on SQLite', () => {
+  let target: TestDatabase;
+  let database: DatabaseHandle;
+  let accountId: string;
+  const captured: CompiledQuery[] = [];
+  let capturing = false;
+
+  beforeAll(async () => {
+    target = await createTestDatabase('sqlite');
+    database = openDatabase(target.url);
+    await migrateToLatest(database.db);
+    accountId = (await accountsService.createAccount(database, { name: 'Plans', plan: 'free' })).id;
+    const scope = new TenantScope(database.db, accountId);
+    const at = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
+    // 150 "Tinley" contacts (a common match) and 50 others, one conversation each.
+    for (let i = 0; i < 200; i++) {
+      const name = i < 150 ? `Tinley ${i}` : `Other ${i}`;
+      await scope.insert('contacts', {
+        id: `ct_${i}`,
+        name,
+        name_search: name.toLowerCase(),
+        phone: `+1555${1_000_000 + i}`,
+        phone_digits: `1555${1_000_000 + i}`,
+        email: null,
+        email_search: null,
+        tags: '[]',
+        attributes: '{}',
+        created_at: at(i),
+        updated_at: at(i),
+      });
+      await scope.insert('conversations', {
+        id: `conv_${i}`,
+        contact_id: `ct_${i}`,
+        platform: 'whatsapp',
+        status: 'active',
+        message_count: 0,
+        last_message_content: null,
+        last_message_at: null,
+        last_activity_at: at(i),
+        event_sequence: 0,
+        created_at: at(i),
+        updated_at: at(i),
+      });
+    }
+    await sql`delete from sqlite_stat1`.execute(database.db);
+    for (const [table, index, stat] of SAMPLED_STATISTICS) await sql`insert into sqlite_stat1 (tbl, idx, stat) values (${table}, ${index}, ${stat})`.execute(database.db);
+    // Loads the statistics into the planner.
+    await sql`analyze sqlite_schema`.execute(database.db);
+  });
+
+  afterAll(async () => {
+    await database?.destroy();
+    await target?.drop();
+  });
+
+  /** The plan of every query a list call runs, in order. */
+  async function plansOf(search: string, digits?: string): Promise<{ sql: string; plan: string }[]> {
+    captured.length = 0;
+    capturing = true;
+    const db = database.db.withPlugin({
+      transformQuery: (args) => {
+        if (capturing) captured.push(database.db.getExecutor().compileQuery(args.node, args.queryId));
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    const { total } = await conversationsRepository.list(new TenantScope(db as Executor, accountId), { search, searchDigits: digits }, { limit: 20, offset: 0 });
+    capturing = false;
+    expect(total).toBeGreaterThan(0);
+    // A subquery built apart is transformed apart too: keep the statements that ran.
+    const statements = captured.filter((query) => !captured.some((other) => other !== query && other.sql.includes(query.sql)));
+    const plans = [];
+    for (const query of statements) {
+      const rows = await database.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]));
+      plans.push({ sql: query.sql, plan: rows.rows.map((row) => row.detail).join('\n') });
+    }
+    return plans;
+  }
+
+  it('a phone number: its contact from the FTS rowids, its conversations from the contact index, the page by primary key', async () => {
+    const plans = await plansOf('1000007', '1000007');
+    const [summary, page] = plans;
+    expect(plans).toHaveLength(2);
+    expect(summary?.plan).toMatch(/SEARCH contacts USING INTEGER PRIMARY KEY \(rowid=\?\)/);
+    expect(summary?.plan).not.toMatch(/contacts_created_idx/);
+    expect(page?.plan).toMatch(/SEARCH conversations USING (COVERING )?INDEX conversations_contact_idx \(account_id=\? AND contact_id=\?\)/);
+    expect(page?.plan).toMatch(/SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/);
+    expect(page?.plan).not.toMatch(/conversations_activity_idx/);
+  });
+
+  it('a common name: the total from the contacts, the page walked along the activity index', async () => {
+    const plans = await plansOf('tinl');
+    const summary = plans[0];
+    const page = plans.at(-1);
+    expect(summary?.plan).toMatch(/SEARCH contacts USING INTEGER PRIMARY KEY \(rowid=\?\)/);
+    expect(page?.plan).toMatch(/SEARCH conversations USING COVERING INDEX conversations_activity_idx \(account_id=\?\)/);
+    expect(page?.plan).toMatch(/SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/);
+    // The walk checks each entry against the matches; it does not start from them.
+    expect(page?.plan).not.toMatch(/conversations_contact_idx/);
+  });
+});
