@@ -21,13 +21,16 @@ const contactSearches = (search: string, digits: string | undefined) => [
 ];
 
 /**
- * The contacts a filter selects. `use: 'count'` starts a search from the rows the FTS table
- * finds (`TenantScope.selectFromFound`); a page keeps the plain account condition, so SQLite may
- * walk the creation order and stop at a full page when the search matches many.
+ * The contacts a filter selects. `from: 'matches'` starts a search from the rows the FTS table
+ * finds (`TenantScope.selectFromFound`: a count, a page of few matches); `'account'` keeps the
+ * plain account condition, so SQLite may walk the creation order and stop at a full page.
  */
-const filtered = (scope: TenantScope, filter: ContactFilter, use: 'page' | 'count' = 'page') => {
+/** Up to this many matches a contact search's page sorts them rather than walking the creation order. */
+const SORT_CONTACT_MATCHES_UP_TO = 500;
+
+const filtered = (scope: TenantScope, filter: ContactFilter, from: 'account' | 'matches' = 'account') => {
   const searches = filter.search ? contactSearches(filter.search, filter.searchDigits) : [];
-  let query = use === 'count' && searches.length > 0 && foundBySearchTable(scope.db as never, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
+  let query = from === 'matches' && searches.length > 0 && foundBySearchTable(scope.db as never, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
   if (searches.length > 0) query = query.where(() => contactContains(scope.db as never, searches));
   if (filter.tag !== undefined) {
     const tag = filter.tag;
@@ -57,27 +60,37 @@ export const contactsRepository = {
   findByPhone: (scope: TenantScope, phone: string) => scope.selectFrom('contacts').selectAll().where('contacts.phone', '=', phone).executeTakeFirst(),
 
   async list(scope: TenantScope, filter: ContactFilter, page: { limit: number; offset: number }) {
-    const [rows, count] = await Promise.all([
-      filtered(scope, filter)
+    const rows = (from: 'account' | 'matches') =>
+      filtered(scope, filter, from)
         .selectAll()
         .orderBy('contacts.created_at', 'desc')
         .orderBy('contacts.id', 'desc')
         .limit(page.limit)
         .offset(page.offset)
-        .execute(),
-      // A tag alone is counted from the tag index: a contact has a tag at most once, and
-      // deleting a contact deletes its rows there.
-      filter.tag !== undefined && !filter.search
+        .execute();
+    // A tag alone is counted from the tag index: a contact has a tag at most once, and deleting
+    // a contact deletes its rows there.
+    const count = () =>
+      (filter.tag !== undefined && !filter.search
         ? scope
             .selectFrom('contact_tags')
             .where('contact_tags.tag', '=', filter.tag)
             .select((eb) => eb.fn.countAll<number>().as('total'))
             .executeTakeFirstOrThrow()
-        : filtered(scope, filter, 'count')
+        : filtered(scope, filter, 'matches')
             .select((eb) => eb.fn.countAll<number>().as('total'))
-            .executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.total) };
+            .executeTakeFirstOrThrow()
+      ).then((row) => Number(row.total));
+    if (filter.search && foundBySearchTable(scope.db as never, contactSearches(filter.search, filter.searchDigits))) {
+      // SQLite, a search its FTS table answers: counted from the matches first; a few matches are
+      // then sorted (a phone number's one contact, where walking the creation order would read
+      // every contact of the account), many are found by walking the creation order.
+      const total = await count();
+      if (total <= page.offset) return { rows: [], total };
+      return { rows: await rows(total <= SORT_CONTACT_MATCHES_UP_TO ? 'matches' : 'account'), total };
+    }
+    const [found, total] = await Promise.all([rows('account'), count()]);
+    return { rows: found, total };
   },
 
   insert: (scope: TenantScope, row: Omit<ContactRow, 'account_id' | 'conversation_count'>) => scope.insert('contacts', row),

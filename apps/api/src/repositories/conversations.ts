@@ -143,26 +143,66 @@ const countFromCounters = (scope: TenantScope, filter: ConversationFilter) => {
  * many conversations they have (the sum of their `conversation_count`, kept by the triggers of
  * migration 0007: the exact total of a search without a status or platform filter, where counting
  * probed each contact's conversations), and their ids when they are at most FEW_CONTACTS.
+ *
+ * Given the `page` of a search without a status or platform filter, the same statement also walks
+ * to that page when walking is the cheaper way (the rule of WALK_WHEN_ENTRIES_PER_MATCH_SQUARED,
+ * which the database evaluates once, as the walk's LIMIT: when it is false the walk does not start),
+ * so the matching contacts are read once where a second statement found them again (for `tin`,
+ * 0.4 ms on SQLite and 0.8 ms on Postgres). `walked` is then the page's ids.
  */
-const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { search: string }) => {
-  // Postgres gives an array, SQLite a JSON text of one.
-  const ids = isPostgres(scope.db as never)
-    ? sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then array_agg(contacts.id) end`
-    : sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then json_group_array(contacts.id) end`;
+const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { search: string }, page?: { limit: number; offset: number }) => {
+  const postgres = isPostgres(scope.db as never);
+  // Postgres aggregates into an array, SQLite into the JSON text of one.
+  const idsOf = (column: string) => (postgres ? sql`array_agg(${sql.ref(column)})` : sql`json_group_array(${sql.ref(column)})`);
+  const selected = sql<number>`(select coalesce(sum(count), 0) from conversation_counts where account_id = ${scope.accountId})`;
+  const walked = (limit: number, offset: number) => {
+    const total = sql`(select coalesce(sum(conversation_count), 0) from matched)`;
+    const reach = postgres ? sql`(c.contact_id in (select id from matched) or false)` : sql`+c.contact_id in (select id from matched)`;
+    const cheaper = postgres
+      ? sql`${offset + limit}::bigint * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`
+      : sql`${offset + limit} * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
+    // The rule gates the LIMIT (0 when sorting is cheaper): a LIMIT of 0 ends the query before
+    // its first row on both databases, where a false condition in WHERE is still checked on every
+    // entry of the walk.
+    const limited = postgres ? sql`case when ${cheaper} then ${limit}::bigint else 0 end` : sql`case when ${cheaper} then ${limit} else 0 end`;
+    return sql<string[] | string | null>`(select ${idsOf('w.id')} from (
+      select c.id from conversations c where c.account_id = ${scope.accountId} and ${reach}
+      order by c.last_activity_at desc, c.id desc limit ${limited} offset ${offset}) w)`;
+  };
   const [row] = await executeNamed(
     scope.db,
-    searchedContacts(scope, filter).select((eb) => [
-      eb.fn.countAll<number>().as('contacts'),
-      eb.fn.sum<number>('contacts.conversation_count').as('conversations'),
-      ids.as('ids'),
-    ]),
+    scope.db
+      .with(
+        (cte) => cte('matched').materialized(),
+        () => searchedContacts(scope, filter).select(['contacts.id', 'contacts.conversation_count']),
+      )
+      .selectFrom('matched')
+      .select((eb) => [
+        eb.fn.countAll<number>().as('contacts'),
+        eb.fn.sum<number>('matched.conversation_count').as('conversations'),
+        sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then ${idsOf('matched.id')} end`.as('ids'),
+        ...(page ? [selected.as('selected'), walked(page.limit, page.offset).as('walked')] : []),
+      ]),
   );
-  const listed = row?.ids ?? null;
-  return {
-    contacts: Number(row?.contacts ?? 0),
-    conversations: Number(row?.conversations ?? 0),
-    ids: typeof listed === 'string' ? (JSON.parse(listed) as string[]) : listed,
-  };
+  const list = (value: unknown) => (typeof value === 'string' ? (JSON.parse(value) as string[]) : ((value as string[] | null | undefined) ?? null));
+  const conversations = Number(row?.conversations ?? 0);
+  const selectedCount = Number((row as { selected?: unknown } | undefined)?.selected ?? 0);
+  const walkedIds = page && (page.offset + page.limit) * selectedCount <= WALK_WHEN_ENTRIES_PER_MATCH_SQUARED * conversations * conversations
+    ? (list((row as { walked?: unknown } | undefined)?.walked) ?? [])
+    : undefined;
+  return { contacts: Number(row?.contacts ?? 0), conversations, ids: list(row?.ids), selected: page ? selectedCount : undefined, walked: walkedIds };
+};
+
+/** Conversations by id, with their contacts, latest activity first (a page whose ids are known). */
+const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<ConversationWithContact[]> => {
+  if (ids.length === 0) return [];
+  const conversations = isPostgres(scope.db as never)
+    ? scope.selectFrom('conversations').where(() => isOneOf(scope.db as never, 'conversations.id', ids))
+    : conversationsOfEach(scope, sql<{ id: string }>`(select value as id from json_each(${JSON.stringify(ids)}))`.as('outer'), 'id');
+  return (await executeNamed(
+    scope.db,
+    withContactJoined(conversations).selectAll('conversations').select(columns).orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc'),
+  )) as ConversationWithContact[];
 };
 
 const findByIdQuery = prepared((db: Executor, accountId: string, id: string) =>
@@ -209,10 +249,11 @@ export const conversationsRepository = {
     }
 
     const search = { ...filter, search: filter.search };
-    const summary = await searchSummary(scope, search);
-    if (summary.contacts === 0) return { rows: [], total: 0 };
     // Without a status or platform filter the contacts' own counts are the exact total.
     const narrowed = Boolean(filter.status || filter.platform);
+    const summary = await searchSummary(scope, search, narrowed ? undefined : page);
+    if (summary.contacts === 0) return { rows: [], total: 0 };
+    if (summary.walked) return { rows: await rowsWithIds(scope, summary.walked), total: summary.conversations };
     if (summary.ids) {
       // A few contacts' conversations: the page from their ids, sorted. Narrowed, a page that is
       // not full and not past the end tells the exact total by itself (offset + its rows), so the
@@ -227,7 +268,7 @@ export const conversationsRepository = {
     // Many contacts: the total, then the page by whichever of walking and sorting reads less.
     const [total, selected] = await Promise.all([
       narrowed ? countMatching(scope, filter, { by: 'probe' }) : summary.conversations,
-      countFromCounters(scope, filter),
+      summary.selected ?? countFromCounters(scope, filter),
     ]);
     if (total <= page.offset) return { rows: [], total };
     const walk = (page.offset + page.limit) * selected <= WALK_WHEN_ENTRIES_PER_MATCH_SQUARED * total * total;

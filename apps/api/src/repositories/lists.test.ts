@@ -143,6 +143,24 @@ describeEachDialect('list queries', (server) => {
     });
   });
 
+  describe('contacts by search', () => {
+    // 720 matches: the creation order walked; 3 and 1: the matches sorted; 2 characters: a scan.
+    for (const filter of [{ search: 'qxv' }, { search: 'wzkol' }, { search: '1000500', searchDigits: '1000500' }, { search: 'zk' }]) {
+      it(`counts and pages ${JSON.stringify(filter)} exactly`, async () => {
+        await seed();
+        const expected = contacts
+          .filter((c) => (c.name_search ?? '').includes(filter.search) || (filter.searchDigits !== undefined && c.phone_digits.includes(filter.searchDigits)))
+          .sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+        expect(expected.length).toBeGreaterThan(0);
+        for (const offset of [0, 2, 40, 700, 720]) {
+          const { rows, total } = await contactsRepository.list(scope(), filter, { limit: 20, offset });
+          expect(total).toBe(expected.length);
+          expect(rows.map((r) => r.id)).toEqual(expected.slice(offset, offset + 20).map((c) => c.id));
+        }
+      });
+    }
+  });
+
   describe('contacts by tag', () => {
     for (const filter of [{ tag: 'vip' }, { tag: 'newsletter' }, { tag: 'vip', search: 'qxv' }, { tag: 'missing' }]) {
       it(`counts and pages ${JSON.stringify(filter)} exactly`, async () => {
