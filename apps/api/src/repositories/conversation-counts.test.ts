@@ -135,4 +135,35 @@ describe('conversation counts of existing data', () => {
       }
     });
   }
+
+  for (const dialect of ACTIVE_DIALECTS) {
+    it(`migration 0007 rolls back and applies again, counts refilled [${dialect}]`, async () => {
+      const target = await createTestDatabase(dialect);
+      const database = openDatabase(target.url);
+      try {
+        await migrateToLatest(database.db);
+        const account = await accountsService.createAccount(database, { name: 'Down', plan: 'free' });
+        const at = '2026-01-01T00:00:00.000Z';
+        await database.db
+          .insertInto('contacts')
+          .values({ account_id: account.id, id: 'ct_1', name: null, name_search: null, phone: '+14155550000', phone_digits: '14155550000', email: null, email_search: null, tags: '[]', attributes: '{}', created_at: at, updated_at: at })
+          .execute();
+        const migrator = new Migrator({ db: database.db, provider: migrationProvider });
+        const down = await migrator.migrateTo('2026_11_22_0006_conversation_counts');
+        expect(down.error).toBeUndefined();
+        // Conversations written while 0007 is not there are counted when it comes back.
+        await database.db
+          .insertInto('conversations')
+          .values([0, 1].map((i) => ({ account_id: account.id, id: `conv_${i}`, contact_id: 'ct_1', platform: 'whatsapp' as const, status: 'active' as const, message_count: 0, last_message_content: null, last_message_at: null, last_activity_at: at, event_sequence: 0, created_at: at, updated_at: at })))
+          .execute();
+        await migrateToLatest(database.db);
+        expect((await perContactKeptAndCounted(database.db)).kept).toEqual([{ account_id: account.id, id: 'ct_1', conversation_count: 2 }]);
+        await database.db.deleteFrom('conversations').where('id', '=', 'conv_0').execute();
+        expect((await perContactKeptAndCounted(database.db)).kept).toEqual([{ account_id: account.id, id: 'ct_1', conversation_count: 1 }]);
+      } finally {
+        await database.destroy();
+        await target.drop();
+      }
+    });
+  }
 });
