@@ -93,6 +93,13 @@ describeEachDialect('conversation counts (per account, status and platform; per 
   });
 });
 
+/** Contact `ct_1` of the account, written directly (any schema version since 0001). */
+const insertContact = (db: Executor, accountId: string, at: string) =>
+  db
+    .insertInto('contacts')
+    .values({ account_id: accountId, id: 'ct_1', name: null, name_search: null, phone: '+14155550000', phone_digits: '14155550000', email: null, email_search: null, tags: '[]', attributes: '{}', created_at: at, updated_at: at })
+    .execute();
+
 describe('conversation counts of existing data', () => {
   for (const dialect of ACTIVE_DIALECTS) {
     it(`are filled by the migration from the conversations already there [${dialect}]`, async () => {
@@ -104,10 +111,7 @@ describe('conversation counts of existing data', () => {
         expect(before.error).toBeUndefined();
         const account = await accountsService.createAccount(database, { name: 'Before', plan: 'free' });
         const at = '2026-01-01T00:00:00.000Z';
-        await database.db
-          .insertInto('contacts')
-          .values({ account_id: account.id, id: 'ct_1', name: null, name_search: null, phone: '+14155550000', phone_digits: '14155550000', email: null, email_search: null, tags: '[]', attributes: '{}', created_at: at, updated_at: at })
-          .execute();
+        await insertContact(database.db, account.id, at);
         const rows = [...Array(7).keys()].map((i) => ({
           account_id: account.id,
           id: `conv_${i}`,
@@ -144,10 +148,7 @@ describe('conversation counts of existing data', () => {
         await migrateToLatest(database.db);
         const account = await accountsService.createAccount(database, { name: 'Down', plan: 'free' });
         const at = '2026-01-01T00:00:00.000Z';
-        await database.db
-          .insertInto('contacts')
-          .values({ account_id: account.id, id: 'ct_1', name: null, name_search: null, phone: '+14155550000', phone_digits: '14155550000', email: null, email_search: null, tags: '[]', attributes: '{}', created_at: at, updated_at: at })
-          .execute();
+        await insertContact(database.db, account.id, at);
         const migrator = new Migrator({ db: database.db, provider: migrationProvider });
         const down = await migrator.migrateTo('2026_11_22_0006_conversation_counts');
         expect(down.error).toBeUndefined();
