@@ -1,4 +1,4 @@
-import { type AliasedExpression, type SelectQueryBuilder, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
+import { type AliasedExpression, type Expression, type SelectQueryBuilder, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { isOneOf, isPostgres } from '../db/dialect.js';
 import type { ConversationTable, Database } from '../db/schema.js';
 import { type SearchColumn, contactContains, foundBySearchTable } from './contact-search.js';
@@ -52,6 +52,9 @@ const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { sea
  */
 type Reach = { by: 'given'; contactIds: readonly string[] } | { by: 'probe' | 'walk' };
 
+/** `column in (matches)` as the walk needs it (see Reach): each index entry checked against the matches, hashed once. */
+const checkedAgainst = (postgres: boolean, column: string, matches: Expression<unknown>) =>
+  postgres ? sql<SqlBool>`(${sql.ref(column)} in (${matches}) or false)` : sql<SqlBool>`+${sql.ref(column)} in (${matches})`;
 
 /**
  * The conversations whose `column` is each of `outer`'s ids, as a `CROSS JOIN`, which SQLite never
@@ -91,13 +94,7 @@ const matching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) 
       ? scope.selectFrom('conversations').where('conversations.contact_id', 'in', contacts(filter.search))
       : conversationsOfEach(scope, contacts(filter.search).as('outer'), 'contact_id');
   } else {
-    query = scope
-      .selectFrom('conversations')
-      .where(
-        postgres
-          ? sql<SqlBool>`(${sql.ref('conversations.contact_id')} in (${contacts(filter.search)}) or false)`
-          : sql<SqlBool>`+${sql.ref('conversations.contact_id')} in (${contacts(filter.search)})`,
-      );
+    query = scope.selectFrom('conversations').where(checkedAgainst(postgres, 'conversations.contact_id', contacts(filter.search)));
   }
   if (filter.status) query = query.where('conversations.status', '=', filter.status);
   if (filter.platform) query = query.where('conversations.platform', '=', filter.platform);
@@ -157,7 +154,7 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
   const selected = sql<number>`(select coalesce(sum(count), 0) from conversation_counts where account_id = ${scope.accountId})`;
   const walked = (limit: number, offset: number) => {
     const total = sql`(select coalesce(sum(conversation_count), 0) from matched)`;
-    const reach = postgres ? sql`(c.contact_id in (select id from matched) or false)` : sql`+c.contact_id in (select id from matched)`;
+    const reach = checkedAgainst(postgres, 'c.contact_id', sql`select id from matched`);
     const cheaper = postgres
       ? sql`${offset + limit}::bigint * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`
       : sql`${offset + limit} * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
