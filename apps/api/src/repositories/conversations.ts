@@ -76,6 +76,15 @@ const conversationsOfEach = <A extends string>(scope: TenantScope, outer: Aliase
 };
 
 /**
+ * The conversations whose `column` is one of `ids` (a list looked up before): Postgres binds
+ * them as an array (`isOneOf`), SQLite loops over them as a JSON list (conversationsOfEach).
+ */
+const conversationsWith = (scope: TenantScope, column: 'id' | 'contact_id', ids: readonly string[]): ConversationsQuery =>
+  isPostgres(scope.db as never)
+    ? scope.selectFrom('conversations').where(() => isOneOf(scope.db as never, `conversations.${column}`, ids))
+    : conversationsOfEach(scope, sql<{ id: string }>`(select value as id from json_each(${JSON.stringify(ids)}))`.as('outer'), column);
+
+/**
  * The conversations a filter selects, from `conversations` (and the matching contacts' ids): a
  * search is a condition on the contact, so counting never joins the contacts' rows.
  */
@@ -84,9 +93,7 @@ const matching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) 
   const contacts = (search: string) => searchedContacts(scope, { ...filter, search }).select('contacts.id');
   let query: ConversationsQuery;
   if (reach.by === 'given') {
-    query = postgres
-      ? scope.selectFrom('conversations').where(() => isOneOf(scope.db as never, 'conversations.contact_id', reach.contactIds))
-      : conversationsOfEach(scope, sql<{ id: string }>`(select value as id from json_each(${JSON.stringify(reach.contactIds)}))`.as('outer'), 'contact_id');
+    query = conversationsWith(scope, 'contact_id', reach.contactIds);
   } else if (!filter.search) {
     query = scope.selectFrom('conversations');
   } else if (reach.by === 'probe') {
@@ -128,12 +135,16 @@ const countMatching = (scope: TenantScope, filter: ConversationFilter, reach: Re
  * The exact number of conversations of a status and/or platform filter, from the counts the
  * triggers of migration 0006 keep per account, status and platform: at most nine rows to add up.
  */
-const countFromCounters = (scope: TenantScope, filter: ConversationFilter) => {
+const countersTotal = (scope: TenantScope, filter: ConversationFilter) => {
   let query = scope.selectFrom('conversation_counts');
   if (filter.status) query = query.where('conversation_counts.status', '=', filter.status);
   if (filter.platform) query = query.where('conversation_counts.platform', '=', filter.platform);
-  return executeNamed(scope.db, query.select((eb) => eb.fn.sum<number>('conversation_counts.count').as('total'))).then((rows) => Number(rows[0]?.total ?? 0));
+  return query.select((eb) => eb.fn.coalesce(eb.fn.sum<number>('conversation_counts.count'), sql.lit(0)).as('total'));
 };
+
+/** countersTotal, run. */
+const countFromCounters = (scope: TenantScope, filter: ConversationFilter) =>
+  executeNamed(scope.db, countersTotal(scope, filter)).then((rows) => Number(rows[0]?.total ?? 0));
 
 /**
  * What a search's contacts hold, in one read of each matching contact: how many they are, how
@@ -151,7 +162,8 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
   const postgres = isPostgres(scope.db as never);
   // Postgres aggregates into an array, SQLite into the JSON text of one.
   const idsOf = (column: string) => (postgres ? sql`array_agg(${sql.ref(column)})` : sql`json_group_array(${sql.ref(column)})`);
-  const selected = sql<number>`(select coalesce(sum(count), 0) from conversation_counts where account_id = ${scope.accountId})`;
+  // The conversations the search narrows, without it: the filter's counters (countFromCounters).
+  const selected = sql<number>`(${countersTotal(scope, filter)})`;
   const walked = (limit: number, offset: number) => {
     const total = sql`(select coalesce(sum(conversation_count), 0) from matched)`;
     const reach = checkedAgainst(postgres, 'c.contact_id', sql`select id from matched`);
@@ -193,12 +205,9 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
 /** Conversations by id, with their contacts, latest activity first (a page whose ids are known). */
 const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<ConversationWithContact[]> => {
   if (ids.length === 0) return [];
-  const conversations = isPostgres(scope.db as never)
-    ? scope.selectFrom('conversations').where(() => isOneOf(scope.db as never, 'conversations.id', ids))
-    : conversationsOfEach(scope, sql<{ id: string }>`(select value as id from json_each(${JSON.stringify(ids)}))`.as('outer'), 'id');
   return (await executeNamed(
     scope.db,
-    withContactJoined(conversations).selectAll('conversations').select(columns).orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc'),
+    withContactJoined(conversationsWith(scope, 'id', ids)).selectAll('conversations').select(columns).orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc'),
   )) as ConversationWithContact[];
 };
 
