@@ -5,6 +5,7 @@ import { openDatabase } from '../db/database.js';
 import { migrateToLatest, migrationProvider } from '../db/migrate.js';
 import { accountsService } from '../services/accounts.js';
 import { createTestDatabase } from '../testing/databases.js';
+import { contactRow, conversationRow } from '../testing/rows.js';
 import { ACTIVE_DIALECTS, type TestServer, describeEachDialect } from '../testing/harness.js';
 import type { Executor } from './tenant.js';
 
@@ -95,10 +96,7 @@ describeEachDialect('conversation counts (per account, status and platform; per 
 
 /** Contact `ct_1` of the account, written directly (any schema version since 0001). */
 const insertContact = (db: Executor, accountId: string, at: string) =>
-  db
-    .insertInto('contacts')
-    .values({ account_id: accountId, id: 'ct_1', name: null, name_search: null, phone: '+14155550000', phone_digits: '14155550000', email: null, email_search: null, tags: '[]', attributes: '{}', created_at: at, updated_at: at })
-    .execute();
+  db.insertInto('contacts').values(contactRow(accountId, { id: 'ct_1', name: null, phone: '+14155550000', at })).execute();
 
 describe('conversation counts of existing data', () => {
   for (const dialect of ACTIVE_DIALECTS) {
@@ -112,20 +110,9 @@ describe('conversation counts of existing data', () => {
         const account = await accountsService.createAccount(database, { name: 'Before', plan: 'free' });
         const at = '2026-01-01T00:00:00.000Z';
         await insertContact(database.db, account.id, at);
-        const rows = [...Array(7).keys()].map((i) => ({
-          account_id: account.id,
-          id: `conv_${i}`,
-          contact_id: 'ct_1',
-          platform: PLATFORMS[i % 3] as (typeof PLATFORMS)[number],
-          status: STATUSES[i % 2] as (typeof STATUSES)[number],
-          message_count: 0,
-          last_message_content: null,
-          last_message_at: null,
-          last_activity_at: at,
-          event_sequence: 0,
-          created_at: at,
-          updated_at: at,
-        }));
+        const rows = [...Array(7).keys()].map((i) =>
+          conversationRow(account.id, { id: `conv_${i}`, contact_id: 'ct_1', at, platform: PLATFORMS[i % 3] as (typeof PLATFORMS)[number], status: STATUSES[i % 2] as (typeof STATUSES)[number] }),
+        );
         await database.db.insertInto('conversations').values(rows).execute();
         await migrateToLatest(database.db);
         const { kept, counted } = await keptAndCounted(database.db);
@@ -155,7 +142,7 @@ describe('conversation counts of existing data', () => {
         // Conversations written while 0007 is not there are counted when it comes back.
         await database.db
           .insertInto('conversations')
-          .values([0, 1].map((i) => ({ account_id: account.id, id: `conv_${i}`, contact_id: 'ct_1', platform: 'whatsapp' as const, status: 'active' as const, message_count: 0, last_message_content: null, last_message_at: null, last_activity_at: at, event_sequence: 0, created_at: at, updated_at: at })))
+          .values([0, 1].map((i) => conversationRow(account.id, { id: `conv_${i}`, contact_id: 'ct_1', at })))
           .execute();
         await migrateToLatest(database.db);
         expect((await perContactKeptAndCounted(database.db)).kept).toEqual([{ account_id: account.id, id: 'ct_1', conversation_count: 2 }]);

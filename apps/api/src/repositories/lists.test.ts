@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeEachDialect } from '../testing/harness.js';
+import { contactRow, conversationRow } from '../testing/rows.js';
 import { type ContactRow, contactsRepository } from './contacts.js';
 import { type ConversationRow, conversationsRepository } from './conversations.js';
 import { TenantScope } from './tenant.js';
@@ -40,20 +41,7 @@ describeEachDialect('list queries', (server) => {
       const tags = [i % 7 === 0 ? 'vip' : undefined, i % 3 === 0 ? 'newsletter' : undefined].filter((t): t is string => t !== undefined);
       const id = `ct_${String(i).padStart(6, '0')}`;
       tagsOf.set(id, tags);
-      contacts.push({
-        account_id: server().accountId,
-        id,
-        name,
-        name_search: name.toLowerCase(),
-        phone: `+1555${String(1_000_000 + i)}`,
-        phone_digits: `1555${String(1_000_000 + i)}`,
-        email: null,
-        email_search: null,
-        tags: JSON.stringify(tags),
-        attributes: '{}',
-        created_at: at,
-        updated_at: at,
-      });
+      contacts.push(contactRow(server().accountId, { id, name, phone: `+1555${String(1_000_000 + i)}`, at, tags }));
     });
     contacts.forEach((contact, i) => {
       // One conversation per contact, two for the rare ones; activity times repeat (ties break on id).
@@ -61,20 +49,15 @@ describeEachDialect('list queries', (server) => {
       for (let n = 0; n < own; n++) {
         const seq = conversations.length;
         const at = new Date(base + (seq % 400) * 60_000).toISOString();
-        conversations.push({
-          account_id: server().accountId,
-          id: `conv_${String(seq).padStart(6, '0')}`,
-          contact_id: contact.id,
-          platform: platforms[(i + n) % 3] as ConversationRow['platform'],
-          status: statuses[(seq * 7) % 3] as ConversationRow['status'],
-          message_count: 0,
-          last_message_content: null,
-          last_message_at: null,
-          last_activity_at: at,
-          event_sequence: 0,
-          created_at: at,
-          updated_at: at,
-        });
+        conversations.push(
+          conversationRow(server().accountId, {
+            id: `conv_${String(seq).padStart(6, '0')}`,
+            contact_id: contact.id,
+            at,
+            platform: platforms[(i + n) % 3] as ConversationRow['platform'],
+            status: statuses[(seq * 7) % 3] as ConversationRow['status'],
+          }),
+        );
       }
     });
     const strip = <T extends { account_id: string }>({ account_id: _, ...row }: T) => row;

@@ -4,6 +4,7 @@ import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { accountsService } from '../services/accounts.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
+import { contactRow, conversationRow } from '../testing/rows.js';
 import { conversationsRepository } from './conversations.js';
 import { type Executor, TenantScope } from './tenant.js';
 
@@ -38,37 +39,12 @@ describe('conversation search plans on SQLite', () => {
     database = openDatabase(target.url);
     await migrateToLatest(database.db);
     accountId = (await accountsService.createAccount(database, { name: 'Plans', plan: 'free' })).id;
-    const scope = new TenantScope(database.db, accountId);
     const at = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
     // 150 "Tinley" contacts (a common match) and 50 others, one conversation each.
     for (let i = 0; i < 200; i++) {
       const name = i < 150 ? `Tinley ${i}` : `Other ${i}`;
-      await scope.insert('contacts', {
-        id: `ct_${i}`,
-        name,
-        name_search: name.toLowerCase(),
-        phone: `+1555${1_000_000 + i}`,
-        phone_digits: `1555${1_000_000 + i}`,
-        email: null,
-        email_search: null,
-        tags: '[]',
-        attributes: '{}',
-        created_at: at(i),
-        updated_at: at(i),
-      });
-      await scope.insert('conversations', {
-        id: `conv_${i}`,
-        contact_id: `ct_${i}`,
-        platform: 'whatsapp',
-        status: 'active',
-        message_count: 0,
-        last_message_content: null,
-        last_message_at: null,
-        last_activity_at: at(i),
-        event_sequence: 0,
-        created_at: at(i),
-        updated_at: at(i),
-      });
+      await database.db.insertInto('contacts').values(contactRow(accountId, { id: `ct_${i}`, name, phone: `+1555${1_000_000 + i}`, at: at(i) })).execute();
+      await database.db.insertInto('conversations').values(conversationRow(accountId, { id: `conv_${i}`, contact_id: `ct_${i}`, at: at(i) })).execute();
     }
     await sql`delete from sqlite_stat1`.execute(database.db);
     for (const [table, index, stat] of SAMPLED_STATISTICS) await sql`insert into sqlite_stat1 (tbl, idx, stat) values (${table}, ${index}, ${stat})`.execute(database.db);
