@@ -140,14 +140,25 @@ async function createSchemaAndAccount(url: string): Promise<{ accountId: string;
 
 /**
  * What the migrations' triggers keep from other tables' rows (migration 0006's conversation
- * counts, migration 0007's count of each contact's conversations), computed afresh from the loaded
+ * counts, migration 0007's count of each contact's conversations, migration 0008's copies of the
+ * contacts' names and their trigram counts), computed afresh from the loaded
  * rows: the Postgres load runs without triggers. A new column or table of that kind belongs here.
  */
 const REFILL_DERIVED_TABLES = `delete from conversation_counts;
   insert into conversation_counts (account_id, status, platform, count)
     select account_id, status, platform, count(*) from conversations group by account_id, status, platform;
   update contacts set conversation_count = (
-    select count(*) from conversations where conversations.account_id = contacts.account_id and conversations.contact_id = contacts.id)`;
+    select count(*) from conversations where conversations.account_id = contacts.account_id and conversations.contact_id = contacts.id);
+  update conversations set contact_name_search = (
+    select name_search from contacts where contacts.account_id = conversations.account_id and contacts.id = conversations.contact_id);
+  delete from conversation_name_trigrams;
+  insert into conversation_name_trigrams (account_id, trigram, conversations)
+    select account_id, trigram, count(*) from (
+      select distinct c.account_id, c.id, substr(c.contact_name_search, p.i, 3) as trigram
+      from conversations c join (
+        with recursive p(i) as (select 1 union all select i + 1 from p where i < (select max(length(contact_name_search)) from conversations) - 2) select i from p
+      ) p on p.i <= length(c.contact_name_search) - 2) t
+    group by account_id, trigram`;
 
 type Built = Omit<Dataset, 'generatedAt' | 'loadSeconds' | 'version' | 'migrations'>;
 
@@ -182,8 +193,9 @@ async function buildPostgres(adminUrl: string, name: string, scale: Scale, seed:
   } finally {
     await pool.end();
   }
-  // The load ran without triggers (session_replication_role): what they keep is filled here.
-  await adminQuery(url, `begin; ${REFILL_DERIVED_TABLES}; commit`);
+  // The load ran without triggers (session_replication_role): what they keep is filled here, still
+  // without them (they would count each copied name's trigrams once more, row by row).
+  await adminQuery(url, `begin; set local session_replication_role = replica; ${REFILL_DERIVED_TABLES}; commit`);
   log('vacuum analyze');
   await adminQuery(url, 'vacuum analyze');
   await adminQuery(url, 'checkpoint');

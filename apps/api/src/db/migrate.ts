@@ -7,6 +7,7 @@ import * as searchIndexes from './migrations/2026_11_22_0004_search_indexes.js';
 import * as unloggedRateLimits from './migrations/2026_11_22_0005_unlogged_rate_limits.js';
 import * as conversationCounts from './migrations/2026_11_22_0006_conversation_counts.js';
 import * as contactConversationCounts from './migrations/2026_11_22_0007_contact_conversation_counts.js';
+import * as conversationNameTrigrams from './migrations/2026_11_22_0008_conversation_name_trigrams.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_22_0005_unlogged_rate_limits': unloggedRateLimits,
   '2026_11_22_0006_conversation_counts': conversationCounts,
   '2026_11_22_0007_contact_conversation_counts': contactConversationCounts,
+  '2026_11_22_0008_conversation_name_trigrams': conversationNameTrigrams,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

@@ -72,6 +72,8 @@ export interface ConversationTable {
   event_sequence: number;
   created_at: string;
   updated_at: string;
+  /** The contact's `name_search`, copied and kept by triggers (migration 0008); never written by the API. */
+  contact_name_search: Generated<string | null>;
 }
 
 export interface MessageTable {
@@ -208,6 +210,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeyTable;
   rate_limits: RateLimitTable;
   conversation_counts: ConversationCountTable;
+  conversation_name_trigrams: ConversationNameTrigramTable;
 }
 
 /**
@@ -227,6 +230,16 @@ export interface ConversationCountTable {
   status: ConversationTable['status'];
   platform: ConversationTable['platform'];
   count: number;
+}
+
+/**
+ * Per account and trigram of a contact's `name_search`, the number of conversations whose contact's
+ * name contains it, kept by triggers (migration 0008).
+ */
+export interface ConversationNameTrigramTable {
+  account_id: string;
+  trigram: string;
+  conversations: number;
 }
 
 /** Tables whose rows belong to one account. */

@@ -3,9 +3,10 @@ import { isOneOf, isPostgres } from '../db/dialect.js';
 import type { ConversationTable, Database } from '../db/schema.js';
 import { type SearchColumn, contactContains, foundBySearchTable } from './contact-search.js';
 import { executeNamed, prepared } from './prepared.js';
-import { type Executor, TenantScope } from './tenant.js';
+import { type Executor, TenantScope, likeContains } from './tenant.js';
 
-export type ConversationRow = Selectable<ConversationTable>;
+/** A conversation as the API writes and reads it (without the search copy of its contact's name, migration 0008). */
+export type ConversationRow = Omit<Selectable<ConversationTable>, 'contact_name_search'>;
 /** A conversation with the summary of its contact. */
 export type ConversationWithContact = ConversationRow & { contact_name: string | null; contact_phone: string };
 
@@ -202,6 +203,44 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
   return { contacts: Number(row?.contacts ?? 0), conversations, ids: list(row?.ids), selected: page ? selectedCount : undefined, walked: walkedIds };
 };
 
+/** A search `fragment` whose total `conversation_name_trigrams` keeps: three characters, the name alone (no digits). */
+const isTrigramSearch = (filter: ConversationFilter): filter is ConversationFilter & { search: string } =>
+  Boolean(filter.search && !filter.searchDigits && !filter.status && !filter.platform && [...filter.search].length === 3);
+
+/**
+ * A search for a three-character name fragment without a status or platform filter
+ * (isTrigramSearch), answered without reading its contacts (migration 0008): its exact total is
+ * the fragment's row in `conversation_name_trigrams`, and when walking is the cheaper way to the
+ * page (the rule of WALK_WHEN_ENTRIES_PER_MATCH_SQUARED, evaluated by the database as the walk's
+ * LIMIT, as in searchSummary) the page's ids come from walking `conversations_activity_idx` newest
+ * first, keeping the entries whose copy of the contact's name contains the fragment: the index
+ * alone, one statement. `walked` is undefined when sorting the matches is cheaper (a rare
+ * fragment): the caller then takes the way of any other search.
+ */
+const trigramSearch = async (scope: TenantScope, search: string, page: { limit: number; offset: number }) => {
+  const postgres = isPostgres(scope.db as never);
+  const total = sql<number>`coalesce((${scope.selectFrom('conversation_name_trigrams').select('conversation_name_trigrams.conversations').where('conversation_name_trigrams.trigram', '=', search)}), 0)`;
+  const selected = sql<number>`(${countersTotal(scope, {})})`;
+  const cheaper = postgres
+    ? sql`${page.offset + page.limit}::bigint * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`
+    : sql`${page.offset + page.limit} * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
+  const limited = postgres ? sql`case when ${cheaper} then ${page.limit}::bigint else 0 end` : sql`case when ${cheaper} then ${page.limit} else 0 end`;
+  const walk = scope
+    .selectFrom('conversations')
+    .select('conversations.id')
+    .where(sql<SqlBool>`${sql.ref('conversations.contact_name_search')} like ${likeContains(search)} escape '\\'`)
+    .orderBy('conversations.last_activity_at', 'desc')
+    .orderBy('conversations.id', 'desc')
+    .limit(limited as never)
+    .offset(page.offset);
+  const ids = postgres ? sql<string[] | string | null>`(select array_agg(w.id) from (${walk}) w)` : sql<string[] | string | null>`(select json_group_array(w.id) from (${walk}) w)`;
+  const [row] = await executeNamed(scope.db, scope.db.selectNoFrom([total.as('total'), selected.as('selected'), ids.as('walked')]));
+  const conversations = Number(row?.total ?? 0);
+  const walks = (page.offset + page.limit) * Number(row?.selected ?? 0) <= WALK_WHEN_ENTRIES_PER_MATCH_SQUARED * conversations * conversations;
+  const walked = typeof row?.walked === 'string' ? (JSON.parse(row.walked) as string[]) : (row?.walked ?? []);
+  return { total: conversations, walked: walks ? walked : undefined };
+};
+
 /** Conversations by id, with their contacts, latest activity first (a page whose ids are known). */
 const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<ConversationWithContact[]> => {
   if (ids.length === 0) return [];
@@ -254,6 +293,11 @@ export const conversationsRepository = {
       return { rows: await rows({ by: 'walk' }, 'activity'), total };
     }
 
+    if (isTrigramSearch(filter)) {
+      const found = await trigramSearch(scope, filter.search, page);
+      if (found.total <= page.offset) return { rows: [], total: found.total };
+      if (found.walked) return { rows: await rowsWithIds(scope, found.walked), total: found.total };
+    }
     const search = { ...filter, search: filter.search };
     // Without a status or platform filter the contacts' own counts are the exact total.
     const narrowed = Boolean(filter.status || filter.platform);

@@ -24,7 +24,8 @@ describeEachDialect('list queries', (server) => {
 
   /**
    * 720 "Qxvern" contacts (a common match), 3 "Wzkolan" contacts (a rare one), 120 "Vemdal"
-   * contacts of which only every tenth has a conversation (many contacts, few matches), 150 others.
+   * contacts of which only every tenth has a conversation (many contacts, few matches), 150 others,
+   * 160 with and without LIKE's wildcards in their names.
    */
   async function seed() {
     if (seeded) return;
@@ -35,6 +36,11 @@ describeEachDialect('list queries', (server) => {
       ...Array.from({ length: 3 }, (_, i) => `Wzkolan ${i}`),
       ...Array.from({ length: 120 }, (_, i) => `Vemdal ${i}`),
       ...Array.from({ length: 150 }, (_, i) => `Other ${i}`),
+      // LIKE's wildcards in names, and names they would match if a search forgot to escape them.
+      ...Array.from({ length: 40 }, (_, i) => `Snake_case ${i}`),
+      ...Array.from({ length: 40 }, (_, i) => `Snake case ${i}`),
+      ...Array.from({ length: 40 }, (_, i) => `Half 50% ${i}`),
+      ...Array.from({ length: 40 }, (_, i) => `Half 50x ${i}`),
     ];
     names.forEach((name, i) => {
       const at = new Date(base + i * 1000).toISOString();
@@ -75,8 +81,19 @@ describeEachDialect('list queries', (server) => {
       { filter: {}, offsets: [0, 20, 860, 875, 2000] },
       { filter: { status: 'active' }, offsets: [0, 100, 290] },
       { filter: { platform: 'facebook', status: 'resolved' }, offsets: [0, 40, 96] },
-      // 720 contacts and as many matches: their own counts give the total, the page walks the activity order.
+      // Three characters, 720 matches: the total is the trigram's kept count, the page walks the
+      // activity order checking the conversations' copies of the names (migration 0008).
       { filter: { search: 'qxv' }, offsets: [0, 20, 500, 719, 720, 5000] },
+      { filter: { search: 'n 1' }, offsets: [0, 20, 100, 140] },
+      // `_` and `%` are characters, not LIKE's wildcards (which would match `e c` and `0x `).
+      { filter: { search: 'e_c' }, offsets: [0, 20] },
+      { filter: { search: '0% ' }, offsets: [0, 20] },
+      { filter: { search: 'snake_' }, offsets: [0, 20] },
+      // Three characters, 6 matches: sorting them is cheaper than the walk; the way of any search.
+      { filter: { search: 'lan' }, offsets: [0, 3, 6] },
+      // More than three characters, 720 contacts and as many matches: their own counts give the
+      // total, the page walks the activity order checking the contacts found.
+      { filter: { search: 'qxve' }, offsets: [0, 20, 500, 719, 720, 5000] },
       // Narrowed by a status: counted by probes, still walked.
       { filter: { search: 'qxv', status: 'archived' }, offsets: [0, 230] },
       // 120 contacts, 12 matches: sorting the matches reads less than walking would.

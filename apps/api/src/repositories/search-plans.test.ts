@@ -23,6 +23,7 @@ const SAMPLED_STATISTICS: [string, string, string][] = [
   ['conversations', 'conversations_platform_idx', '200000 1001 1001 1 1'],
   ['conversations', 'conversations_status_platform_idx', '200000 1001 1001 1001 1 1'],
   ['conversations', 'sqlite_autoindex_conversations_1', '200000 1001 1'],
+  ['conversation_name_trigrams', 'sqlite_autoindex_conversation_name_trigrams_1', '6654 6654 1'],
   ['contacts', 'contacts_created_idx', '50000 1001 1 1'],
   ['contacts', 'sqlite_autoindex_contacts_1', '50000 1001 1'],
 ];
@@ -102,5 +103,15 @@ describe('conversation search plans on SQLite', () => {
     expect(summary?.plan).not.toMatch(/conversations_contact_idx/);
     expect(page?.plan).toMatch(/SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/);
     expect(page?.plan).not.toMatch(/conversations_activity_idx/);
+  });
+
+  it('three characters: the total from the trigram counts and the page walked along the activity index, reading no contact, then the rows by primary key', async () => {
+    const plans = await plansOf('tin');
+    const [summary, page] = plans;
+    expect(plans).toHaveLength(2);
+    expect(summary?.plan).toMatch(/SEARCH conversation_name_trigrams USING (COVERING )?INDEX sqlite_autoindex_conversation_name_trigrams_1 \(account_id=\? AND trigram=\?\)/);
+    expect(summary?.plan).toMatch(/SEARCH conversations USING COVERING INDEX conversations_activity_idx \(account_id=\?\)/);
+    expect(summary?.plan).not.toMatch(/contacts/);
+    expect(page?.plan).toMatch(/SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/);
   });
 });
