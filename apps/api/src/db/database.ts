@@ -89,7 +89,7 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
   keepStatistics(sqlite);
   const cached = withStatementCache(sqlite);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
-  sqliteConnections.set(db, { sqlite, prepare: (text) => cached.prepare(text) as unknown as SQLite.Statement });
+  sqliteConnections.set(db, { sqlite, prepare: (text) => cached.prepare(text) as unknown as SQLite.Statement, dataVersion: sqlite.prepare('pragma data_version').pluck() });
   return {
     db,
     dialect: 'sqlite',
@@ -126,7 +126,19 @@ function runNamedStatements(client: pg.PoolClient): void {
 }
 
 /** The better-sqlite3 connection behind each SQLite Kysely instance (not its transactions). */
-const sqliteConnections = new WeakMap<object, { sqlite: SQLite.Database; prepare: (text: string) => SQLite.Statement }>();
+const sqliteConnections = new WeakMap<object, { sqlite: SQLite.Database; prepare: (text: string) => SQLite.Statement; dataVersion: SQLite.Statement }>();
+
+/**
+ * SQLite's `PRAGMA data_version` of the connection behind `db`: a number that changes whenever
+ * another connection (another process: the operator command) commits a change to the database,
+ * and never for this connection's own writes. Undefined on Postgres, and while a transaction is
+ * open on the connection (its snapshot says nothing about now).
+ */
+export function sqliteDataVersion(db: object): number | undefined {
+  const connection = sqliteConnections.get(db);
+  if (!connection || connection.sqlite.inTransaction) return undefined;
+  return connection.dataVersion.get() as number;
+}
 
 /**
  * Runs a read on SQLite at once, synchronously, when nothing else can be using the connection:

@@ -1,5 +1,6 @@
 import { ContactList, type EndpointDefinition, ErrorBody, type OperationId, endpoints, fillPath, operationIds } from '@convo/core';
 import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../db/database.js';
 import { accountsService } from '../services/accounts.js';
 import { type RequestOptions, type TestResponse, describeEachDialect, expectBody, expectError } from '../testing/harness.js';
 
@@ -228,6 +229,34 @@ describeEachDialect('authentication and permissions', (server) => {
       expectExactError(await server().request('GET', '/nope', { key: created.key }), 401, 'unauthorized');
       // Other keys of the account still work.
       expectBody(await server().request('GET', '/contacts'), 200, ContactList);
+    });
+
+    it('a key revoked through another connection (the operator command) fails on the very next request', async () => {
+      const { database, accountId } = server();
+      const created = await accountsService.createKey(database, { accountId, type: 'full_access' });
+      // Used a few times first, so the server has it in hand (principalCache, on SQLite).
+      for (let i = 0; i < 3; i++) expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
+      // Written as another process writes it: on its own connection, without this process's services.
+      const elsewhere = openDatabase(server().databaseUrl);
+      try {
+        await elsewhere.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', created.id).execute();
+      } finally {
+        await elsewhere.destroy();
+      }
+      expectExactError(await server().request('GET', '/contacts', { key: created.key }), 401, 'unauthorized');
+      expectBody(await server().request('GET', '/contacts'), 200, ContactList);
+    });
+
+    it('a key in use has its last use written down at most once a minute', async () => {
+      const { database, accountId } = server();
+      const created = await accountsService.createKey(database, { accountId, type: 'read_only' });
+      const lastUsed = async () => (await accountsService.listKeys(database, accountId)).find((k) => k.id === created.id)?.last_used_at;
+      expect(await lastUsed()).toBeNull();
+      expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
+      const first = await lastUsed();
+      expect(first).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+      expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
+      expect(await lastUsed()).toBe(first);
     });
 
     it('revoking a read-only key stops it too, and revoking twice is harmless', async () => {

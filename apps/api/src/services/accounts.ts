@@ -5,6 +5,7 @@ import { newId, now } from '../ids.js';
 import { type KeyType, generateKey, hashKey, redactKey } from '../keys.js';
 import { type AccountRow, type ApiKeyRow, accountsRepository, apiKeysRepository } from '../repositories/accounts.js';
 import type { CounterState } from '../repositories/rate-limits.js';
+import { type CachedPrincipal, principalCache } from './principal-cache.js';
 
 export type Plan = AccountTable['plan'];
 export const PLANS = ['free', 'starter', 'growth', 'business', 'enterprise'] as const satisfies readonly Plan[];
@@ -93,11 +94,12 @@ export const accountsService = {
     return (await apiKeysRepository.listByAccount(database.db, accountId)).map(toKeyRecord);
   },
 
-  /** Revokes a key; it stops working on the very next request (keys are not cached). */
+  /** Revokes a key; it stops working on the very next request (see principalCache). */
   async revokeKey(database: DatabaseHandle, keyId: string): Promise<KeyRecord> {
     const existing = await apiKeysRepository.findById(database.db, keyId);
     if (!existing) throw new Error(`No such key: ${keyId}`);
     if (existing.revoked_at === null) await apiKeysRepository.revoke(database.db, keyId, now());
+    principalCache.forgetAll();
     return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
   },
 
@@ -114,7 +116,15 @@ export const accountsService = {
 
   /** authenticate, from the key's hash (keyHashOf). */
   async authenticateHash(database: DatabaseHandle, keyHash: string): Promise<Principal> {
-    return principalOf(database, await apiKeysRepository.findActiveByHash(database.db, keyHash));
+    const cached = principalCache.lookup(database, keyHash);
+    const { found } = cached ?? {};
+    if (found) {
+      found.lastUsedAt = await touchWhenDue(database, found.principal.key.id, found.lastUsedAt);
+      return found.principal;
+    }
+    const caller = await principalOf(database, await apiKeysRepository.findActiveByHash(database.db, keyHash));
+    cached?.keep(caller);
+    return caller.principal;
   },
 
   /**
@@ -123,7 +133,7 @@ export const accountsService = {
    */
   async authenticateCounting(database: DatabaseHandle, keyHash: string, nowMs: number, windowMs: number, points = 1): Promise<{ principal: Principal; counted: CounterState }> {
     const row = await apiKeysRepository.findActiveByHashCounting(database.db, keyHash, nowMs, windowMs, points);
-    return { principal: await principalOf(database, row), counted: (row as { counted: CounterState }).counted };
+    return { principal: (await principalOf(database, row)).principal, counted: (row as { counted: CounterState }).counted };
   },
 };
 
@@ -138,13 +148,10 @@ function bearerKey(authorization: string | undefined): string {
 async function principalOf(
   database: DatabaseHandle,
   row: (ApiKeyRow & { account_name: string; account_plan: AccountRow['plan']; account_rate_limit_rpm: number | null }) | undefined,
-): Promise<Principal> {
+): Promise<CachedPrincipal> {
   if (!row) throw ApiError.unauthorized('Invalid API key');
-  const at = now();
-  if (row.last_used_at === null || Date.parse(at) - Date.parse(row.last_used_at) >= TOUCH_INTERVAL_MS) {
-    await apiKeysRepository.touch(database.db, row.id, at);
-  }
-  return {
+  const lastUsedAt = await touchWhenDue(database, row.id, row.last_used_at);
+  const principal: Principal = {
     account: {
       id: row.account_id,
       name: row.account_name,
@@ -153,4 +160,13 @@ async function principalOf(
     },
     key: { id: row.id, type: row.type },
   };
+  return { principal, lastUsedAt };
+}
+
+/** Writes down the key's use unless the last one written (`lastUsedAt`) is recent; the time now written down. */
+async function touchWhenDue(database: DatabaseHandle, keyId: string, lastUsedAt: string | null): Promise<string | null> {
+  const at = now();
+  if (lastUsedAt !== null && Date.parse(at) - Date.parse(lastUsedAt) < TOUCH_INTERVAL_MS) return lastUsedAt;
+  await apiKeysRepository.touch(database.db, keyId, at);
+  return at;
 }

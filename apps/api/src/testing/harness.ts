@@ -47,6 +47,8 @@ export interface TestServer {
   accountId: string;
   otherAccountId: string;
   database: DatabaseHandle;
+  /** The database's URL, for a second connection to it (another process's view). */
+  databaseUrl: string;
   settings: Settings;
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   /** Starts a background worker on this server's database (stopped by close()). */
@@ -97,6 +99,7 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', settings: 
   return {
     dialect,
     baseUrl,
+    databaseUrl: testDatabase.url,
     keys,
     accountId: a.id,
     otherAccountId: b.id,

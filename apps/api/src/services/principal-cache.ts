@@ -1,0 +1,80 @@
+import { type DatabaseHandle, sqliteDataVersion } from '../db/database.js';
+import type { Principal } from './accounts.js';
+
+/** What is kept of an active key: who calls with it, and when its use was last written down. */
+export interface CachedPrincipal {
+  principal: Principal;
+  lastUsedAt: string | null;
+}
+
+/** More keys than any deployment on one SQLite file uses: past it the cache starts over. */
+const MAX_KEYS = 10_000;
+
+interface Cache {
+  /** sqliteDataVersion when the entries were read. */
+  version: number;
+  /** `revisions` when the entries were read. */
+  revision: number;
+  byHash: Map<string, CachedPrincipal>;
+}
+
+const caches = new WeakMap<object, Cache>();
+/** Bumped by every change to keys or accounts made in this process (forgetAll). */
+let revisions = 0;
+
+/**
+ * The principals of active keys by key hash, on SQLite: every API request authenticates, and
+ * reading the key and its account was a third of the time of the cheapest request (a
+ * conversation by id, 18.4k against 14.0k requests per second; bench/README.md). A key still
+ * stops working on the very next request after it is revoked (SERVICE-SPEC: "Revocation takes
+ * effect immediately"):
+ * - a change made by another process (the operator's `convo-server keys revoke`) changes SQLite's
+ *   `data_version`, which each lookup checks (2 µs, no page read): the cache starts over;
+ * - a change made by this process goes through accountsService, which calls forgetAll.
+ * Unknown and revoked keys are never kept: they are read (and refused) every time. Postgres,
+ * which several server processes share, reads the key on every request, in the same statement
+ * that counts the request (rate limits).
+ */
+export const principalCache = {
+  /**
+   * The kept principal of this key hash, if any, and `keep` to store the one read from the
+   * database instead. `keep` stores nothing if the database or the cache changed since the lookup:
+   * a row read after another process revoked the key must not outlive that change. Undefined when
+   * nothing may be kept (Postgres; a transaction is open).
+   */
+  lookup(database: DatabaseHandle, keyHash: string): { found: CachedPrincipal | undefined; keep(entry: CachedPrincipal): void } | undefined {
+    const cache = currentCache(database);
+    if (!cache) return undefined;
+    const { version, revision } = cache;
+    return {
+      found: cache.byHash.get(keyHash),
+      keep(entry) {
+        if (cache.version !== version || cache.revision !== revision || revisions !== revision) return;
+        if (cache.byHash.size >= MAX_KEYS) cache.byHash.clear();
+        cache.byHash.set(keyHash, entry);
+      },
+    };
+  },
+
+  /** Forgets every kept principal (a key or an account changed in this process). */
+  forgetAll(): void {
+    revisions++;
+  },
+};
+
+/** The cache of this database as of now (emptied if the database changed meanwhile), or undefined when it cannot be used. */
+function currentCache(database: DatabaseHandle): Cache | undefined {
+  if (database.dialect !== 'sqlite') return undefined;
+  const version = sqliteDataVersion(database.db);
+  if (version === undefined) return undefined;
+  let cache = caches.get(database.db);
+  if (!cache) {
+    cache = { version, revision: revisions, byHash: new Map() };
+    caches.set(database.db, cache);
+  } else if (cache.version !== version || cache.revision !== revisions) {
+    cache.version = version;
+    cache.revision = revisions;
+    cache.byHash.clear();
+  }
+  return cache;
+}
