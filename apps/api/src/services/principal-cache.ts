@@ -19,13 +19,16 @@ interface Cache {
 }
 
 const caches = new WeakMap<object, Cache>();
-/** Bumped by every change to keys or accounts made in this process (forgetAll). */
+/**
+ * Bumped when this process revokes a key (forgetAll): the one change this process makes that can
+ * make a kept principal wrong (accounts are never updated; a new key is read when first used).
+ */
 let revisions = 0;
 
 /**
  * The principals of active keys by key hash, on SQLite: every API request authenticates, and
- * reading the key and its account was a third of the time of the cheapest request (a
- * conversation by id, 18.4k against 14.0k requests per second; bench/README.md). A key still
+ * reading the key and its account took 14 % of the server's CPU under `GET /conversations/:id`;
+ * kept, that route serves about 8 % more requests per second (bench/README.md). A key still
  * stops working on the very next request after it is revoked (SERVICE-SPEC: "Revocation takes
  * effect immediately"):
  * - a change made by another process (the operator's `convo-server keys revoke`) changes SQLite's
