@@ -126,7 +126,30 @@ const FEW_CONTACTS = 100;
  */
 const WALK_WHEN_ENTRIES_PER_MATCH_SQUARED = 14;
 
-const columns = ['contacts.name as contact_name', 'contacts.phone as contact_phone'] as const;
+/**
+ * What a conversation is read with: its columns but the search copy of its contact's name
+ * (migration 0008), and its contact's name and phone.
+ */
+const columns = [
+  'conversations.account_id',
+  'conversations.id',
+  'conversations.contact_id',
+  'conversations.platform',
+  'conversations.status',
+  'conversations.message_count',
+  'conversations.last_message_content',
+  'conversations.last_message_at',
+  'conversations.last_activity_at',
+  'conversations.event_sequence',
+  'conversations.created_at',
+  'conversations.updated_at',
+  'contacts.name as contact_name',
+  'contacts.phone as contact_phone',
+] as const;
+type ColumnOf<T> = T extends `conversations.${infer C}` ? C : never;
+// A column of ConversationRow missing above fails to compile here.
+const everyColumnRead: Record<Exclude<keyof ConversationRow, ColumnOf<(typeof columns)[number]>>, never> = {};
+void everyColumnRead;
 
 /** The exact number of conversations a filter selects, counted (a search). */
 const countMatching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) =>
@@ -251,7 +274,7 @@ const trigramSearch = async (
       scope.db
         .selectFrom(sql`(select ${total} as total, ${selected} as selected)`.as('t'))
         .leftJoinLateral(
-          () => withContactJoined(conversationsOfEach(scope, walk(sql.ref('t.total'), sql.ref('t.selected')).as('outer'), 'id')).selectAll('conversations').select(columns).as('r'),
+          () => withContactJoined(conversationsOfEach(scope, walk(sql.ref('t.total'), sql.ref('t.selected')).as('outer'), 'id')).select(columns).as('r'),
           (join) => join.onTrue(),
         )
         .select([sql<number>`t.total`.as('total'), sql<number>`t.selected`.as('selected')])
@@ -275,12 +298,12 @@ const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<
   if (ids.length === 0) return [];
   return (await executeNamed(
     scope.db,
-    withContactJoined(conversationsWith(scope, 'id', ids)).selectAll('conversations').select(columns).orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc'),
+    withContactJoined(conversationsWith(scope, 'id', ids)).select(columns).orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc'),
   )) as ConversationWithContact[];
 };
 
 const findByIdQuery = prepared((db: Executor, accountId: string, id: string) =>
-  withContact(new TenantScope(db, accountId)).selectAll('conversations').select(columns).where('conversations.id', '=', id),
+  withContact(new TenantScope(db, accountId)).select(columns).where('conversations.id', '=', id),
 );
 
 export const conversationsRepository = {
@@ -305,7 +328,6 @@ export const conversationsRepository = {
       return executeNamed(
         scope.db,
         withContactJoined(conversationsOfEach(scope, ids.as('outer'), 'id'))
-          .selectAll('conversations')
           .select(columns)
           .orderBy('conversations.last_activity_at', 'desc')
           .orderBy('conversations.id', 'desc'),
@@ -373,7 +395,6 @@ export const conversationsRepository = {
   /** The contact's conversations on a platform that are not archived, latest activity first. */
   findOpenForContact: (scope: TenantScope, contactId: string, platform?: ConversationRow['platform']) => {
     let query = withContact(scope)
-      .selectAll('conversations')
       .select(columns)
       .where('conversations.contact_id', '=', contactId)
       .where('conversations.status', '!=', 'archived');
