@@ -126,6 +126,23 @@ const FEW_CONTACTS = 100;
  */
 const WALK_WHEN_ENTRIES_PER_MATCH_SQUARED = 14;
 
+type Page = { limit: number; offset: number };
+
+/** The rule of WALK_WHEN_ENTRIES_PER_MATCH_SQUARED: walking to `page` is cheaper than sorting the `total` matches among `selected`. */
+const walkIsCheaper = (page: Page, selected: number, total: number) => (page.offset + page.limit) * selected <= WALK_WHEN_ENTRIES_PER_MATCH_SQUARED * total * total;
+
+/**
+ * The same rule evaluated by the database, as the walk's LIMIT: `page.limit` when walking is
+ * cheaper, else 0. A LIMIT of 0 ends the query before its first row on both databases, where a
+ * false condition in WHERE is still checked on every entry of the walk.
+ */
+const walkLimit = (postgres: boolean, page: Page, selected: Expression<number>, total: Expression<number>) => {
+  const cheaper = postgres
+    ? sql`${page.offset + page.limit}::bigint * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`
+    : sql`${page.offset + page.limit} * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
+  return postgres ? sql`case when ${cheaper} then ${page.limit}::bigint else 0 end` : sql`case when ${cheaper} then ${page.limit} else 0 end`;
+};
+
 /**
  * What a conversation is read with: its columns but the search copy of its contact's name
  * (migration 0008), and its contact's name and phone.
@@ -182,25 +199,18 @@ const countFromCounters = (scope: TenantScope, filter: ConversationFilter) =>
  * so the matching contacts are read once where a second statement found them again (for `tin`,
  * 0.4 ms on SQLite and 0.8 ms on Postgres). `walked` is then the page's ids.
  */
-const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { search: string }, page?: { limit: number; offset: number }) => {
+const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { search: string }, page?: Page) => {
   const postgres = isPostgres(scope.db as never);
   // Postgres aggregates into an array, SQLite into the JSON text of one.
   const idsOf = (column: string) => (postgres ? sql`array_agg(${sql.ref(column)})` : sql`json_group_array(${sql.ref(column)})`);
   // The conversations the search narrows, without it: the filter's counters (countFromCounters).
   const selected = sql<number>`(${countersTotal(scope, filter)})`;
-  const walked = (limit: number, offset: number) => {
-    const total = sql`(select coalesce(sum(conversation_count), 0) from matched)`;
+  const walked = (page: Page) => {
+    const total = sql<number>`(select coalesce(sum(conversation_count), 0) from matched)`;
     const reach = checkedAgainst(postgres, 'c.contact_id', sql`select id from matched`);
-    const cheaper = postgres
-      ? sql`${offset + limit}::bigint * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`
-      : sql`${offset + limit} * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
-    // The rule gates the LIMIT (0 when sorting is cheaper): a LIMIT of 0 ends the query before
-    // its first row on both databases, where a false condition in WHERE is still checked on every
-    // entry of the walk.
-    const limited = postgres ? sql`case when ${cheaper} then ${limit}::bigint else 0 end` : sql`case when ${cheaper} then ${limit} else 0 end`;
     return sql<string[] | string | null>`(select ${idsOf('w.id')} from (
       select c.id from conversations c where c.account_id = ${scope.accountId} and ${reach}
-      order by c.last_activity_at desc, c.id desc limit ${limited} offset ${offset}) w)`;
+      order by c.last_activity_at desc, c.id desc limit ${walkLimit(postgres, page, selected, total)} offset ${page.offset}) w)`;
   };
   const [row] = await executeNamed(
     scope.db,
@@ -214,13 +224,13 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
         eb.fn.countAll<number>().as('contacts'),
         eb.fn.sum<number>('matched.conversation_count').as('conversations'),
         sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then ${idsOf('matched.id')} end`.as('ids'),
-        ...(page ? [selected.as('selected'), walked(page.limit, page.offset).as('walked')] : []),
+        ...(page ? [selected.as('selected'), walked(page).as('walked')] : []),
       ]),
   );
   const list = (value: unknown) => (typeof value === 'string' ? (JSON.parse(value) as string[]) : ((value as string[] | null | undefined) ?? null));
   const conversations = Number(row?.conversations ?? 0);
   const selectedCount = Number((row as { selected?: unknown } | undefined)?.selected ?? 0);
-  const walkedIds = page && (page.offset + page.limit) * selectedCount <= WALK_WHEN_ENTRIES_PER_MATCH_SQUARED * conversations * conversations
+  const walkedIds = page && walkIsCheaper(page, selectedCount, conversations)
     ? (list((row as { walked?: unknown } | undefined)?.walked) ?? [])
     : undefined;
   return { contacts: Number(row?.contacts ?? 0), conversations, ids: list(row?.ids), selected: page ? selectedCount : undefined, walked: walkedIds };
@@ -245,26 +255,20 @@ const isTrigramSearch = (filter: ConversationFilter): filter is ConversationFilt
 const trigramSearch = async (
   scope: TenantScope,
   search: string,
-  page: { limit: number; offset: number },
+  page: Page,
 ): Promise<{ total: number; rows: ConversationWithContact[] | undefined }> => {
   const postgres = isPostgres(scope.db as never);
   const total = sql<number>`coalesce((${scope.selectFrom('conversation_name_trigrams').select('conversation_name_trigrams.conversations').where('conversation_name_trigrams.trigram', '=', search)}), 0)`;
   const selected = sql<number>`(${countersTotal(scope, {})})`;
-  const walk = (total: Expression<number>, selected: Expression<number>) => {
-    const cheaper = postgres
-      ? sql`${page.offset + page.limit}::bigint * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`
-      : sql`${page.offset + page.limit} * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
-    const limited = postgres ? sql`case when ${cheaper} then ${page.limit}::bigint else 0 end` : sql`case when ${cheaper} then ${page.limit} else 0 end`;
-    return scope
+  const walk = (total: Expression<number>, selected: Expression<number>) =>
+    scope
       .selectFrom('conversations')
       .select('conversations.id')
       .where(sql<SqlBool>`${sql.ref('conversations.contact_name_search')} like ${likeContains(search)} escape '\\'`)
       .orderBy('conversations.last_activity_at', 'desc')
       .orderBy('conversations.id', 'desc')
-      .limit(limited as never)
+      .limit(walkLimit(postgres, page, selected, total) as never)
       .offset(page.offset);
-  };
-  const walks = (count: number, selectedCount: number) => (page.offset + page.limit) * selectedCount <= WALK_WHEN_ENTRIES_PER_MATCH_SQUARED * count * count;
 
   if (postgres) {
     // One row per conversation of the page, each with the total; one row of nulls but the total
@@ -284,12 +288,12 @@ const trigramSearch = async (
     )) as (ConversationWithContact & { total: number; selected: number })[];
     const count = Number(found[0]?.total ?? 0);
     const rows = found.filter((row) => row.id !== null).map(({ total: _, selected: __, ...row }) => row as ConversationWithContact);
-    return { total: count, rows: walks(count, Number(found[0]?.selected ?? 0)) ? rows : undefined };
+    return { total: count, rows: walkIsCheaper(page, Number(found[0]?.selected ?? 0), count) ? rows : undefined };
   }
   const ids = sql<string | null>`(select json_group_array(w.id) from (${walk(total, selected)}) w)`;
   const [row] = await executeNamed(scope.db, scope.db.selectNoFrom([total.as('total'), selected.as('selected'), ids.as('walked')]));
   const count = Number(row?.total ?? 0);
-  if (!walks(count, Number(row?.selected ?? 0))) return { total: count, rows: undefined };
+  if (!walkIsCheaper(page, Number(row?.selected ?? 0), count)) return { total: count, rows: undefined };
   return { total: count, rows: await rowsWithIds(scope, JSON.parse(row?.walked ?? '[]') as string[]) };
 };
 
@@ -315,7 +319,7 @@ export const conversationsRepository = {
    * The page's ids come from the indexes first and only those 20 rows are joined to their
    * contacts (a deep offset skips index entries, not joined rows).
    */
-  async list(scope: TenantScope, filter: ConversationFilter, page: { limit: number; offset: number }) {
+  async list(scope: TenantScope, filter: ConversationFilter, page: Page) {
     const postgres = isPostgres(scope.db as never);
     const rows = (reach: Reach, order: 'activity' | 'sorted') => {
       const ids = matching(scope, filter, reach)
@@ -372,8 +376,7 @@ export const conversationsRepository = {
       summary.selected ?? countFromCounters(scope, filter),
     ]);
     if (total <= page.offset) return { rows: [], total };
-    const walk = (page.offset + page.limit) * selected <= WALK_WHEN_ENTRIES_PER_MATCH_SQUARED * total * total;
-    return { rows: await (walk ? rows({ by: 'walk' }, 'activity') : rows({ by: 'probe' }, 'sorted')), total };
+    return { rows: await (walkIsCheaper(page, selected, total) ? rows({ by: 'walk' }, 'activity') : rows({ by: 'probe' }, 'sorted')), total };
   },
 
   insert: (scope: TenantScope, row: Omit<ConversationRow, 'account_id'>) => scope.insert('conversations', row),
