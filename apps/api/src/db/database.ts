@@ -89,7 +89,7 @@ export function openDatabase(url: string | undefined): DatabaseHandle {
   keepStatistics(sqlite);
   const cached = withStatementCache(sqlite);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
-  sqliteConnections.set(db, { sqlite, prepare: (text) => cached.prepare(text) as unknown as SQLite.Statement, dataVersion: sqlite.prepare('pragma data_version').pluck() });
+  sqliteConnections.set(db, { sqlite, reads: new Map(), dataVersion: sqlite.prepare('pragma data_version').pluck() });
   return {
     db,
     dialect: 'sqlite',
@@ -126,7 +126,24 @@ function runNamedStatements(client: pg.PoolClient): void {
 }
 
 /** The better-sqlite3 connection behind each SQLite Kysely instance (not its transactions). */
-const sqliteConnections = new WeakMap<object, { sqlite: SQLite.Database; prepare: (text: string) => SQLite.Statement; dataVersion: SQLite.Statement }>();
+const sqliteConnections = new WeakMap<object, { sqlite: SQLite.Database; reads: Map<string, SqliteRead | null>; dataVersion: SQLite.Statement }>();
+
+/** A read prepared once (readNowOnSqlite): the statement in raw mode and the function that makes its rows. */
+interface SqliteRead {
+  statement: SQLite.Statement;
+  toRow: (values: unknown[]) => Record<string, unknown>;
+}
+
+/**
+ * A function that turns one raw row (an array of values) into an object with the statement's
+ * column names, all objects of one statement sharing one shape. better-sqlite3 makes each object
+ * row by looking every column name up in V8's string table, row by row: about a tenth of the
+ * time of a read by id, and more on a page of 20.
+ */
+function rowMaker(statement: SQLite.Statement): (values: unknown[]) => Record<string, unknown> {
+  const properties = statement.columns().map((column, i) => `${JSON.stringify(column.name)}: values[${i}]`);
+  return new Function('values', `return { ${properties.join(', ')} };`) as (values: unknown[]) => Record<string, unknown>;
+}
 
 /**
  * SQLite's `PRAGMA data_version` of the connection behind `db`: a number that changes whenever
@@ -151,9 +168,19 @@ export function sqliteDataVersion(db: object): number | undefined {
 export function readNowOnSqlite(db: object, text: string, parameters: readonly unknown[]): { rows: unknown[] } | undefined {
   const connection = sqliteConnections.get(db);
   if (!connection || connection.sqlite.inTransaction) return undefined;
-  const statement = connection.prepare(text);
-  if (!statement.reader) return undefined;
-  return { rows: statement.all(...(parameters as unknown[])) };
+  let read = connection.reads.get(text);
+  if (read === undefined) {
+    const statement = connection.sqlite.prepare(text);
+    // null: not a read (a write goes through Kysely).
+    read = statement.reader ? { statement: statement.raw(true), toRow: rowMaker(statement) } : null;
+    if (connection.reads.size >= STATEMENT_CACHE_SIZE) connection.reads.delete(connection.reads.keys().next().value as string);
+    connection.reads.set(text, read);
+  }
+  if (read === null) return undefined;
+  const values = read.statement.all(...(parameters as unknown[])) as unknown[][];
+  const rows = new Array<Record<string, unknown>>(values.length);
+  for (let i = 0; i < values.length; i++) rows[i] = read.toRow(values[i] as unknown[]);
+  return { rows };
 }
 
 /** Rows ANALYZE samples per index: statistics in milliseconds, whatever the table's size. */

@@ -16,11 +16,19 @@ export interface RateLimitState {
   resetAt: number;
 }
 
-export const rateLimitHeaders = (state: RateLimitState): Record<string, string> => ({
-  'X-RateLimit-Limit': String(state.limit),
-  'X-RateLimit-Remaining': String(state.remaining),
-  'X-RateLimit-Reset': String(state.resetAt),
-});
+/** Sets the rate-limit headers on a response (every authenticated request does, one call per header). */
+export function setRateLimitHeaders(target: { setHeader(name: string, value: string): void }, state: RateLimitState): void {
+  target.setHeader('X-RateLimit-Limit', String(state.limit));
+  target.setHeader('X-RateLimit-Remaining', String(state.remaining));
+  target.setHeader('X-RateLimit-Reset', String(state.resetAt));
+}
+
+/** The rate-limit headers as an object (an error's headers). */
+export const rateLimitHeaders = (state: RateLimitState): Record<string, string> => {
+  const headers: Record<string, string> = {};
+  setRateLimitHeaders({ setHeader: (name, value) => (headers[name] = value) }, state);
+  return headers;
+};
 
 export type RateLimitStoreKind = 'memory' | 'postgres' | 'redis';
 

@@ -130,18 +130,6 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   app.decorateRequest('exchange', null);
   app.decorateRequest('sentContentType', undefined);
-  // Hooks in callback style: an async hook costs a promise per request even when it has nothing to wait for.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('X-Request-Id', request.id);
-    // The first response to an Idempotency-Key is stored as sent, before the client sees it.
-    const onResponse = request.exchange?.onResponse;
-    if (!onResponse) return done(null, payload);
-    request.exchange!.onResponse = undefined;
-    onResponse(reply.statusCode, typeof payload === 'string' ? payload : '').then(
-      () => done(null, payload),
-      (error: Error) => done(error),
-    );
-  });
 
   app.setErrorHandler((error, request, reply) => {
     const apiError = apiErrorOf(error) ?? fromFrameworkError(error as { code?: string; statusCode?: number });
@@ -160,7 +148,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     ...(request.exchange ? { exchange: request.exchange } : {}),
   });
 
+  // Hooks in callback style: an async hook costs a promise per request even when it has nothing to wait for.
   app.addHook('onRequest', (request, reply, done) => {
+    // Every response carries it, errors included (the error handler keeps headers already set).
+    reply.header('x-request-id', request.id);
     if (!underV1(request.url)) return done();
     // Bodies are decoded, and their Content-Type judged, by the procedure after the key and
     // permission checks (RawBody). Fastify refuses a Content-Type it cannot parse (`json`, an empty
@@ -239,6 +230,8 @@ function registerOperation(
     url: `/v1${operation.path}`,
     schema: operation.response ? { response: { [operation.status]: operation.response } } : {},
     ...(operation.response && HOT_OPERATIONS.has(operationId) ? { serializerCompiler: hotSerializer(operation.response) } : {}),
+    // Only a POST can carry an Idempotency-Key: other routes run no onSend hook at all.
+    onSend: operation.method === 'POST' ? (request, reply, payload, done) => storeIdempotentResponse(request, reply, payload, done) : [],
     config: { operationId },
     handler: async (request, reply) => {
       const collected = request.body as { size: number; chunks: Buffer[] } | undefined;
@@ -266,6 +259,17 @@ function registerOperation(
       return operation.status === 204 ? reply.send() : result;
     },
   });
+}
+
+/** The first response to an Idempotency-Key is stored as sent, before the client sees it. */
+function storeIdempotentResponse(request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error?: Error | null, payload?: unknown) => void): void {
+  const onResponse = request.exchange?.onResponse;
+  if (!onResponse) return done(null, payload);
+  request.exchange!.onResponse = undefined;
+  onResponse(reply.statusCode, typeof payload === 'string' ? payload : '').then(
+    () => done(null, payload),
+    (error: Error) => done(error),
+  );
 }
 
 /** The route's serializer compiler: the one compiled serializer for its success status. */

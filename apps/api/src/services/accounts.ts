@@ -114,12 +114,21 @@ export const accountsService = {
   /** The hash by which a `Bearer <key>` header's key is stored; 401 for any other header. */
   keyHashOf: (authorization: string | undefined): string => hashKey(bearerKey(authorization)),
 
+  /**
+   * The caller of a key kept in memory whose use needs no writing down now (principalCache), at
+   * once, without a promise; undefined otherwise: then authenticateHash.
+   */
+  knownPrincipal(database: DatabaseHandle, keyHash: string): Principal | undefined {
+    const found = principalCache.lookup(database, keyHash)?.found;
+    return found && !touchIsDue(found.lastUsedMs, Date.now()) ? found.principal : undefined;
+  },
+
   /** authenticate, from the key's hash (keyHashOf). */
   async authenticateHash(database: DatabaseHandle, keyHash: string): Promise<Principal> {
     const cached = principalCache.lookup(database, keyHash);
     const { found } = cached ?? {};
     if (found) {
-      found.lastUsedAt = await touchWhenDue(database, found.principal.key.id, found.lastUsedAt);
+      found.lastUsedMs = await touchWhenDue(database, found.principal.key.id, found.lastUsedMs);
       return found.principal;
     }
     const caller = await principalOf(database, await apiKeysRepository.findActiveByHash(database.db, keyHash));
@@ -150,7 +159,7 @@ async function principalOf(
   row: (ApiKeyRow & { account_name: string; account_plan: AccountRow['plan']; account_rate_limit_rpm: number | null }) | undefined,
 ): Promise<CachedPrincipal> {
   if (!row) throw ApiError.unauthorized('Invalid API key');
-  const lastUsedAt = await touchWhenDue(database, row.id, row.last_used_at);
+  const lastUsedMs = await touchWhenDue(database, row.id, row.last_used_at === null ? null : Date.parse(row.last_used_at));
   const principal: Principal = {
     account: {
       id: row.account_id,
@@ -160,13 +169,16 @@ async function principalOf(
     },
     key: { id: row.id, type: row.type },
   };
-  return { principal, lastUsedAt };
+  return { principal, lastUsedMs };
 }
 
-/** Writes down the key's use unless the last one written (`lastUsedAt`) is recent; the time now written down. */
-async function touchWhenDue(database: DatabaseHandle, keyId: string, lastUsedAt: string | null): Promise<string | null> {
-  const at = now();
-  if (lastUsedAt !== null && Date.parse(at) - Date.parse(lastUsedAt) < TOUCH_INTERVAL_MS) return lastUsedAt;
-  await apiKeysRepository.touch(database.db, keyId, at);
-  return at;
+/** Whether a key last written down as used at `lastUsedMs` must be written down again at `nowMs`. */
+const touchIsDue = (lastUsedMs: number | null, nowMs: number): boolean => lastUsedMs === null || !(nowMs - lastUsedMs < TOUCH_INTERVAL_MS);
+
+/** Writes down the key's use unless the last one written (`lastUsedMs`) is recent; when it was last written down. */
+async function touchWhenDue(database: DatabaseHandle, keyId: string, lastUsedMs: number | null): Promise<number | null> {
+  const nowMs = Date.now();
+  if (!touchIsDue(lastUsedMs, nowMs)) return lastUsedMs;
+  await apiKeysRepository.touch(database.db, keyId, new Date(nowMs).toISOString());
+  return nowMs;
 }

@@ -4,7 +4,8 @@ import type { Principal } from './accounts.js';
 /** What is kept of an active key: who calls with it, and when its use was last written down. */
 export interface CachedPrincipal {
   principal: Principal;
-  lastUsedAt: string | null;
+  /** When the key's use was last written down (ms since the epoch), or null if never. */
+  lastUsedMs: number | null;
 }
 
 /** More keys than any deployment on one SQLite file uses: past it the cache starts over. */

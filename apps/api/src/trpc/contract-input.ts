@@ -59,6 +59,17 @@ function nulIssues(value: unknown, path: string[] = []): ValidationIssue[] {
   return [];
 }
 
+/** Whether any string in a value, or any key, holds U+0000 (nulIssues names them; this only looks, allocating nothing). */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (!value || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.some(holdsNul);
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && (key.includes('\u0000') || holdsNul((value as Record<string, unknown>)[key]))) return true;
+  }
+  return false;
+}
+
 /** Operations without query parameters still reject unknown ones (CONTRACT: 400 `unknown`). */
 const NO_QUERY = z.strictObject({});
 
@@ -86,7 +97,7 @@ export function contractInput<K extends OperationId>(operation: EndpointDefiniti
     part('params', operation.params, input.params ?? {});
     part('query', operation.query ?? NO_QUERY, query);
     part('body', operation.body, body === undefined ? {} : body);
-    issues.push(...nulIssues(input.params), ...nulIssues(query), ...nulIssues(body));
+    if (holdsNul(input.params) || holdsNul(query) || holdsNul(body)) issues.push(...nulIssues(input.params), ...nulIssues(query), ...nulIssues(body));
     if (issues.length) throw ApiError.validation(issues);
     return out as OperationParsedInput<K>;
   };

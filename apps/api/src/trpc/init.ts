@@ -2,7 +2,7 @@ import type { HttpMethod, OperationId, Permission } from '@convo/core';
 import { TRPCError, initTRPC } from '@trpc/server';
 import type { DatabaseHandle } from '../db/database.js';
 import type { RateLimits } from '../edge/rate-limits.js';
-import { type RateLimitState, WINDOW_MS, rateLimitHeaders } from '../edge/rate-limits.js';
+import { type RateLimitState, WINDOW_MS, setRateLimitHeaders } from '../edge/rate-limits.js';
 import { IdempotentReplay, idempotency } from '../edge/idempotency.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import type { Settings } from '../settings.js';
@@ -97,7 +97,8 @@ export async function admitRequest(ctx: RequestContext): Promise<Principal> {
         state = ctx.rateLimits.admitCounted(principal.account.id, principal.account.rateLimit, admitted.counted, points, nowMs);
       }
     } else {
-      principal = await accountsService.authenticate(ctx.database, ctx.authorization);
+      const keyHash = accountsService.keyHashOf(ctx.authorization);
+      principal = accountsService.knownPrincipal(ctx.database, keyHash) ?? (await accountsService.authenticateHash(ctx.database, keyHash));
     }
   } catch (error) {
     if (error instanceof ApiError && error.code === 'unauthorized') await ctx.rateLimits.authenticationFailed(ctx.ip);
@@ -105,7 +106,7 @@ export async function admitRequest(ctx: RequestContext): Promise<Principal> {
   }
   if (ctx.exchange) ctx.exchange.accountId = principal.account.id;
   state ??= await ctx.rateLimits.consume(principal.account.id, principal.account.rateLimit);
-  for (const [name, value] of Object.entries(rateLimitHeaders(state))) ctx.exchange?.setHeader(name, value);
+  if (ctx.exchange) setRateLimitHeaders(ctx.exchange, state);
   return principal;
 }
 
@@ -132,10 +133,9 @@ const IDEMPOTENCY_HEADER = 'Idempotency-Key';
  * A POST with an Idempotency-Key runs once per key and body: a repeat gets the stored response
  * (IdempotentReplay), a repeat with another body is 400, a repeat during the first waits for it.
  */
-async function claimIdempotencyKey(ctx: RequestContext, accountId: string, method: HttpMethod | undefined): Promise<void> {
-  const exchange = ctx.exchange;
-  const key = exchange?.idempotencyKey;
-  if (!exchange || key === undefined || method !== 'POST') return;
+async function claimIdempotencyKey(ctx: RequestContext, accountId: string, exchange: HttpExchange): Promise<void> {
+  const key = exchange.idempotencyKey;
+  if (key === undefined) return;
   if (key.length === 0) throw ApiError.badRequest(IDEMPOTENCY_HEADER, 'min_length', 'Idempotency-Key must not be empty');
   if (key.length > 255) throw ApiError.badRequest(IDEMPOTENCY_HEADER, 'max_length', 'Idempotency-Key must have at most 255 characters');
   const start = await idempotency.start(ctx.database, accountId, key, exchange.requestHash);
@@ -162,7 +162,7 @@ const admitted = t.middleware(async ({ ctx, meta, getRawInput, next }) => {
   if (!meta) throw new Error('Every operation procedure has its meta');
   const principal = await admitRequest(ctx);
   authorize(principal, meta.permission);
-  await claimIdempotencyKey(ctx, principal.account.id, meta.method);
+  if (meta.method === 'POST' && ctx.exchange?.idempotencyKey !== undefined) await claimIdempotencyKey(ctx, principal.account.id, ctx.exchange);
   let input: unknown;
   try {
     input = meta.parseInput(await getRawInput());
