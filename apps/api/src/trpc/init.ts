@@ -169,7 +169,13 @@ const admitted = t.middleware(async ({ ctx, meta, getRawInput, next }) => {
   } catch (cause) {
     throw new TRPCError({ code: 'BAD_REQUEST', cause });
   }
-  return next({ ctx: { principal, service: { database: ctx.database, accountId: principal.account.id, settings: ctx.settings } }, input });
+  // The request's own context is completed in place rather than passed to next({ ctx }), which
+  // copies every key of both objects into a new one (a tenth of a read by id's CPU time went to
+  // tRPC's copies). Each call gets its own context object (contextOf, createContext).
+  const authed = ctx as AuthedContext;
+  authed.principal = principal;
+  authed.service = { database: ctx.database, accountId: principal.account.id, settings: ctx.settings };
+  return next({ input });
 });
 
 /** Every operation: the checks above, then the handler (404 and the rest). */
