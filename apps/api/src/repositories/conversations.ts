@@ -1,9 +1,9 @@
 import { type AliasedExpression, type Expression, type SelectQueryBuilder, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
-import { isOneOf, isPostgres } from '../db/dialect.js';
+import { isOneOf, isPostgres, planAlike } from '../db/dialect.js';
 import type { ConversationTable, Database } from '../db/schema.js';
-import { type SearchColumn, contactContains, foundBySearchTable } from './contact-search.js';
+import { type SearchColumn, contactContains, containsFragment, foundBySearchTable, searchPlannedPerValue } from './contact-search.js';
 import { executeNamed, prepared } from './prepared.js';
-import { type Executor, TenantScope, likeContains } from './tenant.js';
+import { type Executor, TenantScope } from './tenant.js';
 
 /** A conversation as the API writes and reads it (without the search copy of its contact's name, migration 0008). */
 export type ConversationRow = Omit<Selectable<ConversationTable>, 'contact_name_search'>;
@@ -109,6 +109,10 @@ const matching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) 
   return query;
 };
 
+/** Whether a statement of `matching(filter, reach)` must be planned for its values (searchPlannedPerValue). */
+const plannedPerValue = (scope: TenantScope, filter: ConversationFilter, reach: Reach) =>
+  Boolean(filter.search) && reach.by !== 'given' && searchPlannedPerValue(scope.db as never, contactSearches({ ...filter, search: filter.search as string }));
+
 /**
  * A search first reads the contacts it matches (searchSummary), and their ids when they are no
  * more than this many (a phone number, a rare name): the page (and a narrowed count) then take
@@ -170,7 +174,9 @@ void everyColumnRead;
 
 /** The exact number of conversations a filter selects, counted (a search). */
 const countMatching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) =>
-  executeNamed(scope.db, matching(scope, filter, reach).select((eb) => eb.fn.countAll<number>().as('total'))).then((rows) => Number(rows[0]?.total ?? 0));
+  executeNamed(scope.db, matching(scope, filter, reach).select((eb) => eb.fn.countAll<number>().as('total')), { planPerValue: plannedPerValue(scope, filter, reach) }).then((rows) =>
+    Number(rows[0]?.total ?? 0),
+  );
 
 /**
  * The exact number of conversations of a status and/or platform filter, from the counts the
@@ -210,7 +216,7 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
     const reach = checkedAgainst(postgres, 'c.contact_id', sql`select id from matched`);
     return sql<string[] | string | null>`(select ${idsOf('w.id')} from (
       select c.id from conversations c where c.account_id = ${scope.accountId} and ${reach}
-      order by c.last_activity_at desc, c.id desc limit ${walkLimit(postgres, page, selected, total)} offset ${page.offset}) w)`;
+      order by c.last_activity_at desc, c.id desc limit ${walkLimit(postgres, page, selected, total)} offset ${planAlike(scope.db as never, page.offset, 'bigint')}) w)`;
   };
   const [row] = await executeNamed(
     scope.db,
@@ -226,6 +232,7 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
         sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then ${idsOf('matched.id')} end`.as('ids'),
         ...(page ? [selected.as('selected'), walked(page).as('walked')] : []),
       ]),
+    { planPerValue: searchPlannedPerValue(scope.db as never, contactSearches(filter)) },
   );
   const list = (value: unknown) => (typeof value === 'string' ? (JSON.parse(value) as string[]) : ((value as string[] | null | undefined) ?? null));
   const conversations = Number(row?.conversations ?? 0);
@@ -264,11 +271,11 @@ const trigramSearch = async (
     scope
       .selectFrom('conversations')
       .select('conversations.id')
-      .where(sql<SqlBool>`${sql.ref('conversations.contact_name_search')} like ${likeContains(search)} escape '\\'`)
+      .where(() => containsFragment(scope.db as never, 'conversations.contact_name_search', search))
       .orderBy('conversations.last_activity_at', 'desc')
       .orderBy('conversations.id', 'desc')
       .limit(walkLimit(postgres, page, selected, total) as never)
-      .offset(page.offset);
+      .offset(planAlike(scope.db as never, page.offset, 'bigint'));
 
   if (postgres) {
     // One row per conversation of the page, each with the total; one row of nulls but the total
@@ -335,6 +342,7 @@ export const conversationsRepository = {
           .select(columns)
           .orderBy('conversations.last_activity_at', 'desc')
           .orderBy('conversations.id', 'desc'),
+        { planPerValue: plannedPerValue(scope, filter, reach) },
       ) as Promise<ConversationWithContact[]>;
     };
 

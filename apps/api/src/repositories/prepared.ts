@@ -66,9 +66,11 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
  * against 0.7 ms for a page of conversations). Only for call sites with a bounded number of
  * shapes: every distinct SQL text stays prepared on each connection. Elsewhere it is `execute()`.
  */
-export async function executeNamed<Row>(db: Executor, query: Compilable<Row>): Promise<Row[]> {
+export async function executeNamed<Row>(db: Executor, query: Compilable<Row>, options: { planPerValue?: boolean } = {}): Promise<Row[]> {
   const compiled = query.compile();
-  if (isPostgres(db)) prepareOnPostgres(compiled.sql);
+  // planPerValue: a statement whose best plan depends on its values (searchPlannedPerValue) is
+  // sent unnamed, so Postgres plans it for them every time instead of settling on a generic plan.
+  if (isPostgres(db) && !options.planPerValue) prepareOnPostgres(compiled.sql);
   const now = readNowOnSqlite(db, compiled.sql, compiled.parameters);
   if (now) return now.rows as Row[];
   return (await db.executeQuery(compiled)).rows;
