@@ -1,9 +1,9 @@
 import { type AliasedExpression, type Expression, type SelectQueryBuilder, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { isOneOf, isPostgres, planAlike } from '../db/dialect.js';
 import type { ConversationTable, Database } from '../db/schema.js';
-import { type SearchColumn, contactContains, containsFragment, foundBySearchTable, searchPlannedPerValue } from './contact-search.js';
+import { type SearchColumn, contactContains, foundBySearchTable, likePattern, searchPlannedPerValue } from './contact-search.js';
 import { executeNamed, prepared } from './prepared.js';
-import { type Executor, TenantScope } from './tenant.js';
+import { type Executor, TenantScope, likeContains } from './tenant.js';
 
 /** A conversation as the API writes and reads it (without the search copy of its contact's name, migration 0008). */
 export type ConversationRow = Omit<Selectable<ConversationTable>, 'contact_name_search'>;
@@ -140,12 +140,15 @@ const walkIsCheaper = (page: Page, selected: number, total: number) => (page.off
  * cheaper, else 0. A LIMIT of 0 ends the query before its first row on both databases, where a
  * false condition in WHERE is still checked on every entry of the walk.
  */
-const walkLimit = (postgres: boolean, page: Page, selected: Expression<number>, total: Expression<number>) => {
+const walkLimit = (postgres: boolean, page: { reach: number; limit: number }, selected: Expression<number>, total: Expression<number>) => {
   const cheaper = postgres
-    ? sql`${page.offset + page.limit}::bigint * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`
-    : sql`${page.offset + page.limit} * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
+    ? sql`${page.reach}::bigint * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`
+    : sql`${page.reach} * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
   return postgres ? sql`case when ${cheaper} then ${page.limit}::bigint else 0 end` : sql`case when ${cheaper} then ${page.limit} else 0 end`;
 };
+
+/** The offset and limit of a page as walkLimit takes them. */
+const reachOf = (page: Page) => ({ reach: page.offset + page.limit, limit: page.limit });
 
 /**
  * What a conversation is read with: its columns but the search copy of its contact's name
@@ -216,7 +219,7 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
     const reach = checkedAgainst(postgres, 'c.contact_id', sql`select id from matched`);
     return sql<string[] | string | null>`(select ${idsOf('w.id')} from (
       select c.id from conversations c where c.account_id = ${scope.accountId} and ${reach}
-      order by c.last_activity_at desc, c.id desc limit ${walkLimit(postgres, page, selected, total)} offset ${planAlike(scope.db as never, page.offset, 'bigint')}) w)`;
+      order by c.last_activity_at desc, c.id desc limit ${walkLimit(postgres, reachOf(page), selected, total)} offset ${planAlike(scope.db as never, page.offset, 'bigint')}) w)`;
   };
   const [row] = await executeNamed(
     scope.db,
@@ -264,45 +267,50 @@ const trigramSearch = async (
   search: string,
   page: Page,
 ): Promise<{ total: number; rows: ConversationWithContact[] | undefined }> => {
-  const postgres = isPostgres(scope.db as never);
-  const total = sql<number>`coalesce((${scope.selectFrom('conversation_name_trigrams').select('conversation_name_trigrams.conversations').where('conversation_name_trigrams.trigram', '=', search)}), 0)`;
+  const { rows } = await trigramSearchQuery(scope.db, scope.accountId, search, likeContains(search), page.offset + page.limit, page.limit, page.offset);
+  const found = rows as (ConversationWithContact & { total: number; selected: number; walked?: string | null })[];
+  const count = Number(found[0]?.total ?? 0);
+  const walks = walkIsCheaper(page, Number(found[0]?.selected ?? 0), count);
+  if (!isPostgres(scope.db as never)) return { total: count, rows: walks ? await rowsWithIds(scope, JSON.parse(found[0]?.walked ?? '[]') as string[]) : undefined };
+  const pageRows = found.filter((row) => row.id !== null).map(({ total: _, selected: __, ...row }) => row as ConversationWithContact);
+  return { total: count, rows: walks ? pageRows : undefined };
+};
+
+/**
+ * trigramSearch's statement, built and compiled once (prepared): Postgres' one row per
+ * conversation of the page, each with the total (one row of nulls but the total when the page is
+ * empty or not walked); SQLite's one row of the total and the page's ids as a JSON list.
+ */
+const trigramSearchQuery = prepared((db: Executor, accountId: string, trigram: string, pattern: string, reach: number, limit: number, offset: number) => {
+  const scope = new TenantScope(db, accountId);
+  const postgres = isPostgres(db as never);
+  const total = sql<number>`coalesce((${scope.selectFrom('conversation_name_trigrams').select('conversation_name_trigrams.conversations').where('conversation_name_trigrams.trigram', '=', trigram)}), 0)`;
   const selected = sql<number>`(${countersTotal(scope, {})})`;
   const walk = (total: Expression<number>, selected: Expression<number>) =>
     scope
       .selectFrom('conversations')
       .select('conversations.id')
-      .where(() => containsFragment(scope.db as never, 'conversations.contact_name_search', search))
+      // Three characters: every one has the same plan (containsFragment).
+      .where(() => likePattern(db as never, 'conversations.contact_name_search', pattern, true))
       .orderBy('conversations.last_activity_at', 'desc')
       .orderBy('conversations.id', 'desc')
-      .limit(walkLimit(postgres, page, selected, total) as never)
-      .offset(planAlike(scope.db as never, page.offset, 'bigint'));
-
+      .limit(walkLimit(postgres, { reach, limit }, selected, total) as never)
+      .offset(planAlike(db as never, offset, 'bigint'));
   if (postgres) {
-    // One row per conversation of the page, each with the total; one row of nulls but the total
-    // when the page is empty or not walked.
-    const found = (await executeNamed(
-      scope.db,
-      scope.db
-        .selectFrom(sql`(select ${total} as total, ${selected} as selected)`.as('t'))
-        .leftJoinLateral(
-          () => withContactJoined(conversationsOfEach(scope, walk(sql.ref('t.total'), sql.ref('t.selected')).as('outer'), 'id')).select(columns).as('r'),
-          (join) => join.onTrue(),
-        )
-        .select([sql<number>`t.total`.as('total'), sql<number>`t.selected`.as('selected')])
-        .selectAll('r' as never)
-        .orderBy(sql`r.last_activity_at`, 'desc')
-        .orderBy(sql`r.id`, 'desc'),
-    )) as (ConversationWithContact & { total: number; selected: number })[];
-    const count = Number(found[0]?.total ?? 0);
-    const rows = found.filter((row) => row.id !== null).map(({ total: _, selected: __, ...row }) => row as ConversationWithContact);
-    return { total: count, rows: walkIsCheaper(page, Number(found[0]?.selected ?? 0), count) ? rows : undefined };
+    return db
+      .selectFrom(sql`(select ${total} as total, ${selected} as selected)`.as('t'))
+      .leftJoinLateral(
+        () => withContactJoined(conversationsOfEach(scope, walk(sql.ref('t.total'), sql.ref('t.selected')).as('outer'), 'id')).select(columns).as('r'),
+        (join) => join.onTrue(),
+      )
+      .select([sql<number>`t.total`.as('total'), sql<number>`t.selected`.as('selected')])
+      .selectAll('r' as never)
+      .orderBy(sql`r.last_activity_at`, 'desc')
+      .orderBy(sql`r.id`, 'desc');
   }
   const ids = sql<string | null>`(select json_group_array(w.id) from (${walk(total, selected)}) w)`;
-  const [row] = await executeNamed(scope.db, scope.db.selectNoFrom([total.as('total'), selected.as('selected'), ids.as('walked')]));
-  const count = Number(row?.total ?? 0);
-  if (!walkIsCheaper(page, Number(row?.selected ?? 0), count)) return { total: count, rows: undefined };
-  return { total: count, rows: await rowsWithIds(scope, JSON.parse(row?.walked ?? '[]') as string[]) };
-};
+  return db.selectNoFrom([total.as('total'), selected.as('selected'), ids.as('walked')]);
+});
 
 /** Conversations by id, with their contacts, latest activity first (a page whose ids are known). */
 const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<ConversationWithContact[]> => {
