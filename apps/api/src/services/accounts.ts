@@ -119,7 +119,7 @@ export const accountsService = {
    * once, without a promise; undefined otherwise: then authenticateHash.
    */
   knownPrincipal(database: DatabaseHandle, keyHash: string): Principal | undefined {
-    const found = principalCache.lookup(database, keyHash)?.found;
+    const found = principalCache.find(database, keyHash);
     return found && !touchIsDue(found.lastUsedMs, Date.now()) ? found.principal : undefined;
   },
 

@@ -60,6 +60,11 @@ export const principalCache = {
     };
   },
 
+  /** The kept principal of this key hash, if any (lookup without the means to keep one). */
+  find(database: DatabaseHandle, keyHash: string): CachedPrincipal | undefined {
+    return currentCache(database)?.byHash.get(keyHash);
+  },
+
   /** Forgets every kept principal (a key or an account changed in this process). */
   forgetAll(): void {
     revisions++;
