@@ -37,7 +37,7 @@ export interface BenchOptions {
   duration: number;
   runs: number;
   connections: number;
-  /** Seconds of warm-up per scenario and server. */
+  /** Seconds of warm-up before each measured run (not measured). */
   warmup: number;
   /** Only these scenarios (names), all when empty. */
   scenarios: string[];
@@ -60,7 +60,7 @@ const HELP = `Usage: pnpm bench [-- options]
   --duration S                seconds per measured run (default 10)
   --runs N                    measured runs per scenario, the median is reported (default 3)
   --connections N             concurrent connections (default 32)
-  --warmup S                  warm-up seconds per scenario and server (default 3)
+  --warmup S                  warm-up seconds before each measured run (default 3)
   --scenario a,b              only these scenarios (see bench/README.md)
   --regenerate                rebuild the cached data set
   --keep                      keep the per-run database copies

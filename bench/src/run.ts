@@ -1,8 +1,8 @@
 /**
  * The benchmark: for each database, the cached (or new) data set, a copy for the real server and
  * an index-less copy for the reference server, both servers as child processes, a check that they
- * answer the same, then each scenario with autocannon (its own process): a warm-up, then
- * `--runs` measured runs of `--duration` seconds at `--connections`, alternating real and
+ * answer the same, then each scenario with autocannon (its own process): `--runs` measured runs
+ * of `--duration` seconds at `--connections`, each after its own warm-up, alternating real and
  * reference so that a noisy machine hits both alike. Reports medians, the ratio to the
  * reference and the targets, in bench/results/ as JSON and Markdown.
  *
@@ -427,13 +427,16 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
     const results: ScenarioResult[] = [];
     for (const scenario of scenarios) {
       log(`${dialect} ${scenario.name}: ${scenario.title}`);
-      for (const server of [real, reference]) {
-        if (options.warmup > 0) await runLoad(server, scenario, dataset.key, options, options.warmup, logDir);
-        await waitIdle(server);
-      }
       const runs: Record<ServerProcess['role'], RunResult[]> = { real: [], reference: [] };
       for (let i = 0; i < options.runs; i++) {
         for (const server of [real, reference]) {
+          // Every measured run has its own warm-up, right before it: the other server's run in
+          // between evicts this one's pages from the page cache (the reference reads whole tables)
+          // and its JIT-compiled code goes cold; a run must measure the server, not its recovery.
+          if (options.warmup > 0) {
+            await runLoad(server, scenario, dataset.key, options, options.warmup, logDir);
+            await waitIdle(server);
+          }
           const result = await runLoad(server, scenario, dataset.key, options, options.duration, logDir);
           runs[server.role].push(result);
           log(
@@ -506,7 +509,7 @@ export function renderMarkdown(result: DatabaseResult): string {
     '',
     `Code: commit ${result.code.commit}${result.code.uncommitted.length ? ` with uncommitted changes to ${result.code.uncommitted.join(', ')}` : ''}; api build ${result.code.build.sha256} of ${result.code.build.builtAt}.`,
     '',
-    `${result.startedAt} → ${result.finishedAt}. ${options.connections} connections, ${options.duration} s per run, median of ${options.runs} runs after a ${options.warmup} s warm-up, real and reference runs alternating.`,
+    `${result.startedAt} → ${result.finishedAt}. ${options.connections} connections, ${options.duration} s per run, median of ${options.runs} runs, each after its own ${options.warmup} s warm-up, real and reference runs alternating.`,
     '',
     `Data (seed ${dataset.seed}): ${fmt(c.contacts)} contacts (${fmt(c.vipContacts)} vip), ${fmt(c.conversations)} conversations ` +
       `(${Object.entries(c.byStatus).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}; ${Object.entries(c.byPlatform).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}), ` +
