@@ -67,6 +67,8 @@ class RequestLog extends LogController {
   }
 }
 
+/** The body of a request that has none (never written to). */
+const NO_BYTES = Buffer.alloc(0);
 /** Past this many bytes a request is cut off instead of drained (the 400 names MAX_BODY_BYTES). */
 const HARD_BODY_LIMIT = 16 * MAX_BODY_BYTES;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -235,7 +237,7 @@ function registerOperation(
     config: { operationId },
     handler: async (request, reply) => {
       const collected = request.body as { size: number; chunks: Buffer[] } | undefined;
-      const bytes = collected ? Buffer.concat(collected.chunks) : Buffer.alloc(0);
+      const bytes = collected ? Buffer.concat(collected.chunks) : NO_BYTES;
       const body = collected ? new RawBody(request.sentContentType, bytes, collected.size > MAX_BODY_BYTES) : undefined;
       const exchange = request.exchange;
       // Only a POST with an Idempotency-Key is compared with an earlier request.
