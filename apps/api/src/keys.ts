@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto';
 import { createHash, randomBytes } from 'node:crypto';
 
 export type KeyType = 'full_access' | 'read_only' | 'webhook';
@@ -18,8 +19,15 @@ export function generateKey(type: KeyType): string {
   return `${KEY_PREFIXES[type]}${body}`;
 }
 
+/**
+ * One-shot SHA-256 (`crypto.hash`, Node 20.12 and 21.7 on): about a third of the time of a Hash
+ * object's create, update and digest, and every API request hashes its key. Typed loosely: the
+ * @types/node this project pins for Node 20 may predate it.
+ */
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+
 /** Keys are high-entropy, so a fast hash is enough: only the hash is stored. */
-export const hashKey = (key: string): string => createHash('sha256').update(key, 'utf8').digest('hex');
+export const hashKey = (key: string): string => (oneShotHash ? oneShotHash('sha256', key, 'hex') : createHash('sha256').update(key, 'utf8').digest('hex'));
 
 /** Enough of the key to recognise it in a list, never enough to use it. */
 export const redactKey = (key: string): string => {

@@ -161,13 +161,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     request.sentContentType = request.headers['content-type'];
     if (request.sentContentType !== undefined) request.raw.headers['content-type'] = 'application/octet-stream';
     const key = request.headers['idempotency-key'];
-    request.exchange = {
-      setHeader: (name, value) => {
-        reply.header(name, value);
-      },
-      idempotencyKey: typeof key === 'string' ? key : undefined,
-      requestHash: '',
-    };
+    request.exchange = new RestExchange(reply, typeof key === 'string' ? key : undefined);
     done();
   });
 
@@ -261,6 +255,22 @@ function registerOperation(
       return operation.status === 204 ? reply.send() : result;
     },
   });
+}
+
+/** What the procedures tell this REST request's response (one shape for every request). */
+class RestExchange implements HttpExchange {
+  requestHash = '';
+  onResponse: HttpExchange['onResponse'] = undefined;
+  accountId: string | undefined = undefined;
+
+  constructor(
+    private readonly reply: FastifyReply,
+    readonly idempotencyKey: string | undefined,
+  ) {}
+
+  setHeader(name: string, value: string): void {
+    this.reply.header(name, value);
+  }
 }
 
 /** The first response to an Idempotency-Key is stored as sent, before the client sees it. */
