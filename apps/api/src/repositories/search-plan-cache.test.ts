@@ -1,11 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DatabaseHandle, openDatabase } from '../db/database.js';
-import { migrateToLatest } from '../db/migrate.js';
-import { accountsService } from '../services/accounts.js';
-import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
+import type { DatabaseHandle } from '../db/database.js';
+import type { TestDatabase } from '../testing/databases.js';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
-import { contactRow, conversationRow } from '../testing/rows.js';
+import { createSearchFixture } from '../testing/search-fixture.js';
 import { type ConversationFilter, conversationsRepository } from './conversations.js';
 import { TenantScope } from './tenant.js';
 
@@ -29,17 +27,7 @@ describe.skipIf(!ACTIVE_DIALECTS.includes('postgres'))('search statements on Pos
   let accountId: string;
 
   beforeAll(async () => {
-    target = await createTestDatabase('postgres');
-    database = openDatabase(target.url);
-    await migrateToLatest(database.db);
-    accountId = (await accountsService.createAccount(database, { name: 'Plans', plan: 'free' })).id;
-    const at = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
-    // 150 "Tinley" contacts and 50 others, one conversation each.
-    for (let i = 0; i < 200; i++) {
-      const name = i < 150 ? `Tinley ${i}` : `Other ${i}`;
-      await database.db.insertInto('contacts').values(contactRow(accountId, { id: `ct_${i}`, name, phone: `+1555${1_000_000 + i}`, at: at(i) })).execute();
-      await database.db.insertInto('conversations').values(conversationRow(accountId, { id: `conv_${i}`, contact_id: `ct_${i}`, at: at(i) })).execute();
-    }
+    ({ target, database, accountId } = await createSearchFixture('postgres'));
     await sql`analyze`.execute(database.db);
   });
 

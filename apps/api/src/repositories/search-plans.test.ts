@@ -1,10 +1,8 @@
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DatabaseHandle, openDatabase } from '../db/database.js';
-import { migrateToLatest } from '../db/migrate.js';
-import { accountsService } from '../services/accounts.js';
-import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
-import { contactRow, conversationRow } from '../testing/rows.js';
+import type { DatabaseHandle } from '../db/database.js';
+import type { TestDatabase } from '../testing/databases.js';
+import { createSearchFixture } from '../testing/search-fixture.js';
 import { conversationsRepository } from './conversations.js';
 import { type Executor, TenantScope } from './tenant.js';
 
@@ -36,17 +34,7 @@ describe('conversation search plans on SQLite', () => {
   let capturing = false;
 
   beforeAll(async () => {
-    target = await createTestDatabase('sqlite');
-    database = openDatabase(target.url);
-    await migrateToLatest(database.db);
-    accountId = (await accountsService.createAccount(database, { name: 'Plans', plan: 'free' })).id;
-    const at = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
-    // 150 "Tinley" contacts (a common match) and 50 others, one conversation each.
-    for (let i = 0; i < 200; i++) {
-      const name = i < 150 ? `Tinley ${i}` : `Other ${i}`;
-      await database.db.insertInto('contacts').values(contactRow(accountId, { id: `ct_${i}`, name, phone: `+1555${1_000_000 + i}`, at: at(i) })).execute();
-      await database.db.insertInto('conversations').values(conversationRow(accountId, { id: `conv_${i}`, contact_id: `ct_${i}`, at: at(i) })).execute();
-    }
+    ({ target, database, accountId } = await createSearchFixture('sqlite'));
     await sql`delete from sqlite_stat1`.execute(database.db);
     for (const [table, index, stat] of SAMPLED_STATISTICS) await sql`insert into sqlite_stat1 (tbl, idx, stat) values (${table}, ${index}, ${stat})`.execute(database.db);
     // Loads the statistics into the planner.
