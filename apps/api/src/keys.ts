@@ -1,5 +1,4 @@
 import * as crypto from 'node:crypto';
-import { createHash, randomBytes } from 'node:crypto';
 
 export type KeyType = 'full_access' | 'read_only' | 'webhook';
 
@@ -15,7 +14,7 @@ export const KEY_PREFIXES: Record<KeyType, string> = {
 };
 
 export function generateKey(type: KeyType): string {
-  const body = type === 'webhook' ? randomBytes(32).toString('base64') : randomBytes(32).toString('base64url');
+  const body = type === 'webhook' ? crypto.randomBytes(32).toString('base64') : crypto.randomBytes(32).toString('base64url');
   return `${KEY_PREFIXES[type]}${body}`;
 }
 
@@ -27,7 +26,7 @@ export function generateKey(type: KeyType): string {
 const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
 /** Keys are high-entropy, so a fast hash is enough: only the hash is stored. */
-export const hashKey = (key: string): string => (oneShotHash ? oneShotHash('sha256', key, 'hex') : createHash('sha256').update(key, 'utf8').digest('hex'));
+export const hashKey = (key: string): string => (oneShotHash ? oneShotHash('sha256', key, 'hex') : crypto.createHash('sha256').update(key, 'utf8').digest('hex'));
 
 /** Enough of the key to recognise it in a list, never enough to use it. */
 export const redactKey = (key: string): string => {

@@ -267,7 +267,8 @@ const trigramSearch = async (
   search: string,
   page: Page,
 ): Promise<{ total: number; rows: ConversationWithContact[] | undefined }> => {
-  const { rows } = await trigramSearchQuery(scope.db, scope.accountId, search, likeContains(search), page.offset + page.limit, page.limit, page.offset);
+  const { reach, limit } = reachOf(page);
+  const { rows } = await trigramSearchQuery(scope.db, scope.accountId, search, likeContains(search), reach, limit, page.offset);
   const found = rows as (ConversationWithContact & { total: number; selected: number; walked?: string | null })[];
   const count = Number(found[0]?.total ?? 0);
   const walks = walkIsCheaper(page, Number(found[0]?.selected ?? 0), count);
