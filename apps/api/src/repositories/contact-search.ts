@@ -42,6 +42,18 @@ export function likePattern(db: Kysely<any>, column: string, pattern: string, al
 }
 
 /**
+ * `column` contains `fragment` as it is (no pattern, so nothing to escape), for a condition no
+ * index answers and that is checked entry by entry (a three-character search's walk along the
+ * activity index): Postgres `strpos(column, (select $n)) > 0`, SQLite `instr(column, ?) > 0`.
+ * On Postgres `strpos` took 0.38 µs an entry where `LIKE '%…%'` took 0.7 (the walk reads about
+ * fifty entries per match); on SQLite the two cost about the same. A condition a trigram index
+ * should answer stays `LIKE` (likePattern): those indexes serve `LIKE`, not `strpos`.
+ */
+export function containsText(db: Kysely<any>, column: string, fragment: string): Expression<SqlBool> {
+  return isPostgres(db) ? sql<SqlBool>`strpos(${sql.ref(column)}, ${planAlike(db, fragment, 'text')}) > 0` : sql<SqlBool>`instr(${sql.ref(column)}, ${fragment}) > 0`;
+}
+
+/**
  * Whether a statement holding these searches must be planned for its values on Postgres (run
  * unnamed, not as a named statement whose plan is kept): when a fragment is too short for the
  * trigram indexes (containsFragment).

@@ -1,9 +1,9 @@
 import { type AliasedExpression, type Expression, type SelectQueryBuilder, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { isOneOf, isPostgres, planAlike } from '../db/dialect.js';
 import type { ConversationTable, Database } from '../db/schema.js';
-import { type SearchColumn, contactContains, foundBySearchTable, likePattern, searchPlannedPerValue } from './contact-search.js';
+import { type SearchColumn, contactContains, containsText, foundBySearchTable, searchPlannedPerValue } from './contact-search.js';
 import { executeNamed, prepared } from './prepared.js';
-import { type Executor, TenantScope, likeContains } from './tenant.js';
+import { type Executor, TenantScope } from './tenant.js';
 
 /** A conversation as the API writes and reads it (without the search copy of its contact's name, migration 0008). */
 export type ConversationRow = Omit<Selectable<ConversationTable>, 'contact_name_search'>;
@@ -197,6 +197,17 @@ const countFromCounters = (scope: TenantScope, filter: ConversationFilter) =>
   executeNamed(scope.db, countersTotal(scope, filter)).then((rows) => Number(rows[0]?.total ?? 0));
 
 /**
+ * The conversations (with their contacts) whose ids an array expression holds: the LATERAL side of
+ * the Postgres statements that find a page's ids and its rows at once (searchPage,
+ * trigramSearchQuery). `id = any(array)` is planned as primary-key probes whatever the planner
+ * guesses of the array; a join on the walk's rows instead was planned from its guess of how many
+ * the walk yields, and for a condition it cannot estimate (`strpos(…) > 0`, a third of the rows)
+ * that was a hash join over every conversation: 135 ms where the probes take 0.3.
+ */
+const rowsWithIdsIn = (scope: TenantScope, ids: Expression<unknown>) =>
+  withContact(scope).select(columns).where(sql<SqlBool>`conversations.id = any(${ids})`);
+
+/**
  * What a search's contacts hold, in one read of each matching contact: how many they are, how
  * many conversations they have (the sum of their `conversation_count`, kept by the triggers of
  * migration 0007: the exact total of a search without a status or platform filter, where counting
@@ -206,7 +217,10 @@ const countFromCounters = (scope: TenantScope, filter: ConversationFilter) =>
  * to that page when walking is the cheaper way (the rule of WALK_WHEN_ENTRIES_PER_MATCH_SQUARED,
  * which the database evaluates once, as the walk's LIMIT: when it is false the walk does not start),
  * so the matching contacts are read once where a second statement found them again (for `tin`,
- * 0.4 ms on SQLite and 0.8 ms on Postgres). `walked` is then the page's ids.
+ * 0.4 ms on SQLite and 0.8 ms on Postgres). `walked` is then the page's ids. On Postgres the
+ * statement goes on to the page's rows itself (searchPage): `page` is then the page when it was
+ * found (the walk, or at most FEW_CONTACTS contacts' conversations sorted), one round trip where
+ * there were two.
  */
 const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { search: string }, page?: Page) => {
   const postgres = isPostgres(scope.db as never);
@@ -221,29 +235,56 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
       select c.id from conversations c where c.account_id = ${scope.accountId} and ${reach}
       order by c.last_activity_at desc, c.id desc limit ${walkLimit(postgres, reachOf(page), selected, total)} offset ${planAlike(scope.db as never, page.offset, 'bigint')}) w)`;
   };
-  const [row] = await executeNamed(
-    scope.db,
-    scope.db
-      .with(
-        (cte) => cte('matched').materialized(),
-        () => searchedContacts(scope, filter).select(['contacts.id', 'contacts.conversation_count']),
-      )
-      .selectFrom('matched')
-      .select((eb) => [
-        eb.fn.countAll<number>().as('contacts'),
-        eb.fn.sum<number>('matched.conversation_count').as('conversations'),
-        sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then ${idsOf('matched.id')} end`.as('ids'),
-        ...(page ? [selected.as('selected'), walked(page).as('walked')] : []),
-      ]),
-    { planPerValue: searchPlannedPerValue(scope.db as never, contactSearches(filter)) },
-  );
+  const summary = scope.db
+    .with(
+      (cte) => cte('matched').materialized(),
+      () => searchedContacts(scope, filter).select(['contacts.id', 'contacts.conversation_count']),
+    )
+    .selectFrom('matched')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('contacts'),
+      eb.fn.sum<number>('matched.conversation_count').as('conversations'),
+      sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then ${idsOf('matched.id')} end`.as('ids'),
+      ...(page ? [selected.as('selected'), walked(page).as('walked')] : []),
+    ]);
+  const options = { planPerValue: searchPlannedPerValue(scope.db as never, contactSearches(filter)) };
+  if (postgres && page) {
+    const found = (await executeNamed(scope.db, searchPage(scope, summary, page), options)) as (ConversationWithContact & { contacts: unknown; conversations: unknown; selected: unknown })[];
+    const first = found[0];
+    const [contacts, conversations, selectedCount] = [Number(first?.contacts ?? 0), Number(first?.conversations ?? 0), Number(first?.selected ?? 0)];
+    const paged = contacts <= FEW_CONTACTS || walkIsCheaper(page, selectedCount, conversations);
+    const rows = found.filter((row) => row.id !== null).map(({ contacts: _, conversations: __, selected: ___, ...row }) => row as ConversationWithContact);
+    return { contacts, conversations, ids: null, selected: selectedCount, walked: undefined, page: paged ? rows : undefined };
+  }
+  const [row] = await executeNamed(scope.db, summary, options);
   const list = (value: unknown) => (typeof value === 'string' ? (JSON.parse(value) as string[]) : ((value as string[] | null | undefined) ?? null));
   const conversations = Number(row?.conversations ?? 0);
   const selectedCount = Number((row as { selected?: unknown } | undefined)?.selected ?? 0);
   const walkedIds = page && walkIsCheaper(page, selectedCount, conversations)
     ? (list((row as { walked?: unknown } | undefined)?.walked) ?? [])
     : undefined;
-  return { contacts: Number(row?.contacts ?? 0), conversations, ids: list(row?.ids), selected: page ? selectedCount : undefined, walked: walkedIds };
+  return { contacts: Number(row?.contacts ?? 0), conversations, ids: list(row?.ids), selected: page ? selectedCount : undefined, walked: walkedIds, page: undefined };
+};
+
+/**
+ * searchSummary's statement on Postgres when it has a page to find: the summary (`summary`, one
+ * row), then through a LATERAL join the page's rows, by primary key from the page's ids: the walk's
+ * (`walked`) or else, for at most FEW_CONTACTS contacts (`ids`), their conversations sorted (the
+ * conversations of each from `conversations_contact_idx`). One row per conversation of the page,
+ * each with the summary's counts; one row of the counts and nulls when there is no page (no
+ * match, an offset past the end, or many contacts where sorting is the cheaper way).
+ */
+const searchPage = (scope: TenantScope, summary: { as(alias: 'summary'): unknown }, page: Page) => {
+  const given = sql<string[] | null>`(select array_agg(g.id) from (
+      select c.id from conversations c where c.account_id = ${scope.accountId} and c.contact_id = any(summary.ids)
+      order by c.last_activity_at desc, c.id desc limit ${page.limit} offset ${planAlike(scope.db as never, page.offset, 'bigint')}) g)`;
+  return scope.db
+    .selectFrom(sql`(${summary})`.as('summary'))
+    .leftJoinLateral(() => rowsWithIdsIn(scope, sql`coalesce(summary.walked, ${given})`).as('r'), (join) => join.onTrue())
+    .select([sql<number>`summary.contacts`.as('contacts'), sql<number>`summary.conversations`.as('conversations'), sql<number>`summary.selected`.as('selected')])
+    .selectAll('r' as never)
+    .orderBy(sql`r.last_activity_at`, 'desc')
+    .orderBy(sql`r.id`, 'desc');
 };
 
 /** A search `fragment` whose total `conversation_name_trigrams` keeps: three characters, the name alone (no digits). */
@@ -268,7 +309,7 @@ const trigramSearch = async (
   page: Page,
 ): Promise<{ total: number; rows: ConversationWithContact[] | undefined }> => {
   const { reach, limit } = reachOf(page);
-  const { rows } = await trigramSearchQuery(scope.db, scope.accountId, search, likeContains(search), reach, limit, page.offset);
+  const { rows } = await trigramSearchQuery(scope.db, scope.accountId, search, reach, limit, page.offset);
   const found = rows as (ConversationWithContact & { total: number; selected: number; walked?: string | null })[];
   const count = Number(found[0]?.total ?? 0);
   const walks = walkIsCheaper(page, Number(found[0]?.selected ?? 0), count);
@@ -282,7 +323,7 @@ const trigramSearch = async (
  * conversation of the page, each with the total (one row of nulls but the total when the page is
  * empty or not walked); SQLite's one row of the total and the page's ids as a JSON list.
  */
-const trigramSearchQuery = prepared((db: Executor, accountId: string, trigram: string, pattern: string, reach: number, limit: number, offset: number) => {
+const trigramSearchQuery = prepared((db: Executor, accountId: string, trigram: string, reach: number, limit: number, offset: number) => {
   const scope = new TenantScope(db, accountId);
   const postgres = isPostgres(db as never);
   const total = sql<number>`coalesce((${scope.selectFrom('conversation_name_trigrams').select('conversation_name_trigrams.conversations').where('conversation_name_trigrams.trigram', '=', trigram)}), 0)`;
@@ -291,19 +332,17 @@ const trigramSearchQuery = prepared((db: Executor, accountId: string, trigram: s
     scope
       .selectFrom('conversations')
       .select('conversations.id')
-      // Three characters: every one has the same plan (containsFragment).
-      .where(() => likePattern(db as never, 'conversations.contact_name_search', pattern, true))
+      // The fragment is the trigram; checked on each entry of the walk, no index answers it.
+      .where(() => containsText(db as never, 'conversations.contact_name_search', trigram))
       .orderBy('conversations.last_activity_at', 'desc')
       .orderBy('conversations.id', 'desc')
       .limit(walkLimit(postgres, { reach, limit }, selected, total) as never)
       .offset(planAlike(db as never, offset, 'bigint'));
   if (postgres) {
+    const walked = sql<string[] | null>`(select array_agg(w.id) from (${walk(sql.ref('x.total'), sql.ref('x.selected'))}) w)`;
     return db
-      .selectFrom(sql`(select ${total} as total, ${selected} as selected)`.as('t'))
-      .leftJoinLateral(
-        () => withContactJoined(conversationsOfEach(scope, walk(sql.ref('t.total'), sql.ref('t.selected')).as('outer'), 'id')).select(columns).as('r'),
-        (join) => join.onTrue(),
-      )
+      .selectFrom(sql`(select x.total, x.selected, ${walked} as walked from (select ${total} as total, ${selected} as selected) x)`.as('t'))
+      .leftJoinLateral(() => rowsWithIdsIn(scope, sql.ref('t.walked')).as('r'), (join) => join.onTrue())
       .select([sql<number>`t.total`.as('total'), sql<number>`t.selected`.as('selected')])
       .selectAll('r' as never)
       .orderBy(sql`r.last_activity_at`, 'desc')
@@ -375,6 +414,7 @@ export const conversationsRepository = {
     const narrowed = Boolean(filter.status || filter.platform);
     const summary = await searchSummary(scope, search, narrowed ? undefined : page);
     if (summary.contacts === 0) return { rows: [], total: 0 };
+    if (summary.page) return { rows: summary.page, total: summary.conversations };
     if (summary.walked) return { rows: await rowsWithIds(scope, summary.walked), total: summary.conversations };
     if (summary.ids) {
       // A few contacts' conversations: the page from their ids, sorted. Narrowed, a page that is
