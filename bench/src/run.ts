@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { prepareRunDatabases } from './copies.js';
+import { cpuSpeed } from './calibrate.js';
 import { type ProfileSummary, renderProfile, summarizeProfile } from './cpu-profile.js';
 import { type Dataset, ensureDataset } from './generate.js';
 import type { LoadConfig } from './load.js';
@@ -390,6 +391,7 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
   const code = codeInfo();
   const dataset = await ensureDataset({ dialect, scale: options.scale, seed: options.seed, postgresUrl: options.postgresUrl, regenerate: options.regenerate });
   const databases = await prepareRunDatabases(dataset, options.postgresUrl);
+  const speedAtStart = cpuSpeed();
   const logDir = join(DATA_DIR, 'logs', dialect);
   rmSync(logDir, { recursive: true, force: true });
   mkdirSync(logDir, { recursive: true });
@@ -472,7 +474,7 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
       startedAt,
       finishedAt: new Date().toISOString(),
       options: runOptions,
-      machine: await machineInfo(dialect, options),
+      machine: { ...(await machineInfo(dialect, options)), sha256PerSecond: `${speedAtStart} at the start, ${cpuSpeed()} at the end` },
       dataset: { ...datasetInfo, samples: sampleInfo },
       referenceIndexes: databases.referenceIndexes,
       scenarios: results,
