@@ -42,7 +42,7 @@ export function isOneOf(db: Kysely<any>, column: string, values: readonly string
  * LIMIT (unknown, it is taken for a tenth of the rows and a page of 20 was planned as a hash join
  * over every conversation: 60 ms instead of 0.2), nor an equality an index's order depends on
  * (`status = (select …)` does not let the status index give the order), nor a LIKE fragment too
- * short for the trigram indexes (containsFragment). As `= any(…)` an array needs a cast after it,
+ * short for the trigram indexes (likePattern). As `= any(…)` an array needs a cast after it,
  * or the subquery is taken for ANY's set of rows (isOneOf).
  */
 export function planAlike(db: Kysely<any>, value: unknown, type: 'text' | 'bigint' | 'text[]'): Expression<any> {

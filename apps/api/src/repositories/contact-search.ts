@@ -14,10 +14,31 @@ const MIN_INDEXED_LENGTH = 3;
  * asks its FTS5 trigram table (see migration 0004), except for fragments too short to index.
  */
 export function contactContains(db: Kysely<any>, searches: { columns: SearchColumn[]; fragment: string }[]): Expression<SqlBool> {
+  return contactMatches(db, searches.map(({ columns, fragment }) => searchTerm(db, columns, fragment)));
+}
+
+/**
+ * A search as its statement binds it: the columns, whether the fragment is long enough for the
+ * trigram indexes (which decides the SQL), and the one value the SQL takes for it (`operand`):
+ * the escaped `LIKE` pattern, or on SQLite, for an indexed fragment, the FTS5 query.
+ */
+export interface SearchTerm {
+  columns: SearchColumn[];
+  indexed: boolean;
+  operand: string;
+}
+
+export const searchTerm = (db: Kysely<any>, columns: SearchColumn[], fragment: string): SearchTerm => {
+  const indexed = indexable(fragment);
+  return { columns, indexed, operand: isPostgres(db) || !indexed ? likeContains(fragment) : ftsQuery(columns, fragment) };
+};
+
+/** contactContains for terms made before (searchTerm): their operands are used as values only, so a statement built from them can be compiled once (preparedByShape). */
+export function contactMatches(db: Kysely<any>, terms: SearchTerm[]): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [];
-  for (const { columns, fragment } of searches) {
-    if (isPostgres(db) || !indexable(fragment)) conditions.push(...columns.map((column) => containsFragment(db, `contacts.${column}`, fragment)));
-    else conditions.push(sql<SqlBool>`contacts.rowid in (select rowid from contacts_search where contacts_search match ${ftsQuery(columns, fragment)})`);
+  for (const { columns, indexed, operand } of terms) {
+    if (isPostgres(db) || !indexed) conditions.push(...columns.map((column) => likePattern(db, `contacts.${column}`, operand, indexed)));
+    else conditions.push(sql<SqlBool>`contacts.rowid in (select rowid from contacts_search where contacts_search match ${operand})`);
   }
   return conditions.length === 1 ? (conditions[0] as Expression<SqlBool>) : sql<SqlBool>`(${sql.join(conditions, sql` or `)})`;
 }
@@ -25,17 +46,14 @@ export function contactContains(db: Kysely<any>, searches: { columns: SearchColu
 const indexable = (fragment: string) => [...fragment].length >= MIN_INDEXED_LENGTH;
 
 /**
- * `column LIKE '%fragment%'`, the fragment's `%`, `_` and `\` escaped (backslash is Postgres'
- * default LIKE escape; SQLite has none and is told). On Postgres a fragment long enough for the
- * trigram indexes is bound out of the planner's sight (planAlike): every such fragment gets the
- * same plan. A shorter one is not, and its statement is planned for its value (searchPlannedPerValue):
- * a trigram index cannot narrow it, and a plan that scans the index whole anyway was 2-3 times
- * slower than reading the table (`a`: 29 ms against 11 ms at 50,000 contacts).
+ * `column LIKE pattern`, the pattern an escaped `%fragment%` (likeContains: the fragment's `%`,
+ * `_` and `\` escaped; backslash is Postgres' default LIKE escape; SQLite has none and is told).
+ * On Postgres the pattern of a fragment long enough for the trigram indexes (`alike`) is bound out
+ * of the planner's sight (planAlike): every such fragment gets the same plan. A shorter one is
+ * not, and its statement is planned for its value (searchPlannedPerValue): a trigram index cannot
+ * narrow it, and a plan that scans the index whole anyway was 2-3 times slower than reading the
+ * table (`a`: 29 ms against 11 ms at 50,000 contacts).
  */
-export const containsFragment = (db: Kysely<any>, column: string, fragment: string): Expression<SqlBool> =>
-  likePattern(db, column, likeContains(fragment), indexable(fragment));
-
-/** `column LIKE pattern` (an escaped `%…%` pattern, likeContains), bound with planAlike when `alike` (see containsFragment). */
 export function likePattern(db: Kysely<any>, column: string, pattern: string, alike: boolean): Expression<SqlBool> {
   if (!isPostgres(db)) return sql<SqlBool>`${sql.ref(column)} like ${pattern} escape '\\'`;
   return sql<SqlBool>`${sql.ref(column)} like ${alike ? planAlike(db, pattern, 'text') : pattern}`;
@@ -56,7 +74,7 @@ export function containsText(db: Kysely<any>, column: string, fragment: string):
 /**
  * Whether a statement holding these searches must be planned for its values on Postgres (run
  * unnamed, not as a named statement whose plan is kept): when a fragment is too short for the
- * trigram indexes (containsFragment).
+ * trigram indexes (likePattern).
  */
 export const searchPlannedPerValue = (db: Kysely<any>, searches: { fragment: string }[]): boolean =>
   isPostgres(db) && !searches.every(({ fragment }) => indexable(fragment));

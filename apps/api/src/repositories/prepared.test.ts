@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { ACTIVE_DIALECTS, startTestServer } from '../testing/harness.js';
-import { executeNamed, prepared } from './prepared.js';
+import { executeNamed, prepared, preparedByShape } from './prepared.js';
 import type { Executor } from './tenant.js';
 
 for (const dialect of ACTIVE_DIALECTS) {
@@ -30,6 +30,34 @@ for (const dialect of ACTIVE_DIALECTS) {
       }
     });
 
+    it('compile each shape once and bind each call’s own values (preparedByShape)', async () => {
+      const server = await startTestServer(dialect);
+      try {
+        const { db } = server.database;
+        type Shape = { typed: boolean };
+        type Values = { accountId: string; type: 'full_access' | 'read_only' | undefined };
+        const build = (executor: Executor, shape: Shape, values: Values) => {
+          let query = executor.selectFrom('api_keys').select(['id', 'account_id', 'type']).where('account_id', '=', values.accountId);
+          if (shape.typed) query = query.where('type', '=', values.type as 'full_access');
+          return query.orderBy('id');
+        };
+        const keys = preparedByShape(build);
+        for (const [accountId, type] of [
+          [server.accountId, 'full_access'],
+          [server.accountId, undefined],
+          [server.accountId, 'read_only'],
+          [server.otherAccountId, undefined],
+          [server.otherAccountId, 'full_access'],
+        ] as const) {
+          const shape = { typed: type !== undefined };
+          const expected = await build(db, shape, { accountId, type }).execute();
+          expect(await keys(db, shape.typed ? 'typed' : 'all', shape, { accountId, type })).toEqual(expected);
+        }
+      } finally {
+        await server.close();
+      }
+    });
+
     it('refuse a query that computes with an argument instead of using it as a value', async () => {
       const server = await startTestServer(dialect);
       try {
@@ -37,6 +65,10 @@ for (const dialect of ACTIVE_DIALECTS) {
         await expect(wrong(server.database.db, 'x')).rejects.toThrow(/computed with/);
         const unused = prepared((executor: Executor, _name: string) => executor.selectFrom('accounts').select('id'));
         await expect(unused(server.database.db, 'x')).rejects.toThrow(/not a parameter/);
+        const wrongShape = preparedByShape((executor: Executor, _shape: null, values: { name: string }) => executor.selectFrom('accounts').select('id').where('name', '=', `${values.name}%`));
+        await expect(wrongShape(server.database.db, 'one', null, { name: 'x' })).rejects.toThrow(/computed with/);
+        const unusedValue = preparedByShape((executor: Executor, _shape: null, _values: { name: string }) => executor.selectFrom('accounts').select('id'));
+        await expect(unusedValue(server.database.db, 'one', null, { name: 'x' })).rejects.toThrow(/not a parameter/);
       } finally {
         await server.close();
       }

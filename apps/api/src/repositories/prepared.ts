@@ -60,6 +60,53 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
 }
 
 /**
+ * Like prepared(), for a query whose SQL takes one of a few shapes (which filters a list has):
+ * `build` receives the call's `shape`, which decides the SQL, and its `values`, which it must use
+ * as plain values only (as prepared()'s arguments). A shape is built and compiled once per dialect
+ * (`shapeKey` names it: the same key must always mean the same shape), each call then binds its
+ * values. A value left undefined is not a parameter (its shape does not use it). On Postgres the
+ * statement is named unless `planPerValue` (see executeNamed).
+ */
+export function preparedByShape<Shape, Values extends Record<string, unknown>, Row>(build: (db: Executor, shape: Shape, values: Values) => Compilable<Row>) {
+  const templates = new Map<unknown, Map<string, { compiled: CompiledQuery; slots: (string | null)[] }>>();
+
+  const templateFor = (db: Executor, shapeKey: string, shape: Shape, values: Values) => {
+    const adapter = db.getExecutor().adapter.constructor;
+    let ofAdapter = templates.get(adapter);
+    if (!ofAdapter) templates.set(adapter, (ofAdapter = new Map()));
+    let template = ofAdapter.get(shapeKey);
+    if (!template) {
+      const names = Object.keys(values).filter((name) => values[name] !== undefined);
+      const placeholders = Object.fromEntries(names.map((name) => [name, namedPlaceholder(name)])) as Values;
+      const compiled = build(db, shape, placeholders).compile();
+      const slots = compiled.parameters.map((value) => {
+        const match = typeof value === 'string' ? NAMED_PLACEHOLDER.exec(value) : null;
+        if (typeof value === 'string' && value.includes('\u0000') && !match) throw new Error(`preparedByShape(): a value was computed with, not used as a value: ${compiled.sql}`);
+        return match ? (match[1] as string) : null;
+      });
+      for (const name of names) {
+        if (!slots.includes(name)) throw new Error(`preparedByShape(): value ${name} is not a parameter of ${compiled.sql}`);
+      }
+      template = { compiled, slots };
+      ofAdapter.set(shapeKey, template);
+    }
+    return template;
+  };
+
+  return async (db: Executor, shapeKey: string, shape: Shape, values: Values, options: { planPerValue?: boolean } = {}): Promise<Row[]> => {
+    const { compiled, slots } = templateFor(db, shapeKey, shape, values);
+    const parameters = slots.map((slot, i) => (slot === null ? compiled.parameters[i] : values[slot]));
+    if (isPostgres(db) && !options.planPerValue) prepareOnPostgres(compiled.sql);
+    const now = readNowOnSqlite(db, compiled.sql, parameters);
+    if (now) return now.rows as Row[];
+    return (await db.executeQuery<Row>({ ...compiled, parameters } as CompiledQuery<Row>)).rows;
+  };
+}
+
+const namedPlaceholder = (name: string) => `\u0000prepared:${name}\u0000`;
+const NAMED_PLACEHOLDER = /^\u0000prepared:([A-Za-z0-9_]+)\u0000$/;
+
+/**
  * Runs a query built per call as a named prepared statement on Postgres, so that each
  * connection parses and plans its shape once: for the list and search queries, whose shapes are
  * few (which filters are present) but whose planning took longer than their execution (1.6 ms
