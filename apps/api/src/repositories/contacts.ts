@@ -15,10 +15,14 @@ export interface ContactFilter {
 }
 
 /** What a contact search looks for: the name or e-mail, and the phone's digits when it has any. */
-const contactSearches = (search: string, digits: string | undefined) => [
-  { columns: ['name_search', 'email_search'] as SearchColumn[], fragment: search },
-  ...(digits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: digits }] : []),
-];
+const contactSearches = (search: string, digits: string | undefined) =>
+  // A search of digits alone: one search of all three columns (one FTS match on SQLite).
+  digits === search
+    ? [{ columns: ['name_search', 'email_search', 'phone_digits'] as SearchColumn[], fragment: search }]
+    : [
+        { columns: ['name_search', 'email_search'] as SearchColumn[], fragment: search },
+        ...(digits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: digits }] : []),
+      ];
 
 /**
  * The contacts a filter selects. `from: 'matches'` starts a search from the rows the FTS table

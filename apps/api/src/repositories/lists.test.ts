@@ -77,7 +77,7 @@ describeEachDialect('list queries', (server) => {
     a.last_activity_at === b.last_activity_at ? (a.id < b.id ? 1 : -1) : a.last_activity_at < b.last_activity_at ? 1 : -1;
 
   describe('conversations', () => {
-    const cases: { filter: { status?: ConversationRow['status']; platform?: ConversationRow['platform']; search?: string }; offsets: number[] }[] = [
+    const cases: { filter: { status?: ConversationRow['status']; platform?: ConversationRow['platform']; search?: string; searchDigits?: string }; offsets: number[] }[] = [
       { filter: {}, offsets: [0, 20, 860, 875, 2000] },
       { filter: { status: 'active' }, offsets: [0, 100, 290] },
       { filter: { platform: 'facebook', status: 'resolved' }, offsets: [0, 40, 96] },
@@ -107,6 +107,9 @@ describeEachDialect('list queries', (server) => {
       // Under three characters: no trigram index, a scan.
       { filter: { search: 'zk' }, offsets: [0, 2] },
       { filter: { search: 'nothing-like-it' }, offsets: [0] },
+      // Digits alone: the names (`Qxvern 500`, `Qxvern 1500`, …) and the phones' digits, one search of both columns.
+      { filter: { search: '500', searchDigits: '500' }, offsets: [0, 20] },
+      { filter: { search: '500', searchDigits: '500', status: 'active' }, offsets: [0] },
     ];
     for (const { filter, offsets } of cases) {
       it(`pages ${JSON.stringify(filter)} exactly`, async () => {
@@ -114,7 +117,11 @@ describeEachDialect('list queries', (server) => {
         const contactById = new Map(contacts.map((c) => [c.id, c]));
         const expected = conversations
           .filter((c) => (!filter.status || c.status === filter.status) && (!filter.platform || c.platform === filter.platform))
-          .filter((c) => !filter.search || (contactById.get(c.contact_id)?.name_search ?? '').includes(filter.search))
+          .filter((c) => {
+            if (!filter.search) return true;
+            const contact = contactById.get(c.contact_id);
+            return (contact?.name_search ?? '').includes(filter.search) || (filter.searchDigits !== undefined && (contact?.phone_digits ?? '').includes(filter.searchDigits));
+          })
           .sort(byActivity);
         for (const offset of offsets) {
           const { rows, total } = await conversationsRepository.list(scope(), filter, { limit: 20, offset });
