@@ -341,6 +341,55 @@ const searchPage = (scope: TenantScope, summary: { as(alias: 'summary'): unknown
     .orderBy(sql`r.id`, 'desc');
 };
 
+/**
+ * The page of the conversations of a few contacts (their ids from searchSummary), latest activity
+ * first, as `list()`'s sorted page of a `given` reach: the contacts' conversations from
+ * `conversations_contact_idx`, sorted, then the page's rows by primary key. Compiled once per
+ * shape (preparedByShape): on SQLite, where the summary does not find the page itself, a phone
+ * search built this statement with Kysely at every request.
+ */
+const givenPage = async (scope: TenantScope, filter: ConversationFilter, contactIds: readonly string[], page: Page) => {
+  const postgres = isPostgres(scope.db as never);
+  const shape = { status: Boolean(filter.status), platform: Boolean(filter.platform) };
+  const values = {
+    accountId: scope.accountId,
+    // Postgres binds an array, SQLite the JSON text of one (isOneOf).
+    contactIds: postgres ? [...contactIds] : JSON.stringify(contactIds),
+    status: filter.status,
+    platform: filter.platform,
+    limit: page.limit,
+    offset: page.offset,
+  };
+  return (await givenPageQuery(scope.db, `${shape.status ? 's' : ''}${shape.platform ? 'p' : ''}`, shape, values)) as ConversationWithContact[];
+};
+
+const givenPageQuery = preparedByShape(
+  (
+    db: Executor,
+    shape: { status: boolean; platform: boolean },
+    values: { accountId: string; contactIds: string[] | string; status: ConversationRow['status'] | undefined; platform: ConversationRow['platform'] | undefined; limit: number; offset: number },
+  ) => {
+    const scope = new TenantScope(db, values.accountId);
+    const postgres = isPostgres(db as never);
+    let conversations = postgres
+      ? scope.selectFrom('conversations').where(sql<SqlBool>`conversations.contact_id = any(${planAlike(db as never, values.contactIds, 'text[]')}::text[])`)
+      : conversationsOfEach(scope, sql<{ id: string }>`(select value as id from json_each(${values.contactIds}))`.as('outer'), 'contact_id');
+    if (shape.status) conversations = conversations.where('conversations.status', '=', values.status as ConversationRow['status']);
+    if (shape.platform) conversations = conversations.where('conversations.platform', '=', values.platform as ConversationRow['platform']);
+    const ids = conversations
+      .select('conversations.id')
+      // `+column` keeps SQLite from answering the order from an activity index: it sorts the matches.
+      .orderBy(postgres ? sql.ref('conversations.last_activity_at') : sql`+conversations.last_activity_at`, 'desc')
+      .orderBy('conversations.id', 'desc')
+      .limit(values.limit)
+      .offset(values.offset);
+    return withContactJoined(conversationsOfEach(scope, ids.as('outer'), 'id'))
+      .select(columns)
+      .orderBy('conversations.last_activity_at', 'desc')
+      .orderBy('conversations.id', 'desc');
+  },
+);
+
 /** A search `fragment` whose total `conversation_name_trigrams` keeps: three characters, the name alone (no digits). */
 const isTrigramSearch = (filter: ConversationFilter): filter is ConversationFilter & { search: string } =>
   Boolean(filter.search && !filter.searchDigits && !filter.status && !filter.platform && [...filter.search].length === 3);
@@ -476,7 +525,7 @@ export const conversationsRepository = {
       // count is only run when it cannot.
       const given: Reach = { by: 'given', contactIds: summary.ids };
       if (!narrowed && summary.conversations <= page.offset) return { rows: [], total: summary.conversations };
-      const found = await rows(given, 'sorted');
+      const found = await givenPage(scope, filter, summary.ids, page);
       if (!narrowed) return { rows: found, total: summary.conversations };
       if (found.length < page.limit && (found.length > 0 || page.offset === 0)) return { rows: found, total: page.offset + found.length };
       return { rows: found, total: await countMatching(scope, filter, given) };
