@@ -92,7 +92,8 @@ describe('the program', () => {
     expect(stdout.text).toContain('--item <name:quantity:unit_amount>');
     expect(stdout.text).toContain('--contact <id>');
     expect(stdout.text).toContain('--body <json>');
-  });
+    // Builds the help of every operation in turn: seconds on a busy machine, past vitest's default 5 s.
+  }, 60_000);
 
   it('exits 2 on usage errors, with one line on stderr', async () => {
     const cases = [
