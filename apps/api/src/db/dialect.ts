@@ -16,14 +16,20 @@ export function lockedForUpdate<Q extends { forUpdate(): Q; skipLocked(): Q }>(d
 }
 
 /**
- * `column` is one of `values`, as one statement whatever their number (a list of `?` would make
- * a new statement text, and a new prepared statement, for every length): Postgres binds an array
- * (`= any($1::text[])`), SQLite a JSON array it reads with `json_each`.
+ * A list of ids as one bound value, whatever its length (a list of `?` would make a new statement
+ * text, and a new prepared statement, for every length): Postgres an array, SQLite the JSON text
+ * of one. Computed before a statement compiled once (preparedByShape) binds it.
  */
-export function isOneOf(db: Kysely<any>, column: string, values: readonly string[]): Expression<SqlBool> {
+export const boundList = (db: Kysely<any>, values: readonly string[]): string[] | string => (isPostgres(db) ? [...values] : JSON.stringify(values));
+
+/**
+ * `column` is one of the ids of `list` (boundList): Postgres `= any($1::text[])`, SQLite a JSON
+ * array it reads with `json_each`.
+ */
+export function isOneOf(db: Kysely<any>, column: string, list: string[] | string): Expression<SqlBool> {
   return isPostgres(db)
-    ? sql<SqlBool>`${sql.ref(column)} = any(${planAlike(db, [...values], 'text[]')}::text[])`
-    : sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`;
+    ? sql<SqlBool>`${sql.ref(column)} = any(${planAlike(db, list, 'text[]')}::text[])`
+    : sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${list}))`;
 }
 
 /**

@@ -76,16 +76,19 @@ export function containsText(db: Kysely<any>, column: string, fragment: string):
  * unnamed, not as a named statement whose plan is kept): when a fragment is too short for the
  * trigram indexes (likePattern).
  */
-export const searchPlannedPerValue = (db: Kysely<any>, searches: { fragment: string }[]): boolean =>
-  isPostgres(db) && !searches.every(({ fragment }) => indexable(fragment));
+export const searchPlannedPerValue = (db: Kysely<any>, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
+  isPostgres(db) && !searches.every(isIndexed);
 
 /**
  * Whether `contactContains` finds these searches' contacts from SQLite's FTS table alone (every
  * fragment long enough): a query that then starts from `TenantScope.selectFromFound` looks up
  * just the matching rows.
  */
-export const foundBySearchTable = (db: Kysely<any>, searches: { fragment: string }[]): boolean =>
-  !isPostgres(db) && searches.every(({ fragment }) => indexable(fragment));
+export const foundBySearchTable = (db: Kysely<any>, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
+  !isPostgres(db) && searches.every(isIndexed);
+
+/** Whether a search (its fragment, or a term made of it: searchTerm) is long enough for the trigram indexes. */
+const isIndexed = (search: { fragment: string } | { indexed: boolean }) => ('indexed' in search ? search.indexed : indexable(search.fragment));
 
 /** An FTS5 query for a literal substring in some columns: `{a b} : "frag"` with quotes doubled. */
 const ftsQuery = (columns: SearchColumn[], fragment: string) => `{${columns.join(' ')}} : "${fragment.replace(/"/g, '""')}"`;

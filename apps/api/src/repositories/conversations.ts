@@ -1,5 +1,5 @@
 import { type AliasedExpression, type Expression, type SelectQueryBuilder, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
-import { isOneOf, isPostgres, planAlike } from '../db/dialect.js';
+import { boundList, isOneOf, isPostgres, planAlike } from '../db/dialect.js';
 import type { ConversationTable, Database } from '../db/schema.js';
 import { type SearchColumn, type SearchTerm, contactContains, contactMatches, containsText, foundBySearchTable, searchPlannedPerValue, searchTerm } from './contact-search.js';
 import { executeNamed, prepared, preparedByShape } from './prepared.js';
@@ -56,7 +56,7 @@ const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { sea
  *   `or false` keeps the planner from turning the subquery into a join (it is folded away only
  *   after that choice), so it checks each index entry against a hashed subplan.
  */
-type Reach = { by: 'given'; contactIds: readonly string[] } | { by: 'probe' | 'walk' };
+type Reach = { by: 'given'; contactIds: string[] | string } | { by: 'probe' | 'walk' };
 
 /** `column in (matches)` as the walk needs it (see Reach): each index entry checked against the matches, hashed once. */
 const checkedAgainst = (postgres: boolean, column: string, matches: Expression<unknown>) =>
@@ -82,13 +82,14 @@ const conversationsOfEach = <A extends string>(scope: TenantScope, outer: Aliase
 };
 
 /**
- * The conversations whose `column` is one of `ids` (a list looked up before): Postgres binds
- * them as an array (`isOneOf`), SQLite loops over them as a JSON list (conversationsOfEach).
+ * The conversations whose `column` is one of the ids of `list` (boundList: a list looked up
+ * before): Postgres binds them as an array (`isOneOf`), SQLite loops over them as a JSON list
+ * (conversationsOfEach).
  */
-const conversationsWith = (scope: TenantScope, column: 'id' | 'contact_id', ids: readonly string[]): ConversationsQuery =>
+const conversationsWith = (scope: TenantScope, column: 'id' | 'contact_id', list: string[] | string): ConversationsQuery =>
   isPostgres(scope.db as never)
-    ? scope.selectFrom('conversations').where(() => isOneOf(scope.db as never, `conversations.${column}`, ids))
-    : conversationsOfEach(scope, sql<{ id: string }>`(select value as id from json_each(${JSON.stringify(ids)}))`.as('outer'), column);
+    ? scope.selectFrom('conversations').where(() => isOneOf(scope.db as never, `conversations.${column}`, list))
+    : conversationsOfEach(scope, sql<{ id: string }>`(select value as id from json_each(${list}))`.as('outer'), column);
 
 /**
  * The conversations a filter selects, from `conversations` (and the matching contacts' ids): a
@@ -231,7 +232,6 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
   const postgres = isPostgres(scope.db as never);
   const terms = contactSearches(filter).map(({ columns, fragment }) => searchTerm(scope.db as never, columns, fragment));
   const shape: SummaryShape = { terms: terms.map(({ columns, indexed }) => ({ columns, indexed })), status: Boolean(filter.status), platform: Boolean(filter.platform), paged: Boolean(page) };
-  const shapeKey = `${terms.map((t) => `${t.columns.join('+')}:${t.indexed ? 'i' : 's'}`).join(',')}|${shape.status ? 's' : ''}${shape.platform ? 'p' : ''}${page ? 'g' : ''}`;
   const values: SummaryValues = {
     accountId: scope.accountId,
     name: terms[0]?.operand,
@@ -243,7 +243,7 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
     limit: page?.limit,
     offset: page?.offset,
   };
-  const found = await searchSummaryQuery(scope.db, shapeKey, shape, values, { planPerValue: postgres && !shape.terms.every((t) => t.indexed) });
+  const found = await searchSummaryQuery(scope.db, shape, values, { planPerValue: searchPlannedPerValue(scope.db as never, shape.terms) });
   if (postgres && page) {
     const rows = found as unknown as (ConversationWithContact & { contacts: unknown; conversations: unknown; selected: unknown })[];
     const first = rows[0];
@@ -304,7 +304,7 @@ const searchSummaryQuery = preparedByShape((db: Executor, shape: SummaryShape, v
       order by c.last_activity_at desc, c.id desc limit ${walkLimit(postgres, page, selected, total)} offset ${planAlike(db as never, page.offset, 'bigint')}) w)`;
   };
   const terms = shape.terms.map((term, i) => ({ ...term, operand: (i === 0 ? values.name : values.digits) as string }));
-  const contacts = (!postgres && terms.every((term) => term.indexed) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() => contactMatches(db as never, terms));
+  const contacts = (foundBySearchTable(db as never, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() => contactMatches(db as never, terms));
   const summary = db
     .with(
       (cte) => cte('matched').materialized(),
@@ -342,25 +342,16 @@ const searchPage = (scope: TenantScope, summary: { as(alias: 'summary'): unknown
 };
 
 /**
- * The page of the conversations of a few contacts (their ids from searchSummary), latest activity
+ * The page of the conversations of a few contacts (their ids from searchSummary, as boundList binds them), latest activity
  * first, as `list()`'s sorted page of a `given` reach: the contacts' conversations from
  * `conversations_contact_idx`, sorted, then the page's rows by primary key. Compiled once per
  * shape (preparedByShape): on SQLite, where the summary does not find the page itself, a phone
  * search built this statement with Kysely at every request.
  */
-const givenPage = async (scope: TenantScope, filter: ConversationFilter, contactIds: readonly string[], page: Page) => {
-  const postgres = isPostgres(scope.db as never);
+const givenPage = async (scope: TenantScope, filter: ConversationFilter, contactIds: string[] | string, page: Page) => {
   const shape = { status: Boolean(filter.status), platform: Boolean(filter.platform) };
-  const values = {
-    accountId: scope.accountId,
-    // Postgres binds an array, SQLite the JSON text of one (isOneOf).
-    contactIds: postgres ? [...contactIds] : JSON.stringify(contactIds),
-    status: filter.status,
-    platform: filter.platform,
-    limit: page.limit,
-    offset: page.offset,
-  };
-  return (await givenPageQuery(scope.db, `${shape.status ? 's' : ''}${shape.platform ? 'p' : ''}`, shape, values)) as ConversationWithContact[];
+  const values = { accountId: scope.accountId, contactIds, status: filter.status, platform: filter.platform, limit: page.limit, offset: page.offset };
+  return (await givenPageQuery(scope.db, shape, values)) as ConversationWithContact[];
 };
 
 const givenPageQuery = preparedByShape(
@@ -370,25 +361,30 @@ const givenPageQuery = preparedByShape(
     values: { accountId: string; contactIds: string[] | string; status: ConversationRow['status'] | undefined; platform: ConversationRow['platform'] | undefined; limit: number; offset: number },
   ) => {
     const scope = new TenantScope(db, values.accountId);
-    const postgres = isPostgres(db as never);
-    let conversations = postgres
-      ? scope.selectFrom('conversations').where(sql<SqlBool>`conversations.contact_id = any(${planAlike(db as never, values.contactIds, 'text[]')}::text[])`)
-      : conversationsOfEach(scope, sql<{ id: string }>`(select value as id from json_each(${values.contactIds}))`.as('outer'), 'contact_id');
-    if (shape.status) conversations = conversations.where('conversations.status', '=', values.status as ConversationRow['status']);
-    if (shape.platform) conversations = conversations.where('conversations.platform', '=', values.platform as ConversationRow['platform']);
-    const ids = conversations
-      .select('conversations.id')
-      // `+column` keeps SQLite from answering the order from an activity index: it sorts the matches.
-      .orderBy(postgres ? sql.ref('conversations.last_activity_at') : sql`+conversations.last_activity_at`, 'desc')
-      .orderBy('conversations.id', 'desc')
-      .limit(values.limit)
-      .offset(values.offset);
-    return withContactJoined(conversationsOfEach(scope, ids.as('outer'), 'id'))
-      .select(columns)
-      .orderBy('conversations.last_activity_at', 'desc')
-      .orderBy('conversations.id', 'desc');
+    const filter: ConversationFilter = { status: shape.status ? values.status : undefined, platform: shape.platform ? values.platform : undefined };
+    return pageOf(scope, matching(scope, filter, { by: 'given', contactIds: values.contactIds }), 'sorted', values);
   },
 );
+
+/**
+ * A page of the conversations a query selects, as a list shows it: their ids in the order
+ * (`sorted`: SQLite sorts the matches rather than walk an activity index for them), limited, then
+ * only those rows joined to their contacts.
+ */
+const pageOf = (scope: TenantScope, conversations: ConversationsQuery, order: 'activity' | 'sorted', page: { limit: number; offset: number }) => {
+  const postgres = isPostgres(scope.db as never);
+  const ids = conversations
+    .select('conversations.id')
+    // `+column` keeps SQLite from answering the order from an activity index: it sorts the matches.
+    .orderBy(order === 'sorted' && !postgres ? sql`+conversations.last_activity_at` : sql.ref('conversations.last_activity_at'), 'desc')
+    .orderBy('conversations.id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset);
+  return withContactJoined(conversationsOfEach(scope, ids.as('outer'), 'id'))
+    .select(columns)
+    .orderBy('conversations.last_activity_at', 'desc')
+    .orderBy('conversations.id', 'desc');
+};
 
 /** A search `fragment` whose total `conversation_name_trigrams` keeps: three characters, the name alone (no digits). */
 const isTrigramSearch = (filter: ConversationFilter): filter is ConversationFilter & { search: string } =>
@@ -460,7 +456,7 @@ const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<
   if (ids.length === 0) return [];
   return (await executeNamed(
     scope.db,
-    withContactJoined(conversationsWith(scope, 'id', ids)).select(columns).orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc'),
+    withContactJoined(conversationsWith(scope, 'id', boundList(scope.db as never, ids))).select(columns).orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc'),
   )) as ConversationWithContact[];
 };
 
@@ -479,23 +475,8 @@ export const conversationsRepository = {
    */
   async list(scope: TenantScope, filter: ConversationFilter, page: Page) {
     const postgres = isPostgres(scope.db as never);
-    const rows = (reach: Reach, order: 'activity' | 'sorted') => {
-      const ids = matching(scope, filter, reach)
-        .select('conversations.id')
-        // `+column` keeps SQLite from answering the order from an activity index: it sorts the matches.
-        .orderBy(order === 'sorted' && !postgres ? sql`+conversations.last_activity_at` : sql.ref('conversations.last_activity_at'), 'desc')
-        .orderBy('conversations.id', 'desc')
-        .limit(page.limit)
-        .offset(page.offset);
-      return executeNamed(
-        scope.db,
-        withContactJoined(conversationsOfEach(scope, ids.as('outer'), 'id'))
-          .select(columns)
-          .orderBy('conversations.last_activity_at', 'desc')
-          .orderBy('conversations.id', 'desc'),
-        { planPerValue: plannedPerValue(scope, filter, reach) },
-      ) as Promise<ConversationWithContact[]>;
-    };
+    const rows = (reach: Reach, order: 'activity' | 'sorted') =>
+      executeNamed(scope.db, pageOf(scope, matching(scope, filter, reach), order, page), { planPerValue: plannedPerValue(scope, filter, reach) }) as Promise<ConversationWithContact[]>;
 
     if (!filter.search) {
       if (postgres) {
@@ -523,9 +504,9 @@ export const conversationsRepository = {
       // A few contacts' conversations: the page from their ids, sorted. Narrowed, a page that is
       // not full and not past the end tells the exact total by itself (offset + its rows), so the
       // count is only run when it cannot.
-      const given: Reach = { by: 'given', contactIds: summary.ids };
+      const given = { by: 'given', contactIds: boundList(scope.db as never, summary.ids) } as const;
       if (!narrowed && summary.conversations <= page.offset) return { rows: [], total: summary.conversations };
-      const found = await givenPage(scope, filter, summary.ids, page);
+      const found = await givenPage(scope, filter, given.contactIds, page);
       if (!narrowed) return { rows: found, total: summary.conversations };
       if (found.length < page.limit && (found.length > 0 || page.offset === 0)) return { rows: found, total: page.offset + found.length };
       return { rows: found, total: await countMatching(scope, filter, given) };

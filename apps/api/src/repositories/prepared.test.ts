@@ -51,7 +51,7 @@ for (const dialect of ACTIVE_DIALECTS) {
         ] as const) {
           const shape = { typed: type !== undefined };
           const expected = await build(db, shape, { accountId, type }).execute();
-          expect(await keys(db, shape.typed ? 'typed' : 'all', shape, { accountId, type })).toEqual(expected);
+          expect(await keys(db, shape, { accountId, type })).toEqual(expected);
         }
       } finally {
         await server.close();
@@ -66,9 +66,9 @@ for (const dialect of ACTIVE_DIALECTS) {
         const unused = prepared((executor: Executor, _name: string) => executor.selectFrom('accounts').select('id'));
         await expect(unused(server.database.db, 'x')).rejects.toThrow(/not a parameter/);
         const wrongShape = preparedByShape((executor: Executor, _shape: null, values: { name: string }) => executor.selectFrom('accounts').select('id').where('name', '=', `${values.name}%`));
-        await expect(wrongShape(server.database.db, 'one', null, { name: 'x' })).rejects.toThrow(/computed with/);
+        await expect(wrongShape(server.database.db, null, { name: 'x' })).rejects.toThrow(/computed with/);
         const unusedValue = preparedByShape((executor: Executor, _shape: null, _values: { name: string }) => executor.selectFrom('accounts').select('id'));
-        await expect(unusedValue(server.database.db, 'one', null, { name: 'x' })).rejects.toThrow(/not a parameter/);
+        await expect(unusedValue(server.database.db, null, { name: 'x' })).rejects.toThrow(/not a parameter/);
       } finally {
         await server.close();
       }

@@ -3,15 +3,47 @@ import { prepareOnPostgres, readNowOnSqlite } from '../db/database.js';
 import { isPostgres } from '../db/dialect.js';
 import type { Executor } from './tenant.js';
 
+/** A query compiled once: its SQL and, per parameter, the name of the value it takes (null: a constant of the SQL). */
 interface Template {
   compiled: CompiledQuery;
-  /** Per parameter of the SQL: the index of the call's argument, or -1 for a constant. */
-  slots: number[];
+  slots: (string | null)[];
 }
 
-/** Stands for argument `i` while the query is built once; U+0000 is refused in every request. */
-const placeholder = (i: number) => `\u0000prepared:${i}\u0000`;
-const PLACEHOLDER = /^\u0000prepared:(\d+)\u0000$/;
+/** Stands for value `name` while a query is built once; U+0000 is refused in every request. */
+const placeholder = (name: string) => `\u0000prepared:${name}\u0000`;
+const PLACEHOLDER = /^\u0000prepared:([A-Za-z0-9_]+)\u0000$/;
+
+/**
+ * The template of a query built with placeholders (placeholder) for the values `names`. Refuses a
+ * query that computed with a value instead of using it as one, or that does not use one.
+ */
+function templateOf(compiled: CompiledQuery, names: string[], caller: string): Template {
+  const slots = compiled.parameters.map((value) => {
+    const match = typeof value === 'string' ? PLACEHOLDER.exec(value) : null;
+    if (typeof value === 'string' && value.includes('\u0000') && !match) throw new Error(`${caller}: a value was computed with, not used as a value: ${compiled.sql}`);
+    return match ? (match[1] as string) : null;
+  });
+  for (const name of names) {
+    if (!slots.includes(name)) throw new Error(`${caller}: value ${name} is not a parameter of ${compiled.sql}`);
+  }
+  return { compiled, slots };
+}
+
+/** A template's parameters for these values (by name; an array's by index). */
+const parametersOf = ({ compiled, slots }: Template, values: Record<string, unknown>) => slots.map((slot, i) => (slot === null ? compiled.parameters[i] : values[slot]));
+
+/**
+ * Runs compiled SQL with these parameters: on Postgres as a named prepared statement unless
+ * `planPerValue` (a statement whose best plan depends on its values, searchPlannedPerValue, is sent
+ * unnamed, so Postgres plans it for them every time instead of settling on a generic plan); a read
+ * on SQLite outside any transaction at once (readNowOnSqlite).
+ */
+function run<Row>(db: Executor, compiled: CompiledQuery, parameters: readonly unknown[], planPerValue = false): Promise<QueryResult<Row>> | QueryResult<Row> {
+  if (isPostgres(db) && !planPerValue) prepareOnPostgres(compiled.sql);
+  const now = readNowOnSqlite(db, compiled.sql, parameters);
+  if (now) return now as QueryResult<Row>;
+  return db.executeQuery<Row>({ ...compiled, parameters } as CompiledQuery<Row>);
+}
 
 /**
  * A query of a fixed shape, built and compiled by Kysely once per dialect; each call only binds
@@ -19,9 +51,9 @@ const PLACEHOLDER = /^\u0000prepared:(\d+)\u0000$/;
  * which was a quarter of the CPU time of the API's fastest requests (a key lookup and a read by
  * id). For the hot queries only: `build` must use each argument as a plain value (a `where`
  * operand, a `set` value), never compute with it; a query whose SQL depends on the values
- * (optional filters) is built per call as usual. On Postgres it runs as a named prepared
- * statement (prepareOnPostgres); a read on SQLite outside any transaction runs at once
- * (readNowOnSqlite).
+ * (optional filters) is built per call as usual, or by preparedByShape. On Postgres it runs as a
+ * named prepared statement (prepareOnPostgres); a read on SQLite outside any transaction runs at
+ * once (readNowOnSqlite).
  */
 export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...args: Args) => Compilable<Row>) {
   // The SQL depends on the dialect alone: one template per adapter class.
@@ -32,18 +64,8 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
     let template = templates.get(adapter);
     if (!template) {
       // Placeholders for as many arguments as this call has (a rest parameter has no length).
-      const compiled = build(db, ...(Array.from({ length: argumentCount }, (_, i) => placeholder(i)) as Args)).compile();
-      const slots = compiled.parameters.map((value) => {
-        const match = typeof value === 'string' ? PLACEHOLDER.exec(value) : null;
-        if (typeof value === 'string' && value.includes('\u0000') && !match) throw new Error(`prepared(): an argument was computed with, not used as a value: ${compiled.sql}`);
-        return match ? Number(match[1]) : -1;
-      });
-      for (let i = 0; i < argumentCount; i++) {
-        if (!slots.includes(i)) throw new Error(`prepared(): argument ${i} is not a parameter of ${compiled.sql}`);
-      }
-      // Postgres parses and plans it once per connection, too.
-      if (isPostgres(db)) prepareOnPostgres(compiled.sql);
-      template = { compiled, slots };
+      const names = Array.from({ length: argumentCount }, (_, i) => String(i));
+      template = templateOf(build(db, ...(names.map(placeholder) as Args)).compile(), names, 'prepared()');
       templates.set(adapter, template);
     }
     return template;
@@ -51,60 +73,42 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
 
   /** Runs the query with these values: the rows, and for writes the affected count. */
   return async (db: Executor, ...args: Args): Promise<QueryResult<Row>> => {
-    const { compiled, slots } = templateFor(db, args.length);
-    const parameters = slots.map((slot, i) => (slot === -1 ? compiled.parameters[i] : args[slot]));
-    const now = readNowOnSqlite(db, compiled.sql, parameters);
-    if (now) return now as QueryResult<Row>;
-    return db.executeQuery<Row>({ ...compiled, parameters } as CompiledQuery<Row>);
+    const template = templateFor(db, args.length);
+    return run<Row>(db, template.compiled, parametersOf(template, args as unknown as Record<string, unknown>));
   };
 }
 
 /**
  * Like prepared(), for a query whose SQL takes one of a few shapes (which filters a list has):
- * `build` receives the call's `shape`, which decides the SQL, and its `values`, which it must use
- * as plain values only (as prepared()'s arguments). A shape is built and compiled once per dialect
- * (`shapeKey` names it: the same key must always mean the same shape), each call then binds its
- * values. A value left undefined is not a parameter (its shape does not use it). On Postgres the
+ * `build` receives the call's `shape`, which decides the SQL (a small plain object: its JSON
+ * names it), and its `values`, which it must use as plain values only (as prepared()'s
+ * arguments). Each shape is built and compiled once per dialect, each call then binds its values.
+ * A value left undefined is not a parameter (its shape does not use it). On Postgres the
  * statement is named unless `planPerValue` (see executeNamed).
  */
 export function preparedByShape<Shape, Values extends Record<string, unknown>, Row>(build: (db: Executor, shape: Shape, values: Values) => Compilable<Row>) {
-  const templates = new Map<unknown, Map<string, { compiled: CompiledQuery; slots: (string | null)[] }>>();
+  const templates = new Map<unknown, Map<string, Template>>();
 
-  const templateFor = (db: Executor, shapeKey: string, shape: Shape, values: Values) => {
+  const templateFor = (db: Executor, shape: Shape, values: Values): Template => {
     const adapter = db.getExecutor().adapter.constructor;
     let ofAdapter = templates.get(adapter);
     if (!ofAdapter) templates.set(adapter, (ofAdapter = new Map()));
-    let template = ofAdapter.get(shapeKey);
+    const key = JSON.stringify(shape);
+    let template = ofAdapter.get(key);
     if (!template) {
       const names = Object.keys(values).filter((name) => values[name] !== undefined);
-      const placeholders = Object.fromEntries(names.map((name) => [name, namedPlaceholder(name)])) as Values;
-      const compiled = build(db, shape, placeholders).compile();
-      const slots = compiled.parameters.map((value) => {
-        const match = typeof value === 'string' ? NAMED_PLACEHOLDER.exec(value) : null;
-        if (typeof value === 'string' && value.includes('\u0000') && !match) throw new Error(`preparedByShape(): a value was computed with, not used as a value: ${compiled.sql}`);
-        return match ? (match[1] as string) : null;
-      });
-      for (const name of names) {
-        if (!slots.includes(name)) throw new Error(`preparedByShape(): value ${name} is not a parameter of ${compiled.sql}`);
-      }
-      template = { compiled, slots };
-      ofAdapter.set(shapeKey, template);
+      const placeholders = Object.fromEntries(names.map((name) => [name, placeholder(name)])) as Values;
+      template = templateOf(build(db, shape, placeholders).compile(), names, 'preparedByShape()');
+      ofAdapter.set(key, template);
     }
     return template;
   };
 
-  return async (db: Executor, shapeKey: string, shape: Shape, values: Values, options: { planPerValue?: boolean } = {}): Promise<Row[]> => {
-    const { compiled, slots } = templateFor(db, shapeKey, shape, values);
-    const parameters = slots.map((slot, i) => (slot === null ? compiled.parameters[i] : values[slot]));
-    if (isPostgres(db) && !options.planPerValue) prepareOnPostgres(compiled.sql);
-    const now = readNowOnSqlite(db, compiled.sql, parameters);
-    if (now) return now.rows as Row[];
-    return (await db.executeQuery<Row>({ ...compiled, parameters } as CompiledQuery<Row>)).rows;
+  return async (db: Executor, shape: Shape, values: Values, options: { planPerValue?: boolean } = {}): Promise<Row[]> => {
+    const template = templateFor(db, shape, values);
+    return (await run<Row>(db, template.compiled, parametersOf(template, values), options.planPerValue)).rows;
   };
 }
-
-const namedPlaceholder = (name: string) => `\u0000prepared:${name}\u0000`;
-const NAMED_PLACEHOLDER = /^\u0000prepared:([A-Za-z0-9_]+)\u0000$/;
 
 /**
  * Runs a query built per call as a named prepared statement on Postgres, so that each
@@ -115,10 +119,5 @@ const NAMED_PLACEHOLDER = /^\u0000prepared:([A-Za-z0-9_]+)\u0000$/;
  */
 export async function executeNamed<Row>(db: Executor, query: Compilable<Row>, options: { planPerValue?: boolean } = {}): Promise<Row[]> {
   const compiled = query.compile();
-  // planPerValue: a statement whose best plan depends on its values (searchPlannedPerValue) is
-  // sent unnamed, so Postgres plans it for them every time instead of settling on a generic plan.
-  if (isPostgres(db) && !options.planPerValue) prepareOnPostgres(compiled.sql);
-  const now = readNowOnSqlite(db, compiled.sql, compiled.parameters);
-  if (now) return now.rows as Row[];
-  return (await db.executeQuery(compiled)).rows;
+  return (await run<Row>(db, compiled, compiled.parameters, options.planPerValue)).rows;
 }
