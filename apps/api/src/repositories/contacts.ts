@@ -2,7 +2,8 @@ import { type Selectable, type Updateable, sql } from 'kysely';
 import { lockedForUpdate } from '../db/dialect.js';
 import type { ContactTable } from '../db/schema.js';
 import { type SearchColumn, contactContains, foundBySearchTable } from './contact-search.js';
-import type { TenantScope } from './tenant.js';
+import { preparedByShape } from './prepared.js';
+import { type Executor, TenantScope } from './tenant.js';
 
 export type ContactRow = Selectable<ContactTable>;
 
@@ -51,6 +52,38 @@ const filtered = (scope: TenantScope, filter: ContactFilter, from: 'account' | '
   return query;
 };
 
+/** A list without a search: which filters it has (a tag or none), and the values it binds. */
+type UnsearchedShape = { tag: boolean };
+type UnsearchedValues = { accountId: string; tag: string | undefined };
+
+/**
+ * The page of a list without a search, newest first along the creation order, compiled once per
+ * shape (preparedByShape): Kysely built it at every request.
+ */
+const unsearchedPage = preparedByShape((db: Executor, shape: UnsearchedShape, values: UnsearchedValues & { limit: number; offset: number }) =>
+  filtered(new TenantScope(db, values.accountId), { tag: shape.tag ? values.tag : undefined })
+    .selectAll()
+    .orderBy('contacts.created_at', 'desc')
+    .orderBy('contacts.id', 'desc')
+    .limit(values.limit)
+    .offset(values.offset),
+);
+
+/**
+ * The exact number of contacts of a list without a search, compiled once per shape. A tag alone is
+ * counted from the tag index: a contact has a tag at most once, and deleting a contact deletes its
+ * rows there.
+ */
+const unsearchedCount = preparedByShape((db: Executor, shape: UnsearchedShape, values: UnsearchedValues) => {
+  const scope = new TenantScope(db, values.accountId);
+  return shape.tag
+    ? scope
+        .selectFrom('contact_tags')
+        .where('contact_tags.tag', '=', values.tag as string)
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+    : scope.selectFrom('contacts').select((eb) => eb.fn.countAll<number>().as('total'));
+});
+
 export const contactsRepository = {
   findById: (scope: TenantScope, id: string) => scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id).executeTakeFirst(),
 
@@ -64,6 +97,12 @@ export const contactsRepository = {
   findByPhone: (scope: TenantScope, phone: string) => scope.selectFrom('contacts').selectAll().where('contacts.phone', '=', phone).executeTakeFirst(),
 
   async list(scope: TenantScope, filter: ContactFilter, page: { limit: number; offset: number }) {
+    if (!filter.search) {
+      const shape = { tag: filter.tag !== undefined };
+      const values = { accountId: scope.accountId, tag: filter.tag };
+      const [found, counted] = await Promise.all([unsearchedPage(scope.db, shape, { ...values, limit: page.limit, offset: page.offset }), unsearchedCount(scope.db, shape, values)]);
+      return { rows: found as ContactRow[], total: Number(counted[0]?.total ?? 0) };
+    }
     const rows = (from: 'account' | 'matches') =>
       filtered(scope, filter, from)
         .selectAll()
@@ -72,20 +111,12 @@ export const contactsRepository = {
         .limit(page.limit)
         .offset(page.offset)
         .execute();
-    // A tag alone is counted from the tag index: a contact has a tag at most once, and deleting
-    // a contact deletes its rows there.
     const count = () =>
-      (filter.tag !== undefined && !filter.search
-        ? scope
-            .selectFrom('contact_tags')
-            .where('contact_tags.tag', '=', filter.tag)
-            .select((eb) => eb.fn.countAll<number>().as('total'))
-            .executeTakeFirstOrThrow()
-        : filtered(scope, filter, 'matches')
-            .select((eb) => eb.fn.countAll<number>().as('total'))
-            .executeTakeFirstOrThrow()
-      ).then((row) => Number(row.total));
-    if (filter.search && foundBySearchTable(scope.db as never, contactSearches(filter.search, filter.searchDigits))) {
+      filtered(scope, filter, 'matches')
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .executeTakeFirstOrThrow()
+        .then((row) => Number(row.total));
+    if (foundBySearchTable(scope.db as never, contactSearches(filter.search, filter.searchDigits))) {
       // SQLite, a search its FTS table answers: counted from the matches first; a few matches are
       // then sorted (a phone number's one contact, where walking the creation order would read
       // every contact of the account), many are found by walking the creation order.

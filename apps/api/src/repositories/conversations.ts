@@ -198,9 +198,35 @@ const countersTotal = (scope: TenantScope, filter: ConversationFilter) => {
   return query.select((eb) => eb.fn.coalesce(eb.fn.sum<number>('conversation_counts.count'), sql.lit(0)).as('total'));
 };
 
+/**
+ * Which of a status and a platform filter a statement compiled once per shape (preparedByShape)
+ * has, and the values it binds for them (undefined: not in its shape).
+ */
+type FilterShape = { status: boolean; platform: boolean };
+type FilterValues = { accountId: string; status: ConversationRow['status'] | undefined; platform: ConversationRow['platform'] | undefined };
+const filterShape = (filter: ConversationFilter): FilterShape => ({ status: Boolean(filter.status), platform: Boolean(filter.platform) });
+const filterValues = (scope: TenantScope, filter: ConversationFilter): FilterValues => ({ accountId: scope.accountId, status: filter.status, platform: filter.platform });
+/** The filter a statement of this shape is built for, from its values (placeholders while it is built). */
+const filterOf = (shape: FilterShape, values: FilterValues): ConversationFilter => ({
+  status: shape.status ? values.status : undefined,
+  platform: shape.platform ? values.platform : undefined,
+});
+
+/** countersTotal, compiled once per shape. */
+const countersQuery = preparedByShape((db: Executor, shape: FilterShape, values: FilterValues) => countersTotal(new TenantScope(db, values.accountId), filterOf(shape, values)));
+
 /** countersTotal, run. */
 const countFromCounters = (scope: TenantScope, filter: ConversationFilter) =>
-  executeNamed(scope.db, countersTotal(scope, filter)).then((rows) => Number(rows[0]?.total ?? 0));
+  countersQuery(scope.db, filterShape(filter), filterValues(scope, filter)).then((rows) => Number(rows[0]?.total ?? 0));
+
+/**
+ * The page of a list without a search, newest activity first along the activity indexes (pageOf),
+ * compiled once per shape: Kysely built it at every poll of an inbox.
+ */
+const listPageQuery = preparedByShape((db: Executor, shape: FilterShape, values: FilterValues & Page) => {
+  const scope = new TenantScope(db, values.accountId);
+  return pageOf(scope, matching(scope, filterOf(shape, values), { by: 'walk' }), 'activity', values);
+});
 
 /**
  * The conversations (with their contacts) whose ids an array expression holds: the LATERAL side of
@@ -292,7 +318,7 @@ const searchSummaryQuery = preparedByShape((db: Executor, shape: SummaryShape, v
   const postgres = isPostgres(db as never);
   // Postgres aggregates into an array, SQLite into the JSON text of one.
   const idsOf = (column: string) => (postgres ? sql`array_agg(${sql.ref(column)})` : sql`json_group_array(${sql.ref(column)})`);
-  const filter: ConversationFilter = { status: shape.status ? values.status : undefined, platform: shape.platform ? values.platform : undefined };
+  const filter = filterOf(shape, values);
   // The conversations the search narrows, without it: the filter's counters (countFromCounters).
   const selected = sql<number>`(${countersTotal(scope, filter)})`;
   const page = shape.paged ? { reach: values.reach as number, limit: values.limit as number, offset: values.offset as number } : undefined;
@@ -348,23 +374,13 @@ const searchPage = (scope: TenantScope, summary: { as(alias: 'summary'): unknown
  * shape (preparedByShape): on SQLite, where the summary does not find the page itself, a phone
  * search built this statement with Kysely at every request.
  */
-const givenPage = async (scope: TenantScope, filter: ConversationFilter, contactIds: string[] | string, page: Page) => {
-  const shape = { status: Boolean(filter.status), platform: Boolean(filter.platform) };
-  const values = { accountId: scope.accountId, contactIds, status: filter.status, platform: filter.platform, limit: page.limit, offset: page.offset };
-  return (await givenPageQuery(scope.db, shape, values)) as ConversationWithContact[];
-};
+const givenPage = async (scope: TenantScope, filter: ConversationFilter, contactIds: string[] | string, page: Page) =>
+  (await givenPageQuery(scope.db, filterShape(filter), { ...filterValues(scope, filter), contactIds, limit: page.limit, offset: page.offset })) as ConversationWithContact[];
 
-const givenPageQuery = preparedByShape(
-  (
-    db: Executor,
-    shape: { status: boolean; platform: boolean },
-    values: { accountId: string; contactIds: string[] | string; status: ConversationRow['status'] | undefined; platform: ConversationRow['platform'] | undefined; limit: number; offset: number },
-  ) => {
-    const scope = new TenantScope(db, values.accountId);
-    const filter: ConversationFilter = { status: shape.status ? values.status : undefined, platform: shape.platform ? values.platform : undefined };
-    return pageOf(scope, matching(scope, filter, { by: 'given', contactIds: values.contactIds }), 'sorted', values);
-  },
-);
+const givenPageQuery = preparedByShape((db: Executor, shape: FilterShape, values: FilterValues & Page & { contactIds: string[] | string }) => {
+  const scope = new TenantScope(db, values.accountId);
+  return pageOf(scope, matching(scope, filterOf(shape, values), { by: 'given', contactIds: values.contactIds }), 'sorted', values);
+});
 
 /**
  * A page of the conversations a query selects, as a list shows it: their ids in the order
@@ -454,11 +470,13 @@ const trigramSearchQuery = prepared((db: Executor, accountId: string, trigram: s
 /** Conversations by id, with their contacts, latest activity first (a page whose ids are known). */
 const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<ConversationWithContact[]> => {
   if (ids.length === 0) return [];
-  return (await executeNamed(
-    scope.db,
-    withContactJoined(conversationsWith(scope, 'id', boundList(scope.db as never, ids))).select(columns).orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc'),
-  )) as ConversationWithContact[];
+  return (await rowsWithIdsQuery(scope.db, scope.accountId, boundList(scope.db as never, ids))).rows as ConversationWithContact[];
 };
+
+/** rowsWithIds' statement, compiled once: the ids are one bound list (boundList). */
+const rowsWithIdsQuery = prepared((db: Executor, accountId: string, ids: string[] | string) =>
+  withContactJoined(conversationsWith(new TenantScope(db, accountId), 'id', ids)).select(columns).orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc'),
+);
 
 const findByIdQuery = prepared((db: Executor, accountId: string, id: string) =>
   withContact(new TenantScope(db, accountId)).select(columns).where('conversations.id', '=', id),
@@ -479,13 +497,14 @@ export const conversationsRepository = {
       executeNamed(scope.db, pageOf(scope, matching(scope, filter, reach), order, page), { planPerValue: plannedPerValue(scope, filter, reach) }) as Promise<ConversationWithContact[]>;
 
     if (!filter.search) {
+      const listPage = async () => (await listPageQuery(scope.db, filterShape(filter), { ...filterValues(scope, filter), limit: page.limit, offset: page.offset })) as ConversationWithContact[];
       if (postgres) {
-        const [found, total] = await Promise.all([rows({ by: 'walk' }, 'activity'), countFromCounters(scope, filter)]);
+        const [found, total] = await Promise.all([listPage(), countFromCounters(scope, filter)]);
         return { rows: found, total };
       }
       const total = await countFromCounters(scope, filter);
       if (total <= page.offset) return { rows: [], total };
-      return { rows: await rows({ by: 'walk' }, 'activity'), total };
+      return { rows: await listPage(), total };
     }
 
     if (isTrigramSearch(filter)) {

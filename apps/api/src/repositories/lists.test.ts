@@ -148,6 +148,17 @@ describeEachDialect('list queries', (server) => {
       const other = new TenantScope(server().database.db, server().otherAccountId);
       expect((await conversationsRepository.list(other, { search: 'qxv' }, { limit: 20, offset: 0 })).total).toBe(0);
     });
+
+    // The statements of these lists are compiled once per shape, the account bound at each call:
+    // the first account's list must not answer the second's.
+    it('lists each account its own conversations, filtered or not, one after the other', async () => {
+      await seed();
+      const other = new TenantScope(server().database.db, server().otherAccountId);
+      for (const filter of [{}, { status: 'active' as const }, { platform: 'facebook' as const, status: 'resolved' as const }]) {
+        expect((await conversationsRepository.list(scope(), filter, { limit: 20, offset: 0 })).total, JSON.stringify(filter)).toBeGreaterThan(0);
+        expect(await conversationsRepository.list(other, filter, { limit: 20, offset: 0 }), JSON.stringify(filter)).toEqual({ rows: [], total: 0 });
+      }
+    });
   });
 
   describe('contacts by search', () => {
@@ -166,6 +177,27 @@ describeEachDialect('list queries', (server) => {
         }
       });
     }
+  });
+
+  describe('contacts without a search', () => {
+    it('counts and pages all contacts exactly', async () => {
+      await seed();
+      const expected = [...contacts].sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+      for (const offset of [0, 40, expected.length - 5, expected.length]) {
+        const { rows, total } = await contactsRepository.list(scope(), {}, { limit: 20, offset });
+        expect(total).toBe(expected.length);
+        expect(rows.map((r) => r.id)).toEqual(expected.slice(offset, offset + 20).map((c) => c.id));
+      }
+    });
+
+    it('lists each account its own contacts, by tag or not, one after the other', async () => {
+      await seed();
+      const other = new TenantScope(server().database.db, server().otherAccountId);
+      for (const filter of [{}, { tag: 'vip' }]) {
+        expect((await contactsRepository.list(scope(), filter, { limit: 20, offset: 0 })).total, JSON.stringify(filter)).toBeGreaterThan(0);
+        expect(await contactsRepository.list(other, filter, { limit: 20, offset: 0 }), JSON.stringify(filter)).toEqual({ rows: [], total: 0 });
+      }
+    });
   });
 
   describe('contacts by tag', () => {

@@ -1,9 +1,8 @@
 import { CompiledQuery, sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { DatabaseHandle } from '../db/database.js';
 import type { TestDatabase } from '../testing/databases.js';
 import { createSearchFixture } from '../testing/search-fixture.js';
-import { conversationsRepository } from './conversations.js';
 import { type Executor, TenantScope } from './tenant.js';
 
 /**
@@ -48,6 +47,11 @@ describe('conversation search plans on SQLite', () => {
 
   /** The plan of every query a list call runs, in order. */
   async function plansOf(search: string, digits?: string): Promise<{ sql: string; plan: string }[]> {
+    // The hot statements are compiled once per process (prepared, preparedByShape), and the plugin
+    // below sees a statement when it is compiled: a fresh copy of the repository's modules compiles
+    // every statement of this call again, whichever test compiled it first.
+    vi.resetModules();
+    const { conversationsRepository } = await import('./conversations.js');
     captured.length = 0;
     capturing = true;
     const db = database.db.withPlugin({
