@@ -13,7 +13,7 @@ import { nextUlid } from '../ids.js';
 import { HttpInput } from '../trpc/contract-input.js';
 import { RateLimits } from '../edge/rate-limits.js';
 import { type HttpExchange, IdempotentReplay, type RequestContext, admitRequest, apiErrorOf } from '../trpc/init.js';
-import { TRPCError, callTRPCProcedure } from '@trpc/server';
+import { type AnyTRPCProcedure, TRPCError } from '@trpc/server';
 import { appRouter } from '../trpc/router.js';
 import { type Settings, defaultSettings } from '../settings.js';
 import { renderDocsPage } from './docs-page.js';
@@ -221,6 +221,12 @@ function registerOperation(
   contextOf: (request: FastifyRequest) => RequestContext,
 ) {
   const type = operation.method === 'GET' ? 'query' : 'mutation';
+  // The operation's procedure, found once (the router keeps them flat, by path, where tRPC's own
+  // getProcedureAtPath reads them): callTRPCProcedure looks it up at every call (an await of its
+  // own) and hands the router on in the options that each middleware level copies. The call
+  // itself is the one callTRPCProcedure makes.
+  const procedure = (appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure | undefined>)[operationId];
+  if (!procedure || procedure._def.type !== type) throw new Error(`No ${type} procedure for operation ${operationId}`);
   app.route({
     method: operation.method,
     url: `/v1${operation.path}`,
@@ -242,7 +248,7 @@ function registerOperation(
       let result: unknown;
       try {
         // The procedure called as tRPC's own adapters call it: no caller proxy per request.
-        result = await callTRPCProcedure({ router: appRouter, path: operationId, type, ctx: contextOf(request), getRawInput: async () => input, signal: undefined, batchIndex: 0 });
+        result = await procedure({ path: operationId, type, ctx: contextOf(request), getRawInput: async () => input, signal: undefined, batchIndex: 0 });
       } catch (error) {
         const replay = error instanceof TRPCError ? error.cause : error;
         if (!(replay instanceof IdempotentReplay)) throw error;
