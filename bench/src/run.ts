@@ -45,7 +45,7 @@ interface ServerProcess {
   /** Postgres: the server's database, which waitIdle also waits for. */
   postgresUrl?: string;
   /** How it was started (restartServer starts it again so). */
-  start: { args: string[]; env: Record<string, string>; port: number; logDir: string };
+  start: { args: string[]; env: Record<string, string>; port: number };
 }
 
 const children = new Set<ChildProcess>();
@@ -62,7 +62,7 @@ function spawnServer(role: ServerProcess['role'], { args, env, port }: ServerPro
 }
 
 function startServer(role: ServerProcess['role'], args: string[], env: Record<string, string>, port: number, logDir: string): ServerProcess {
-  const start = { args, env, port, logDir };
+  const start = { args, env, port };
   const logPath = join(logDir, `${role}.log`);
   const child = spawnServer(role, start, logPath);
   return { role, child, pid: child.pid, baseUrl: `http://127.0.0.1:${port}`, logPath, start };
@@ -73,7 +73,7 @@ function startServer(role: ServerProcess['role'], args: string[], env: Record<st
  * first on Postgres (a killed client's backend runs its query on to the end).
  */
 async function restartServer(server: ServerProcess): Promise<void> {
-  const exited = new Promise<void>((resolve) => (server.child.exitCode !== null || server.child.signalCode !== null ? resolve() : server.child.once('exit', () => resolve())));
+  const exited = exitOf(server);
   server.child.kill('SIGKILL');
   await exited;
   if (server.postgresUrl) {
@@ -90,9 +90,13 @@ async function restartServer(server: ServerProcess): Promise<void> {
   server.pid = child.pid;
 }
 
+/** Resolves when the server's process has exited (at once if it has). */
+const exitOf = ({ child }: ServerProcess) =>
+  new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+
 async function stopServer(server: ServerProcess): Promise<void> {
   if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => server.child.once('exit', () => resolve()));
+  const exited = exitOf(server);
   server.child.kill('SIGTERM');
   const timer = setTimeout(() => server.child.kill('SIGKILL'), 10_000);
   await exited;

@@ -80,6 +80,7 @@ describe('the program', () => {
     expect(stdout.text).toMatch(/Exit codes:[\s\S]*3 +authentication[\s\S]*6 +server or network/);
   });
 
+  // Builds the help of every operation in turn: seconds on a busy machine, past vitest's default 5 s.
   it('has a command, with complete help, for every operation', async () => {
     for (const { command } of Object.values(OPERATION_COMMANDS)) {
       const { terminal, stdout } = testTerminal();
@@ -92,7 +93,6 @@ describe('the program', () => {
     expect(stdout.text).toContain('--item <name:quantity:unit_amount>');
     expect(stdout.text).toContain('--contact <id>');
     expect(stdout.text).toContain('--body <json>');
-    // Builds the help of every operation in turn: seconds on a busy machine, past vitest's default 5 s.
   }, 60_000);
 
   it('exits 2 on usage errors, with one line on stderr', async () => {

@@ -1,7 +1,7 @@
 import { type AliasedExpression, type Expression, type SelectQueryBuilder, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { boundList, isOneOf, isPostgres, planAlike } from '../db/dialect.js';
 import type { ConversationTable, Database } from '../db/schema.js';
-import { type SearchColumn, type SearchTerm, contactContains, contactMatches, containsText, foundBySearchTable, searchPlannedPerValue, searchTerm } from './contact-search.js';
+import { type SearchColumn, type SearchTerm, contactMatches, containsText, foundBySearchTable, searchPlannedPerValue, searchTerm } from './contact-search.js';
 import { executeNamed, prepared, preparedByShape } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
 
@@ -38,12 +38,16 @@ const contactSearches = (filter: ConversationFilter & { search: string }) =>
         ...(filter.searchDigits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: filter.searchDigits }] : []),
       ];
 
-/** The contacts a search matches (from the rows the FTS table finds, on SQLite, when it finds them all). */
-const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { search: string }) => {
-  const searches = contactSearches(filter);
-  const contacts = foundBySearchTable(scope.db as never, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
-  return contacts.where(() => contactContains(scope.db as never, searches));
-};
+/** A search's terms (searchTerm): what its statement binds for each of contactSearches. */
+const searchTermsOf = (db: Executor, filter: ConversationFilter & { search: string }) =>
+  contactSearches(filter).map(({ columns, fragment }) => searchTerm(db as never, columns, fragment));
+
+/** The contacts these terms match (from the rows the FTS table finds, on SQLite, when it finds them all). */
+const contactsMatching = (scope: TenantScope, terms: SearchTerm[]) =>
+  (foundBySearchTable(scope.db as never, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() => contactMatches(scope.db as never, terms));
+
+/** The contacts a search matches. */
+const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { search: string }) => contactsMatching(scope, searchTermsOf(scope.db, filter));
 
 /**
  * How the conversations of the matching contacts are found:
@@ -256,7 +260,7 @@ const rowsWithIdsIn = (scope: TenantScope, ids: Expression<unknown>) =>
  */
 const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { search: string }, page?: Page) => {
   const postgres = isPostgres(scope.db as never);
-  const terms = contactSearches(filter).map(({ columns, fragment }) => searchTerm(scope.db as never, columns, fragment));
+  const terms = searchTermsOf(scope.db, filter);
   const shape: SummaryShape = { terms: terms.map(({ columns, indexed }) => ({ columns, indexed })), status: Boolean(filter.status), platform: Boolean(filter.platform), paged: Boolean(page) };
   const values: SummaryValues = {
     accountId: scope.accountId,
@@ -330,7 +334,7 @@ const searchSummaryQuery = preparedByShape((db: Executor, shape: SummaryShape, v
       order by c.last_activity_at desc, c.id desc limit ${walkLimit(postgres, page, selected, total)} offset ${planAlike(db as never, page.offset, 'bigint')}) w)`;
   };
   const terms = shape.terms.map((term, i) => ({ ...term, operand: (i === 0 ? values.name : values.digits) as string }));
-  const contacts = (foundBySearchTable(db as never, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() => contactMatches(db as never, terms));
+  const contacts = contactsMatching(scope, terms);
   const summary = db
     .with(
       (cte) => cte('matched').materialized(),
