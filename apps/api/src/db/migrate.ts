@@ -8,6 +8,7 @@ import * as unloggedRateLimits from './migrations/2026_11_22_0005_unlogged_rate_
 import * as conversationCounts from './migrations/2026_11_22_0006_conversation_counts.js';
 import * as contactConversationCounts from './migrations/2026_11_22_0007_contact_conversation_counts.js';
 import * as conversationNameTrigrams from './migrations/2026_11_22_0008_conversation_name_trigrams.js';
+import * as phoneDigitSuffixes from './migrations/2026_11_23_0009_phone_digit_suffixes.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_22_0006_conversation_counts': conversationCounts,
   '2026_11_22_0007_contact_conversation_counts': contactConversationCounts,
   '2026_11_22_0008_conversation_name_trigrams': conversationNameTrigrams,
+  '2026_11_23_0009_phone_digit_suffixes': phoneDigitSuffixes,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

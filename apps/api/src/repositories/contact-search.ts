@@ -11,7 +11,8 @@ const MIN_INDEXED_LENGTH = 3;
 /**
  * "The contact's `columns` contain `fragment` (case already folded)": one condition the contact
  * and conversation lists share. Postgres answers `LIKE '%…%'` from its trigram indexes; SQLite
- * asks its FTS5 trigram table (see migration 0004), except for fragments too short to index.
+ * asks its FTS5 trigram table (migration 0004) and its phone-suffix table (migration 0009),
+ * except for fragments too short to index.
  */
 export function contactContains(db: Kysely<any>, searches: { columns: SearchColumn[]; fragment: string }[]): Expression<SqlBool> {
   return contactMatches(db, searches.map(({ columns, fragment }) => searchTerm(db, columns, fragment)));
@@ -20,7 +21,8 @@ export function contactContains(db: Kysely<any>, searches: { columns: SearchColu
 /**
  * A search as its statement binds it: the columns, whether the fragment is long enough for the
  * trigram indexes (which decides the SQL), and the one value the SQL takes for it (`operand`):
- * the escaped `LIKE` pattern, or on SQLite, for an indexed fragment, the FTS5 query.
+ * the escaped `LIKE` pattern, or on SQLite, for an indexed fragment, the fragment itself (the
+ * statement makes its FTS5 query and its range of phone suffixes from it: sqliteIndexedMatch).
  */
 export interface SearchTerm {
   columns: SearchColumn[];
@@ -30,7 +32,7 @@ export interface SearchTerm {
 
 export const searchTerm = (db: Kysely<any>, columns: SearchColumn[], fragment: string): SearchTerm => {
   const indexed = indexable(fragment);
-  return { columns, indexed, operand: isPostgres(db) || !indexed ? likeContains(fragment) : ftsQuery(columns, fragment) };
+  return { columns, indexed, operand: isPostgres(db) || !indexed ? likeContains(fragment) : fragment };
 };
 
 /** contactContains for terms made before (searchTerm): their operands are used as values only, so a statement built from them can be compiled once (preparedByShape). */
@@ -38,9 +40,28 @@ export function contactMatches(db: Kysely<any>, terms: SearchTerm[]): Expression
   const conditions: Expression<SqlBool>[] = [];
   for (const { columns, indexed, operand } of terms) {
     if (isPostgres(db) || !indexed) conditions.push(...columns.map((column) => likePattern(db, `contacts.${column}`, operand, indexed)));
-    else conditions.push(sql<SqlBool>`contacts.rowid in (select rowid from contacts_search where contacts_search match ${operand})`);
+    else conditions.push(sqliteIndexedMatch(columns, operand));
   }
   return conditions.length === 1 ? (conditions[0] as Expression<SqlBool>) : sql<SqlBool>`(${sql.join(conditions, sql` or `)})`;
+}
+
+/**
+ * SQLite, a fragment of three characters or more: the contacts whose rowid the FTS5 trigram table
+ * finds for the name and e-mail, and the phone-suffix table (migration 0009) for the digits: a
+ * phone contains the fragment when one of its suffixes starts with it, the range from `fragment`
+ * to `fragment:` (`:` sorts right after `9`). One `rowid in (…)` of both, so the contacts are
+ * looked up by rowid once whichever finds them.
+ */
+function sqliteIndexedMatch(columns: SearchColumn[], fragment: string): Expression<SqlBool> {
+  const texts = columns.filter((column) => column !== 'phone_digits');
+  const finders: Expression<unknown>[] = [];
+  if (texts.length > 0) {
+    // An FTS5 phrase of the literal fragment in those columns: `{a b} : "frag"`, quotes doubled.
+    const query = sql`${sql.lit(`{${texts.join(' ')}} : "`)} || replace(${fragment}, '"', '""') || '"'`;
+    finders.push(sql`select rowid from contacts_search where contacts_search match ${query}`);
+  }
+  if (texts.length < columns.length) finders.push(sql`select contact_rowid from contact_phone_suffixes where suffix >= ${fragment} and suffix < ${fragment} || ':'`);
+  return sql<SqlBool>`contacts.rowid in (${sql.join(finders, sql` union all `)})`;
 }
 
 const indexable = (fragment: string) => [...fragment].length >= MIN_INDEXED_LENGTH;
@@ -89,6 +110,3 @@ export const foundBySearchTable = (db: Kysely<any>, searches: ({ fragment: strin
 
 /** Whether a search (its fragment, or a term made of it: searchTerm) is long enough for the trigram indexes. */
 const isIndexed = (search: { fragment: string } | { indexed: boolean }) => ('indexed' in search ? search.indexed : indexable(search.fragment));
-
-/** An FTS5 query for a literal substring in some columns: `{a b} : "frag"` with quotes doubled. */
-const ftsQuery = (columns: SearchColumn[], fragment: string) => `{${columns.join(' ')}} : "${fragment.replace(/"/g, '""')}"`;

@@ -74,10 +74,12 @@ describe('conversation search plans on SQLite', () => {
     return plans;
   }
 
-  it('a phone number: its contact from the FTS rowids, its conversations from the contact index, the page by primary key', async () => {
+  it('a phone number: its contact from a range of phone suffixes (and the FTS rowids for names), its conversations from the contact index, the page by primary key', async () => {
     const plans = await plansOf('1000007', '1000007');
     const [summary, page] = plans;
     expect(plans).toHaveLength(2);
+    expect(summary?.plan).toMatch(/SEARCH contact_phone_suffixes USING PRIMARY KEY \(suffix>\? AND suffix<\?\)/);
+    expect(summary?.plan).toMatch(/SCAN contacts_search VIRTUAL TABLE INDEX/);
     expect(summary?.plan).toMatch(/SEARCH contacts USING INTEGER PRIMARY KEY \(rowid=\?\)/);
     expect(summary?.plan).not.toMatch(/contacts_created_idx/);
     expect(page?.plan).toMatch(/SEARCH conversations USING (COVERING )?INDEX conversations_contact_idx \(account_id=\? AND contact_id=\?\)/);
