@@ -42,10 +42,27 @@ const MIGRATIONS_DIR = join(REPO_DIR, 'apps/api/src/db/migrations');
  */
 export function schemaHash(): string {
   const hash = createHash('sha256').update(`generator ${GENERATOR_VERSION}\n`);
-  for (const name of readdirSync(MIGRATIONS_DIR).filter((f) => /\.ts$/.test(f) && !/\.test\.ts$/.test(f)).sort()) {
+  for (const name of sourceMigrations()) {
     hash.update(`${name}\n`).update(readFileSync(join(MIGRATIONS_DIR, name)));
   }
   return hash.digest('hex').slice(0, 8);
+}
+
+/** The file names of the api's migrations in its source. */
+const sourceMigrations = () => readdirSync(MIGRATIONS_DIR).filter((f) => /\.ts$/.test(f) && !/\.test\.ts$/.test(f)).sort();
+
+/**
+ * The data set is keyed by the source's migrations (schemaHash) but migrated by the api's build
+ * (`@convo/api` is its `dist`): a build older than the source would make a data set without the
+ * newest migrations under the newest key, and the server under test would fail on it. `pnpm bench`
+ * builds first; running the generator alone after changing a migration needs `pnpm build`.
+ */
+async function assertBuildMigratesSource(handle: ReturnType<typeof openDatabase>): Promise<void> {
+  const applied = (await handle.db.selectFrom('kysely_migration' as never).select('name' as never).orderBy('name' as never).execute()).map((row) => (row as { name: string }).name);
+  const source = sourceMigrations().map((file) => file.replace(/\.ts$/, ''));
+  if (applied.join() !== source.join()) {
+    throw new Error(`the api's build (apps/api/dist) applied the migrations ${applied.join(', ')}, its source has ${source.join(', ')}: run \`pnpm build\` first (pnpm bench does)`);
+  }
 }
 
 /** `200k-s42`, or `200k-c12000-s42` with a non-default number of contacts. */
@@ -130,6 +147,7 @@ async function createSchemaAndAccount(url: string): Promise<{ accountId: string;
   const handle = openDatabase(url);
   try {
     await migrateToLatest(handle.db);
+    await assertBuildMigratesSource(handle);
     const account = await accountsService.createAccount(handle, { name: 'Convo bench', plan: 'enterprise', rateLimitRpm: 1_000_000_000 });
     const key = await accountsService.createKey(handle, { accountId: account.id, type: 'full_access', name: 'bench' });
     return { accountId: account.id, key: key.key };
