@@ -12,7 +12,7 @@ import { isPostgres } from '../dialect.js';
  * right after `9`): one range of the primary key. The FTS5 trigram table answered the same
  * question by reading the doclists of each of the fragment's trigrams (five for seven digits) and
  * checking their positions; digit trigrams are few (a thousand) and so their doclists long, and
- * the match took 0.15 ms at 50,000 contacts and about 0.6 ms at 250,000, most of a phone search
+ * the match took 0.15 ms at 50,000 contacts and 0.48 ms at 250,000, most of a phone search
  * (bench/README.md).
  *
  * The digits leave the FTS table, which is rebuilt over the name and e-mail alone: a digits-only
