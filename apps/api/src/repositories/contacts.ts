@@ -100,7 +100,7 @@ export const contactsRepository = {
     if (!filter.search) {
       const shape = { tag: filter.tag !== undefined };
       const values = { accountId: scope.accountId, tag: filter.tag };
-      const [found, counted] = await Promise.all([unsearchedPage(scope.db, shape, { ...values, limit: page.limit, offset: page.offset }), unsearchedCount(scope.db, shape, values)]);
+      const [found, counted] = await Promise.all([unsearchedPage(scope, shape, { ...values, limit: page.limit, offset: page.offset }), unsearchedCount(scope, shape, values)]);
       return { rows: found as ContactRow[], total: Number(counted[0]?.total ?? 0) };
     }
     const rows = (from: 'account' | 'matches') =>

@@ -187,7 +187,7 @@ void everyColumnRead;
 
 /** The exact number of conversations a filter selects, counted (a search). */
 const countMatching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) =>
-  executeNamed(scope.db, matching(scope, filter, reach).select((eb) => eb.fn.countAll<number>().as('total')), { planPerValue: plannedPerValue(scope, filter, reach) }).then((rows) =>
+  executeNamed(scope, matching(scope, filter, reach).select((eb) => eb.fn.countAll<number>().as('total')), { planPerValue: plannedPerValue(scope, filter, reach) }).then((rows) =>
     Number(rows[0]?.total ?? 0),
   );
 
@@ -221,7 +221,7 @@ const countersQuery = preparedByShape((db: Executor, shape: FilterShape, values:
 
 /** countersTotal, run. */
 const countFromCounters = (scope: TenantScope, filter: ConversationFilter) =>
-  countersQuery(scope.db, filterShape(filter), filterValues(scope, filter)).then((rows) => Number(rows[0]?.total ?? 0));
+  countersQuery(scope, filterShape(filter), filterValues(scope, filter)).then((rows) => Number(rows[0]?.total ?? 0));
 
 /**
  * The page of a list without a search, newest activity first along the activity indexes (pageOf),
@@ -273,7 +273,7 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
     limit: page?.limit,
     offset: page?.offset,
   };
-  const found = await searchSummaryQuery(scope.db, shape, values, { planPerValue: searchPlannedPerValue(scope.db as never, shape.terms) });
+  const found = await searchSummaryQuery(scope, shape, values, { planPerValue: searchPlannedPerValue(scope.db as never, shape.terms) });
   if (postgres && page) {
     const rows = found as unknown as (ConversationWithContact & { contacts: unknown; conversations: unknown; selected: unknown })[];
     const first = rows[0];
@@ -379,7 +379,7 @@ const searchPage = (scope: TenantScope, summary: { as(alias: 'summary'): unknown
  * search built this statement with Kysely at every request.
  */
 const givenPage = async (scope: TenantScope, filter: ConversationFilter, contactIds: string[] | string, page: Page) =>
-  (await givenPageQuery(scope.db, filterShape(filter), { ...filterValues(scope, filter), contactIds, limit: page.limit, offset: page.offset })) as ConversationWithContact[];
+  (await givenPageQuery(scope, filterShape(filter), { ...filterValues(scope, filter), contactIds, limit: page.limit, offset: page.offset })) as ConversationWithContact[];
 
 const givenPageQuery = preparedByShape((db: Executor, shape: FilterShape, values: FilterValues & Page & { contactIds: string[] | string }) => {
   const scope = new TenantScope(db, values.accountId);
@@ -428,7 +428,7 @@ const trigramSearch = async (
   page: Page,
 ): Promise<{ total: number; rows: ConversationWithContact[] | undefined }> => {
   const { reach, limit } = reachOf(page);
-  const { rows } = await trigramSearchQuery(scope.db, scope.accountId, search, reach, limit, page.offset);
+  const { rows } = await trigramSearchQuery(scope, scope.accountId, search, reach, limit, page.offset);
   const found = rows as (ConversationWithContact & { total: number; selected: number; walked?: string | null })[];
   const count = Number(found[0]?.total ?? 0);
   const walks = walkIsCheaper(page, Number(found[0]?.selected ?? 0), count);
@@ -474,7 +474,7 @@ const trigramSearchQuery = prepared((db: Executor, accountId: string, trigram: s
 /** Conversations by id, with their contacts, latest activity first (a page whose ids are known). */
 const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<ConversationWithContact[]> => {
   if (ids.length === 0) return [];
-  return (await rowsWithIdsQuery(scope.db, scope.accountId, boundList(scope.db as never, ids))).rows as ConversationWithContact[];
+  return (await rowsWithIdsQuery(scope, scope.accountId, boundList(scope.db as never, ids))).rows as ConversationWithContact[];
 };
 
 /** rowsWithIds' statement, compiled once: the ids are one bound list (boundList). */
@@ -488,7 +488,7 @@ const findByIdQuery = prepared((db: Executor, accountId: string, id: string) =>
 
 export const conversationsRepository = {
   findById: async (scope: TenantScope, id: string): Promise<ConversationWithContact | undefined> =>
-    (await findByIdQuery(scope.db, scope.accountId, id)).rows[0],
+    (await findByIdQuery(scope, scope.accountId, id)).rows[0],
 
   /**
    * A page of conversations, latest activity first, and the exact number the filter selects.
@@ -498,10 +498,10 @@ export const conversationsRepository = {
   async list(scope: TenantScope, filter: ConversationFilter, page: Page) {
     const postgres = isPostgres(scope.db as never);
     const rows = (reach: Reach, order: 'activity' | 'sorted') =>
-      executeNamed(scope.db, pageOf(scope, matching(scope, filter, reach), order, page), { planPerValue: plannedPerValue(scope, filter, reach) }) as Promise<ConversationWithContact[]>;
+      executeNamed(scope, pageOf(scope, matching(scope, filter, reach), order, page), { planPerValue: plannedPerValue(scope, filter, reach) }) as Promise<ConversationWithContact[]>;
 
     if (!filter.search) {
-      const listPage = async () => (await listPageQuery(scope.db, filterShape(filter), { ...filterValues(scope, filter), limit: page.limit, offset: page.offset })) as ConversationWithContact[];
+      const listPage = async () => (await listPageQuery(scope, filterShape(filter), { ...filterValues(scope, filter), limit: page.limit, offset: page.offset })) as ConversationWithContact[];
       if (postgres) {
         const [found, total] = await Promise.all([listPage(), countFromCounters(scope, filter)]);
         return { rows: found, total };

@@ -1,7 +1,16 @@
-import type { Compilable, CompiledQuery, QueryResult } from 'kysely';
+import type { Compilable, CompiledQuery, QueryResult, RootOperationNode } from 'kysely';
 import { prepareOnPostgres, readNowOnSqlite } from '../db/database.js';
 import { isPostgres } from '../db/dialect.js';
-import type { Executor } from './tenant.js';
+import { checkedStatement } from './key-check.js';
+import type { Executor, TenantScope } from './tenant.js';
+
+/** What a statement compiled here runs on: an executor, or a tenant scope whose key check (key-check.ts) its reads carry. */
+export type RunsOn = Executor | TenantScope;
+
+/** Whether `target` is a scope (not `instanceof`: a test may load a second copy of tenant.ts). */
+const isScope = (target: RunsOn): target is TenantScope => typeof (target as Partial<Executor>).getExecutor !== 'function';
+
+const executorOf = (target: RunsOn): Executor => (isScope(target) ? target.db : target);
 
 /** A query compiled once: its SQL and, per parameter, the name of the value it takes (null: a constant of the SQL). */
 interface Template {
@@ -32,13 +41,28 @@ function templateOf(compiled: CompiledQuery, names: string[], caller: string): T
 /** A template's parameters for these values (by name; an array's by index). */
 const parametersOf = ({ compiled, slots }: Template, values: Record<string, unknown>) => slots.map((slot, i) => (slot === null ? compiled.parameters[i] : values[slot]));
 
+/** A select that writes nothing (none of its CTEs is an insert, update or delete): one the key check may wrap. */
+const isPlainSelect = (query: RootOperationNode): boolean =>
+  query.kind === 'SelectQueryNode' && (query.with?.expressions.every((cte) => cte.expression.kind === 'SelectQueryNode') ?? true);
+
 /**
  * Runs compiled SQL with these parameters: on Postgres as a named prepared statement unless
  * `planPerValue` (a statement whose best plan depends on its values, searchPlannedPerValue, is sent
  * unnamed, so Postgres plans it for them every time instead of settling on a generic plan); a read
- * on SQLite outside any transaction at once (readNowOnSqlite).
+ * on SQLite outside any transaction at once (readNowOnSqlite). A select run on a scope whose key
+ * check is not yet confirmed carries the check (checkedStatement) and confirms it with a row.
  */
-function run<Row>(db: Executor, compiled: CompiledQuery, parameters: readonly unknown[], planPerValue = false): Promise<QueryResult<Row>> | QueryResult<Row> {
+function run<Row>(target: RunsOn, compiled: CompiledQuery, parameters: readonly unknown[], planPerValue = false): Promise<QueryResult<Row>> | QueryResult<Row> {
+  const db = executorOf(target);
+  const check = isScope(target) ? target.keyCheck : undefined;
+  if (check && !check.confirmed && isPlainSelect(compiled.query) && isPostgres(db)) {
+    const sql = checkedStatement(compiled.sql, parameters.length);
+    if (!planPerValue) prepareOnPostgres(sql);
+    return db.executeQuery<Row>({ ...compiled, sql, parameters: [...parameters, check.keyId] } as CompiledQuery<Row>).then((result) => {
+      if (result.rows.length > 0) check.confirmed = true;
+      return result;
+    });
+  }
   if (isPostgres(db) && !planPerValue) prepareOnPostgres(compiled.sql);
   const now = readNowOnSqlite(db, compiled.sql, parameters);
   if (now) return now as QueryResult<Row>;
@@ -72,9 +96,9 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
   };
 
   /** Runs the query with these values: the rows, and for writes the affected count. */
-  return async (db: Executor, ...args: Args): Promise<QueryResult<Row>> => {
-    const template = templateFor(db, args.length);
-    return run<Row>(db, template.compiled, parametersOf(template, args as unknown as Record<string, unknown>));
+  return async (target: RunsOn, ...args: Args): Promise<QueryResult<Row>> => {
+    const template = templateFor(executorOf(target), args.length);
+    return run<Row>(target, template.compiled, parametersOf(template, args as unknown as Record<string, unknown>));
   };
 }
 
@@ -104,9 +128,9 @@ export function preparedByShape<Shape, Values extends Record<string, unknown>, R
     return template;
   };
 
-  return async (db: Executor, shape: Shape, values: Values, options: { planPerValue?: boolean } = {}): Promise<Row[]> => {
-    const template = templateFor(db, shape, values);
-    return (await run<Row>(db, template.compiled, parametersOf(template, values), options.planPerValue)).rows;
+  return async (target: RunsOn, shape: Shape, values: Values, options: { planPerValue?: boolean } = {}): Promise<Row[]> => {
+    const template = templateFor(executorOf(target), shape, values);
+    return (await run<Row>(target, template.compiled, parametersOf(template, values), options.planPerValue)).rows;
   };
 }
 
@@ -117,7 +141,7 @@ export function preparedByShape<Shape, Values extends Record<string, unknown>, R
  * against 0.7 ms for a page of conversations). Only for call sites with a bounded number of
  * shapes: every distinct SQL text stays prepared on each connection. Elsewhere it is `execute()`.
  */
-export async function executeNamed<Row>(db: Executor, query: Compilable<Row>, options: { planPerValue?: boolean } = {}): Promise<Row[]> {
+export async function executeNamed<Row>(target: RunsOn, query: Compilable<Row>, options: { planPerValue?: boolean } = {}): Promise<Row[]> {
   const compiled = query.compile();
-  return (await run<Row>(db, compiled, compiled.parameters, options.planPerValue)).rows;
+  return (await run<Row>(target, compiled, compiled.parameters, options.planPerValue)).rows;
 }

@@ -5,7 +5,10 @@ import type { TestDatabase } from '../testing/databases.js';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
 import { contactRow, conversationRow } from '../testing/rows.js';
 import { createSearchFixture } from '../testing/search-fixture.js';
+import { hashKey } from '../keys.js';
+import { accountsService } from '../services/accounts.js';
 import { type ConversationFilter, conversationsRepository } from './conversations.js';
+import { KeyCheck } from './key-check.js';
 import { TenantScope } from './tenant.js';
 
 interface PlanNode {
@@ -146,5 +149,37 @@ describe.skipIf(!ACTIVE_DIALECTS.includes('postgres'))('search statements on Pos
     // No named statement binds a LIKE pattern in the planner's sight (the connection may hold the
     // other tests' statements, whose patterns are out of it): each search statement went unnamed.
     expect(prepared.filter((p) => /like \$\d/.test(p.statement))).toEqual([]);
+  });
+
+  // A read operation's first statement carries its key check (key-check.ts): wrapped, the search
+  // must still settle on its generic plan, return the same page, and nothing for a revoked key.
+  it('keep the generic plan of a search with the key check around it; a row confirms the check, a revoked key gets none', async () => {
+    const created = await accountsService.createKey(database, { accountId, type: 'read_only' });
+    const checkOf = () => new KeyCheck(created.id, hashKey(created.key));
+    const page = { limit: 20, offset: 0 };
+    await database.db.transaction().execute(async (tx) => {
+      const checks: KeyCheck[] = [];
+      const ids: string[][] = [];
+      for (let i = 0; i < 8; i++) {
+        const check = checkOf();
+        checks.push(check);
+        const found = await conversationsRepository.list(new TenantScope(tx, accountId, check), { search: 'tin' }, page);
+        expect(found.total).toBe(150);
+        ids.push(found.rows.map((row) => row.id));
+      }
+      expect(checks.map((check) => check.confirmed)).toEqual(Array(8).fill(true));
+      // The same page, in the same order, as without the check.
+      const unchecked = await conversationsRepository.list(new TenantScope(tx, accountId), { search: 'tin' }, page);
+      expect(ids).toEqual(Array(8).fill(unchecked.rows.map((row) => row.id)));
+      const { rows } = await sql<PreparedStatement>`select statement, generic_plans, custom_plans from pg_prepared_statements where statement like '%convo_key_checked%'`.execute(tx);
+      expect(rows).toHaveLength(1);
+      expect({ custom_plans: Number(rows[0]?.custom_plans), generic_plans: Number(rows[0]?.generic_plans) }).toEqual({ custom_plans: 5, generic_plans: 3 });
+    });
+
+    await accountsService.revokeKey(database, created.id);
+    const check = checkOf();
+    const found = await conversationsRepository.list(new TenantScope(database.db, accountId, check), { search: 'tin' }, page);
+    expect(found.rows).toEqual([]);
+    expect(check.confirmed).toBe(false);
   });
 });

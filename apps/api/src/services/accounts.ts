@@ -131,9 +131,22 @@ export const accountsService = {
       found.lastUsedMs = await touchWhenDue(database, found.principal.key.id, found.lastUsedMs);
       return found.principal;
     }
-    const caller = await principalOf(database, await apiKeysRepository.findActiveByHash(database.db, keyHash));
+    const row = await apiKeysRepository.findActiveByHash(database.db, keyHash);
+    if (!row) principalCache.forget(database, keyHash);
+    const caller = await principalOf(database, row);
     cached?.keep(caller);
+    principalCache.remember(database, keyHash, caller);
     return caller.principal;
+  },
+
+  /**
+   * On Postgres, the caller last read for this key, if its use needs no writing down now: for a
+   * read operation that checks the key inside its own reads (repositories/key-check.ts), never
+   * alone. Undefined otherwise (then authenticateHash or authenticateCounting).
+   */
+  recalledPrincipal(database: DatabaseHandle, keyHash: string): Principal | undefined {
+    const found = principalCache.recall(database, keyHash);
+    return found && !touchIsDue(found.lastUsedMs, Date.now()) ? found.principal : undefined;
   },
 
   /**
@@ -142,7 +155,10 @@ export const accountsService = {
    */
   async authenticateCounting(database: DatabaseHandle, keyHash: string, nowMs: number, windowMs: number, points = 1): Promise<{ principal: Principal; counted: CounterState }> {
     const row = await apiKeysRepository.findActiveByHashCounting(database.db, keyHash, nowMs, windowMs, points);
-    return { principal: (await principalOf(database, row)).principal, counted: (row as { counted: CounterState }).counted };
+    if (!row) principalCache.forget(database, keyHash);
+    const caller = await principalOf(database, row);
+    principalCache.remember(database, keyHash, caller);
+    return { principal: caller.principal, counted: (row as { counted: CounterState }).counted };
   },
 };
 

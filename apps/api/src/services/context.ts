@@ -2,6 +2,7 @@ import type { Transaction } from 'kysely';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import type { Settings } from '../settings.js';
+import type { KeyCheck } from '../repositories/key-check.js';
 import { TenantScope } from '../repositories/tenant.js';
 
 /** What every service verb runs with: the database and the account it acts for. */
@@ -9,10 +10,12 @@ export interface ServiceContext {
   database: DatabaseHandle;
   accountId: string;
   settings: Settings;
+  /** A read operation's key check, still to be confirmed by its reads (repositories/key-check.ts). */
+  keyCheck?: KeyCheck | undefined;
 }
 
-/** Reads outside a transaction. */
-export const scopeOf = (ctx: ServiceContext): TenantScope => new TenantScope(ctx.database.db, ctx.accountId);
+/** Reads outside a transaction (with the request's key check, if any). */
+export const scopeOf = (ctx: ServiceContext): TenantScope => new TenantScope(ctx.database.db, ctx.accountId, ctx.keyCheck);
 
 /**
  * Runs `work` in one transaction, scoped to the context's account. Inside a transaction already

@@ -27,6 +27,19 @@ const caches = new WeakMap<object, Cache>();
 let revisions = 0;
 
 /**
+ * Postgres, per database: key hash → the principal last read for it (remember). Never trusted
+ * alone: a request that uses one carries a key check that its reads, or a lookup after them,
+ * must confirm.
+ */
+let rememberedByDatabase = new WeakMap<object, Map<string, CachedPrincipal>>();
+
+function rememberedOf(database: DatabaseHandle): Map<string, CachedPrincipal> {
+  let remembered = rememberedByDatabase.get(database.db);
+  if (!remembered) rememberedByDatabase.set(database.db, (remembered = new Map()));
+  return remembered;
+}
+
+/**
  * The principals of active keys by key hash, on SQLite: every API request authenticates, and
  * reading the key and its account took 14 % of the server's CPU under `GET /conversations/:id`;
  * kept, that route serves about 8 % more requests per second (bench/README.md). A key still
@@ -36,8 +49,9 @@ let revisions = 0;
  *   `data_version`, which each lookup checks (2 µs, no page read): the cache starts over;
  * - a change made by this process goes through accountsService, which calls forgetAll.
  * Unknown and revoked keys are never kept: they are read (and refused) every time. Postgres,
- * which several server processes share, reads the key on every request, in the same statement
- * that counts the request (rate limits).
+ * which several server processes share, checks the key on every request: in the same statement
+ * that counts the request (rate limits), by a lookup of its own, or, for a read operation with a
+ * key seen before, inside the request's own reads (remember, recall; repositories/key-check.ts).
  */
 export const principalCache = {
   /**
@@ -68,8 +82,31 @@ export const principalCache = {
   /** Forgets every kept principal (a key or an account changed in this process). */
   forgetAll(): void {
     revisions++;
+    rememberedByDatabase = new WeakMap();
+  },
+
+  /**
+   * On Postgres: keeps the principal of a key just read as active, for the next read operations
+   * with it, which use it only with a key check in their statements (repositories/key-check.ts).
+   */
+  remember(database: DatabaseHandle, keyHash: string, entry: CachedPrincipal): void {
+    if (database.dialect !== 'postgres') return;
+    const remembered = rememberedOf(database);
+    if (remembered.size >= MAX_KEYS && !remembered.has(keyHash)) remembered.delete(remembered.keys().next().value as string);
+    remembered.set(keyHash, entry);
+  },
+
+  /** The principal remembered for this key hash on Postgres (remember), unconfirmed: see key-check.ts. */
+  recall(database: DatabaseHandle, keyHash: string): CachedPrincipal | undefined {
+    return database.dialect === 'postgres' ? rememberedByDatabase.get(database.db)?.get(keyHash) : undefined;
+  },
+
+  /** Forgets what is remembered of a key that failed its check. */
+  forget(database: DatabaseHandle, keyHash: string): void {
+    rememberedByDatabase.get(database.db)?.delete(keyHash);
   },
 };
+
 
 /** The cache of this database as of now (emptied if the database changed meanwhile), or undefined when it cannot be used. */
 function currentCache(database: DatabaseHandle): Cache | undefined {

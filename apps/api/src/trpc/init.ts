@@ -9,6 +9,7 @@ import type { Settings } from '../settings.js';
 import { type Principal, accountsService } from '../services/accounts.js';
 export { IdempotentReplay };
 import type { ServiceContext } from '../services/context.js';
+import { KeyCheck } from '../repositories/key-check.js';
 
 /** What every request brings to the procedures, whichever transport it came by. */
 export interface RequestContext {
@@ -22,6 +23,11 @@ export interface RequestContext {
   ip: string;
   /** The REST request being served, when there is one (not for /trpc calls). */
   exchange?: HttpExchange;
+  /**
+   * Set by admitRequest when the key is checked inside the request's reads (KEY_CHECKED_BY_READS):
+   * the check, and the rate-limit state whose headers wait for it (admitChecked).
+   */
+  keyCheck?: { check: KeyCheck; state: RateLimitState };
 }
 
 /** What the procedures may tell the REST transport about the response. */
@@ -71,43 +77,100 @@ export const t = initTRPC
   });
 
 /**
+ * The read operations whose key, when this process has seen it before, is checked inside their
+ * own reads rather than by a lookup first (repositories/key-check.ts): the hot reads, whose
+ * statements are compiled once (repositories/prepared.ts) and run on a scope with the check.
+ * Postgres only; every other operation looks its key up before anything else.
+ */
+const KEY_CHECKED_BY_READS: ReadonlySet<OperationId> = new Set<OperationId>(['conversations.list', 'conversations.retrieve', 'contacts.list']);
+
+/**
  * Who is calling (401 otherwise), with the request counted against the account's per-minute limit
  * (429 past it) and the limit's state in headers. Failed attempts count against the client's
  * address, never an account; too many of them from one address are 429.
+ *
+ * For an operation of KEY_CHECKED_BY_READS whose key this process read before (on Postgres), the
+ * principal it remembers is returned without a lookup and `ctx.keyCheck` is set: the operation's
+ * reads check the key, and admitChecked must confirm it before any response (the middleware
+ * below). The request has then taken its number of the account's minute before its key is
+ * confirmed: a revoked key's first request in a process costs its account one request.
  */
-export async function admitRequest(ctx: RequestContext): Promise<Principal> {
+export async function admitRequest(ctx: RequestContext, operationId?: OperationId): Promise<Principal> {
   let principal: Principal;
   let state: RateLimitState | undefined;
+  let check: KeyCheck | undefined;
   try {
+    const keyHash = accountsService.keyHashOf(ctx.authorization);
+    const recalled = operationId !== undefined && KEY_CHECKED_BY_READS.has(operationId) ? accountsService.recalledPrincipal(ctx.database, keyHash) : undefined;
     if (ctx.rateLimits.countsWithAuthentication) {
       const nowMs = Date.now();
-      const keyHash = accountsService.keyHashOf(ctx.authorization);
       const { blocks } = ctx.rateLimits;
       const knownAccount = blocks.accountOf(keyHash);
       if (knownAccount !== undefined && blocks.holds(knownAccount, nowMs)) {
-        // The account has requests counted in advance: a plain key lookup, and one of those.
-        principal = await accountsService.authenticateHash(ctx.database, keyHash);
+        // The account has requests counted in advance: one of those, and a plain key lookup or
+        // the remembered principal with the key checked by the reads.
+        if (recalled?.account.id === knownAccount) {
+          principal = recalled;
+          check = new KeyCheck(principal.key.id, keyHash);
+        } else {
+          principal = await accountsService.authenticateHash(ctx.database, keyHash);
+        }
         state = blocks.take(principal.account.id, principal.account.rateLimit, Date.now());
       } else {
         const points = blocks.sizeFor(knownAccount);
         const admitted = await accountsService.authenticateCounting(ctx.database, keyHash, nowMs, WINDOW_MS, points);
         principal = admitted.principal;
         blocks.noteKey(keyHash, principal.account.id);
-        if (ctx.exchange) ctx.exchange.accountId = principal.account.id;
         state = ctx.rateLimits.admitCounted(principal.account.id, principal.account.rateLimit, admitted.counted, points, nowMs);
       }
     } else {
-      const keyHash = accountsService.keyHashOf(ctx.authorization);
-      principal = accountsService.knownPrincipal(ctx.database, keyHash) ?? (await accountsService.authenticateHash(ctx.database, keyHash));
+      principal = accountsService.knownPrincipal(ctx.database, keyHash) ?? recalled ?? (await accountsService.authenticateHash(ctx.database, keyHash));
+      if (principal === recalled) check = new KeyCheck(principal.key.id, keyHash);
     }
   } catch (error) {
     if (error instanceof ApiError && error.code === 'unauthorized') await ctx.rateLimits.authenticationFailed(ctx.ip);
     throw error;
   }
+  if (check) {
+    try {
+      state ??= await ctx.rateLimits.consume(principal.account.id, principal.account.rateLimit);
+    } catch (error) {
+      // 401 comes before 429.
+      await confirmKey(ctx, check);
+      throw error;
+    }
+    ctx.keyCheck = { check, state };
+    return principal;
+  }
   if (ctx.exchange) ctx.exchange.accountId = principal.account.id;
   state ??= await ctx.rateLimits.consume(principal.account.id, principal.account.rateLimit);
   if (ctx.exchange) setRateLimitHeaders(ctx.exchange, state);
   return principal;
+}
+
+/** Looks the key up unless the request's reads confirmed it: 401 (a failed attempt of the client's address) when it is no longer active. */
+async function confirmKey(ctx: RequestContext, check: KeyCheck): Promise<void> {
+  if (check.confirmed) return;
+  try {
+    await accountsService.authenticateHash(ctx.database, check.keyHash);
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'unauthorized') await ctx.rateLimits.authenticationFailed(ctx.ip);
+    throw error;
+  }
+  check.confirmed = true;
+}
+
+/**
+ * For a request admitted with a key check (admitRequest): confirms the key (a lookup unless its
+ * reads did) and then sets what admission sets at once otherwise, the rate-limit headers and the
+ * account of the request log. Throws 401 when the key is no longer active.
+ */
+async function admitChecked(ctx: RequestContext, pending: NonNullable<RequestContext['keyCheck']>, principal: Principal): Promise<void> {
+  await confirmKey(ctx, pending.check);
+  if (ctx.exchange) {
+    ctx.exchange.accountId = principal.account.id;
+    setRateLimitHeaders(ctx.exchange, pending.state);
+  }
 }
 
 const PERMISSIONS: Record<Principal['key']['type'], readonly Permission[]> = {
@@ -160,7 +223,30 @@ async function claimIdempotencyKey(ctx: RequestContext, accountId: string, excha
  */
 const admitted = t.middleware(async ({ ctx, meta, getRawInput, next }) => {
   if (!meta) throw new Error('Every operation procedure has its meta');
-  const principal = await admitRequest(ctx);
+  const principal = await admitRequest(ctx, meta.operationId);
+  const pending = ctx.keyCheck;
+  if (!pending) return proceed(ctx, meta, principal, getRawInput, next);
+  // The key is checked by the operation's reads: nothing leaves before it is confirmed, and a key
+  // no longer active gets its 401 instead of whatever the operation answered.
+  let result: Awaited<ReturnType<typeof next>>;
+  try {
+    result = await proceed(ctx, meta, principal, getRawInput, next);
+  } catch (error) {
+    await admitChecked(ctx, pending, principal);
+    throw error;
+  }
+  await admitChecked(ctx, pending, principal);
+  return result;
+});
+
+/** The checks after admission (permission, idempotency, input), then the operation itself. */
+async function proceed<Next extends (options: { input: unknown }) => Promise<unknown>>(
+  ctx: RequestContext,
+  meta: OperationMeta,
+  principal: Principal,
+  getRawInput: () => Promise<unknown>,
+  next: Next,
+): Promise<Awaited<ReturnType<Next>>> {
   authorize(principal, meta.permission);
   if (meta.method === 'POST' && ctx.exchange?.idempotencyKey !== undefined) await claimIdempotencyKey(ctx, principal.account.id, ctx.exchange);
   let input: unknown;
@@ -174,9 +260,9 @@ const admitted = t.middleware(async ({ ctx, meta, getRawInput, next }) => {
   // tRPC's copies). Each call gets its own context object (contextOf, createContext).
   const authed = ctx as AuthedContext;
   authed.principal = principal;
-  authed.service = { database: ctx.database, accountId: principal.account.id, settings: ctx.settings };
-  return next({ input });
-});
+  authed.service = { database: ctx.database, accountId: principal.account.id, settings: ctx.settings, keyCheck: ctx.keyCheck?.check };
+  return (await next({ input })) as Awaited<ReturnType<Next>>;
+}
 
 /** Every operation: the checks above, then the handler (404 and the rest). */
 export const operationProcedure = t.procedure.use(admitted);

@@ -1,0 +1,113 @@
+import { ContactList, ConversationList } from '@convo/core';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { openDatabase } from '../db/database.js';
+import { apiKeysRepository } from '../repositories/accounts.js';
+import { accountsService } from '../services/accounts.js';
+import { type TestResponse, describeEachDialect, expectBody, expectError } from '../testing/harness.js';
+
+/**
+ * The hot reads check their key inside their own statements once a process has seen the key
+ * (repositories/key-check.ts, on Postgres): a key revoked by another process must still fail on
+ * the very next request, whatever the operation would have answered, and a request whose reads
+ * confirm the key must not look it up again. On SQLite the same requests go through the
+ * principal cache (services/principal-cache.ts): the behaviour asked here is the same.
+ */
+describeEachDialect('the key checked by the reads', (server) => {
+  let conversationId: string;
+
+  beforeAll(async () => {
+    const contact = await server().request('POST', '/contacts', { body: { name: 'Martina Keycheck', phone: '+14155550188' } });
+    expect(contact.status, contact.text).toBe(201);
+    const conversation = await server().request('POST', '/conversations', { body: { contact_id: contact.body.id, platform: 'whatsapp' } });
+    expect(conversation.status, conversation.text).toBe(201);
+    conversationId = conversation.body.id as string;
+    const tagged = await server().request('POST', `/contacts/${contact.body.id as string}/tags`, { body: { tag: 'vip' } });
+    expect(tagged.status, tagged.text).toBeLessThan(300);
+  });
+
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** A new key of the test account, used `times` times on `path` (so that the server has seen it). */
+  async function keyInUse(path: string, type: 'full_access' | 'read_only' | 'webhook' = 'full_access', times = 3) {
+    const created = await accountsService.createKey(server().database, { accountId: server().accountId, type });
+    for (let i = 0; i < times; i++) await server().request('GET', path, { key: created.key });
+    return created;
+  }
+
+  /** Revokes a key as another process does: on its own connection, without this process's services. */
+  async function revokeElsewhere(keyId: string): Promise<void> {
+    const elsewhere = openDatabase(server().databaseUrl);
+    try {
+      await elsewhere.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', keyId).execute();
+    } finally {
+      await elsewhere.destroy();
+    }
+  }
+
+  /** 401, with nothing of the account in it: no rate-limit headers. */
+  function expectRefused(response: TestResponse): void {
+    expectError(response, 401, 'unauthorized');
+    for (const header of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) expect(response.headers.get(header), header).toBeNull();
+  }
+
+  const cases: [what: string, path: () => string, before: number][] = [
+    ['a page of conversations', () => '/conversations', 200],
+    ['a page of a status filter', () => '/conversations?status=active', 200],
+    ['a three-character search', () => '/conversations?search=tin', 200],
+    ['a search by phone digits', () => '/conversations?search=5550188', 200],
+    ['a search that finds nothing', () => '/conversations?search=nobody-at-all', 200],
+    ['a conversation', () => `/conversations/${conversationId}`, 200],
+    ['a conversation that does not exist', () => '/conversations/conv_missing', 404],
+    ['a page of contacts with a tag', () => '/contacts?tag=vip', 200],
+    ['a page of contacts', () => '/contacts', 200],
+    ['a list with a bad filter', () => '/conversations?status=bogus', 400],
+  ];
+
+  describe.each(cases)('%s', (_what, path, before) => {
+    it(`answers ${before} while the key is active and 401 on the very next request after another process revokes it`, async () => {
+      const created = await keyInUse(path());
+      const answered = await server().request('GET', path(), { key: created.key });
+      expect(answered.status, answered.text).toBe(before);
+      if (before === 200) expect(answered.headers.get('x-ratelimit-remaining')).toMatch(/^\d+$/);
+      await revokeElsewhere(created.id);
+      expectRefused(await server().request('GET', path(), { key: created.key }));
+      expectRefused(await server().request('GET', path(), { key: created.key }));
+      // Other keys of the account are not affected.
+      expect((await server().request('GET', path())).status).toBe(before);
+    });
+  });
+
+  it('a webhook key is 403 on a read while active, and 401 once revoked elsewhere', async () => {
+    const created = await keyInUse('/conversations', 'webhook');
+    expectError(await server().request('GET', '/conversations', { key: created.key }), 403, 'forbidden');
+    await revokeElsewhere(created.id);
+    expectRefused(await server().request('GET', '/conversations', { key: created.key }));
+  });
+
+  it('a read whose statement returns a row does not look its key up again; one that returns none looks it up once', async () => {
+    const created = await keyInUse('/conversations', 'read_only');
+    const lookups = vi.spyOn(apiKeysRepository, 'findActiveByHash');
+    for (const path of ['/conversations', '/conversations?search=tin', `/conversations/${conversationId}`, '/contacts?tag=vip', '/contacts']) {
+      const response = await server().request('GET', path, { key: created.key });
+      expect(response.status, `${path}: ${response.text}`).toBe(200);
+    }
+    // A search that finds nothing still returns its total's row.
+    expectBody(await server().request('GET', '/conversations?search=nobody-at-all', { key: created.key }), 200, ConversationList);
+    expect(lookups).not.toHaveBeenCalled();
+
+    expectError(await server().request('GET', '/conversations/conv_missing', { key: created.key }), 404, 'not_found');
+    // Postgres: the read returned no row, so the key was looked up after it. SQLite: the
+    // principal cache answers, as for every other request.
+    expect(lookups).toHaveBeenCalledTimes(server().dialect === 'postgres' ? 1 : 0);
+  });
+
+  it('operations outside the hot reads, and writes, look their key up first as before', async () => {
+    const created = await keyInUse('/contacts');
+    expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
+    await revokeElsewhere(created.id);
+    expectRefused(await server().request('GET', `/conversations/${conversationId}/messages`, { key: created.key }));
+    expectRefused(await server().request('POST', '/contacts', { key: created.key, body: { phone: '+14155550189' } }));
+  });
+});
