@@ -1,9 +1,13 @@
 import { ContactList, ConversationList } from '@convo/core';
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { openDatabase } from '../db/database.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type DatabaseHandle, openDatabase } from '../db/database.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { RateLimits } from '../edge/rate-limits.js';
 import { apiKeysRepository } from '../repositories/accounts.js';
 import { accountsService } from '../services/accounts.js';
-import { type TestResponse, describeEachDialect, expectBody, expectError } from '../testing/harness.js';
+import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
+import { ACTIVE_DIALECTS, type TestResponse, describeEachDialect, expectBody, expectError, testSettings } from '../testing/harness.js';
+import { buildServer } from './server.js';
 
 /**
  * The hot reads check their key inside their own statements once a process has seen the key
@@ -111,3 +115,65 @@ describeEachDialect('the key checked by the reads', (server) => {
     expectRefused(await server().request('POST', '/contacts', { key: created.key, body: { phone: '+14155550189' } }));
   });
 });
+
+/**
+ * With the rate limits in Redis (REDIS_URL) and the database on Postgres, a request whose key is
+ * checked by its reads is counted before its key is confirmed: when that count refuses it (429),
+ * a key revoked meanwhile must still get its 401 (401 comes before 429). The machine's Redis is
+ * only read and written here, under this test's own account.
+ */
+describe.skipIf(!ACTIVE_DIALECTS.includes('postgres'))('the key checked by the reads, with the rate limits in Redis [postgres]', () => {
+  let target: TestDatabase;
+  let database: DatabaseHandle;
+  let close: () => Promise<void>;
+  let baseUrl: string;
+
+  beforeAll(async () => {
+    target = await createTestDatabase('postgres');
+    database = openDatabase(target.url);
+    await migrateToLatest(database.db);
+    const rateLimits = RateLimits.create({ database, redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+    const app = await buildServer({ database, settings: testSettings(), logger: false, rateLimits });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const address = app.server.address();
+    if (!address || typeof address === 'string') throw new Error('no address');
+    baseUrl = `http://127.0.0.1:${address.port}/v1`;
+    close = async () => {
+      await app.close();
+      await rateLimits.close();
+    };
+  });
+
+  afterAll(async () => {
+    await close?.();
+    await database?.destroy();
+    await target?.drop();
+  });
+
+  it('a key revoked elsewhere gets 401, not the 429 its account has reached', async () => {
+    const account = await accountsService.createAccount(database, { name: 'Free, Redis', plan: 'free' });
+    const created = await accountsService.createKey(database, { accountId: account.id, type: 'full_access' });
+    const get = async () => {
+      const response = await fetch(`${baseUrl}/conversations`, { headers: { authorization: `Bearer ${created.key}` } });
+      return { status: response.status, headers: response.headers, text: await response.text() };
+    };
+    // Until the account's minute is spent: 60 requests, give or take the first few, which the
+    // in-memory insurance limiter counts while the Redis client is still connecting.
+    let limited = await get();
+    for (let sent = 1; limited.status === 200 && sent < 200; sent++) limited = await get();
+    expect(limited.status, limited.text).toBe(429);
+    expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect((await get()).status).toBe(429);
+
+    const elsewhere = openDatabase(target.url);
+    try {
+      await elsewhere.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', created.id).execute();
+    } finally {
+      await elsewhere.destroy();
+    }
+    const refused = await get();
+    expect(refused.status, refused.text).toBe(401);
+    expect(JSON.parse(refused.text).error.code).toBe('unauthorized');
+  });
+});
+

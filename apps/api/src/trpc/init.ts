@@ -121,6 +121,7 @@ export async function admitRequest(ctx: RequestContext, operationId?: OperationI
         const admitted = await accountsService.authenticateCounting(ctx.database, keyHash, nowMs, WINDOW_MS, points);
         principal = admitted.principal;
         blocks.noteKey(keyHash, principal.account.id);
+        if (ctx.exchange) ctx.exchange.accountId = principal.account.id;
         state = ctx.rateLimits.admitCounted(principal.account.id, principal.account.rateLimit, admitted.counted, points, nowMs);
       }
     } else {
@@ -137,6 +138,7 @@ export async function admitRequest(ctx: RequestContext, operationId?: OperationI
     } catch (error) {
       // 401 comes before 429.
       await confirmKey(ctx, check);
+      if (ctx.exchange) ctx.exchange.accountId = principal.account.id;
       throw error;
     }
     ctx.keyCheck = { check, state };
