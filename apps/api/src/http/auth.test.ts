@@ -1,8 +1,7 @@
 import { ContactList, type EndpointDefinition, ErrorBody, type OperationId, endpoints, fillPath, operationIds } from '@convo/core';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../db/database.js';
 import { accountsService } from '../services/accounts.js';
-import { type RequestOptions, type TestResponse, describeEachDialect, expectBody, expectError } from '../testing/harness.js';
+import { type RequestOptions, type TestResponse, describeEachDialect, expectBody, expectError, revokeKeyElsewhere } from '../testing/harness.js';
 
 /** A fake id that exists nowhere; every path parameter is filled with it. */
 const MISSING = 'x_missing';
@@ -236,13 +235,7 @@ describeEachDialect('authentication and permissions', (server) => {
       const created = await accountsService.createKey(database, { accountId, type: 'full_access' });
       // Used a few times first, so the server has it in hand (principalCache, on SQLite).
       for (let i = 0; i < 3; i++) expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
-      // Written as another process writes it: on its own connection, without this process's services.
-      const elsewhere = openDatabase(server().databaseUrl);
-      try {
-        await elsewhere.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', created.id).execute();
-      } finally {
-        await elsewhere.destroy();
-      }
+      await revokeKeyElsewhere(server().databaseUrl, created.id);
       expectExactError(await server().request('GET', '/contacts', { key: created.key }), 401, 'unauthorized');
       expectBody(await server().request('GET', '/contacts'), 200, ContactList);
     });

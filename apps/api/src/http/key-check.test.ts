@@ -6,7 +6,7 @@ import { RateLimits } from '../edge/rate-limits.js';
 import { apiKeysRepository } from '../repositories/accounts.js';
 import { accountsService } from '../services/accounts.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
-import { ACTIVE_DIALECTS, type TestResponse, describeEachDialect, expectBody, expectError, testSettings } from '../testing/harness.js';
+import { ACTIVE_DIALECTS, type TestResponse, describeEachDialect, expectBody, expectError, revokeKeyElsewhere, testSettings } from '../testing/harness.js';
 import { buildServer } from './server.js';
 
 /**
@@ -40,16 +40,6 @@ describeEachDialect('the key checked by the reads', (server) => {
     return created;
   }
 
-  /** Revokes a key as another process does: on its own connection, without this process's services. */
-  async function revokeElsewhere(keyId: string): Promise<void> {
-    const elsewhere = openDatabase(server().databaseUrl);
-    try {
-      await elsewhere.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', keyId).execute();
-    } finally {
-      await elsewhere.destroy();
-    }
-  }
-
   /** 401, with nothing of the account in it: no rate-limit headers. */
   function expectRefused(response: TestResponse): void {
     expectError(response, 401, 'unauthorized');
@@ -75,7 +65,7 @@ describeEachDialect('the key checked by the reads', (server) => {
       const answered = await server().request('GET', path(), { key: created.key });
       expect(answered.status, answered.text).toBe(before);
       if (before === 200) expect(answered.headers.get('x-ratelimit-remaining')).toMatch(/^\d+$/);
-      await revokeElsewhere(created.id);
+      await revokeKeyElsewhere(server().databaseUrl, created.id);
       expectRefused(await server().request('GET', path(), { key: created.key }));
       expectRefused(await server().request('GET', path(), { key: created.key }));
       // Other keys of the account are not affected.
@@ -86,7 +76,7 @@ describeEachDialect('the key checked by the reads', (server) => {
   it('a webhook key is 403 on a read while active, and 401 once revoked elsewhere', async () => {
     const created = await keyInUse('/conversations', 'webhook');
     expectError(await server().request('GET', '/conversations', { key: created.key }), 403, 'forbidden');
-    await revokeElsewhere(created.id);
+    await revokeKeyElsewhere(server().databaseUrl, created.id);
     expectRefused(await server().request('GET', '/conversations', { key: created.key }));
   });
 
@@ -110,7 +100,7 @@ describeEachDialect('the key checked by the reads', (server) => {
   it('operations outside the hot reads, and writes, look their key up first as before', async () => {
     const created = await keyInUse('/contacts');
     expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
-    await revokeElsewhere(created.id);
+    await revokeKeyElsewhere(server().databaseUrl, created.id);
     expectRefused(await server().request('GET', `/conversations/${conversationId}/messages`, { key: created.key }));
     expectRefused(await server().request('POST', '/contacts', { key: created.key, body: { phone: '+14155550189' } }));
   });
@@ -165,12 +155,7 @@ describe.skipIf(!ACTIVE_DIALECTS.includes('postgres'))('the key checked by the r
     expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
     expect((await get()).status).toBe(429);
 
-    const elsewhere = openDatabase(target.url);
-    try {
-      await elsewhere.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', created.id).execute();
-    } finally {
-      await elsewhere.destroy();
-    }
+    await revokeKeyElsewhere(target.url, created.id);
     const refused = await get();
     expect(refused.status, refused.text).toBe(401);
     expect(JSON.parse(refused.text).error.code).toBe('unauthorized');

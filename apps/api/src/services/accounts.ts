@@ -119,8 +119,7 @@ export const accountsService = {
    * once, without a promise; undefined otherwise: then authenticateHash.
    */
   knownPrincipal(database: DatabaseHandle, keyHash: string): Principal | undefined {
-    const found = principalCache.find(database, keyHash);
-    return found && !touchIsDue(found.lastUsedMs, Date.now()) ? found.principal : undefined;
+    return usableNow(principalCache.find(database, keyHash));
   },
 
   /** authenticate, from the key's hash (keyHashOf). */
@@ -145,8 +144,7 @@ export const accountsService = {
    * alone. Undefined otherwise (then authenticateHash or authenticateCounting).
    */
   recalledPrincipal(database: DatabaseHandle, keyHash: string): Principal | undefined {
-    const found = principalCache.recall(database, keyHash);
-    return found && !touchIsDue(found.lastUsedMs, Date.now()) ? found.principal : undefined;
+    return usableNow(principalCache.recall(database, keyHash));
   },
 
   /**
@@ -187,6 +185,9 @@ async function principalOf(
   };
   return { principal, lastUsedMs };
 }
+
+/** The principal of a kept entry whose use needs no writing down now; undefined otherwise. */
+const usableNow = (found: CachedPrincipal | undefined): Principal | undefined => (found && !touchIsDue(found.lastUsedMs, Date.now()) ? found.principal : undefined);
 
 /** Whether a key last written down as used at `lastUsedMs` must be written down again at `nowMs`. */
 const touchIsDue = (lastUsedMs: number | null, nowMs: number): boolean => lastUsedMs === null || !(nowMs - lastUsedMs < TOUCH_INTERVAL_MS);

@@ -107,7 +107,6 @@ export const principalCache = {
   },
 };
 
-
 /** The cache of this database as of now (emptied if the database changed meanwhile), or undefined when it cannot be used. */
 function currentCache(database: DatabaseHandle): Cache | undefined {
   if (database.dialect !== 'sqlite') return undefined;

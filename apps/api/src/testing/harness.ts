@@ -136,6 +136,16 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', settings: 
   };
 }
 
+/** Revokes a key as another process (the operator command) does: on its own connection, without this process's services. */
+export async function revokeKeyElsewhere(databaseUrl: string, keyId: string): Promise<void> {
+  const elsewhere = openDatabase(databaseUrl);
+  try {
+    await elsewhere.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', keyId).execute();
+  } finally {
+    await elsewhere.destroy();
+  }
+}
+
 /** Asserts a success status and parses the body with the contract schema it must follow. */
 export function expectBody<S extends z.ZodType>(response: TestResponse, status: number, schema: S): z.output<S> {
   expect(response.status, response.text).toBe(status);

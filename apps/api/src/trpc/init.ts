@@ -129,8 +129,7 @@ export async function admitRequest(ctx: RequestContext, operationId?: OperationI
       if (principal === recalled) check = new KeyCheck(principal.key.id, keyHash);
     }
   } catch (error) {
-    if (error instanceof ApiError && error.code === 'unauthorized') await ctx.rateLimits.authenticationFailed(ctx.ip);
-    throw error;
+    throw await countedIfRefused(ctx, error);
   }
   if (check) {
     try {
@@ -150,14 +149,19 @@ export async function admitRequest(ctx: RequestContext, operationId?: OperationI
   return principal;
 }
 
+/** `error`, after counting it against the client's address when it is a 401 (the brute-force guard; 429 once too many). */
+async function countedIfRefused(ctx: RequestContext, error: unknown): Promise<unknown> {
+  if (error instanceof ApiError && error.code === 'unauthorized') await ctx.rateLimits.authenticationFailed(ctx.ip);
+  return error;
+}
+
 /** Looks the key up unless the request's reads confirmed it: 401 (a failed attempt of the client's address) when it is no longer active. */
 async function confirmKey(ctx: RequestContext, check: KeyCheck): Promise<void> {
   if (check.confirmed) return;
   try {
     await accountsService.authenticateHash(ctx.database, check.keyHash);
   } catch (error) {
-    if (error instanceof ApiError && error.code === 'unauthorized') await ctx.rateLimits.authenticationFailed(ctx.ip);
-    throw error;
+    throw await countedIfRefused(ctx, error);
   }
   check.confirmed = true;
 }
