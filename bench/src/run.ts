@@ -25,7 +25,7 @@ import { RSS_LIMIT_MB, type Scenario, type TargetCheck, buildScenarios, checkTar
 
 const API_BIN = join(REPO_DIR, 'apps/api/dist/bin.js');
 /** The server runs as `pnpm start` and the `convo-server` command run it (README, "Memory"). */
-const SERVER_NODE_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=50'];
+const SERVER_NODE_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=50', '--no-allocation-site-pretenuring'];
 const LOAD_SCRIPT = join(BENCH_DIR, 'src/load.ts');
 const REFERENCE_SCRIPT = join(BENCH_DIR, 'src/reference-server.ts');
 const CLOCK_TICKS = 100;
@@ -197,6 +197,24 @@ const processTicks = (pid: number): number => {
   }
 };
 
+/**
+ * utime + stime of the Postgres server's processes (its backends, WAL writer, checkpointer…), in
+ * clock ticks. During a run of the real server the reference is idle (settle), so this is the
+ * real server's work, with what it sets off (WAL writes, autovacuum).
+ */
+const postgresTicks = (): number => {
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('postgres: ')) ticks += processTicks(Number(entry));
+    } catch {
+      // The process has gone.
+    }
+  }
+  return ticks;
+};
+
 /** Busy and total ticks of the whole machine. */
 const machineTicks = (): { busy: number; total: number } => {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] as string;
@@ -222,6 +240,9 @@ interface RunResult {
   rssMaxMb: number;
   /** The server process's CPU time over the run, in % of one core. */
   serverCpu: number;
+  /** CPU time per completed request, in µs: the server process's, and the Postgres server's (null on SQLite). */
+  serverUsPerRequest: number;
+  postgresUsPerRequest: number | null;
   /** The whole machine's busy time over the run, in % of all cores. */
   machineCpu: number;
   /** The 1-minute load average at the end of the run (other work on the machine shows here). */
@@ -256,7 +277,9 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
   };
   sample();
   // Taken when autocannon says it has started, so the start-up of its process is not counted.
-  let before = { cpu: processTicks(server.pid), machine: machineTicks(), at: Date.now() };
+  const postgres = server.postgresUrl !== undefined;
+  const snapshot = () => ({ cpu: processTicks(server.pid), postgres: postgres ? postgresTicks() : 0, machine: machineTicks(), at: Date.now() });
+  let before = snapshot();
   const sampler = setInterval(sample, 200);
   try {
     const output = await new Promise<string>((resolve, reject) => {
@@ -266,7 +289,7 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => {
         if (!stdout.includes('start\n') && (stdout + chunk.toString()).includes('start\n')) {
-          before = { cpu: processTicks(server.pid), machine: machineTicks(), at: Date.now() };
+          before = snapshot();
         }
         stdout += chunk.toString();
       });
@@ -278,10 +301,13 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
       });
     });
     const elapsed = (Date.now() - before.at) / 1000;
-    const cpu = ((processTicks(server.pid) - before.cpu) / CLOCK_TICKS / elapsed) * 100;
+    const serverTicks = processTicks(server.pid) - before.cpu;
+    const postgresSpent = postgres ? postgresTicks() - before.postgres : 0;
+    const cpu = (serverTicks / CLOCK_TICKS / elapsed) * 100;
     const machineAfter = machineTicks();
     const machineCpu = ((machineAfter.busy - before.machine.busy) / Math.max(1, machineAfter.total - before.machine.total)) * 100;
     const result = JSON.parse(output.trim().split('\n').pop() as string) as AutocannonJson;
+    const perRequest = (ticks: number) => (ticks / CLOCK_TICKS / Math.max(1, result.requests.total)) * 1e6;
     return {
       rps: result.requests.average,
       p50: result.latency.p50,
@@ -294,6 +320,8 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
       non2xx: result.non2xx,
       rssMaxMb: rssMax / 1024,
       serverCpu: cpu,
+      serverUsPerRequest: perRequest(serverTicks),
+      postgresUsPerRequest: postgres ? perRequest(postgresSpent) : null,
       machineCpu,
       loadAverage: loadavg()[0] as number,
     };
@@ -314,6 +342,8 @@ interface Summary {
   p99: number;
   rssMaxMb: number;
   serverCpu: number;
+  serverUsPerRequest: number;
+  postgresUsPerRequest: number | null;
   machineCpu: number;
   /** Requests that failed (errors, timeouts, non-2xx) over all measured runs. */
   failures: number;
@@ -326,6 +356,8 @@ const summarize = (runs: RunResult[]): Summary => ({
   p99: median(runs.map((r) => r.p99)),
   rssMaxMb: Math.max(...runs.map((r) => r.rssMaxMb)),
   serverCpu: median(runs.map((r) => r.serverCpu)),
+  serverUsPerRequest: median(runs.map((r) => r.serverUsPerRequest)),
+  postgresUsPerRequest: runs.every((r) => r.postgresUsPerRequest !== null) ? median(runs.map((r) => r.postgresUsPerRequest as number)) : null,
   machineCpu: median(runs.map((r) => r.machineCpu)),
   failures: runs.reduce((sum, r) => sum + r.errors + r.timeouts + r.non2xx, 0),
   runs,
@@ -498,7 +530,7 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
           runs[server.role].push(result);
           log(
             `  ${server.role.padEnd(9)} run ${i + 1}: ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  ` +
-              `RSS ${result.rssMaxMb.toFixed(0)} MB  cpu ${result.serverCpu.toFixed(0)}%` +
+              `RSS ${result.rssMaxMb.toFixed(0)} MB  cpu ${result.serverCpu.toFixed(0)}%  ${result.serverUsPerRequest.toFixed(0)}${result.postgresUsPerRequest === null ? '' : ` + ${result.postgresUsPerRequest.toFixed(0)}`} µs/req` +
               (result.errors + result.timeouts + result.non2xx ? `  FAILED ${result.errors}/${result.timeouts}/${result.non2xx} (errors/timeouts/non-2xx)` : ''),
           );
           await settle(server);
@@ -556,6 +588,8 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
 const FEW_REQUESTS = 10;
 const fewRequests = (s: ScenarioResult) => median(s.reference.runs.map((r) => r.requests)) < FEW_REQUESTS;
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '∞');
+const cpuPerRequest = (summary: Summary) =>
+  summary.postgresUsPerRequest === null ? fmt(summary.serverUsPerRequest) : `${fmt(summary.serverUsPerRequest)} + ${fmt(summary.postgresUsPerRequest)}`;
 const mark = (met: boolean | null) => (met === null ? '–' : met ? 'yes' : '**no**');
 
 export function renderMarkdown(result: DatabaseResult): string {
@@ -576,12 +610,12 @@ export function renderMarkdown(result: DatabaseResult): string {
     `Machine: ${Object.entries(result.machine).map(([k, v]) => `${k} ${v}`).join(', ')}. ` +
       `1-minute load average at the end of the runs: ${fmt(Math.min(...loads), 1)} to ${fmt(Math.max(...loads), 1)} (the harness itself accounts for about 2; more means other work shared the machine).`,
     '',
-    '| scenario | real req/s | p50 ms | p99 ms | ref req/s | ref p50 | ref p99 | ratio | target | met | RSS MB | server CPU | failed |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |',
+    `| scenario | real req/s | p50 ms | p99 ms | ref req/s | ref p50 | ref p99 | ratio | target | met | RSS MB | server CPU | CPU µs/req${result.dialect === 'postgres' ? ' (server + Postgres)' : ''} | failed |`,
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |',
     ...result.scenarios.map(
       (s) =>
         `| \`${s.title}\` | ${fmt(s.real.rps)} | ${fmt(s.real.p50)} | ${fmt(s.real.p99)} | ${fmt(s.reference.rps)} | ${fmt(s.reference.p50)} | ${fmt(s.reference.p99)} | ` +
-        `${fmt(s.ratio, 2)}×${fewRequests(s) ? '¹' : ''} | ${s.target.rule} | ${mark(s.target.met)} | ${fmt(s.real.rssMaxMb)} | ${fmt(s.real.serverCpu)}% | ${s.real.failures}${s.sameAnswer ? ' ⚠' : ''} |`,
+        `${fmt(s.ratio, 2)}×${fewRequests(s) ? '¹' : ''} | ${s.target.rule} | ${mark(s.target.met)} | ${fmt(s.real.rssMaxMb)} | ${fmt(s.real.serverCpu)}% | ${cpuPerRequest(s.real)} | ${s.real.failures}${s.sameAnswer ? ' ⚠' : ''} |`,
     ),
     '',
     ...(result.scenarios.some(fewRequests)
@@ -595,6 +629,8 @@ export function renderMarkdown(result: DatabaseResult): string {
     `Targets met: ${result.scenarios.filter((s) => s.target.met === true).length + (result.rss.met ? 1 : 0)} of ${result.scenarios.filter((s) => s.target.met !== null).length + 1}.`,
     '',
     '"server CPU" is the real server process\'s CPU time over a run in % of one core (near 100% = the Node process is the bottleneck). ' +
+      '"CPU µs/req" is the CPU time per completed request of the real server process and, on Postgres, of the Postgres server\'s processes (the reference idles meanwhile), the medians of the runs: ' +
+      'the work a request costs, which the machine\'s speed still moves (the same code measured 360–611 µs of server time a request for `search_name` minutes apart). ' +
       '"failed" counts errors, timeouts and non-2xx responses of the real server over all measured runs; ⚠ marks a scenario whose first answer differed between the servers.',
     '',
     `Reference database indexes (primary keys only): ${result.referenceIndexes.join(', ')}.`,

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=50
+#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=50 --no-allocation-site-pretenuring
 import { buildOpenApiDocument } from '@convo/core';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { type DatabaseHandle, openDatabase } from './db/database.js';
