@@ -198,21 +198,29 @@ const processTicks = (pid: number): number => {
 };
 
 /**
- * utime + stime of the Postgres server's processes (its backends, WAL writer, checkpointer…), in
- * clock ticks. During a run of the real server the reference is idle (settle), so this is the
- * real server's work, with what it sets off (WAL writes, autovacuum).
+ * utime + stime of each of the Postgres server's processes (its backends, WAL writer,
+ * checkpointer…), in clock ticks, by pid. During a run of the real server the reference is idle
+ * (settle), so what they spend over the run is the real server's work, with what it sets off (WAL
+ * writes, autovacuum).
  */
-const postgresTicks = (): number => {
-  let ticks = 0;
+const postgresTicks = (): Map<number, number> => {
+  const ticks = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('postgres: ')) ticks += processTicks(Number(entry));
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('postgres: ')) ticks.set(Number(entry), processTicks(Number(entry)));
     } catch {
       // The process has gone.
     }
   }
   return ticks;
+};
+
+/** What the Postgres processes spent between two postgresTicks: a process that ended meanwhile (a restarted reference's backends) counts for nothing, a new one from zero. */
+const postgresSpent = (before: Map<number, number>, after: Map<number, number>): number => {
+  let spent = 0;
+  for (const [pid, ticks] of after) spent += Math.max(0, ticks - (before.get(pid) ?? 0));
+  return spent;
 };
 
 /** Busy and total ticks of the whole machine. */
@@ -278,7 +286,7 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
   sample();
   // Taken when autocannon says it has started, so the start-up of its process is not counted.
   const postgres = server.postgresUrl !== undefined;
-  const snapshot = () => ({ cpu: processTicks(server.pid), postgres: postgres ? postgresTicks() : 0, machine: machineTicks(), at: Date.now() });
+  const snapshot = () => ({ cpu: processTicks(server.pid), postgres: postgres ? postgresTicks() : new Map<number, number>(), machine: machineTicks(), at: Date.now() });
   let before = snapshot();
   const sampler = setInterval(sample, 200);
   try {
@@ -302,7 +310,7 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
     });
     const elapsed = (Date.now() - before.at) / 1000;
     const serverTicks = processTicks(server.pid) - before.cpu;
-    const postgresSpent = postgres ? postgresTicks() - before.postgres : 0;
+    const postgresTicksSpent = postgres ? postgresSpent(before.postgres, postgresTicks()) : 0;
     const cpu = (serverTicks / CLOCK_TICKS / elapsed) * 100;
     const machineAfter = machineTicks();
     const machineCpu = ((machineAfter.busy - before.machine.busy) / Math.max(1, machineAfter.total - before.machine.total)) * 100;
@@ -321,7 +329,7 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
       rssMaxMb: rssMax / 1024,
       serverCpu: cpu,
       serverUsPerRequest: perRequest(serverTicks),
-      postgresUsPerRequest: postgres ? perRequest(postgresSpent) : null,
+      postgresUsPerRequest: postgres ? perRequest(postgresTicksSpent) : null,
       machineCpu,
       loadAverage: loadavg()[0] as number,
     };
