@@ -44,17 +44,13 @@ function packageOf(url: string, functionName: string): string {
 export function summarizeProfile(path: string, top = 15): ProfileSummary {
   const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  // Shares count samples, not the wall time between them. V8 samples the thread with a signal at
-  // a fixed interval; while the thread waits for a core (on 2 cores shared with Postgres and the
-  // load generator, often), the signals pending merge into one sample taken when it runs again, in
-  // the frame it was preempted in. Weighted by its time delta, that sample got the whole wait:
-  // `writev` (a socket write wakes its reader, which takes the core) showed as 43 % of the busy
-  // time where `perf record -e cpu-clock` counted 16 %.
   const self = new Map<number, number>();
   let total = 0;
-  for (const id of profile.samples) self.set(id, (self.get(id) ?? 0) + 1);
-  for (const delta of profile.timeDeltas) total += delta;
-  const sampleCount = Math.max(1, profile.samples.length);
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    self.set(id, (self.get(id) ?? 0) + delta);
+    total += delta;
+  });
   const packages = new Map<string, number>();
   const functions = new Map<string, { name: string; where: string; time: number }>();
   let idle = 0;
@@ -73,10 +69,10 @@ export function summarizeProfile(path: string, top = 15): ProfileSummary {
     entry.time += time;
     functions.set(key, entry);
   }
-  const busy = Math.max(1, sampleCount - idle);
+  const busy = Math.max(1, total - idle);
   return {
     totalMs: total / 1000,
-    idlePercent: (idle / sampleCount) * 100,
+    idlePercent: (idle / Math.max(1, total)) * 100,
     packages: [...packages]
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
@@ -90,7 +86,7 @@ export function summarizeProfile(path: string, top = 15): ProfileSummary {
 
 export function renderProfile(summary: ProfileSummary): string {
   return [
-    `CPU profile of the real server: ${summary.totalMs.toFixed(0)} ms sampled, ${summary.idlePercent.toFixed(0)}% of the samples idle; shares of the busy samples (counted, not weighted by the wall time between them: src/cpu-profile.ts):`,
+    `CPU profile of the real server: ${summary.totalMs.toFixed(0)} ms sampled, ${summary.idlePercent.toFixed(0)}% idle; shares of the busy time:`,
     '',
     '| package | self % |',
     '| --- | ---: |',
