@@ -538,7 +538,7 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
           runs[server.role].push(result);
           log(
             `  ${server.role.padEnd(9)} run ${i + 1}: ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  ` +
-              `RSS ${result.rssMaxMb.toFixed(0)} MB  cpu ${result.serverCpu.toFixed(0)}%  ${result.serverUsPerRequest.toFixed(0)}${result.postgresUsPerRequest === null ? '' : ` + ${result.postgresUsPerRequest.toFixed(0)}`} µs/req` +
+              `RSS ${result.rssMaxMb.toFixed(0)} MB  cpu ${result.serverCpu.toFixed(0)}%  ${cpuPerRequest(result)} µs/req` +
               (result.errors + result.timeouts + result.non2xx ? `  FAILED ${result.errors}/${result.timeouts}/${result.non2xx} (errors/timeouts/non-2xx)` : ''),
           );
           await settle(server);
@@ -596,8 +596,9 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
 const FEW_REQUESTS = 10;
 const fewRequests = (s: ScenarioResult) => median(s.reference.runs.map((r) => r.requests)) < FEW_REQUESTS;
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '∞');
-const cpuPerRequest = (summary: Summary) =>
-  summary.postgresUsPerRequest === null ? fmt(summary.serverUsPerRequest) : `${fmt(summary.serverUsPerRequest)} + ${fmt(summary.postgresUsPerRequest)}`;
+/** A run's or a summary's CPU µs a request: the server's, and on Postgres `+` Postgres'. */
+const cpuPerRequest = ({ serverUsPerRequest, postgresUsPerRequest }: Pick<RunResult, 'serverUsPerRequest' | 'postgresUsPerRequest'>) =>
+  postgresUsPerRequest === null ? fmt(serverUsPerRequest) : `${fmt(serverUsPerRequest)} + ${fmt(postgresUsPerRequest)}`;
 const mark = (met: boolean | null) => (met === null ? '–' : met ? 'yes' : '**no**');
 
 export function renderMarkdown(result: DatabaseResult): string {
