@@ -62,17 +62,19 @@ program
   .action(async () => {
     const database = openDatabase(env.databaseUrl);
     if (env.nodeEnv !== 'production') await migrateToLatest(database.db);
+    const rateLimits = RateLimits.create({ database, redisUrl: env.redisUrl, authFailuresPerMinute: env.settings.authFailuresPerMinute });
     const app = await buildServer({
       database,
       settings: env.settings,
-      rateLimits: RateLimits.create({ database, redisUrl: env.redisUrl, authFailuresPerMinute: env.settings.authFailuresPerMinute }),
+      rateLimits,
       // `silent` is no logger at all: pino would still make a child logger for every request.
       logger: env.logLevel === 'silent' ? false : { level: env.logLevel },
     });
     const worker = env.workerInServe ? await startWorker(database, app.log) : undefined;
-    // Stop accepting, finish in-flight requests and jobs, then close the pool.
+    // Stop accepting, finish in-flight requests, counts and jobs, then close the pool.
     onShutdown(async () => {
       await app.close();
+      await rateLimits.close();
       await worker?.stop();
       await database.destroy();
     });

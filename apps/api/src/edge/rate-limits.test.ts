@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../errors.js';
 import { counterKey } from '../repositories/rate-limits.js';
@@ -37,6 +38,34 @@ describe('counter blocks', () => {
     expect(blocks.take('acct_a', 1_000, T + 60_000)).toBeUndefined();
   });
 
+  it('run low at half a block, only while counting more than one request at a time', () => {
+    const blocks = new CounterBlocks();
+    expect(blocks.runningLow('acct_a', T)).toBe(false);
+    // 1,000,000 left: blocks of 100; 60 held, then 50.
+    blocks.keep('acct_a', 1_000_000, { next: 41, last: 100, expire: T + 60_000 });
+    expect(blocks.runningLow('acct_a', T)).toBe(false);
+    for (let i = 0; i < 10; i++) blocks.take('acct_a', 1_000_000, T);
+    expect(blocks.runningLow('acct_a', T)).toBe(true);
+    // A block of a window that is over holds nothing.
+    blocks.keep('acct_b', 1_000_000, { next: 1, last: 100, expire: T + 60_000 });
+    expect(blocks.runningLow('acct_b', T)).toBe(false);
+    expect(blocks.runningLow('acct_b', T + 60_000)).toBe(true);
+    // Near the limit every request is counted by itself: nothing to count ahead.
+    blocks.keep('acct_c', 100, { next: 2, last: 1, expire: T + 60_000 });
+    expect(blocks.sizeFor('acct_c')).toBe(1);
+    expect(blocks.runningLow('acct_c', T)).toBe(false);
+  });
+
+  it('hand out blocks in the order of their numbers, whichever was kept first', () => {
+    const blocks = new CounterBlocks();
+    blocks.keep('acct_a', 1_000, { next: 21, last: 22, expire: T + 60_000 });
+    blocks.keep('acct_a', 1_000, { next: 11, last: 12, expire: T + 60_000 });
+    blocks.keep('acct_a', 1_000, { next: 31, last: 31, expire: T + 60_000 });
+    blocks.keep('acct_a', 1_000, { next: 15, last: 15, expire: T + 60_000 });
+    const taken = [1, 2, 3, 4, 5, 6].map(() => blocks.take('acct_a', 1_000, T)?.remaining);
+    expect(taken).toEqual([989, 988, 985, 979, 978, 969]);
+  });
+
   it('hand out nothing past a limit that was lowered after they were counted', () => {
     const blocks = new CounterBlocks();
     blocks.keep('acct_a', 1_000, { next: 501, last: 600, expire: T + 60_000 });
@@ -73,7 +102,8 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres rate limits count
       // Blocks were counted: the counter is ahead of the requests served, by what the blocks hold.
       const row = await server.database.db.selectFrom('rate_limits').selectAll().where('key', '=', counterKey(account.id)).executeTakeFirstOrThrow();
       expect(row.points).toBeGreaterThan(1_000);
-      expect(row.points).toBeLessThanOrEqual(1_000 + 2 * 100);
+      // Each process holds at most the rest of its block and the next one, counted ahead.
+      expect(row.points).toBeLessThanOrEqual(1_000 + 2 * (50 + 100));
       expect(Math.min(...remaining)).toBeGreaterThanOrEqual(20_000 - row.points);
     } finally {
       await a.close();
@@ -81,6 +111,97 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres rate limits count
       await server.close();
     }
   });
+
+  /** The account's counter row locked by another transaction until `release` is called: every count of it waits. */
+  const lockCounter = async (server: Awaited<ReturnType<typeof startTestServer>>, accountId: string) => {
+    const client = await (server.database.pgPool as NonNullable<typeof server.database.pgPool>).connect();
+    await client.query('begin');
+    await client.query('select points from rate_limits where key = $1 for update', [counterKey(accountId)]);
+    const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+    let held = true;
+    return {
+      pid: (rows[0] as { pid: number }).pid,
+      release: async () => {
+        if (!held) return;
+        held = false;
+        await client.query('commit');
+        client.release();
+      },
+    };
+  };
+  /** The sessions waiting for the counter's lock, once there are `n` of them (or after 5 s, as many as there are). */
+  const waitingFor = async (server: Awaited<ReturnType<typeof startTestServer>>, lockPid: number, n: number) => {
+    for (let attempt = 0; ; attempt++) {
+      const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where ${lockPid} = any(pg_blocking_pids(pid))`.execute(server.database.db);
+      if (rows.length >= n || attempt === 100) return rows.map((row) => row.pid);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  /** `promise`, or 'waiting' if it has not settled once the database had time to answer: a request stuck behind the lock. */
+  const unlessStuck = <T>(promise: Promise<T>) => Promise.race([promise, new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), 3_000))]);
+
+  /** The account's counter: requests counted in its window so far. */
+  const pointsOf = async (server: Awaited<ReturnType<typeof startTestServer>>, accountId: string) =>
+    (await server.database.db.selectFrom('rate_limits').select('points').where('key', '=', counterKey(accountId)).executeTakeFirstOrThrow()).points;
+
+  /**
+   * One process's rate limits for an account with a limit of 1,000,000, after its first two
+   * requests (the first counted alone, nothing being known of the account; the second with the 99
+   * after it: numbers 2 to 101), with the account's counter row locked until the test releases it.
+   */
+  const withLockedCounter = async (
+    name: string,
+    test: (ctx: { server: Awaited<ReturnType<typeof startTestServer>>; limits: RateLimits; accountId: string; limit: number; counter: Awaited<ReturnType<typeof lockCounter>> }) => Promise<void>,
+  ) => {
+    const server = await startTestServer('postgres');
+    const limits = RateLimits.create({ database: server.database });
+    let counter: Awaited<ReturnType<typeof lockCounter>> | undefined;
+    try {
+      const limit = 1_000_000;
+      const account = await accountsService.createAccount(server.database, { name, plan: 'enterprise', rateLimitRpm: limit });
+      await consumeAll(limits, account.id, limit, 2);
+      counter = await lockCounter(server, account.id);
+      await test({ server, limits, accountId: account.id, limit, counter });
+    } finally {
+      await counter?.release();
+      await limits.close();
+      await server.close();
+    }
+  };
+
+  it('count the next block in the background at half a block, so no request waits for a count', () =>
+    withLockedCounter('Ahead', async ({ server, limits, accountId, limit, counter }) => {
+      // 49 more leave half a block: the 49th starts the count of the next block, which waits for
+      // the lock; the next 50 are the block's own, served while it waits.
+      const served = await unlessStuck(consumeAll(limits, accountId, limit, 99));
+      expect(served).not.toBe('waiting');
+      expect((served as RateLimitState[]).map((s) => s.remaining)).toEqual(Array.from({ length: 99 }, (_, i) => limit - 3 - i));
+      // One count waits for the lock: the background one.
+      expect(await waitingFor(server, counter.pid, 1)).toHaveLength(1);
+      await counter.release();
+      await limits.counted();
+      expect(await pointsOf(server, accountId)).toBe(1 + 100 + 100);
+      // The next request takes the first number of the block counted ahead.
+      expect((await limits.consume(accountId, limit)).remaining).toBe(limit - 102);
+    }));
+
+  it('drop a background count that fails, writing nothing, and count ahead again at the next request', () =>
+    withLockedCounter('Dropped', async ({ server, limits, accountId, limit, counter }) => {
+      await consumeAll(limits, accountId, limit, 49);
+      // The background count waits for the lock; its connection is cut.
+      const waiting = await waitingFor(server, counter.pid, 1);
+      expect(waiting).toHaveLength(1);
+      await sql`select pg_terminate_backend(${waiting[0]})`.execute(server.database.db);
+      await limits.counted();
+      await counter.release();
+      expect(await pointsOf(server, accountId)).toBe(1 + 100);
+      // The rest of the block; its first request, still running low, counts ahead again.
+      const rest = await consumeAll(limits, accountId, limit, 50);
+      expect(rest.map((s) => (s === 'refused' ? -1 : s.remaining))).toEqual(Array.from({ length: 50 }, (_, i) => limit - 52 - i));
+      await limits.counted();
+      expect(await pointsOf(server, accountId)).toBe(1 + 100 + 100);
+      expect((await limits.consume(accountId, limit)).remaining).toBe(limit - 102);
+    }));
 
   it('count one by one near the limit: exactly the limit is admitted across two processes', async () => {
     const server = await startTestServer('postgres');

@@ -115,7 +115,7 @@ export async function admitRequest(ctx: RequestContext, operationId?: OperationI
         } else {
           principal = await accountsService.authenticateHash(ctx.database, keyHash);
         }
-        state = blocks.take(principal.account.id, principal.account.rateLimit, Date.now());
+        state = ctx.rateLimits.take(principal.account.id, principal.account.rateLimit, Date.now());
       } else {
         const points = blocks.sizeFor(knownAccount);
         const admitted = await accountsService.authenticateCounting(ctx.database, keyHash, nowMs, WINDOW_MS, points);
