@@ -8,6 +8,8 @@ export interface Env {
   port: number;
   host: string;
   databaseUrl: string | undefined;
+  /** Connections of the Postgres pool per process (DATABASE_POOL_SIZE; default: openDatabase's). */
+  databasePoolSize: number | undefined;
   /** Redis for the shared rate-limit counters (REDIS_URL); without it, the database's store. */
   redisUrl: string | undefined;
   logLevel: string;
@@ -29,11 +31,16 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const nodeEnv = source.NODE_ENV === 'production' || source.NODE_ENV === 'test' ? source.NODE_ENV : 'development';
   const port = Number(source.PORT ?? 3000);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got "${source.PORT}"`);
+  const databasePoolSize = source.DATABASE_POOL_SIZE ? Number(source.DATABASE_POOL_SIZE) : undefined;
+  if (databasePoolSize !== undefined && (!Number.isInteger(databasePoolSize) || databasePoolSize < 1)) {
+    throw new Error(`DATABASE_POOL_SIZE must be a whole number of connections, 1 or more, got "${source.DATABASE_POOL_SIZE}"`);
+  }
   return {
     nodeEnv,
     port,
     host: source.HOST || '127.0.0.1',
     databaseUrl: source.DATABASE_URL || undefined,
+    databasePoolSize,
     redisUrl: source.REDIS_URL || undefined,
     logLevel: source.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
     workerInServe: flag(source.CONVO_WORKER, true),

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
 import { createTestDatabase } from '../testing/databases.js';
-import { openDatabase } from './database.js';
+import { DEFAULT_POOL_SIZE, openDatabase } from './database.js';
 import { migrateToLatest } from './migrate.js';
 
 describe('SQLite planner statistics', () => {
@@ -63,6 +63,30 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres sessions', () => 
       const url = new URL(target.url);
       url.searchParams.set('options', '-c max_parallel_workers_per_gather=2');
       expect(await setting(url.toString())).toBe('2');
+    } finally {
+      await target.drop();
+    }
+  });
+});
+
+describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres pool', () => {
+  it('opens at most the pool size of connections (DATABASE_POOL_SIZE), the default without one', async () => {
+    const target = await createTestDatabase('postgres');
+    // Sessions held at once by more statements than the pool has connections.
+    const sessionsUnder = async (poolSize: number | undefined, statements: number) => {
+      const database = openDatabase(target.url, { poolSize });
+      try {
+        const pids = await Promise.all(
+          Array.from({ length: statements }, async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid, pg_sleep(0.05)`.execute(database.db)).rows[0]?.pid),
+        );
+        return new Set(pids).size;
+      } finally {
+        await database.destroy();
+      }
+    };
+    try {
+      expect(await sessionsUnder(3, 12)).toBe(3);
+      expect(await sessionsUnder(undefined, DEFAULT_POOL_SIZE + 6)).toBe(DEFAULT_POOL_SIZE);
     } finally {
       await target.drop();
     }
