@@ -48,7 +48,7 @@ export function parseDatabaseUrl(url: string | undefined): { dialect: 'postgres'
  * rather than as more backends that the operating system switches between. Measured on the
  * benchmark (bench/README.md, eleventh pass): against 10, pools of 4 to 6 served the same or more
  * requests a second in every scenario, writes included, with a narrower spread of latencies
- * (p99 of the three-character search 44-55 ms with 10, 33-37 with 6). It also leaves room in
+ * (p99 of the three-character search 44 and 55 ms with 10, 33 and 36 with 6). It also leaves room in
  * Postgres' max_connections (100 by default) for more processes: 20 at 5 each.
  */
 export const DEFAULT_POOL_SIZE = 5;
