@@ -13,9 +13,12 @@ import { Worker } from './worker/worker.js';
 
 const env = readEnv();
 
+/** The configured database (DATABASE_URL, DATABASE_POOL_SIZE). */
+const openConfiguredDatabase = (): DatabaseHandle => openDatabase(env.databaseUrl, { poolSize: env.databasePoolSize });
+
 /** Opens the database, runs `work`, and always closes it. */
 async function withDatabase<T>(work: (database: DatabaseHandle) => Promise<T>): Promise<T> {
-  const database = openDatabase(env.databaseUrl, { poolSize: env.databasePoolSize });
+  const database = openConfiguredDatabase();
   try {
     return await work(database);
   } finally {
@@ -60,7 +63,7 @@ program
   .command('serve')
   .description('Serve the API (PORT, HOST, DATABASE_URL) with the background worker (unless CONVO_WORKER=false); migrates first unless NODE_ENV=production')
   .action(async () => {
-    const database = openDatabase(env.databaseUrl, { poolSize: env.databasePoolSize });
+    const database = openConfiguredDatabase();
     if (env.nodeEnv !== 'production') await migrateToLatest(database.db);
     const rateLimits = RateLimits.create({ database, redisUrl: env.redisUrl, authFailuresPerMinute: env.settings.authFailuresPerMinute });
     const app = await buildServer({
@@ -86,7 +89,7 @@ program
   .command('worker')
   .description('Run only the background worker (webhook deliveries, workflow steps, event pruning)')
   .action(async () => {
-    const database = openDatabase(env.databaseUrl, { poolSize: env.databasePoolSize });
+    const database = openConfiguredDatabase();
     if (env.nodeEnv !== 'production') await migrateToLatest(database.db);
     const log = (level: string) => (obj: object, msg?: string) => {
       const fields = Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, v instanceof Error ? { message: v.message, stack: v.stack } : v]));

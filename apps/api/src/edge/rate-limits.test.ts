@@ -4,6 +4,7 @@ import { ApiError } from '../errors.js';
 import { counterKey } from '../repositories/rate-limits.js';
 import { accountsService } from '../services/accounts.js';
 import { ACTIVE_DIALECTS, startTestServer } from '../testing/harness.js';
+import { type CounterLock, lockCounter, unlessStuck } from '../testing/rate-limit-counters.js';
 import { CounterBlocks, RateLimits, type RateLimitState } from './rate-limits.js';
 
 const T = 1_800_000_000_000;
@@ -112,23 +113,6 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres rate limits count
     }
   });
 
-  /** The account's counter row locked by another transaction until `release` is called: every count of it waits. */
-  const lockCounter = async (server: Awaited<ReturnType<typeof startTestServer>>, accountId: string) => {
-    const client = await (server.database.pgPool as NonNullable<typeof server.database.pgPool>).connect();
-    await client.query('begin');
-    await client.query('select points from rate_limits where key = $1 for update', [counterKey(accountId)]);
-    const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
-    let held = true;
-    return {
-      pid: (rows[0] as { pid: number }).pid,
-      release: async () => {
-        if (!held) return;
-        held = false;
-        await client.query('commit');
-        client.release();
-      },
-    };
-  };
   /** The sessions waiting for the counter's lock, once there are `n` of them (or after 5 s, as many as there are). */
   const waitingFor = async (server: Awaited<ReturnType<typeof startTestServer>>, lockPid: number, n: number) => {
     for (let attempt = 0; ; attempt++) {
@@ -137,9 +121,6 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres rate limits count
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
-  /** `promise`, or 'waiting' if it has not settled once the database had time to answer: a request stuck behind the lock. */
-  const unlessStuck = <T>(promise: Promise<T>) => Promise.race([promise, new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), 3_000))]);
-
   /** The account's counter: requests counted in its window so far. */
   const pointsOf = async (server: Awaited<ReturnType<typeof startTestServer>>, accountId: string) =>
     (await server.database.db.selectFrom('rate_limits').select('points').where('key', '=', counterKey(accountId)).executeTakeFirstOrThrow()).points;
@@ -151,16 +132,16 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres rate limits count
    */
   const withLockedCounter = async (
     name: string,
-    test: (ctx: { server: Awaited<ReturnType<typeof startTestServer>>; limits: RateLimits; accountId: string; limit: number; counter: Awaited<ReturnType<typeof lockCounter>> }) => Promise<void>,
+    test: (ctx: { server: Awaited<ReturnType<typeof startTestServer>>; limits: RateLimits; accountId: string; limit: number; counter: CounterLock }) => Promise<void>,
   ) => {
     const server = await startTestServer('postgres');
     const limits = RateLimits.create({ database: server.database });
-    let counter: Awaited<ReturnType<typeof lockCounter>> | undefined;
+    let counter: CounterLock | undefined;
     try {
       const limit = 1_000_000;
       const account = await accountsService.createAccount(server.database, { name, plan: 'enterprise', rateLimitRpm: limit });
       await consumeAll(limits, account.id, limit, 2);
-      counter = await lockCounter(server, account.id);
+      counter = await lockCounter(server.database, account.id);
       await test({ server, limits, accountId: account.id, limit, counter });
     } finally {
       await counter?.release();

@@ -141,7 +141,7 @@ export class RateLimits {
     const counting = rateLimitsRepository
       .count((this.database as DatabaseHandle).db, accountId, Date.now(), WINDOW_MS, points)
       .then(
-        (counted) => this.blocks.keep(accountId, limit, { next: counted.points - points + 1, last: Math.min(counted.points, limit), expire: counted.expire }),
+        (counted) => this.blocks.keep(accountId, limit, countedBlock(counted, points, limit)),
         () => {},
       )
       .finally(() => this.refills.delete(accountId));
@@ -160,8 +160,9 @@ export class RateLimits {
    * of them, and the process keeps the rest for the account's next requests.
    */
   admitCounted(accountId: string, limit: number, counted: CounterState, points: number, nowMs: number): RateLimitState {
-    const first = counted.points - points + 1;
-    this.blocks.keep(accountId, limit, { next: first + 1, last: Math.min(counted.points, limit), expire: counted.expire });
+    const block = countedBlock(counted, points, limit);
+    const first = block.next++;
+    this.blocks.keep(accountId, limit, block);
     return this.judge(limit, { points: first, expire: counted.expire }, nowMs);
   }
 
@@ -206,6 +207,13 @@ interface CounterBlock {
   last: number;
   expire: number;
 }
+
+/** The numbers of a count of `points` requests that brought the window to `counted.points`, those within the limit. */
+const countedBlock = (counted: CounterState, points: number, limit: number): CounterBlock => ({
+  next: counted.points - points + 1,
+  last: Math.min(counted.points, limit),
+  expire: counted.expire,
+});
 
 /** A block never takes more than this share of what the account has left in its minute… */
 const BLOCK_SHARE = 64;
