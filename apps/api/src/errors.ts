@@ -45,6 +45,11 @@ export class ApiError extends Error {
     return new ApiError('forbidden', message);
   }
 
+  /** The error a stored error body stands for (an idempotent replay). */
+  static fromBody(body: ErrorBody): ApiError {
+    return new ApiError(body.error.code, body.error.message, body.error.details);
+  }
+
   static serverError(requestId: string): ApiError {
     return new ApiError('server_error', `Internal error; quote request id ${requestId} when reporting it`);
   }

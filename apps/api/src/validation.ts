@@ -141,3 +141,40 @@ const lastSegment = (path: readonly PropertyKey[]): string | undefined => {
   const last = path[path.length - 1];
   return last === undefined ? undefined : String(last);
 };
+
+/**
+ * Postgres cannot store U+0000 in text (nor look it up), and both databases must answer alike: no
+ * string of a request, value or name, may hold it (400 `pattern` naming where it is).
+ */
+export function nulIssues(value: unknown, path: string[] = []): ValidationIssue[] {
+  if (!holdsNul(value)) return [];
+  const issue = (at: string[]): ValidationIssue => {
+    const field = at.join('.') || 'body';
+    return { field, constraint: 'pattern', message: `${field} must not contain the character U+0000` };
+  };
+  if (typeof value === 'string') return [issue(path)];
+  if (Array.isArray(value)) return value.flatMap((inner, i) => nulIssues(inner, [...path, String(i)]));
+  return Object.entries(value as object).flatMap(([key, inner]) => (key.includes('\u0000') ? [issue([...path, key])] : nulIssues(inner, [...path, key])));
+}
+
+/** Whether any string in a value, or any key, holds U+0000 (allocating nothing). */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (!value || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.some(holdsNul);
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && (key.includes('\u0000') || holdsNul((value as Record<string, unknown>)[key]))) return true;
+  }
+  return false;
+}
+
+/**
+ * Validates one part of a request (params, query or body) against its contract schema: the parsed
+ * value, or one ApiError naming every problem (U+0000 included).
+ */
+export function validatePart<S extends z.ZodType>(schema: S, value: unknown): { value: z.output<S> } | { error: ApiError } {
+  const result = schema.safeParse(value);
+  const issues = [...(result.success ? [] : toValidationIssues(result.error.issues, value)), ...nulIssues(value)];
+  if (issues.length > 0) return { error: ApiError.validation(issues) };
+  return { value: (result as { data: z.output<S> }).data };
+}

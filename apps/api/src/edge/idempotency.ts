@@ -1,80 +1,113 @@
+import { createHash } from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.js';
+import { ApiError, toErrorBody } from '../errors.js';
 import { now } from '../ids.js';
+import type { Executor } from '../repositories/tenant.js';
 
 /** How long a key is remembered. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-/** A `running` key untouched this long belongs to a request whose process died: it is taken over. */
-const ABANDONED_AFTER_MS = 60_000;
-/** How long a duplicate waits for the first request to finish before giving up with a 409-like 400. */
-const WAIT_LIMIT_MS = 60_000;
+const HEADER = 'Idempotency-Key';
 
-export type IdempotencyStart =
-  | { kind: 'new' }
-  | { kind: 'replay'; status: number; body: string }
-  | { kind: 'mismatch' }
-  | { kind: 'busy' };
+/** What an operation answered: its status and body exactly as sent ('' for none). */
+export interface OperationResponse {
+  status: number;
+  body: string;
+}
 
-/** Thrown by the procedure chain to make the transport send a stored response as it was. */
-export class IdempotentReplay extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: string,
-  ) {
-    super('idempotent replay');
+/** An operation's error, marked so that the response it caused is kept like any other. */
+class RefusedByOperation extends Error {
+  constructor(readonly apiError: ApiError) {
+    super(apiError.message);
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** What makes two requests "the same" for a key: the operation and its whole input. */
+export const requestHashOf = (operationId: string, input: unknown): string => createHash('sha256').update(operationId).update('\n').update(JSON.stringify(input)).digest('hex');
+
+/** 400 unless the header's value can be a key. */
+function checkKey(key: string): void {
+  if (key.length === 0) throw ApiError.badRequest(HEADER, 'min_length', 'Idempotency-Key must not be empty');
+  if (key.length > 255) throw ApiError.badRequest(HEADER, 'max_length', 'Idempotency-Key must have at most 255 characters');
+}
 
 /**
- * The memory of POST requests sent with an `Idempotency-Key`, per account, for 24 hours: the first
- * request runs and its response is stored; a repeat with the same body gets that response again,
- * byte for byte; a repeat while the first is running waits for it. 5xx responses are forgotten,
- * so the request can be tried again.
+ * Runs a POST that carries an `Idempotency-Key` at most once per account and key for 24 hours, as
+ * Stripe does. The key is claimed by inserting its row in the same transaction as the operation,
+ * and the response stored there before commit: a duplicate that arrives meanwhile blocks on that
+ * row (Postgres waits for the first transaction; SQLite's one connection runs transactions in
+ * turn) and then finds the stored response, which it replays. A 5xx rolls back with everything
+ * else, so the request can be retried; an error the operation itself answered (404, a refused
+ * transition) is stored like a success. The same key with another request is 400.
  */
-export const idempotency = {
-  async start(database: DatabaseHandle, accountId: string, key: string, requestHash: string): Promise<IdempotencyStart> {
-    const { db } = database;
-    const deadline = Date.now() + WAIT_LIMIT_MS;
-    while (Date.now() < deadline) {
-      const at = now();
-      const inserted = await db
-        .insertInto('idempotency_keys')
-        .values({ account_id: accountId, key, request_hash: requestHash, state: 'running', response_status: null, response_body: null, created_at: at, updated_at: at })
-        .onConflict((oc) => oc.columns(['account_id', 'key']).doNothing())
-        .executeTakeFirst();
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { kind: 'new' };
-
-      const row = await db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', accountId).where('key', '=', key).executeTakeFirst();
-      if (!row) continue;
-      const expired = Date.parse(row.created_at) < Date.now() - IDEMPOTENCY_TTL_MS;
-      const abandoned = row.state === 'running' && Date.parse(row.updated_at) < Date.now() - ABANDONED_AFTER_MS;
-      if (expired || abandoned) {
-        await db.deleteFrom('idempotency_keys').where('account_id', '=', accountId).where('key', '=', key).where('updated_at', '=', row.updated_at).execute();
-        continue;
+export async function idempotently(
+  database: DatabaseHandle,
+  claim: { accountId: string; key: string; requestHash: string },
+  execute: (db: Executor) => Promise<OperationResponse>,
+): Promise<OperationResponse & { replayed: boolean }> {
+  checkKey(claim.key);
+  try {
+    return await database.db.transaction().execute(async (trx) => {
+      const stored = await claimKey(trx, claim);
+      if (stored) return { ...stored, replayed: true };
+      let response: OperationResponse;
+      try {
+        response = await execute(trx);
+      } catch (error) {
+        throw error instanceof ApiError && error.status < 500 ? new RefusedByOperation(error) : error;
       }
-      if (row.request_hash !== requestHash) return { kind: 'mismatch' };
-      if (row.state === 'done') return { kind: 'replay', status: row.response_status as number, body: row.response_body ?? '' };
-      await sleep(25);
-    }
-    return { kind: 'busy' };
-  },
-
-  /** Stores the response of a finished first request; a 5xx is not stored (the key is freed). */
-  async finish(database: DatabaseHandle, accountId: string, key: string, status: number, body: string): Promise<void> {
-    if (status >= 500) {
-      await database.db.deleteFrom('idempotency_keys').where('account_id', '=', accountId).where('key', '=', key).where('state', '=', 'running').execute();
-      return;
-    }
+      await storeResponse(trx, claim, response);
+      return { ...response, replayed: false };
+    });
+  } catch (error) {
+    if (!(error instanceof RefusedByOperation)) throw error;
+    // The operation's own changes are rolled back; what it answered is kept, unless a duplicate
+    // that ran meanwhile already stored its own answer.
+    const sent = error.apiError;
     await database.db
-      .updateTable('idempotency_keys')
-      .set({ state: 'done', response_status: status, response_body: body, updated_at: now() })
-      .where('account_id', '=', accountId)
-      .where('key', '=', key)
+      .insertInto('idempotency_keys')
+      .values({ ...rowOf(claim), state: 'done', response_status: sent.status, response_body: JSON.stringify(toErrorBody(sent)) })
+      .onConflict((oc) => oc.columns(['account_id', 'key']).doNothing())
       .execute();
-  },
+    throw sent;
+  }
+}
 
-  /** Forgets keys older than 24 hours (the worker's retention job). */
-  prune: (database: DatabaseHandle) =>
-    database.db.deleteFrom('idempotency_keys').where('created_at', '<', new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString()).execute(),
+const rowOf = (claim: { accountId: string; key: string; requestHash: string }) => {
+  const at = now();
+  return { account_id: claim.accountId, key: claim.key, request_hash: claim.requestHash, created_at: at, updated_at: at };
 };
+
+/** Takes the key for this request, or returns the response stored for it (400 for another request). */
+async function claimKey(trx: Executor, claim: { accountId: string; key: string; requestHash: string }): Promise<OperationResponse | undefined> {
+  const insert = () =>
+    trx
+      .insertInto('idempotency_keys')
+      .values({ ...rowOf(claim), state: 'running', response_status: null, response_body: null })
+      .onConflict((oc) => oc.columns(['account_id', 'key']).doNothing())
+      .executeTakeFirst();
+  if (Number((await insert()).numInsertedOrUpdatedRows ?? 0) > 0) return undefined;
+  const row = await trx.selectFrom('idempotency_keys').selectAll().where('account_id', '=', claim.accountId).where('key', '=', claim.key).executeTakeFirstOrThrow();
+  if (Date.parse(row.created_at) < Date.now() - IDEMPOTENCY_TTL_MS) {
+    // Expired but not yet pruned: the key is free again.
+    await trx.deleteFrom('idempotency_keys').where('account_id', '=', claim.accountId).where('key', '=', claim.key).execute();
+    await insert();
+    return undefined;
+  }
+  if (row.request_hash !== claim.requestHash) {
+    throw ApiError.badRequest(HEADER, 'idempotency_key', 'This Idempotency-Key was used with a different request in the last 24 hours');
+  }
+  return { status: row.response_status as number, body: row.response_body ?? '' };
+}
+
+async function storeResponse(trx: Executor, claim: { accountId: string; key: string }, response: OperationResponse): Promise<void> {
+  await trx
+    .updateTable('idempotency_keys')
+    .set({ state: 'done', response_status: response.status, response_body: response.body, updated_at: now() })
+    .where('account_id', '=', claim.accountId)
+    .where('key', '=', claim.key)
+    .execute();
+}
+
+/** Forgets keys older than 24 hours (the worker's retention job). */
+export const pruneIdempotencyKeys = (database: DatabaseHandle) =>
+  database.db.deleteFrom('idempotency_keys').where('created_at', '<', new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString()).execute();

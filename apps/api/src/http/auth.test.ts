@@ -96,11 +96,9 @@ describeEachDialect('authentication and permissions', (server) => {
       expectExactError(await call(op, { key: null, query }), 401, 'unauthorized');
       expectExactError(await call(op, { key: server().keys.webhook, query }), 403, 'forbidden');
       if (op.permission === 'write') expectExactError(await call(op, { key: server().keys.readOnly, query }), 403, 'forbidden');
-      // Validation (an unknown query parameter) comes before existence (the fake id). An
-      // operation with a body also reports the empty body's problems; the parameter is among them.
+      // Validation (an unknown query parameter, or the empty body's problems, which are checked
+      // first) comes before existence (the fake id).
       const body = expectExactError(await call(op, { query }), 400, 'bad_request');
-      const issues = body.error.details?.issues ?? [body.error.details];
-      expect(issues, JSON.stringify(body)).toContainEqual(expect.objectContaining({ field: 'bogus_param', constraint: 'unknown' }));
       if (op.body === undefined) expect(body.error.details).toMatchObject({ field: 'bogus_param', constraint: 'unknown' });
     });
   });

@@ -4,8 +4,6 @@ import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { type KeyType, generateKey, hashKey, redactKey } from '../keys.js';
 import { type AccountRow, type ApiKeyRow, accountsRepository, apiKeysRepository } from '../repositories/accounts.js';
-import type { CounterState } from '../repositories/rate-limits.js';
-import { type CachedPrincipal, principalCache } from './principal-cache.js';
 
 export type Plan = AccountTable['plan'];
 export const PLANS = ['free', 'starter', 'growth', 'business', 'enterprise'] as const satisfies readonly Plan[];
@@ -94,69 +92,32 @@ export const accountsService = {
     return (await apiKeysRepository.listByAccount(database.db, accountId)).map(toKeyRecord);
   },
 
-  /** Revokes a key; it stops working on the very next request (see principalCache). */
+  /** Revokes a key; it stops working on the very next request (keys are looked up on every request). */
   async revokeKey(database: DatabaseHandle, keyId: string): Promise<KeyRecord> {
     const existing = await apiKeysRepository.findById(database.db, keyId);
     if (!existing) throw new Error(`No such key: ${keyId}`);
     if (existing.revoked_at === null) await apiKeysRepository.revoke(database.db, keyId, now());
-    principalCache.forgetAll();
     return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
   },
 
   /**
-   * Finds who is calling from the `Authorization` header: `Bearer <key>`, the scheme in any case.
-   * Anything else, or a key that is unknown or revoked, is 401.
+   * Who is calling, from the `Authorization` header: `Bearer <key>`, the scheme in any case. One
+   * lookup of the key by its hash on every request, so a revoked key fails on the very next
+   * request on every instance. Anything else, or a key that is unknown or revoked, is 401.
    */
   async authenticate(database: DatabaseHandle, authorization: string | undefined): Promise<Principal> {
-    return accountsService.authenticateHash(database, accountsService.keyHashOf(authorization));
-  },
-
-  /** The hash by which a `Bearer <key>` header's key is stored; 401 for any other header. */
-  keyHashOf: (authorization: string | undefined): string => hashKey(bearerKey(authorization)),
-
-  /**
-   * The caller of a key kept in memory whose use needs no writing down now (principalCache), at
-   * once, without a promise; undefined otherwise: then authenticateHash.
-   */
-  knownPrincipal(database: DatabaseHandle, keyHash: string): Principal | undefined {
-    return usableNow(principalCache.find(database, keyHash));
-  },
-
-  /** authenticate, from the key's hash (keyHashOf). */
-  async authenticateHash(database: DatabaseHandle, keyHash: string): Promise<Principal> {
-    const cached = principalCache.lookup(database, keyHash);
-    const { found } = cached ?? {};
-    if (found) {
-      found.lastUsedMs = await touchWhenDue(database, found.principal.key.id, found.lastUsedMs);
-      return found.principal;
-    }
-    const row = await apiKeysRepository.findActiveByHash(database.db, keyHash);
-    if (!row) principalCache.forget(database, keyHash);
-    const caller = await principalOf(database, row);
-    cached?.keep(caller);
-    principalCache.remember(database, keyHash, caller);
-    return caller.principal;
-  },
-
-  /**
-   * On Postgres, the caller last read for this key, if its use needs no writing down now: for a
-   * read operation that checks the key inside its own reads (repositories/key-check.ts), never
-   * alone. Undefined otherwise (then authenticateHash or authenticateCounting).
-   */
-  recalledPrincipal(database: DatabaseHandle, keyHash: string): Principal | undefined {
-    return usableNow(principalCache.recall(database, keyHash));
-  },
-
-  /**
-   * authenticateHash, and `points` requests counted against the account's per-minute window in
-   * the same statement (the Postgres rate-limit store). Nothing is counted for a key that fails.
-   */
-  async authenticateCounting(database: DatabaseHandle, keyHash: string, nowMs: number, windowMs: number, points = 1): Promise<{ principal: Principal; counted: CounterState }> {
-    const row = await apiKeysRepository.findActiveByHashCounting(database.db, keyHash, nowMs, windowMs, points);
-    if (!row) principalCache.forget(database, keyHash);
-    const caller = await principalOf(database, row);
-    principalCache.remember(database, keyHash, caller);
-    return { principal: caller.principal, counted: (row as { counted: CounterState }).counted };
+    const row = await apiKeysRepository.findActiveByHash(database.db, hashKey(bearerKey(authorization)));
+    if (!row) throw ApiError.unauthorized('Invalid API key');
+    await touchWhenDue(database, row.id, row.last_used_at);
+    return {
+      account: {
+        id: row.account_id,
+        name: row.account_name,
+        plan: row.account_plan,
+        rateLimit: rateLimitOf({ plan: row.account_plan, rate_limit_rpm: row.account_rate_limit_rpm }),
+      },
+      key: { id: row.id, type: row.type },
+    };
   },
 };
 
@@ -167,35 +128,9 @@ function bearerKey(authorization: string | undefined): string {
   return match[1];
 }
 
-/** The caller of an active key (401 without one); notes the key's use at most once a minute. */
-async function principalOf(
-  database: DatabaseHandle,
-  row: (ApiKeyRow & { account_name: string; account_plan: AccountRow['plan']; account_rate_limit_rpm: number | null }) | undefined,
-): Promise<CachedPrincipal> {
-  if (!row) throw ApiError.unauthorized('Invalid API key');
-  const lastUsedMs = await touchWhenDue(database, row.id, row.last_used_at === null ? null : Date.parse(row.last_used_at));
-  const principal: Principal = {
-    account: {
-      id: row.account_id,
-      name: row.account_name,
-      plan: row.account_plan,
-      rateLimit: rateLimitOf({ plan: row.account_plan, rate_limit_rpm: row.account_rate_limit_rpm }),
-    },
-    key: { id: row.id, type: row.type },
-  };
-  return { principal, lastUsedMs };
-}
-
-/** The principal of a kept entry whose use needs no writing down now; undefined otherwise. */
-const usableNow = (found: CachedPrincipal | undefined): Principal | undefined => (found && !touchIsDue(found.lastUsedMs, Date.now()) ? found.principal : undefined);
-
-/** Whether a key last written down as used at `lastUsedMs` must be written down again at `nowMs`. */
-const touchIsDue = (lastUsedMs: number | null, nowMs: number): boolean => lastUsedMs === null || !(nowMs - lastUsedMs < TOUCH_INTERVAL_MS);
-
-/** Writes down the key's use unless the last one written (`lastUsedMs`) is recent; when it was last written down. */
-async function touchWhenDue(database: DatabaseHandle, keyId: string, lastUsedMs: number | null): Promise<number | null> {
+/** Writes down the key's use unless it was written down within TOUCH_INTERVAL_MS. */
+async function touchWhenDue(database: DatabaseHandle, keyId: string, lastUsedAt: string | null): Promise<void> {
   const nowMs = Date.now();
-  if (!touchIsDue(lastUsedMs, nowMs)) return lastUsedMs;
+  if (lastUsedAt !== null && nowMs - Date.parse(lastUsedAt) < TOUCH_INTERVAL_MS) return;
   await apiKeysRepository.touch(database.db, keyId, new Date(nowMs).toISOString());
-  return nowMs;
 }

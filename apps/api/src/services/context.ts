@@ -2,7 +2,6 @@ import type { Transaction } from 'kysely';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import type { Settings } from '../settings.js';
-import type { KeyCheck } from '../repositories/key-check.js';
 import { TenantScope } from '../repositories/tenant.js';
 
 /** What every service verb runs with: the database and the account it acts for. */
@@ -10,12 +9,10 @@ export interface ServiceContext {
   database: DatabaseHandle;
   accountId: string;
   settings: Settings;
-  /** A read operation's key check, still to be confirmed by its reads (repositories/key-check.ts). */
-  keyCheck?: KeyCheck | undefined;
 }
 
-/** Reads outside a transaction (with the request's key check, if any). */
-export const scopeOf = (ctx: ServiceContext): TenantScope => new TenantScope(ctx.database.db, ctx.accountId, ctx.keyCheck);
+/** Reads scoped to the context's account (inside its transaction, if it has one). */
+export const scopeOf = (ctx: ServiceContext): TenantScope => new TenantScope(ctx.database.db, ctx.accountId);
 
 /**
  * Runs `work` in one transaction, scoped to the context's account. Inside a transaction already
@@ -25,6 +22,13 @@ export const inTransaction = <T>(ctx: ServiceContext, work: (scope: TenantScope)
   ctx.database.db.isTransaction
     ? work(new TenantScope(ctx.database.db, ctx.accountId))
     : ctx.database.db.transaction().execute((trx) => work(new TenantScope(trx, ctx.accountId)));
+
+/**
+ * Runs `work` with a context whose database calls all run in one transaction: the context's own
+ * when it has one (an idempotent request, a workflow step), else a new one.
+ */
+export const inContextTransaction = <T>(ctx: ServiceContext, work: (tx: ServiceContext) => Promise<T>): Promise<T> =>
+  ctx.database.db.isTransaction ? work(ctx) : ctx.database.db.transaction().execute((trx) => work(withinTransaction(ctx, trx)));
 
 /** The same context with its database calls running in `trx`. */
 export const withinTransaction = (ctx: ServiceContext, trx: Transaction<Database>): ServiceContext => ({

@@ -3,7 +3,7 @@ import type * as z from 'zod';
 import { contactsRepository } from '../repositories/contacts.js';
 import { conversationsRepository } from '../repositories/conversations.js';
 import { contactsService } from './contacts.js';
-import { type ServiceContext, inTransaction, withinTransaction } from './context.js';
+import { type ServiceContext, inContextTransaction, inTransaction } from './context.js';
 import { conversationsService } from './conversations.js';
 import { messagesService } from './messages.js';
 
@@ -15,9 +15,8 @@ import { messagesService } from './messages.js';
  * conversation (`message.received`).
  */
 export async function receiveInbound(ctx: ServiceContext, input: z.output<typeof SandboxInboundBody>): Promise<Message> {
-  return ctx.database.db.transaction().execute(async (trx) => {
-    const tx = withinTransaction(ctx, trx);
-    return inTransaction(tx, async (scope) => {
+  return inContextTransaction(ctx, (tx) =>
+    inTransaction(tx, async (scope) => {
       const contact =
         (await contactsRepository.findByPhone(scope, input.from.phone)) ??
         (await contactsService.create(tx, { phone: input.from.phone, name: input.from.name ?? null }));
@@ -25,6 +24,6 @@ export async function receiveInbound(ctx: ServiceContext, input: z.output<typeof
         (await conversationsRepository.findOpenForContact(scope, contact.id, input.platform)) ??
         (await conversationsService.create(tx, { contact_id: contact.id, platform: input.platform }));
       return messagesService.receive(tx, { conversationId: conversation.id, content: input.content });
-    });
-  });
+    }),
+  );
 }

@@ -1,4 +1,5 @@
 import type { DatabaseHandle } from '../db/database.js';
+import { pruneIdempotencyKeys } from '../edge/idempotency.js';
 import { eventsRepository } from '../repositories/events.js';
 import { EVENT_RETENTION_MS } from '../services/events.js';
 import type { Settings } from '../settings.js';
@@ -15,6 +16,7 @@ export function jobHandlers(deps: { database: DatabaseHandle; settings: Settings
     run_workflow: (job) => runWorkflow(deps, job),
     prune_events: async () => {
       await eventsRepository.prune(deps.database.db, new Date(Date.now() - EVENT_RETENTION_MS).toISOString());
+      await pruneIdempotencyKeys(deps.database);
       return { retryAt: new Date(Date.now() + PRUNE_INTERVAL_MS).toISOString() };
     },
   };

@@ -1,4 +1,4 @@
-import type { OperationId } from '@convo/core';
+import { type EndpointDefinition, type OperationId, endpoints } from '@convo/core';
 import fastJson from 'fast-json-stringify';
 import * as z from 'zod';
 
@@ -85,4 +85,23 @@ export function compileSerializer(schema: z.ZodType): (payload: unknown) => stri
   const serialize = fastJson(json as unknown as Parameters<typeof fastJson>[0]);
   // Only schemas with a record (contact attributes) can carry such a key.
   return hasRecord(json) ? (payload) => serialize(withoutProtoKeys(payload)) : serialize;
+}
+
+const serializers = new Map<OperationId, (result: unknown) => string>();
+
+/**
+ * The body of an operation's success response, exactly as both transports send it (and as an
+ * idempotent request stores it): checked against the response schema of the contract, except
+ * for the HOT_OPERATIONS, whose compiled serializer writes only the schema's fields.
+ */
+export function serializeResponse(operationId: OperationId, result: unknown): string {
+  let serialize = serializers.get(operationId);
+  if (!serialize) {
+    const operation: EndpointDefinition = endpoints[operationId];
+    const schema = operation.response;
+    if (!schema) throw new Error(`${operationId} answers no body`);
+    serialize = HOT_OPERATIONS.has(operationId) ? compileSerializer(schema) : (value) => JSON.stringify(z.encode(schema, value));
+    serializers.set(operationId, serialize);
+  }
+  return serialize(result);
 }

@@ -1,0 +1,78 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import type { FastifyInstance, preParsingHookHandler } from 'fastify';
+import { ApiError } from '../errors.js';
+
+/** Bodies larger than this are refused while they are read (CONTRACT: 1 MiB). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+/** Deeper JSON is refused while it is read: nothing in the contract nests more than a few levels. */
+export const MAX_JSON_DEPTH = 32;
+
+const OPEN_OBJECT = 0x7b;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_OBJECT = 0x7d;
+const CLOSE_ARRAY = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * Passes a body through unchanged while following how deeply its JSON nests, and fails the stream
+ * as soon as it goes past MAX_JSON_DEPTH, so an over-deep body is never parsed (JSON.parse of a
+ * deep body is recursive and holds the event loop). Strings are skipped: brackets inside them do
+ * not count. Malformed JSON is left to the parser.
+ */
+export class JsonDepthLimit extends Transform {
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  /** Bytes received so far: Fastify compares it with Content-Length and bodyLimit. */
+  receivedEncodedLength = 0;
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.receivedEncodedLength += chunk.length;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i];
+      if (this.inString) {
+        if (this.escaped) this.escaped = false;
+        else if (byte === BACKSLASH) this.escaped = true;
+        else if (byte === QUOTE) this.inString = false;
+      } else if (byte === QUOTE) {
+        this.inString = true;
+      } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
+        if (++this.depth > MAX_JSON_DEPTH) {
+          callback(ApiError.badRequest('body', 'json', `The body nests deeper than ${MAX_JSON_DEPTH} levels`));
+          return;
+        }
+      } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
+        this.depth--;
+      }
+    }
+    callback(null, chunk);
+  }
+}
+
+/** preParsing: every JSON body is read through JsonDepthLimit. */
+export const limitJsonDepth: preParsingHookHandler = (request, _reply, payload, done) => {
+  const type = request.headers['content-type'];
+  if (typeof type !== 'string' || !/json/i.test(type)) return done(null, payload);
+  done(null, payload.pipe(new JsonDepthLimit()));
+};
+
+/** Strict UTF-8: a body that is not valid UTF-8 is malformed, not silently repaired. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The request bodies the API accepts: JSON only (anything else is 400 `content_type` through the
+ * error handler), read by Fastify within MAX_BODY_BYTES. An empty JSON body counts as no body.
+ */
+export function acceptJsonBodies(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_request, body: Buffer, done) => {
+    if (body.length === 0) return done(null, undefined);
+    try {
+      done(null, JSON.parse(utf8.decode(body)));
+    } catch {
+      done(ApiError.badRequest('body', 'json', 'The body is not valid JSON'), undefined);
+    }
+  });
+  app.addHook('preParsing', limitJsonDepth);
+}

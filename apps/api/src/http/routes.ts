@@ -1,0 +1,79 @@
+import { type EndpointDefinition, type OperationId, endpoints, operationIds } from '@convo/core';
+import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify';
+import * as z from 'zod';
+import { runOperation } from '../operations.js';
+import type { ServiceContext } from '../services/context.js';
+import type { Settings } from '../settings.js';
+import type { DatabaseHandle } from '../db/database.js';
+
+/** Operations without query parameters still reject unknown ones (CONTRACT: 400 `unknown`). */
+const NO_QUERY = z.strictObject({});
+
+/** Query parameters the schema wants as numbers: their strings are converted before validation. */
+function numericKeys(schema: z.ZodType | undefined): Set<string> {
+  if (!schema) return new Set();
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, { type?: string }> };
+  return new Set(
+    Object.entries(json.properties ?? {})
+      .filter(([, property]) => property.type === 'integer' || property.type === 'number')
+      .map(([name]) => name),
+  );
+}
+
+/**
+ * Before validation: `?limit=10` becomes 10 (anything that is not a plain decimal stays a string
+ * and fails as `type`), and a request without a body is validated as an empty object, so its
+ * missing fields are named one by one.
+ */
+function prepareInput(operation: EndpointDefinition): preValidationHookHandler {
+  const numeric = numericKeys(operation.query);
+  return (request, _reply, done) => {
+    if (numeric.size > 0 && request.query && typeof request.query === 'object') {
+      // fromEntries defines every name as an own property: `?__proto__=1` stays an (unknown) parameter.
+      request.query = Object.fromEntries(
+        Object.entries(request.query).map(([name, value]) => [name, numeric.has(name) && typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value]),
+      );
+    }
+    if (operation.body && request.body === undefined) request.body = {};
+    done();
+  };
+}
+
+/**
+ * The REST transport: every row of the endpoint table becomes a route under /v1 whose schema is
+ * the contract's (validated by the server's validator compiler) and whose handler runs the
+ * operation. Admission (key, rate limit, permission) has happened in the edge's hooks.
+ */
+export function registerOperationRoutes(
+  app: FastifyInstance,
+  deps: { database: DatabaseHandle; settings: Settings; disabled: ReadonlySet<OperationId> },
+): void {
+  const serviceOf = (request: FastifyRequest): ServiceContext => {
+    if (!request.principal) throw new Error('An API route ran without admission');
+    return { database: deps.database, accountId: request.principal.account.id, settings: deps.settings };
+  };
+  for (const operationId of operationIds) {
+    if (deps.disabled.has(operationId)) continue;
+    const operation: EndpointDefinition = endpoints[operationId];
+    app.route({
+      method: operation.method,
+      url: `/v1${operation.path}`,
+      schema: {
+        ...(operation.params ? { params: operation.params } : {}),
+        querystring: operation.query ?? NO_QUERY,
+        ...(operation.body ? { body: operation.body } : {}),
+      },
+      config: { operationId },
+      preValidation: prepareInput(operation),
+      handler: async (request, reply) => {
+        const key = request.headers['idempotency-key'];
+        const input = { ...(operation.params ? { params: request.params } : {}), query: request.query, ...(operation.body ? { body: request.body } : {}) };
+        const response = await runOperation(operationId, { service: serviceOf(request), input, idempotencyKey: typeof key === 'string' ? key : undefined });
+        reply.code(response.status);
+        if (response.replayed) reply.header('Idempotent-Replayed', 'true');
+        if (response.body === '') return reply.send();
+        return reply.type('application/json; charset=utf-8').send(response.body);
+      },
+    });
+  }
+}
