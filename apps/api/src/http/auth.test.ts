@@ -1,7 +1,7 @@
 import { ContactList, type EndpointDefinition, ErrorBody, type OperationId, endpoints, fillPath, operationIds } from '@convo/core';
 import { describe, expect, it } from 'vitest';
 import { accountsService } from '../services/accounts.js';
-import { type RequestOptions, type TestResponse, describeEachDialect, expectBody, expectError, revokeKeyElsewhere } from '../testing/harness.js';
+import { type RequestOptions, TRANSPORTS, type TestResponse, type Transport, describeEachDialect, expectBody, expectError, requestOverTrpc, revokeKeyElsewhere } from '../testing/harness.js';
 
 /** A fake id that exists nowhere; every path parameter is filled with it. */
 const MISSING = 'x_missing';
@@ -24,16 +24,22 @@ function expectExactError(response: TestResponse, status: number, code: ErrorBod
 }
 
 describeEachDialect('authentication and permissions', (server) => {
-  /** A request to an operation with an empty JSON body for those that take one. */
-  const call = (op: EndpointDefinition, options: RequestOptions = {}): Promise<TestResponse> =>
-    server().request(op.method, pathOf(op), op.body !== undefined && options.rawBody === undefined && options.body === undefined ? { body: {}, ...options } : options);
+  /** A request to an operation with an empty JSON body for those that take one, by REST or by tRPC. */
+  const callBy = (transport: Transport, op: EndpointDefinition, options: RequestOptions = {}): Promise<TestResponse> => {
+    const sent = op.body !== undefined && options.rawBody === undefined && options.body === undefined ? { body: {}, ...options } : options;
+    if (transport === 'rest') return server().request(op.method, pathOf(op), sent);
+    const operationId = operations.find(([, candidate]) => candidate === op)?.[0] as OperationId;
+    return requestOverTrpc(server(), operationId, { id: MISSING, tag: 'some-tag', delivery_id: MISSING }, sent);
+  };
+  const call = (op: EndpointDefinition, options: RequestOptions = {}) => callBy('rest', op, options);
 
   it('the endpoint table is not empty and has both reads and writes', () => {
     expect(reads.length).toBeGreaterThan(0);
     expect(writes.length).toBeGreaterThan(0);
   });
 
-  describe.each(operations)('%s', (_operationId: OperationId, op) => {
+  for (const transport of TRANSPORTS) describe.each(operations)(`%s (${transport})`, (_operationId: OperationId, op) => {
+    const call = (op: EndpointDefinition, options: RequestOptions = {}) => callBy(transport, op, options);
     it('401 without an Authorization header', async () => {
       expectExactError(await call(op, { key: null }), 401, 'unauthorized');
     });
@@ -111,7 +117,8 @@ describeEachDialect('authentication and permissions', (server) => {
       ['a JSON array', { body: [1, 2] }],
     ];
 
-    describe.each(withBody)('%s', (_operationId: OperationId, op) => {
+    for (const transport of TRANSPORTS) describe.each(withBody)(`%s (${transport})`, (_operationId: OperationId, op) => {
+      const call = (op: EndpointDefinition, options: RequestOptions = {}) => callBy(transport, op, options);
       it.each(invalidBodies)('without a key, %s is 401 (not 400)', async (_name, options) => {
         expectExactError(await call(op, { ...options, key: null }), 401, 'unauthorized');
         expectExactError(await call(op, { ...options, key: 'wrong' }), 401, 'unauthorized');

@@ -1,4 +1,4 @@
-import { ErrorBody } from '@convo/core';
+import { type EndpointDefinition, ErrorBody, type OperationId, endpoints } from '@convo/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import type * as z from 'zod';
@@ -195,4 +195,41 @@ export function describeEachDialect(name: string, body: (server: () => TestServe
       });
     });
   }
+}
+
+/** How a test reaches an operation: its REST route, or its procedure at /trpc. */
+export type Transport = 'rest' | 'trpc';
+export const TRANSPORTS: readonly Transport[] = ['rest', 'trpc'];
+
+/**
+ * Calls an operation through /trpc with what a REST call would send (the `params` its path names
+ * as the input's, `query`, `body` or `rawBody` as the whole input) and reads the answer as REST's: the
+ * contract's error body from inside tRPC's envelope, or the data of a success.
+ */
+export async function requestOverTrpc(
+  server: TestServer,
+  operationId: OperationId,
+  params: Record<string, string>,
+  options: RequestOptions = {},
+): Promise<TestResponse> {
+  const operation: EndpointDefinition = endpoints[operationId];
+  const headers: Record<string, string> = { ...options.headers };
+  const keyToUse = options.key === undefined ? server.keys.full : options.key;
+  if (keyToUse !== null) headers.authorization ??= `Bearer ${keyToUse}`;
+  const named = Object.fromEntries(Object.entries(params).filter(([name]) => operation.path.includes(`:${name}`)));
+  const input = { ...(operation.params ? { params: named } : {}), ...(options.query ? { query: options.query } : {}), ...(options.body !== undefined ? { body: options.body } : {}) };
+  const url = new URL(`/trpc/${operationId}`, server.baseUrl);
+  let response: Response;
+  if (operation.method === 'GET') {
+    url.searchParams.set('input', JSON.stringify(input));
+    response = await fetch(url, { headers });
+  } else {
+    const body = options.rawBody ?? JSON.stringify(input);
+    if (options.rawBody === undefined) headers['content-type'] ??= 'application/json';
+    response = await fetch(url, { method: 'POST', headers, body });
+  }
+  const text = await response.text();
+  const envelope = text ? (JSON.parse(text) as { result?: { data?: unknown }; error?: { data?: { body?: unknown } } }) : undefined;
+  const body = envelope?.error ? envelope.error.data?.body : envelope?.result?.data;
+  return { status: response.status, headers: response.headers, text: body === undefined ? '' : JSON.stringify(body), body };
 }
