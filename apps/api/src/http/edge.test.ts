@@ -89,6 +89,39 @@ describeEachDialect('the edge reads no more of a request than it must', (server)
     });
   }
 
+  it('a GET that carries a body is answered without reading it', async () => {
+    const url = new URL(`${server().baseUrl}/contacts`);
+    const res = await new Promise<Streamed>((resolve, reject) => {
+      let sent = 0;
+      let answered = false;
+      const req = httpRequest(url, { method: 'GET', headers: { authorization: `Bearer ${server().keys.full}`, 'transfer-encoding': 'chunked' } });
+      req.on('response', (response) => {
+        answered = true;
+        const sentBeforeAnswer = sent;
+        response.resume();
+        response.on('end', () => {
+          req.destroy();
+          resolve({ status: response.statusCode ?? 0, body: '', sentBeforeAnswer, closed: response.headers.connection === 'close' });
+        });
+      });
+      req.on('error', (error) => {
+        if (!answered) reject(error);
+      });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const pump = () => {
+        while (!answered && sent < LIMIT) {
+          sent += chunk.length;
+          if (!req.write(chunk)) return void req.once('drain', pump);
+        }
+        if (!answered) req.end();
+      };
+      pump();
+    });
+    expect(res.status).toBe(200);
+    expect(res.sentBeforeAnswer).toBeLessThan(CUT_OFF);
+    expect(res.closed).toBe(true);
+  });
+
   it('tRPC: a client mistake is 400 with the contract body inside, and carries the rate-limit headers', async () => {
     const res = await fetch(new URL('/trpc/contacts.create', server().baseUrl), {
       method: 'POST',

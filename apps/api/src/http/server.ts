@@ -117,6 +117,12 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     done();
   });
   app.addHook('onRequest', admit);
+  app.addHook('onSend', (request, reply, payload, done) => {
+    // Whatever of a body is still unread when the answer goes (a refusal before reading, a body
+    // over the limit, a body a GET carried) is not read: the connection is closed after it.
+    if (!request.raw.complete) reply.header('connection', 'close');
+    done(null, payload);
+  });
 
   app.setNotFoundHandler(async (request) => {
     throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
@@ -186,10 +192,9 @@ function apiErrorOf(error: unknown, request: FastifyRequest): ApiError {
 
 /**
  * The one place an error response is written: the contract's body for REST, tRPC's envelope with
- * that body inside for /trpc. A body the request did not finish sending is not read any further.
+ * that body inside for /trpc.
  */
 function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
-  if (!request.raw.complete) reply.header('connection', 'close');
   reply.code(error.status).headers(error.headers).type('application/json; charset=utf-8');
   if (request.url.startsWith('/trpc/')) {
     const path = (request.params as { path?: string } | undefined)?.path;
