@@ -214,8 +214,9 @@ export interface Database {
 }
 
 /**
- * Request counters of the Postgres rate-limit store (unlogged, migrations 0003 and 0005): one row
- * per account, `acct:<id>`, counting the requests of the window that ends at `expire`.
+ * Request counters of rate-limiter-flexible's Postgres store (unlogged, migrations 0003 and
+ * 0005): one row per account and limit, `rpm<limit>:<account id>`, counting the requests of the
+ * window that ends at `expire`.
  */
 export interface RateLimitTable {
   key: string;

@@ -1,6 +1,5 @@
-import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
-import type { AccountTable, ApiKeyTable, Database } from '../db/schema.js';
-import { type CounterState, countingUpsert } from './rate-limits.js';
+import type { Insertable, Selectable } from 'kysely';
+import type { AccountTable, ApiKeyTable } from '../db/schema.js';
 import { prepared } from './prepared.js';
 import type { Executor } from './tenant.js';
 
@@ -23,24 +22,6 @@ export const apiKeysRepository = {
 
   /** The active key with this hash, with its account (every request: compiled once). */
   findActiveByHash: async (db: Executor, keyHash: string) => (await findActiveByHashQuery(db, keyHash)).rows[0],
-
-  /**
-   * findActiveByHash, and `points` requests counted against the key's account in the same statement
-   * (Postgres): one round trip where a lookup and then a counter upsert took two on every request.
-   * No active key, nothing counted.
-   */
-  async findActiveByHashCounting(db: Kysely<Database>, keyHash: string, nowMs: number, windowMs: number, points = 1) {
-    const row = await db
-      .with('found', (qc) => activeKey(qc as never, keyHash).selectAll('api_keys').select(accountColumns))
-      .with('counted', () => countingUpsert(db, db.selectFrom('found' as never).select(sql<string>`'acct:' || found.account_id`.as('key')) as never, nowMs, windowMs, points))
-      .selectFrom(['found', 'counted'])
-      .selectAll('found')
-      .select(['counted.points as counted_points', 'counted.expire as counted_expire'])
-      .executeTakeFirst();
-    if (!row) return undefined;
-    const { counted_points, counted_expire, ...key } = row;
-    return { ...key, counted: { points: Number(counted_points), expire: Number(counted_expire) } satisfies CounterState };
-  },
 
   findById: (db: Executor, id: string) => db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst(),
 
