@@ -1,56 +1,102 @@
-import { type Expression, type Kysely, PostgresAdapter, type SqlBool, sql } from 'kysely';
+import { type Expression, type Kysely, PostgresAdapter, type RawBuilder, type SqlBool, sql } from 'kysely';
 
 /**
- * For migrations, which receive a bare Kysely instance: the few places where the DDL must
- * differ (a collation) ask here rather than testing driver names themselves.
+ * What the repositories may ask of the database they run on, as capabilities and the few SQL
+ * pieces that are spelled differently: the one place that knows SQLite and Postgres apart
+ * (Kysely's own model: an adapter says what it supports). Repositories get it with dialectOf.
  */
-export const isPostgres = (db: Kysely<any>): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
+export interface Dialect {
+  /**
+   * Rows can be locked for update, and locked rows skipped (Postgres). SQLite needs neither: its
+   * write transactions run one at a time.
+   */
+  readonly rowLocks: boolean;
+  /** A CTE may insert, update or delete (Postgres): a write and the write that depends on it in one statement. */
+  readonly dataModifyingCtes: boolean;
+  /** LATERAL joins (Postgres): a page's ids and its rows found by one statement. */
+  readonly lateralJoins: boolean;
+  /** Statements of one request can run at once (Postgres' pool); SQLite's one connection runs them in turn. */
+  readonly concurrentStatements: boolean;
+  /**
+   * Contacts are searched through the FTS5 trigram table and the phone-suffix table (SQLite,
+   * migrations 0004 and 0009), not by `LIKE` over trigram indexes (Postgres, pg_trgm).
+   */
+  readonly contactSearchTable: boolean;
+  /**
+   * The planner must be steered by the query's shape (SQLite: `+column` keeps an index from being
+   * used, `INDEXED BY` names one), where Postgres plans from its statistics alone.
+   */
+  readonly steeredPlans: boolean;
+  /** Ids aggregated into one value: an array (Postgres) or the JSON text of one (SQLite). */
+  listOf(column: string): RawBuilder<string[] | string | null>;
+  /** A list of ids as one bound value, whatever its length (one statement text for every length). */
+  boundList(values: readonly string[]): string[] | string;
+  /** `column` is one of the ids of a bound list (boundList). */
+  isOneOf(column: string, list: string[] | string): Expression<SqlBool>;
+  /**
+   * A value whose plan does not depend on it, bound so that Postgres does not plan the statement
+   * for it (an uncorrelated subquery it evaluates once at run time and still drives an index
+   * with); on SQLite, which plans each statement once, the plain parameter.
+   */
+  planAlike(value: unknown, type: 'text' | 'bigint' | 'text[]'): Expression<any>;
+  /** An integer value as the database compares it with a bigint. */
+  integer(value: number | Expression<number>): RawBuilder<number>;
+  /** `column LIKE pattern`, the pattern an escaped `%fragment%`; `alike` when a trigram index may answer it. */
+  like(column: string, pattern: string, alike: boolean): Expression<SqlBool>;
+  /** `column` contains `fragment` as it is: for a condition checked entry by entry, which no index answers. */
+  contains(column: string, fragment: string): Expression<SqlBool>;
+  /** `column in (matches)` checked against the matches, hashed once, on each entry of an index walk. */
+  checkedAgainst(column: string, matches: Expression<unknown>): Expression<SqlBool>;
+}
+
+const postgres: Dialect = {
+  rowLocks: true,
+  dataModifyingCtes: true,
+  lateralJoins: true,
+  concurrentStatements: true,
+  contactSearchTable: false,
+  steeredPlans: false,
+  listOf: (column) => sql`array_agg(${sql.ref(column)})`,
+  boundList: (values) => [...values],
+  isOneOf: (column, list) => sql<SqlBool>`${sql.ref(column)} = any(${postgres.planAlike(list, 'text[]')}::text[])`,
+  planAlike: (value, type) => sql`(select ${value}::${sql.raw(type)})`,
+  integer: (value) => sql<number>`${value}::bigint`,
+  like: (column, pattern, alike) => sql<SqlBool>`${sql.ref(column)} like ${alike ? postgres.planAlike(pattern, 'text') : pattern}`,
+  contains: (column, fragment) => sql<SqlBool>`strpos(${sql.ref(column)}, ${postgres.planAlike(fragment, 'text')}) > 0`,
+  // `or false` keeps the planner from turning the subquery into a join: it is folded away only
+  // after that choice, so each index entry is checked against a hashed subplan.
+  checkedAgainst: (column, matches) => sql<SqlBool>`(${sql.ref(column)} in (${matches}) or false)`,
+};
+
+const sqlite: Dialect = {
+  rowLocks: false,
+  dataModifyingCtes: false,
+  lateralJoins: false,
+  concurrentStatements: false,
+  contactSearchTable: true,
+  steeredPlans: true,
+  listOf: (column) => sql`json_group_array(${sql.ref(column)})`,
+  boundList: (values) => JSON.stringify(values),
+  isOneOf: (column, list) => sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${list}))`,
+  planAlike: (value) => sql`${value}`,
+  integer: (value) => sql<number>`${value}`,
+  like: (column, pattern) => sql<SqlBool>`${sql.ref(column)} like ${pattern} escape '\\'`,
+  contains: (column, fragment) => sql<SqlBool>`instr(${sql.ref(column)}, ${fragment}) > 0`,
+  // `+column` is no index's: SQLite checks each entry against the matches instead of starting from them.
+  checkedAgainst: (column, matches) => sql<SqlBool>`+${sql.ref(column)} in (${matches})`,
+};
+
+/** The dialect of a Kysely instance or transaction (migrations too: they receive a bare Kysely). */
+export const dialectOf = (db: Kysely<any>): Dialect => (db.getExecutor().adapter instanceof PostgresAdapter ? postgres : sqlite);
+
+/** For migrations, whose DDL differs by database: the rest of the code asks dialectOf for capabilities. */
+export const isPostgres = (db: Kysely<any>): boolean => dialectOf(db) === postgres;
 
 /**
- * `SELECT … FOR UPDATE` where the database has row locks (Postgres). SQLite has none and needs
- * none: its write transactions already run one at a time.
+ * `SELECT … FOR UPDATE` where rows can be locked (rowLocks), optionally skipping locked rows; the
+ * query as it is elsewhere.
  */
 export function lockedForUpdate<Q extends { forUpdate(): Q; skipLocked(): Q }>(db: Kysely<any>, query: Q, options: { skipLocked?: boolean } = {}): Q {
-  if (!isPostgres(db)) return query;
+  if (!dialectOf(db).rowLocks) return query;
   return options.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
-}
-
-/**
- * A list of ids as one bound value, whatever its length (a list of `?` would make a new statement
- * text, and a new prepared statement, for every length): Postgres an array, SQLite the JSON text
- * of one. Computed before a statement compiled once (preparedByShape) binds it.
- */
-export const boundList = (db: Kysely<any>, values: readonly string[]): string[] | string => (isPostgres(db) ? [...values] : JSON.stringify(values));
-
-/**
- * `column` is one of the ids of `list` (boundList): Postgres `= any($1::text[])`, SQLite a JSON
- * array it reads with `json_each`.
- */
-export function isOneOf(db: Kysely<any>, column: string, list: string[] | string): Expression<SqlBool> {
-  return isPostgres(db)
-    ? sql<SqlBool>`${sql.ref(column)} = any(${planAlike(db, list, 'text[]')}::text[])`
-    : sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${list}))`;
-}
-
-/**
- * A value whose plan does not depend on it, bound so that Postgres does not plan the statement
- * again for it: `(select $1::type)`, an uncorrelated subquery the planner evaluates once at run
- * time and never looks into (it still drives an index: `col = (select $1)` is an index condition).
- * On SQLite, which plans each prepared statement once anyway, the plain parameter.
- *
- * Why: a named statement (executeNamed) is planned anew at every execution while Postgres finds
- * its generic plan dearer than the plans made for the values, and what made it dearer were the
- * values themselves: a LIKE pattern's selectivity, an OFFSET of 0, an array's length. For the
- * search statements that planning took longer than running them (0.3-0.5 ms against 0.06-0.35 ms
- * per statement, bench/README.md). With the values out of the planner's sight the generic plan
- * costs the same as the custom ones, so from the sixth execution on each connection Postgres
- * keeps it and only binds and runs. Use it only where every value gets the same plan: not for a
- * LIMIT (unknown, it is taken for a tenth of the rows and a page of 20 was planned as a hash join
- * over every conversation: 60 ms instead of 0.2), nor an equality an index's order depends on
- * (`status = (select …)` does not let the status index give the order), nor a LIKE fragment too
- * short for the trigram indexes (likePattern). As `= any(…)` an array needs a cast after it,
- * or the subquery is taken for ANY's set of rows (isOneOf).
- */
-export function planAlike(db: Kysely<any>, value: unknown, type: 'text' | 'bigint' | 'text[]'): Expression<any> {
-  return isPostgres(db) ? sql`(select ${value}::${sql.raw(type)})` : sql`${value}`;
 }

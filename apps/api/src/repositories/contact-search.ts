@@ -1,5 +1,5 @@
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
-import { isPostgres, planAlike } from '../db/dialect.js';
+import { dialectOf } from '../db/dialect.js';
 import { likeContains } from './tenant.js';
 
 /** Columns of `contacts` a search may look at. */
@@ -32,14 +32,14 @@ export interface SearchTerm {
 
 export const searchTerm = (db: Kysely<any>, columns: SearchColumn[], fragment: string): SearchTerm => {
   const indexed = indexable(fragment);
-  return { columns, indexed, operand: isPostgres(db) || !indexed ? likeContains(fragment) : fragment };
+  return { columns, indexed, operand: indexed && dialectOf(db).contactSearchTable ? fragment : likeContains(fragment) };
 };
 
 /** contactContains for terms made before (searchTerm): their operands are used as values only, so a statement built from them can be compiled once (preparedByShape). */
 export function contactMatches(db: Kysely<any>, terms: SearchTerm[]): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [];
   for (const { columns, indexed, operand } of terms) {
-    if (isPostgres(db) || !indexed) conditions.push(...columns.map((column) => likePattern(db, `contacts.${column}`, operand, indexed)));
+    if (!indexed || !dialectOf(db).contactSearchTable) conditions.push(...columns.map((column) => dialectOf(db).like(`contacts.${column}`, operand, indexed)));
     else conditions.push(sqliteIndexedMatch(columns, operand));
   }
   return conditions.length === 1 ? (conditions[0] as Expression<SqlBool>) : sql<SqlBool>`(${sql.join(conditions, sql` or `)})`;
@@ -67,38 +67,12 @@ function sqliteIndexedMatch(columns: SearchColumn[], fragment: string): Expressi
 const indexable = (fragment: string) => [...fragment].length >= MIN_INDEXED_LENGTH;
 
 /**
- * `column LIKE pattern`, the pattern an escaped `%fragment%` (likeContains: the fragment's `%`,
- * `_` and `\` escaped; backslash is Postgres' default LIKE escape; SQLite has none and is told).
- * On Postgres the pattern of a fragment long enough for the trigram indexes (`alike`) is bound out
- * of the planner's sight (planAlike): every such fragment gets the same plan. A shorter one is
- * not, and its statement is planned for its value (searchPlannedPerValue): a trigram index cannot
- * narrow it, and a plan that scans the index whole anyway was 2-3 times slower than reading the
- * table (`a`: 29 ms against 11 ms at 50,000 contacts).
- */
-export function likePattern(db: Kysely<any>, column: string, pattern: string, alike: boolean): Expression<SqlBool> {
-  if (!isPostgres(db)) return sql<SqlBool>`${sql.ref(column)} like ${pattern} escape '\\'`;
-  return sql<SqlBool>`${sql.ref(column)} like ${alike ? planAlike(db, pattern, 'text') : pattern}`;
-}
-
-/**
- * `column` contains `fragment` as it is (no pattern, so nothing to escape), for a condition no
- * index answers and that is checked entry by entry (a three-character search's walk along the
- * activity index): Postgres `strpos(column, (select $n)) > 0`, SQLite `instr(column, ?) > 0`.
- * On Postgres `strpos` took 0.38 µs an entry where `LIKE '%…%'` took 0.7 (the walk reads about
- * fifty entries per match); on SQLite the two cost about the same. A condition a trigram index
- * should answer stays `LIKE` (likePattern): those indexes serve `LIKE`, not `strpos`.
- */
-export function containsText(db: Kysely<any>, column: string, fragment: string): Expression<SqlBool> {
-  return isPostgres(db) ? sql<SqlBool>`strpos(${sql.ref(column)}, ${planAlike(db, fragment, 'text')}) > 0` : sql<SqlBool>`instr(${sql.ref(column)}, ${fragment}) > 0`;
-}
-
-/**
  * Whether a statement holding these searches must be planned for its values on Postgres (run
  * unnamed, not as a named statement whose plan is kept): when a fragment is too short for the
  * trigram indexes (likePattern).
  */
 export const searchPlannedPerValue = (db: Kysely<any>, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
-  isPostgres(db) && !searches.every(isIndexed);
+  !dialectOf(db).contactSearchTable && !searches.every(isIndexed);
 
 /**
  * Whether `contactContains` finds these searches' contacts from SQLite's FTS table alone (every
@@ -106,7 +80,7 @@ export const searchPlannedPerValue = (db: Kysely<any>, searches: ({ fragment: st
  * just the matching rows.
  */
 export const foundBySearchTable = (db: Kysely<any>, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
-  !isPostgres(db) && searches.every(isIndexed);
+  dialectOf(db).contactSearchTable && searches.every(isIndexed);
 
 /** Whether a search (its fragment, or a term made of it: searchTerm) is long enough for the trigram indexes. */
 const isIndexed = (search: { fragment: string } | { indexed: boolean }) => ('indexed' in search ? search.indexed : indexable(search.fragment));

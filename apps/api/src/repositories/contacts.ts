@@ -35,8 +35,8 @@ const SORT_CONTACT_MATCHES_UP_TO = 500;
 
 const filtered = (scope: TenantScope, filter: ContactFilter, from: 'account' | 'matches' = 'account') => {
   const searches = filter.search ? contactSearches(filter.search, filter.searchDigits) : [];
-  let query = from === 'matches' && searches.length > 0 && foundBySearchTable(scope.db as never, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
-  if (searches.length > 0) query = query.where(() => contactContains(scope.db as never, searches));
+  let query = from === 'matches' && searches.length > 0 && foundBySearchTable(scope.db, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
+  if (searches.length > 0) query = query.where(() => contactContains(scope.db, searches));
   if (filter.tag !== undefined) {
     const tag = filter.tag;
     query = query.where((eb) =>
@@ -92,7 +92,7 @@ export const contactsRepository = {
    * (tags): concurrent writers then queue instead of losing each other's changes.
    */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.db as never, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
+    lockedForUpdate(scope.db, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
 
   findByPhone: (scope: TenantScope, phone: string) => scope.selectFrom('contacts').selectAll().where('contacts.phone', '=', phone).executeTakeFirst(),
 
@@ -116,7 +116,7 @@ export const contactsRepository = {
         .select((eb) => eb.fn.countAll<number>().as('total'))
         .executeTakeFirstOrThrow()
         .then((row) => Number(row.total));
-    if (foundBySearchTable(scope.db as never, contactSearches(filter.search, filter.searchDigits))) {
+    if (foundBySearchTable(scope.db, contactSearches(filter.search, filter.searchDigits))) {
       // SQLite, a search its FTS table answers: counted from the matches first; a few matches are
       // then sorted (a phone number's one contact, where walking the creation order would read
       // every contact of the account), many are found by walking the creation order.

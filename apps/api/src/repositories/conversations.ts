@@ -1,7 +1,7 @@
 import { type AliasedExpression, type Expression, type SelectQueryBuilder, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
-import { boundList, isOneOf, isPostgres, planAlike } from '../db/dialect.js';
+import { dialectOf } from '../db/dialect.js';
 import type { ConversationTable, Database } from '../db/schema.js';
-import { type SearchColumn, type SearchTerm, contactMatches, containsText, foundBySearchTable, searchPlannedPerValue, searchTerm } from './contact-search.js';
+import { type SearchColumn, type SearchTerm, contactMatches, foundBySearchTable, searchPlannedPerValue, searchTerm } from './contact-search.js';
 import { executeNamed, prepared, preparedByShape } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
 
@@ -40,11 +40,11 @@ const contactSearches = (filter: ConversationFilter & { search: string }) =>
 
 /** A search's terms (searchTerm): what its statement binds for each of contactSearches. */
 const searchTermsOf = (db: Executor, filter: ConversationFilter & { search: string }) =>
-  contactSearches(filter).map(({ columns, fragment }) => searchTerm(db as never, columns, fragment));
+  contactSearches(filter).map(({ columns, fragment }) => searchTerm(db, columns, fragment));
 
 /** The contacts these terms match (from the rows the FTS table finds, on SQLite, when it finds them all). */
 const contactsMatching = (scope: TenantScope, terms: SearchTerm[]) =>
-  (foundBySearchTable(scope.db as never, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() => contactMatches(scope.db as never, terms));
+  (foundBySearchTable(scope.db, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() => contactMatches(scope.db, terms));
 
 /** The contacts a search matches. */
 const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { search: string }) => contactsMatching(scope, searchTermsOf(scope.db, filter));
@@ -62,10 +62,6 @@ const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { sea
  */
 type Reach = { by: 'given'; contactIds: string[] | string } | { by: 'probe' | 'walk' };
 
-/** `column in (matches)` as the walk needs it (see Reach): each index entry checked against the matches, hashed once. */
-const checkedAgainst = (postgres: boolean, column: string, matches: Expression<unknown>) =>
-  postgres ? sql<SqlBool>`(${sql.ref(column)} in (${matches}) or false)` : sql<SqlBool>`+${sql.ref(column)} in (${matches})`;
-
 /**
  * The conversations whose `column` is each of `outer`'s ids, as a `CROSS JOIN`, which SQLite never
  * reorders: it loops over the ids and looks each one up, by the primary key (`id`) or in
@@ -77,7 +73,7 @@ const checkedAgainst = (postgres: boolean, column: string, matches: Expression<u
  * plans the same join from its estimates.
  */
 const conversationsOfEach = <A extends string>(scope: TenantScope, outer: AliasedExpression<{ id: string }, A>, column: 'id' | 'contact_id') => {
-  const conversations = column === 'contact_id' && !isPostgres(scope.db as never) ? (sql`conversations indexed by conversations_contact_idx` as never) : 'conversations';
+  const conversations = column === 'contact_id' && dialectOf(scope.db).steeredPlans ? (sql`conversations indexed by conversations_contact_idx` as never) : 'conversations';
   return scope.db
     .selectFrom(outer as AliasedExpression<{ id: string }, 'outer'>)
     .crossJoin(conversations as 'conversations')
@@ -91,16 +87,16 @@ const conversationsOfEach = <A extends string>(scope: TenantScope, outer: Aliase
  * (conversationsOfEach).
  */
 const conversationsWith = (scope: TenantScope, column: 'id' | 'contact_id', list: string[] | string): ConversationsQuery =>
-  isPostgres(scope.db as never)
-    ? scope.selectFrom('conversations').where(() => isOneOf(scope.db as never, `conversations.${column}`, list))
-    : conversationsOfEach(scope, sql<{ id: string }>`(select value as id from json_each(${list}))`.as('outer'), column);
+  dialectOf(scope.db).steeredPlans
+    ? conversationsOfEach(scope, sql<{ id: string }>`(select value as id from json_each(${list}))`.as('outer'), column)
+    : scope.selectFrom('conversations').where(() => dialectOf(scope.db).isOneOf(`conversations.${column}`, list));
 
 /**
  * The conversations a filter selects, from `conversations` (and the matching contacts' ids): a
  * search is a condition on the contact, so counting never joins the contacts' rows.
  */
 const matching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) => {
-  const postgres = isPostgres(scope.db as never);
+  const dialect = dialectOf(scope.db);
   const contacts = (search: string) => searchedContacts(scope, { ...filter, search }).select('contacts.id');
   let query: ConversationsQuery;
   if (reach.by === 'given') {
@@ -108,11 +104,11 @@ const matching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) 
   } else if (!filter.search) {
     query = scope.selectFrom('conversations');
   } else if (reach.by === 'probe') {
-    query = postgres
-      ? scope.selectFrom('conversations').where('conversations.contact_id', 'in', contacts(filter.search))
-      : conversationsOfEach(scope, contacts(filter.search).as('outer'), 'contact_id');
+    query = dialect.steeredPlans
+      ? conversationsOfEach(scope, contacts(filter.search).as('outer'), 'contact_id')
+      : scope.selectFrom('conversations').where('conversations.contact_id', 'in', contacts(filter.search));
   } else {
-    query = scope.selectFrom('conversations').where(checkedAgainst(postgres, 'conversations.contact_id', contacts(filter.search)));
+    query = scope.selectFrom('conversations').where(dialect.checkedAgainst('conversations.contact_id', contacts(filter.search)));
   }
   if (filter.status) query = query.where('conversations.status', '=', filter.status);
   if (filter.platform) query = query.where('conversations.platform', '=', filter.platform);
@@ -121,7 +117,7 @@ const matching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) 
 
 /** Whether a statement of `matching(filter, reach)` must be planned for its values (searchPlannedPerValue). */
 const plannedPerValue = (scope: TenantScope, filter: ConversationFilter, reach: Reach) =>
-  Boolean(filter.search) && reach.by !== 'given' && searchPlannedPerValue(scope.db as never, contactSearches({ ...filter, search: filter.search as string }));
+  Boolean(filter.search) && reach.by !== 'given' && searchPlannedPerValue(scope.db, contactSearches({ ...filter, search: filter.search as string }));
 
 /**
  * A search first reads the contacts it matches (searchSummary), and their ids when they are no
@@ -150,11 +146,10 @@ const walkIsCheaper = (page: Page, selected: number, total: number) => (page.off
  * cheaper, else 0. A LIMIT of 0 ends the query before its first row on both databases, where a
  * false condition in WHERE is still checked on every entry of the walk.
  */
-const walkLimit = (postgres: boolean, page: { reach: number; limit: number }, selected: Expression<number>, total: Expression<number>) => {
-  const cheaper = postgres
-    ? sql`${page.reach}::bigint * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`
-    : sql`${page.reach} * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
-  return postgres ? sql`case when ${cheaper} then ${page.limit}::bigint else 0 end` : sql`case when ${cheaper} then ${page.limit} else 0 end`;
+const walkLimit = (db: Executor, page: { reach: number; limit: number }, selected: Expression<number>, total: Expression<number>) => {
+  const { integer } = dialectOf(db);
+  const cheaper = sql`${integer(page.reach)} * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
+  return sql`case when ${cheaper} then ${integer(page.limit)} else 0 end`;
 };
 
 /** The offset and limit of a page as walkLimit takes them. */
@@ -259,7 +254,6 @@ const rowsWithIdsIn = (scope: TenantScope, ids: Expression<unknown>) =>
  * there were two.
  */
 const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { search: string }, page?: Page) => {
-  const postgres = isPostgres(scope.db as never);
   const terms = searchTermsOf(scope.db, filter);
   const shape: SummaryShape = { terms: terms.map(({ columns, indexed }) => ({ columns, indexed })), status: Boolean(filter.status), platform: Boolean(filter.platform), paged: Boolean(page) };
   const values: SummaryValues = {
@@ -273,8 +267,8 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
     limit: page?.limit,
     offset: page?.offset,
   };
-  const found = await searchSummaryQuery(scope, shape, values, { planPerValue: searchPlannedPerValue(scope.db as never, shape.terms) });
-  if (postgres && page) {
+  const found = await searchSummaryQuery(scope, shape, values, { planPerValue: searchPlannedPerValue(scope.db, shape.terms) });
+  if (dialectOf(scope.db).lateralJoins && page) {
     const rows = found as unknown as (ConversationWithContact & { contacts: unknown; conversations: unknown; selected: unknown })[];
     const first = rows[0];
     const [contacts, conversations, selectedCount] = [Number(first?.contacts ?? 0), Number(first?.conversations ?? 0), Number(first?.selected ?? 0)];
@@ -319,19 +313,17 @@ type SummaryValues = {
  */
 const searchSummaryQuery = preparedByShape((db: Executor, shape: SummaryShape, values: SummaryValues) => {
   const scope = new TenantScope(db, values.accountId);
-  const postgres = isPostgres(db as never);
-  // Postgres aggregates into an array, SQLite into the JSON text of one.
-  const idsOf = (column: string) => (postgres ? sql`array_agg(${sql.ref(column)})` : sql`json_group_array(${sql.ref(column)})`);
+  const dialect = dialectOf(db);
   const filter = filterOf(shape, values);
   // The conversations the search narrows, without it: the filter's counters (countFromCounters).
   const selected = sql<number>`(${countersTotal(scope, filter)})`;
   const page = shape.paged ? { reach: values.reach as number, limit: values.limit as number, offset: values.offset as number } : undefined;
   const walked = (page: { reach: number; limit: number; offset: number }) => {
     const total = sql<number>`(select coalesce(sum(conversation_count), 0) from matched)`;
-    const reach = checkedAgainst(postgres, 'c.contact_id', sql`select id from matched`);
-    return sql<string[] | string | null>`(select ${idsOf('w.id')} from (
+    const reach = dialect.checkedAgainst('c.contact_id', sql`select id from matched`);
+    return sql<string[] | string | null>`(select ${dialect.listOf('w.id')} from (
       select c.id from conversations c where c.account_id = ${scope.accountId} and ${reach}
-      order by c.last_activity_at desc, c.id desc limit ${walkLimit(postgres, page, selected, total)} offset ${planAlike(db as never, page.offset, 'bigint')}) w)`;
+      order by c.last_activity_at desc, c.id desc limit ${walkLimit(db, page, selected, total)} offset ${dialect.planAlike(page.offset, 'bigint')}) w)`;
   };
   const terms = shape.terms.map((term, i) => ({ ...term, operand: (i === 0 ? values.name : values.digits) as string }));
   const contacts = contactsMatching(scope, terms);
@@ -344,10 +336,10 @@ const searchSummaryQuery = preparedByShape((db: Executor, shape: SummaryShape, v
     .select((eb) => [
       eb.fn.countAll<number>().as('contacts'),
       eb.fn.sum<number>('matched.conversation_count').as('conversations'),
-      sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then ${idsOf('matched.id')} end`.as('ids'),
+      sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then ${dialect.listOf('matched.id')} end`.as('ids'),
       ...(page ? [selected.as('selected'), walked(page).as('walked')] : []),
     ]);
-  return postgres && page ? searchPage(scope, summary, page) : summary;
+  return dialect.lateralJoins && page ? searchPage(scope, summary, page) : summary;
 });
 
 /**
@@ -361,7 +353,7 @@ const searchSummaryQuery = preparedByShape((db: Executor, shape: SummaryShape, v
 const searchPage = (scope: TenantScope, summary: { as(alias: 'summary'): unknown }, page: { limit: number; offset: number }) => {
   const given = sql<string[] | null>`(select array_agg(g.id) from (
       select c.id from conversations c where c.account_id = ${scope.accountId} and c.contact_id = any(summary.ids)
-      order by c.last_activity_at desc, c.id desc limit ${page.limit} offset ${planAlike(scope.db as never, page.offset, 'bigint')}) g)`;
+      order by c.last_activity_at desc, c.id desc limit ${page.limit} offset ${dialectOf(scope.db).planAlike(page.offset, 'bigint')}) g)`;
   return scope.db
     .selectFrom(sql`(${summary})`.as('summary'))
     .leftJoinLateral(() => rowsWithIdsIn(scope, sql`coalesce(summary.walked, ${given})`).as('r'), (join) => join.onTrue())
@@ -392,11 +384,10 @@ const givenPageQuery = preparedByShape((db: Executor, shape: FilterShape, values
  * only those rows joined to their contacts.
  */
 const pageOf = (scope: TenantScope, conversations: ConversationsQuery, order: 'activity' | 'sorted', page: { limit: number; offset: number }) => {
-  const postgres = isPostgres(scope.db as never);
   const ids = conversations
     .select('conversations.id')
     // `+column` keeps SQLite from answering the order from an activity index: it sorts the matches.
-    .orderBy(order === 'sorted' && !postgres ? sql`+conversations.last_activity_at` : sql.ref('conversations.last_activity_at'), 'desc')
+    .orderBy(order === 'sorted' && dialectOf(scope.db).steeredPlans ? sql`+conversations.last_activity_at` : sql.ref('conversations.last_activity_at'), 'desc')
     .orderBy('conversations.id', 'desc')
     .limit(page.limit)
     .offset(page.offset);
@@ -432,7 +423,7 @@ const trigramSearch = async (
   const found = rows as (ConversationWithContact & { total: number; selected: number; walked?: string | null })[];
   const count = Number(found[0]?.total ?? 0);
   const walks = walkIsCheaper(page, Number(found[0]?.selected ?? 0), count);
-  if (!isPostgres(scope.db as never)) return { total: count, rows: walks ? await rowsWithIds(scope, JSON.parse(found[0]?.walked ?? '[]') as string[]) : undefined };
+  if (!dialectOf(scope.db).lateralJoins) return { total: count, rows: walks ? await rowsWithIds(scope, JSON.parse(found[0]?.walked ?? '[]') as string[]) : undefined };
   const pageRows = found.filter((row) => row.id !== null).map(({ total: _, selected: __, ...row }) => row as ConversationWithContact);
   return { total: count, rows: walks ? pageRows : undefined };
 };
@@ -444,7 +435,7 @@ const trigramSearch = async (
  */
 const trigramSearchQuery = prepared((db: Executor, accountId: string, trigram: string, reach: number, limit: number, offset: number) => {
   const scope = new TenantScope(db, accountId);
-  const postgres = isPostgres(db as never);
+  const dialect = dialectOf(db);
   const total = sql<number>`coalesce((${scope.selectFrom('conversation_name_trigrams').select('conversation_name_trigrams.conversations').where('conversation_name_trigrams.trigram', '=', trigram)}), 0)`;
   const selected = sql<number>`(${countersTotal(scope, {})})`;
   const walk = (total: Expression<number>, selected: Expression<number>) =>
@@ -452,12 +443,12 @@ const trigramSearchQuery = prepared((db: Executor, accountId: string, trigram: s
       .selectFrom('conversations')
       .select('conversations.id')
       // The fragment is the trigram; checked on each entry of the walk, no index answers it.
-      .where(() => containsText(db as never, 'conversations.contact_name_search', trigram))
+      .where(() => dialect.contains('conversations.contact_name_search', trigram))
       .orderBy('conversations.last_activity_at', 'desc')
       .orderBy('conversations.id', 'desc')
-      .limit(walkLimit(postgres, { reach, limit }, selected, total) as never)
-      .offset(planAlike(db as never, offset, 'bigint'));
-  if (postgres) {
+      .limit(walkLimit(db, { reach, limit }, selected, total) as never)
+      .offset(dialect.planAlike(offset, 'bigint'));
+  if (dialect.lateralJoins) {
     const walked = sql<string[] | null>`(select array_agg(w.id) from (${walk(sql.ref('x.total'), sql.ref('x.selected'))}) w)`;
     return db
       .selectFrom(sql`(select x.total, x.selected, ${walked} as walked from (select ${total} as total, ${selected} as selected) x)`.as('t'))
@@ -474,7 +465,7 @@ const trigramSearchQuery = prepared((db: Executor, accountId: string, trigram: s
 /** Conversations by id, with their contacts, latest activity first (a page whose ids are known). */
 const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<ConversationWithContact[]> => {
   if (ids.length === 0) return [];
-  return (await rowsWithIdsQuery(scope, scope.accountId, boundList(scope.db as never, ids))).rows as ConversationWithContact[];
+  return (await rowsWithIdsQuery(scope, scope.accountId, dialectOf(scope.db).boundList(ids))).rows as ConversationWithContact[];
 };
 
 /** rowsWithIds' statement, compiled once: the ids are one bound list (boundList). */
@@ -496,13 +487,12 @@ export const conversationsRepository = {
    * contacts (a deep offset skips index entries, not joined rows).
    */
   async list(scope: TenantScope, filter: ConversationFilter, page: Page) {
-    const postgres = isPostgres(scope.db as never);
     const rows = (reach: Reach, order: 'activity' | 'sorted') =>
       executeNamed(scope, pageOf(scope, matching(scope, filter, reach), order, page), { planPerValue: plannedPerValue(scope, filter, reach) }) as Promise<ConversationWithContact[]>;
 
     if (!filter.search) {
       const listPage = async () => (await listPageQuery(scope, filterShape(filter), { ...filterValues(scope, filter), limit: page.limit, offset: page.offset })) as ConversationWithContact[];
-      if (postgres) {
+      if (dialectOf(scope.db).concurrentStatements) {
         const [found, total] = await Promise.all([listPage(), countFromCounters(scope, filter)]);
         return { rows: found, total };
       }
@@ -527,7 +517,7 @@ export const conversationsRepository = {
       // A few contacts' conversations: the page from their ids, sorted. Narrowed, a page that is
       // not full and not past the end tells the exact total by itself (offset + its rows), so the
       // count is only run when it cannot.
-      const given = { by: 'given', contactIds: boundList(scope.db as never, summary.ids) } as const;
+      const given = { by: 'given', contactIds: dialectOf(scope.db).boundList(summary.ids) } as const;
       if (!narrowed && summary.conversations <= page.offset) return { rows: [], total: summary.conversations };
       const found = await givenPage(scope, filter, given.contactIds, page);
       if (!narrowed) return { rows: found, total: summary.conversations };

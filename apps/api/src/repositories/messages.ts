@@ -1,6 +1,6 @@
-import type { Kysely, Selectable } from 'kysely';
-import { isPostgres } from '../db/dialect.js';
-import type { Database, MessageTable } from '../db/schema.js';
+import type { Selectable } from 'kysely';
+import { dialectOf } from '../db/dialect.js';
+import type { MessageTable } from '../db/schema.js';
 import { conversationsRepository, messageRecorded } from './conversations.js';
 import { prepared } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
@@ -57,7 +57,7 @@ export const messagesRepository = {
   async insertIntoOpenConversation(scope: TenantScope, row: Omit<MessageRow, 'account_id'>): Promise<'recorded' | 'archived' | 'missing'> {
     const values = [scope.accountId, row.id, row.conversation_id, row.direction, row.type, row.content, row.status, row.created_at] as const;
     let done: boolean;
-    if (isPostgres(scope.db as Kysely<Database>)) {
+    if (dialectOf(scope.db).dataModifyingCtes) {
       done = (await sendIntoOpenConversation(scope.db, ...values)).rows.length > 0;
     } else {
       const work = async (db: Executor) => {

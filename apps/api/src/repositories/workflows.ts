@@ -50,7 +50,7 @@ export const workflowRunsRepository = {
    * holding it, so two workers that both hold its job never run the same step twice.
    */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.db as never, scope.selectFrom('workflow_runs').selectAll().where('workflow_runs.id', '=', id)).executeTakeFirst(),
+    lockedForUpdate(scope.db, scope.selectFrom('workflow_runs').selectAll().where('workflow_runs.id', '=', id)).executeTakeFirst(),
 
   /** Newest first, ties by id descending. */
   async list(scope: TenantScope, filter: RunFilter, page: { limit: number; offset: number }) {
