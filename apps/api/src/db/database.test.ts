@@ -1,9 +1,10 @@
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
 import { createTestDatabase } from '../testing/databases.js';
 import { DEFAULT_POOL_SIZE, openDatabase } from './database.js';
 import { migrateToLatest } from './migrate.js';
+import type { Database } from './schema.js';
 
 describe('SQLite planner statistics', () => {
   it('are gathered on open for tables filled since the last analysis (a bulk load)', async () => {
@@ -88,6 +89,39 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres pool', () => {
       expect(await sessionsUnder(3, 12)).toBe(3);
       expect(await sessionsUnder(undefined, DEFAULT_POOL_SIZE + 6)).toBe(DEFAULT_POOL_SIZE);
     } finally {
+      await target.drop();
+    }
+  });
+});
+
+describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres connection errors', () => {
+  it('go to the logger, the connection idle or checked out, and the pool carries on', async () => {
+    const target = await createTestDatabase('postgres');
+    const warnings: { obj: object; msg: string }[] = [];
+    const database = openDatabase(target.url, { poolSize: 2, logger: { warn: (obj, msg) => warnings.push({ obj, msg }) } });
+    const admin = openDatabase(target.url);
+    const backend = async (db: Kysely<Database>) => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db)).rows[0]?.pid;
+    const terminate = (pid: number | undefined) => sql`select pg_terminate_backend(${pid})`.execute(admin.db);
+    const warned = async (count: number) => {
+      for (let i = 0; i < 100 && warnings.length < count; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(warnings.length).toBeGreaterThanOrEqual(count);
+    };
+    try {
+      await terminate(await backend(database.db));
+      await warned(1);
+
+      await database.db.connection().execute(async (connection) => {
+        await terminate(await backend(connection));
+        await warned(2);
+      });
+      expect(warnings.every(({ obj, msg }) => (obj as { err?: unknown }).err instanceof Error && /connection failed/.test(msg))).toBe(true);
+
+      expect(await backend(database.db)).toEqual(expect.any(Number));
+      // Each connection's failure reported once.
+      expect(warnings).toHaveLength(2);
+    } finally {
+      await database.destroy();
+      await admin.destroy();
       await target.drop();
     }
   });

@@ -67,14 +67,6 @@ function sqliteIndexedMatch(columns: SearchColumn[], fragment: string): Expressi
 const indexable = (fragment: string) => [...fragment].length >= MIN_INDEXED_LENGTH;
 
 /**
- * Whether a statement holding these searches must be planned for its values on Postgres (run
- * unnamed, not as a named statement whose plan is kept): when a fragment is too short for the
- * trigram indexes (likePattern).
- */
-export const searchPlannedPerValue = (db: Kysely<any>, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
-  !dialectOf(db).contactSearchTable && !searches.every(isIndexed);
-
-/**
  * Whether `contactContains` finds these searches' contacts from SQLite's FTS table alone (every
  * fragment long enough): a query that then starts from `TenantScope.selectFromFound` looks up
  * just the matching rows.

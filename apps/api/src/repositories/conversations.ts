@@ -1,8 +1,8 @@
 import { type AliasedExpression, type Expression, type SelectQueryBuilder, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { ConversationTable, Database } from '../db/schema.js';
-import { type SearchColumn, type SearchTerm, contactMatches, foundBySearchTable, searchPlannedPerValue, searchTerm } from './contact-search.js';
-import { executeNamed, prepared, preparedByShape } from './prepared.js';
+import { type SearchColumn, type SearchTerm, contactMatches, foundBySearchTable, searchTerm } from './contact-search.js';
+import { prepared, preparedByShape } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
 
 /** A conversation as the API writes and reads it (without the search copy of its contact's name, migration 0008). */
@@ -115,10 +115,6 @@ const matching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) 
   return query;
 };
 
-/** Whether a statement of `matching(filter, reach)` must be planned for its values (searchPlannedPerValue). */
-const plannedPerValue = (scope: TenantScope, filter: ConversationFilter, reach: Reach) =>
-  Boolean(filter.search) && reach.by !== 'given' && searchPlannedPerValue(scope.db, contactSearches({ ...filter, search: filter.search as string }));
-
 /**
  * A search first reads the contacts it matches (searchSummary), and their ids when they are no
  * more than this many (a phone number, a rare name): the page (and a narrowed count) then take
@@ -182,7 +178,7 @@ void everyColumnRead;
 
 /** The exact number of conversations a filter selects, counted (a search). */
 const countMatching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) =>
-  executeNamed(scope, matching(scope, filter, reach).select((eb) => eb.fn.countAll<number>().as('total')), { planPerValue: plannedPerValue(scope, filter, reach) }).then((rows) =>
+  matching(scope, filter, reach).select((eb) => eb.fn.countAll<number>().as('total')).execute().then((rows) =>
     Number(rows[0]?.total ?? 0),
   );
 
@@ -267,7 +263,7 @@ const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { 
     limit: page?.limit,
     offset: page?.offset,
   };
-  const found = await searchSummaryQuery(scope, shape, values, { planPerValue: searchPlannedPerValue(scope.db, shape.terms) });
+  const found = await searchSummaryQuery(scope, shape, values);
   if (dialectOf(scope.db).lateralJoins && page) {
     const rows = found as unknown as (ConversationWithContact & { contacts: unknown; conversations: unknown; selected: unknown })[];
     const first = rows[0];
@@ -488,7 +484,7 @@ export const conversationsRepository = {
    */
   async list(scope: TenantScope, filter: ConversationFilter, page: Page) {
     const rows = (reach: Reach, order: 'activity' | 'sorted') =>
-      executeNamed(scope, pageOf(scope, matching(scope, filter, reach), order, page), { planPerValue: plannedPerValue(scope, filter, reach) }) as Promise<ConversationWithContact[]>;
+      pageOf(scope, matching(scope, filter, reach), order, page).execute() as Promise<ConversationWithContact[]>;
 
     if (!filter.search) {
       const listPage = async () => (await listPageQuery(scope, filterShape(filter), { ...filterValues(scope, filter), limit: page.limit, offset: page.offset })) as ConversationWithContact[];

@@ -1,16 +1,11 @@
-import type { Compilable, CompiledQuery, QueryResult, RootOperationNode } from 'kysely';
-import { prepareOnPostgres, readNowOnSqlite } from '../db/database.js';
-import { isPostgres } from '../db/dialect.js';
-import { checkedStatement } from './key-check.js';
+import type { Compilable, CompiledQuery, QueryResult } from 'kysely';
 import type { Executor, TenantScope } from './tenant.js';
 
-/** What a statement compiled here runs on: an executor, or a tenant scope whose key check (key-check.ts) its reads carry. */
+/** What a statement compiled here runs on: an executor, or a tenant scope (its executor). */
 export type RunsOn = Executor | TenantScope;
 
-/** Whether `target` is a scope (not `instanceof`: a test may load a second copy of tenant.ts). */
-const isScope = (target: RunsOn): target is TenantScope => typeof (target as Partial<Executor>).getExecutor !== 'function';
-
-const executorOf = (target: RunsOn): Executor => (isScope(target) ? target.db : target);
+/** The executor of `target` (not `instanceof`: a test may load a second copy of tenant.ts). */
+const executorOf = (target: RunsOn): Executor => (typeof (target as Partial<Executor>).getExecutor === 'function' ? (target as Executor) : (target as TenantScope).db);
 
 /** A query compiled once: its SQL and, per parameter, the name of the value it takes (null: a constant of the SQL). */
 interface Template {
@@ -41,43 +36,16 @@ function templateOf(compiled: CompiledQuery, names: string[], caller: string): T
 /** A template's parameters for these values (by name; an array's by index). */
 const parametersOf = ({ compiled, slots }: Template, values: Record<string, unknown>) => slots.map((slot, i) => (slot === null ? compiled.parameters[i] : values[slot]));
 
-/** A select that writes nothing (none of its CTEs is an insert, update or delete): one the key check may wrap. */
-const isPlainSelect = (query: RootOperationNode): boolean =>
-  query.kind === 'SelectQueryNode' && (query.with?.expressions.every((cte) => cte.expression.kind === 'SelectQueryNode') ?? true);
-
-/**
- * Runs compiled SQL with these parameters: on Postgres as a named prepared statement unless
- * `planPerValue` (a statement whose best plan depends on its values, searchPlannedPerValue, is sent
- * unnamed, so Postgres plans it for them every time instead of settling on a generic plan); a read
- * on SQLite outside any transaction at once (readNowOnSqlite). A select run on a scope whose key
- * check is not yet confirmed carries the check (checkedStatement) and confirms it with a row.
- */
-function run<Row>(target: RunsOn, compiled: CompiledQuery, parameters: readonly unknown[], planPerValue = false): Promise<QueryResult<Row>> | QueryResult<Row> {
-  const db = executorOf(target);
-  const check = isScope(target) ? target.keyCheck : undefined;
-  if (check && !check.confirmed && isPlainSelect(compiled.query) && isPostgres(db)) {
-    const sql = checkedStatement(compiled.sql, parameters.length);
-    if (!planPerValue) prepareOnPostgres(sql);
-    return db.executeQuery<Row>({ ...compiled, sql, parameters: [...parameters, check.keyId] } as CompiledQuery<Row>).then((result) => {
-      if (result.rows.length > 0) check.confirmed = true;
-      return result;
-    });
-  }
-  if (isPostgres(db) && !planPerValue) prepareOnPostgres(compiled.sql);
-  const now = readNowOnSqlite(db, compiled.sql, parameters);
-  if (now) return now as QueryResult<Row>;
-  return db.executeQuery<Row>({ ...compiled, parameters } as CompiledQuery<Row>);
-}
+/** Runs compiled SQL with these parameters, through Kysely like any other query. */
+const run = <Row>(target: RunsOn, compiled: CompiledQuery, parameters: readonly unknown[]): Promise<QueryResult<Row>> =>
+  executorOf(target).executeQuery<Row>({ ...compiled, parameters } as CompiledQuery<Row>);
 
 /**
  * A query of a fixed shape, built and compiled by Kysely once per dialect; each call only binds
- * its own values. Kysely builds an operation tree and compiles it to SQL on every execution,
- * which was a quarter of the CPU time of the API's fastest requests (a key lookup and a read by
- * id). For the hot queries only: `build` must use each argument as a plain value (a `where`
+ * its own values, sparing the hot queries (a key lookup, a read by id) Kysely's building and
+ * compiling on every execution. `build` must use each argument as a plain value (a `where`
  * operand, a `set` value), never compute with it; a query whose SQL depends on the values
- * (optional filters) is built per call as usual, or by preparedByShape. On Postgres it runs as a
- * named prepared statement (prepareOnPostgres); a read on SQLite outside any transaction runs at
- * once (readNowOnSqlite).
+ * (optional filters) is built per call as usual, or by preparedByShape.
  */
 export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...args: Args) => Compilable<Row>) {
   // The SQL depends on the dialect alone: one template per adapter class.
@@ -107,8 +75,8 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
  * `build` receives the call's `shape`, which decides the SQL (a small plain object: its JSON
  * names it), and its `values`, which it must use as plain values only (as prepared()'s
  * arguments). Each shape is built and compiled once per dialect, each call then binds its values.
- * A value left undefined is not a parameter (its shape does not use it). On Postgres the
- * statement is named unless `planPerValue` (see executeNamed).
+ * A value left undefined is not a parameter (its shape does not use it). `options` is ignored:
+ * every statement is sent unnamed, so Postgres plans each for its own values.
  */
 export function preparedByShape<Shape, Values extends Record<string, unknown>, Row>(build: (db: Executor, shape: Shape, values: Values) => Compilable<Row>) {
   const templates = new Map<unknown, Map<string, Template>>();
@@ -128,20 +96,8 @@ export function preparedByShape<Shape, Values extends Record<string, unknown>, R
     return template;
   };
 
-  return async (target: RunsOn, shape: Shape, values: Values, options: { planPerValue?: boolean } = {}): Promise<Row[]> => {
+  return async (target: RunsOn, shape: Shape, values: Values): Promise<Row[]> => {
     const template = templateFor(executorOf(target), shape, values);
-    return (await run<Row>(target, template.compiled, parametersOf(template, values), options.planPerValue)).rows;
+    return (await run<Row>(target, template.compiled, parametersOf(template, values))).rows;
   };
-}
-
-/**
- * Runs a query built per call as a named prepared statement on Postgres, so that each
- * connection parses and plans its shape once: for the list and search queries, whose shapes are
- * few (which filters are present) but whose planning took longer than their execution (1.6 ms
- * against 0.7 ms for a page of conversations). Only for call sites with a bounded number of
- * shapes: every distinct SQL text stays prepared on each connection. Elsewhere it is `execute()`.
- */
-export async function executeNamed<Row>(target: RunsOn, query: Compilable<Row>, options: { planPerValue?: boolean } = {}): Promise<Row[]> {
-  const compiled = query.compile();
-  return (await run<Row>(target, compiled, compiled.parameters, options.planPerValue)).rows;
 }

@@ -1,7 +1,6 @@
 import { type Insertable, type Kysely, type SelectQueryBuilder, type Transaction, type UpdateQueryBuilder, type DeleteQueryBuilder, type UpdateResult, type DeleteResult, sql } from 'kysely';
 import { isPostgres } from '../db/dialect.js';
 import type { Database, TenantTable } from '../db/schema.js';
-import type { KeyCheck } from './key-check.js';
 
 export type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -13,8 +12,6 @@ export class TenantScope {
   constructor(
     readonly db: Executor,
     readonly accountId: string,
-    /** The request's key check, when its reads carry it (key-check.ts): statements compiled once (prepared.ts) run with it. */
-    readonly keyCheck?: KeyCheck,
   ) {}
 
   selectFrom<T extends TenantTable>(table: T): SelectQueryBuilder<Database, T, {}> {
