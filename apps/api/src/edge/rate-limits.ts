@@ -92,11 +92,14 @@ export class RateLimits {
 
     const pool = options.database.pgPool;
     if (pool) {
+      // The store names its statements, and a named statement lives on one server connection,
+      // which PgBouncer in transaction mode does not keep: the store's client sends them unnamed.
+      const storeClient = { query: (query: { text: string; values?: unknown[] }) => pool.query(query.text, query.values) };
       return new RateLimits(
         'postgres',
         (points) =>
           new RateLimiterPostgres({
-            storeClient: pool,
+            storeClient,
             storeType: 'pool',
             // Migration 0003 creates the table in the library's layout, so concurrent starts never race to.
             tableName: 'rate_limits',

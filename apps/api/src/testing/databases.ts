@@ -52,6 +52,14 @@ export async function createTestDatabase(dialect: 'sqlite' | 'postgres'): Promis
   await admin.end();
   const url = new URL(postgresAdminUrl());
   url.pathname = `/${name}`;
+  // TEST_PGBOUNCER_URL (`postgres://host:port`): a PgBouncer in front of the same server, which
+  // the test database is reached through, while creating and dropping it goes direct
+  // (vitest.resilience.config.ts).
+  if (process.env.TEST_PGBOUNCER_URL) {
+    const { hostname, port } = new URL(process.env.TEST_PGBOUNCER_URL);
+    url.hostname = hostname;
+    url.port = port;
+  }
   return {
     dialect,
     url: url.toString(),
