@@ -60,6 +60,7 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
     const operationId = operationOf(request);
     if (principal.key.type === 'webhook') {
       // Refused before counting: a signing secret used by mistake must not spend the account's quota.
+      reply.headers(rateLimitHeaders(await rateLimits.peek(principal.account.id, principal.account.rateLimit)));
       if (operationId) throw ApiError.forbidden('Webhook keys only sign webhook deliveries; use a full-access or read-only key for the API');
       return;
     }

@@ -144,6 +144,16 @@ export class RateLimits {
     }
   }
 
+  /**
+   * The account's window as it stands, without counting a request: for a request refused before
+   * it is counted (a webhook key), which still carries the rate-limit headers.
+   */
+  async peek(accountId: string, limit: number): Promise<RateLimitState> {
+    if (this.starting) await this.starting;
+    const window = await this.limiterFor(limit).get(accountId);
+    return { limit, remaining: Math.max(0, limit - (window?.consumedPoints ?? 0)), resetAt: resetAt(window?.msBeforeNext ?? WINDOW_SECONDS * 1000) };
+  }
+
   /** Records a failed authentication from `address`; throws 429 once the address has failed too often. */
   async authenticationFailed(address: string): Promise<void> {
     try {

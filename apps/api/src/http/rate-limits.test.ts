@@ -86,5 +86,19 @@ for (const dialect of ACTIVE_DIALECTS) {
       expect([401, 429]).toContain(refused.status);
       expect(refused.headers.get('x-ratelimit-limit')).toBeNull();
     });
+  
+    it('refuses a webhook key before counting it: 403 with the headers, and nothing spent', async () => {
+      const account = await accountsService.createAccount(server.database, { name: 'Signing secret misused', plan: 'free' });
+      const signing = (await accountsService.createKey(server.database, { accountId: account.id, type: 'webhook' })).key;
+      const api = (await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' })).key;
+      for (let i = 0; i < 3; i++) {
+        const refused = await server.request('GET', '/contacts', { key: signing });
+        expectError(refused, 403, 'forbidden');
+        expect(refused.headers.get('x-ratelimit-limit')).toBe('60');
+        expect(refused.headers.get('x-ratelimit-remaining')).toBe('60');
+      }
+      expect((await server.request('GET', '/contacts', { key: api })).headers.get('x-ratelimit-remaining')).toBe('59');
+      expect((await server.request('GET', '/contacts', { key: signing })).headers.get('x-ratelimit-remaining')).toBe('59');
+    });
   });
 }
