@@ -21,14 +21,14 @@
  * every mismatch instead of stopping at the first. Both dialects run at once, five operations at a
  * time (vitest's maxConcurrency); each operation sends its requests one after the other.
  */
-import { CONSTRAINTS, ERROR_STATUS } from '@convo/core';
+import { CONSTRAINTS, ERROR_STATUS, type EndpointDefinition, type OperationId, endpoints } from '@convo/core';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { maxHeaderSize } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
-import { type TestServer, describeEachDialect, testSettings } from '../testing/harness.js';
+import { type TestServer, describeEachDialect, requestOverTrpc, testSettings } from '../testing/harness.js';
 import { buildServer } from './server.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -796,6 +796,59 @@ function assertExpectations(operation: Operation, c: Case, sent: Sent, received:
   }
 }
 
+/**
+ * The same case through /trpc, where it can be said there: its JSON body and its query (numbers
+ * as REST's coercion makes them) as the procedure's input, the same key. A read is always sent
+ * again; a write only when REST refused it (nothing happened, so the twin meets the same state).
+ * The two transports must agree on the status and, for an error, on its code, field and constraint.
+ */
+async function assertTrpcTwin(server: TestServer, operation: Operation, c: Case, rest: Received): Promise<void> {
+  const definition = endpoints[operation.id as OperationId] as EndpointDefinition | undefined;
+  if (!definition || c.pathMutation !== null || c.rawQuery !== null) return;
+  if (c.body.kind !== 'none' && c.body.kind !== 'json') return;
+  if (definition.method !== 'GET' && rest.status < 400) return;
+  // Keys are claimed per account across transports, so a twin with the same key meets the first's.
+  if (c.idempotencyKey !== null) return;
+  const params: Record<string, string> = {};
+  for (const [name, param] of Object.entries(c.params)) {
+    if (param.odd || /%(?![0-9A-F]{2})/i.test(param.encoded)) return;
+    try {
+      params[name] = decodeURIComponent(param.encoded);
+    } catch {
+      return;
+    }
+  }
+  // A name sent twice is an array in REST's query string and has no JSON twin.
+  if (new Set(c.query.map(({ name }) => name)).size < c.query.length) return;
+  const query = Object.fromEntries(c.query.map(({ name, value }) => [name, (name === 'limit' || name === 'offset') && /^-?\d+$/.test(value) ? Number(value) : value]));
+  // tRPC reads its input with JSON.parse and no own `__proto__` key survives it; REST refuses one.
+  if (JSON.stringify([query, c.body.kind === 'json' ? c.body.value : null]).includes('"__proto__"')) return;
+  // A request line over Node's limit is refused before either transport.
+  if (rest.status === 400 && rest.text.includes('"field":"headers"')) return;
+  const headers: Record<string, string> = {};
+  if (c.authorization !== null) headers.authorization = c.authorization;
+  const twin = await requestOverTrpc(server, operation.id as OperationId, params, {
+    key: null,
+    headers,
+    ...(c.query.length > 0 ? { query: query as Record<string, string | number> } : {}),
+    // REST reads no body of an operation that takes none.
+    ...(c.body.kind === 'json' && definition.body ? { body: c.body.value } : {}),
+  });
+  const restBody = rest.text ? (JSON.parse(rest.text) as { error?: { code: string; details?: { field?: string; constraint?: string } } }) : undefined;
+  const twinError = twin.body as { error?: { code: string; details?: { field?: string; constraint?: string } } } | undefined;
+  const describe = `tRPC twin: REST ${rest.status} ${rest.text.slice(0, 300)}, tRPC ${twin.status} ${twin.text.slice(0, 300)}`;
+  check(twin.status < 500, `the tRPC twin answered ${twin.status}: ${describe}`);
+  if (rest.status >= 400) {
+    check(twin.status === rest.status, `the transports disagree: ${describe}`);
+    check(twinError?.error?.code === restBody?.error?.code, `the transports' error codes differ: ${describe}`);
+    if (rest.status === 400) {
+      check(twinError?.error?.details?.field === restBody?.error?.details?.field && twinError?.error?.details?.constraint === restBody?.error?.details?.constraint, `the transports name another problem: ${describe}`);
+    }
+  } else {
+    check(twin.status === 200, `REST served the read, tRPC answered ${twin.status}: ${describe}`);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Resources to aim at
 
@@ -951,6 +1004,7 @@ describe.concurrent('fuzz', () => describeEachDialect('every operation of the se
               tally.validity[verdict.validity]++;
               const parsed = assertResponse(operation, operations, c, sent, received, verdict, strict, errorSchema);
               assertExpectations(operation, c, sent, received, parsed, verdict);
+              await assertTrpcTwin(server(), operation, c, received);
             } catch (error) {
               const reason = error instanceof Mismatch ? error.message : `the request failed: ${String(error)}`;
               const report = `${reason}\n${describeExchange(operation, c, sent, received)}\n  (document validity: ${verdict.validity}; seed ${seed})`;

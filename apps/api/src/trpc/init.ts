@@ -41,24 +41,26 @@ const NO_QUERY = z.strictObject({});
 
 /**
  * An operation's input as tRPC parses it: `{ params?, query?, body? }`, each part validated by
- * the contract exactly as REST validates it (one ApiError naming every problem), and typed for
- * tRPC clients as the operation's input and parsed input.
+ * the contract exactly as REST validates it, in REST's order (params, body, query: Fastify's),
+ * the first part with a problem answering for all. Typed for tRPC clients as the operation's
+ * input and parsed input.
  */
 function operationInput<K extends OperationId>(operationId: K) {
   const operation: EndpointDefinition = endpoints[operationId];
-  const parts = { params: operation.params, query: operation.query ?? NO_QUERY, body: operation.body };
+  const parts = { params: operation.params, body: operation.body, query: operation.query ?? NO_QUERY };
   const parse = (raw: unknown): OperationParsedInput<K> => {
     const input = (raw ?? {}) as Record<string, unknown>;
     const unknownParts = Object.keys(input).filter((name) => !Object.hasOwn(parts, name) || parts[name as keyof typeof parts] === undefined);
-    const issues: ValidationIssue[] = unknownParts.map((name) => ({ field: name, constraint: 'unknown', message: `Unknown input part "${name}"` }));
+    if (unknownParts.length > 0) {
+      throw ApiError.validation(unknownParts.map((name): ValidationIssue => ({ field: name, constraint: 'unknown', message: `Unknown input part "${name}"` })));
+    }
     const out: Record<string, unknown> = {};
     for (const [name, schema] of Object.entries(parts)) {
       if (!schema) continue;
       const result = validatePart(schema, input[name] ?? (name === 'params' ? undefined : {}));
-      if ('error' in result) issues.push(...(result.error.details?.issues ?? []));
-      else out[name] = result.value;
+      if ('error' in result) throw result.error;
+      out[name] = result.value;
     }
-    if (issues.length > 0) throw ApiError.validation(issues);
     return out as OperationParsedInput<K>;
   };
   return { parse, _input: undefined as unknown as OperationInput<K>, _output: undefined as unknown as OperationParsedInput<K> };
