@@ -238,7 +238,7 @@ describeEachDialect('authentication and permissions', (server) => {
     it('a key revoked through another connection (the operator command) fails on the very next request', async () => {
       const { database, accountId } = server();
       const created = await accountsService.createKey(database, { accountId, type: 'full_access' });
-      // Used a few times first, so the server has it in hand (principalCache, on SQLite).
+      // Used a few times first: nothing the server remembers of a key may outlive its revocation.
       for (let i = 0; i < 3; i++) expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
       await revokeKeyElsewhere(server().databaseUrl, created.id);
       expectExactError(await server().request('GET', '/contacts', { key: created.key }), 401, 'unauthorized');
