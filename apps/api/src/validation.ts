@@ -1,5 +1,5 @@
-import type { Constraint, ValidationIssue } from '@convo/core';
-import type * as z from 'zod';
+import type { Constraint, EndpointDefinition, ValidationIssue } from '@convo/core';
+import * as z from 'zod';
 import { ApiError } from './errors.js';
 
 type Issue = z.core.$ZodIssue;
@@ -178,3 +178,8 @@ export function validatePart<S extends z.ZodType>(schema: S, value: unknown): { 
   if (issues.length > 0) return { error: ApiError.validation(issues) };
   return { value: (result as { data: z.output<S> }).data };
 }
+
+const NO_QUERY = z.strictObject({});
+
+/** The schema of an operation's query string: operations without parameters still refuse unknown ones (400 `unknown`). */
+export const querySchemaOf = (operation: EndpointDefinition): z.ZodType => operation.query ?? NO_QUERY;

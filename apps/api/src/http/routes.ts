@@ -1,13 +1,11 @@
 import { type EndpointDefinition, type OperationId, endpoints, operationIds } from '@convo/core';
 import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify';
 import * as z from 'zod';
+import type { DatabaseHandle } from '../db/database.js';
 import { runOperation } from '../operations.js';
 import type { ServiceContext } from '../services/context.js';
 import type { Settings } from '../settings.js';
-import type { DatabaseHandle } from '../db/database.js';
-
-/** Operations without query parameters still reject unknown ones (CONTRACT: 400 `unknown`). */
-const NO_QUERY = z.strictObject({});
+import { querySchemaOf } from '../validation.js';
 
 /** Query parameters the schema wants as numbers: their strings are converted before validation. */
 function numericKeys(schema: z.ZodType | undefined): Set<string> {
@@ -60,7 +58,7 @@ export function registerOperationRoutes(
       url: `/v1${operation.path}`,
       schema: {
         ...(operation.params ? { params: operation.params } : {}),
-        querystring: operation.query ?? NO_QUERY,
+        querystring: querySchemaOf(operation),
         ...(operation.body ? { body: operation.body } : {}),
       },
       config: { operationId },

@@ -1,11 +1,10 @@
 import { type EndpointDefinition, type OperationId, type ValidationIssue, type OperationInput, type OperationParsedInput, type OperationResult, endpoints } from '@convo/core';
 import { initTRPC } from '@trpc/server';
 import type { FastifyReply } from 'fastify';
-import * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { runOperation } from '../operations.js';
 import type { ServiceContext } from '../services/context.js';
-import { validatePart } from '../validation.js';
+import { querySchemaOf, validatePart } from '../validation.js';
 import { trpcErrorShape } from './error-shape.js';
 
 /** What a procedure gets from the edge, which has already admitted the call (edge/admission.ts). */
@@ -37,8 +36,6 @@ export const t = initTRPC.context<TrpcContext>().create({
   errorFormatter: ({ error, path, ctx }) => trpcErrorShape(apiErrorOf(error, path, ctx?.requestId), path),
 });
 
-const NO_QUERY = z.strictObject({});
-
 /**
  * An operation's input as tRPC parses it: `{ params?, query?, body? }`, each part validated by
  * the contract exactly as REST validates it, in REST's order (params, body, query: Fastify's),
@@ -47,7 +44,7 @@ const NO_QUERY = z.strictObject({});
  */
 function operationInput<K extends OperationId>(operationId: K) {
   const operation: EndpointDefinition = endpoints[operationId];
-  const parts = { params: operation.params, body: operation.body, query: operation.query ?? NO_QUERY };
+  const parts = { params: operation.params, body: operation.body, query: querySchemaOf(operation) };
   const parse = (raw: unknown): OperationParsedInput<K> => {
     const input = (raw ?? {}) as Record<string, unknown>;
     const unknownParts = Object.keys(input).filter((name) => !Object.hasOwn(parts, name) || parts[name as keyof typeof parts] === undefined);
