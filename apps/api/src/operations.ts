@@ -1,6 +1,4 @@
 import { type OperationId, type OperationParsedInput, type OperationResult, endpoints } from '@convo/core';
-import type { Transaction } from 'kysely';
-import type { Database } from './db/schema.js';
 import { type OperationResponse, idempotently, requestHashOf } from './edge/idempotency.js';
 import { ApiError } from './errors.js';
 import { serializeResponse } from './serializers.js';
@@ -90,5 +88,5 @@ export async function runOperation(operationId: OperationId, call: OperationCall
   };
   if (operation.method !== 'POST' || call.idempotencyKey === undefined) return { ...(await execute(call.service)), replayed: false };
   const claim = { accountId: call.service.accountId, key: call.idempotencyKey, requestHash: requestHashOf(operationId, call.input) };
-  return idempotently(call.service.database, claim, (trx) => execute(withinTransaction(call.service, trx as Transaction<Database>)));
+  return idempotently(call.service.database, claim, (trx) => execute(withinTransaction(call.service, trx)));
 }

@@ -3,6 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { DatabaseHandle } from '../db/database.js';
 import { ApiError } from '../errors.js';
 import { type Principal, accountsService } from '../services/accounts.js';
+import type { ServiceContext } from '../services/context.js';
+import type { Settings } from '../settings.js';
 import { type RateLimits, rateLimitHeaders } from './rate-limits.js';
 
 declare module 'fastify' {
@@ -25,7 +27,7 @@ const PERMISSIONS: Record<Principal['key']['type'], readonly Permission[]> = {
 };
 
 /** Requests that are API calls: everything under /v1 (unknown paths included) and every tRPC call. */
-export const isApiCall = (url: string): boolean => /^\/(v1|trpc)(\/|\?|$)/.test(url);
+const isApiCall = (url: string): boolean => /^\/(v1|trpc)(\/|\?|$)/.test(url);
 
 /** The operation a request calls: the route's own, or for tRPC the procedure named in the path. */
 function operationOf(request: FastifyRequest): OperationId | undefined {
@@ -69,5 +71,18 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
     if (permission && !PERMISSIONS[principal.key.type].includes(permission)) {
       throw ApiError.forbidden(`This ${principal.key.type.replace('_', '-')} key cannot ${permission}`);
     }
+  };
+}
+
+/**
+ * What an admitted API call brings to its operation, whichever transport carries it: the service
+ * context of the caller's account and the `Idempotency-Key` header as sent.
+ */
+export function admittedCall(request: FastifyRequest, deps: { database: DatabaseHandle; settings: Settings }): { service: ServiceContext; idempotencyKey: string | undefined } {
+  if (!request.principal) throw new Error('An API call ran without admission');
+  const key = request.headers['idempotency-key'];
+  return {
+    service: { database: deps.database, accountId: request.principal.account.id, settings: deps.settings },
+    idempotencyKey: typeof key === 'string' ? key : undefined,
   };
 }

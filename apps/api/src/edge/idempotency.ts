@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { Transaction } from 'kysely';
 import type { DatabaseHandle } from '../db/database.js';
+import type { Database } from '../db/schema.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import { now } from '../ids.js';
 import type { Executor } from '../repositories/tenant.js';
@@ -42,7 +44,7 @@ function checkKey(key: string): void {
 export async function idempotently(
   database: DatabaseHandle,
   claim: { accountId: string; key: string; requestHash: string },
-  execute: (db: Executor) => Promise<OperationResponse>,
+  execute: (trx: Transaction<Database>) => Promise<OperationResponse>,
 ): Promise<OperationResponse & { replayed: boolean }> {
   checkKey(claim.key);
   try {

@@ -1,9 +1,9 @@
 import { type EndpointDefinition, type OperationId, endpoints, operationIds } from '@convo/core';
-import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify';
+import type { FastifyInstance, preValidationHookHandler } from 'fastify';
 import * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
+import { admittedCall } from '../edge/admission.js';
 import { runOperation } from '../operations.js';
-import type { ServiceContext } from '../services/context.js';
 import type { Settings } from '../settings.js';
 import { querySchemaOf } from '../validation.js';
 
@@ -46,10 +46,6 @@ export function registerOperationRoutes(
   app: FastifyInstance,
   deps: { database: DatabaseHandle; settings: Settings; disabled: ReadonlySet<OperationId> },
 ): void {
-  const serviceOf = (request: FastifyRequest): ServiceContext => {
-    if (!request.principal) throw new Error('An API route ran without admission');
-    return { database: deps.database, accountId: request.principal.account.id, settings: deps.settings };
-  };
   for (const operationId of operationIds) {
     if (deps.disabled.has(operationId)) continue;
     const operation: EndpointDefinition = endpoints[operationId];
@@ -64,9 +60,8 @@ export function registerOperationRoutes(
       config: { operationId },
       preValidation: prepareInput(operation),
       handler: async (request, reply) => {
-        const key = request.headers['idempotency-key'];
         const input = { ...(operation.params ? { params: request.params } : {}), query: request.query, ...(operation.body ? { body: request.body } : {}) };
-        const response = await runOperation(operationId, { service: serviceOf(request), input, idempotencyKey: typeof key === 'string' ? key : undefined });
+        const response = await runOperation(operationId, { ...admittedCall(request, deps), input });
         reply.code(response.status);
         if (response.replayed) reply.header('Idempotent-Replayed', 'true');
         if (response.body === '') return reply.send();

@@ -6,7 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { sql } from 'kysely';
 import type * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
-import { admission, isApiCall } from '../edge/admission.js';
+import { admission, admittedCall } from '../edge/admission.js';
 import { RateLimits } from '../edge/rate-limits.js';
 import { MAX_BODY_BYTES, acceptJsonBodies } from '../edge/request-body.js';
 import { ApiError, toErrorBody } from '../errors.js';
@@ -159,16 +159,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       router: appRouter,
       // One procedure per request, so that admission knows which operation it permits.
       allowBatching: false,
-      createContext: ({ req, res }) => {
-        if (!req.principal) throw new Error('A tRPC call ran without admission');
-        const key = req.headers['idempotency-key'];
-        return {
-          service: { database, accountId: req.principal.account.id, settings },
-          idempotencyKey: typeof key === 'string' ? key : undefined,
-          requestId: req.id,
-          reply: res,
-        };
-      },
+      createContext: ({ req, res }) => ({ ...admittedCall(req, { database, settings }), requestId: req.id, reply: res }),
       onError: ({ error, req }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError)) req.log.error({ err: error.cause ?? error, requestId: req.id }, 'unexpected error');
       },
