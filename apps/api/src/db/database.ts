@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import type pg from 'pg';
 import type { Database } from './schema.js';
+import { preparedStatementsPool } from './postgres-prepared-statements.js';
 import { withStatementCache } from './sqlite-statement-cache.js';
 
 /** Each driver is loaded when a database of its kind is opened: a server keeps in memory only the driver it uses. */
@@ -22,6 +23,8 @@ export interface DatabaseHandle {
   sharedAcrossProcesses: boolean;
   /** The Postgres pool, for stores that share it (rate-limit counters); undefined on SQLite. */
   pgPool: pg.Pool | undefined;
+  /** Statements may be named (prepared once per connection): false behind a transaction-mode pooler. */
+  preparedStatements: boolean;
   /** True when the error is a unique-constraint violation. */
   isUniqueViolation(error: unknown): boolean;
   destroy(): Promise<void>;
@@ -57,12 +60,16 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
   const logger = options.logger ?? stderrLogger;
   if (target.dialect === 'postgres') {
     const pg = load('pg') as typeof import('pg');
+    // `prepared_statements=false` is ours, not libpq's: pg is given the URL without it.
+    const connectionUrl = new URL(target.url);
+    const preparedStatements = connectionUrl.searchParams.get('prepared_statements') !== 'false';
+    connectionUrl.searchParams.delete('prepared_statements');
     const pool = new pg.Pool({
-      connectionString: target.url,
+      connectionString: connectionUrl.toString(),
       max: options.poolSize ?? DEFAULT_POOL_SIZE,
       // No parallel query plans, unless the URL's `options` say otherwise: the API runs many small
       // queries at once, and a query that starts worker processes is slower when the server is busy.
-      ...(new URL(target.url).searchParams.has('options') ? {} : { options: '-c max_parallel_workers_per_gather=0' }),
+      ...(connectionUrl.searchParams.has('options') ? {} : { options: '-c max_parallel_workers_per_gather=0' }),
       // int8 (counts, amounts) as numbers: every value we store fits in 2^53.
       types: {
         getTypeParser: (oid: number, format?: 'text' | 'binary') =>
@@ -81,12 +88,13 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
     });
     // The pool re-emits an idle client's error, already logged by the client's listener.
     pool.on('error', () => {});
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparedStatements ? preparedStatementsPool(pool) : pool }) });
     return {
       db,
       dialect: 'postgres',
       sharedAcrossProcesses: true,
       pgPool: pool,
+      preparedStatements,
       isUniqueViolation: (error) => (error as { code?: string } | null)?.code === '23505',
       destroy: () => db.destroy(),
     };
@@ -107,6 +115,7 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
     dialect: 'sqlite',
     sharedAcrossProcesses: false,
     pgPool: undefined,
+    preparedStatements: true,
     isUniqueViolation: (error) => {
       const code = (error as { code?: string } | null)?.code;
       return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';

@@ -1,4 +1,5 @@
 import { type Expression, type Kysely, PostgresAdapter, type RawBuilder, type SqlBool, sql } from 'kysely';
+import { PLAN_PER_VALUE } from './postgres-prepared-statements.js';
 
 /**
  * What the repositories may ask of the database they run on, as capabilities and the few SQL
@@ -61,7 +62,8 @@ const postgres: Dialect = {
   isOneOf: (column, list) => sql<SqlBool>`${sql.ref(column)} = any(${postgres.planAlike(list, 'text[]')}::text[])`,
   planAlike: (value, type) => sql`(select ${value}::${sql.raw(type)})`,
   integer: (value) => sql<number>`${value}::bigint`,
-  like: (column, pattern, alike) => sql<SqlBool>`${sql.ref(column)} like ${alike ? postgres.planAlike(pattern, 'text') : pattern}`,
+  like: (column, pattern, alike) =>
+    alike ? sql<SqlBool>`${sql.ref(column)} like ${postgres.planAlike(pattern, 'text')}` : sql<SqlBool>`${sql.ref(column)} like ${pattern} ${sql.raw(PLAN_PER_VALUE)}`,
   contains: (column, fragment) => sql<SqlBool>`strpos(${sql.ref(column)}, ${postgres.planAlike(fragment, 'text')}) > 0`,
   // `or false` keeps the planner from turning the subquery into a join: it is folded away only
   // after that choice, so each index entry is checked against a hashed subplan.

@@ -92,9 +92,11 @@ export class RateLimits {
 
     const pool = options.database.pgPool;
     if (pool) {
-      // The store names its statements, and a named statement lives on one server connection,
-      // which PgBouncer in transaction mode does not keep: the store's client sends them unnamed.
-      const storeClient = { query: (query: { text: string; values?: unknown[] }) => pool.query(query.text, query.values) };
+      // The store names its statements; behind a transaction-mode pooler, which does not keep a
+      // server connection's named statements, its client sends them unnamed.
+      const storeClient = options.database.preparedStatements
+        ? pool
+        : { query: (query: { text: string; values?: unknown[] }) => pool.query(query.text, query.values) };
       return new RateLimits(
         'postgres',
         (points) =>

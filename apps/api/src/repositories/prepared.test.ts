@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { ACTIVE_DIALECTS, startTestServer } from '../testing/harness.js';
 import { prepared, preparedByShape } from './prepared.js';
@@ -109,28 +108,6 @@ describe('prepared reads on SQLite', () => {
       release();
       expect(await transaction).toBe('rolled back');
       expect(await read).toEqual([]);
-    } finally {
-      await server.close();
-    }
-  });
-});
-
-describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('prepared queries on Postgres', () => {
-  // A pooler in transaction mode (PgBouncer) hands each transaction any server connection: a
-  // statement prepared by name on one is missing on the next.
-  it('leave no named statement on the connection', async () => {
-    const server = await startTestServer('postgres');
-    try {
-      const { db } = server.database;
-      const accountName = prepared((executor: Executor, id: string) => executor.selectFrom('accounts').select('name').where('id', '=', id));
-      const byType = preparedByShape((executor: Executor, _shape: null, values: { accountId: string }) => executor.selectFrom('api_keys').select('id').where('account_id', '=', values.accountId).where('type', '=', 'read_only'));
-      const statements = await db.connection().execute(async (connection) => {
-        for (let i = 0; i < 3; i++) expect((await accountName(connection, server.accountId)).rows).toHaveLength(1);
-        expect(await byType(connection, null, { accountId: server.accountId })).toHaveLength(1);
-        expect(await connection.selectFrom('api_keys').select('id').where('account_id', '=', server.accountId).execute()).not.toHaveLength(0);
-        return (await sql<{ name: string }>`select name from pg_prepared_statements`.execute(connection)).rows;
-      });
-      expect(statements).toEqual([]);
     } finally {
       await server.close();
     }

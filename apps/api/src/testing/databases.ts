@@ -54,11 +54,12 @@ export async function createTestDatabase(dialect: 'sqlite' | 'postgres'): Promis
   url.pathname = `/${name}`;
   // TEST_PGBOUNCER_URL (`postgres://host:port`): a PgBouncer in front of the same server, which
   // the test database is reached through, while creating and dropping it goes direct
-  // (vitest.resilience.config.ts).
+  // (vitest.resilience.config.ts). Named statements do not survive its change of server connection.
   if (process.env.TEST_PGBOUNCER_URL) {
     const { hostname, port } = new URL(process.env.TEST_PGBOUNCER_URL);
     url.hostname = hostname;
     url.port = port;
+    url.searchParams.set('prepared_statements', 'false');
   }
   return {
     dialect,
