@@ -29,6 +29,9 @@ describe('isPublicAddress', () => {
     '::ffff:127.0.0.1',
     '::ffff:10.0.0.1',
     '64:ff9b::a00:1',
+    '::7f00:1',
+    '::a00:1',
+    '::808:808',
     'not an address',
   ])('refuses %s', (address) => {
     expect(isPublicAddress(address)).toBe(false);
@@ -46,6 +49,8 @@ describe('webhookUrlProblem', () => {
     expect(await webhookUrlProblem('https://[fe80::1]/hook', { allowPrivate: false })).toMatch(/address/);
     expect(await webhookUrlProblem('https://localhost:8443/hook', { allowPrivate: false })).toMatch(/localhost resolves/);
     expect(await webhookUrlProblem('https://93.184.215.14/hook', { allowPrivate: false })).toBeUndefined();
+    expect(await webhookUrlProblem('https://[2606:4700:4700::1111]/hook', { allowPrivate: false })).toBeUndefined();
+    expect(await webhookUrlProblem('https://[::7f00:1]/hook', { allowPrivate: false })).toMatch(/address/);
     // A name that does not resolve now is left to the check at delivery time.
     expect(await webhookUrlProblem('https://no-such-host.invalid/hook', { allowPrivate: false })).toBeUndefined();
   });

@@ -13,13 +13,20 @@ import ipaddr from 'ipaddr.js';
 /** True when `host` is an IP address rather than a name. */
 export const isIpAddress = (host: string): boolean => ipaddr.isValid(host);
 
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96') as [ipaddr.IPv6, number];
+
 /** True for an address a webhook may reach. Unknown syntax is not public. */
 export function isPublicAddress(address: string): boolean {
   const text = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
   if (!ipaddr.isValid(text)) return false;
   let parsed = ipaddr.parse(text);
-  // ::ffff:10.0.0.1 reaches 10.0.0.1.
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === 'ipv6') {
+    const v6 = parsed as ipaddr.IPv6;
+    // ::ffff:10.0.0.1 reaches 10.0.0.1.
+    if (v6.isIPv4MappedAddress()) parsed = v6.toIPv4Address();
+    // ::7f00:1, an IPv4-compatible address (deprecated, ::/96), may reach 127.0.0.1: never a target.
+    else if (v6.match(IPV4_COMPATIBLE)) return false;
+  }
   // Only ordinary unicast: every special range (including the IPv6 ones that embed an IPv4
   // address, such as NAT64 and 6to4, and carrier-grade NAT) is refused.
   return parsed.range() === 'unicast';

@@ -11,8 +11,11 @@ export const WebhookEventFilter = z
   .max(20)
   .meta({ description: 'Event types to receive, or `["*"]` for every type.' });
 
+/** A host name, or an IPv6 literal in brackets as a URL writes it (whether it is public, the server decides). */
+const WEBHOOK_HOST = new RegExp(`${z.regexes.hostname.source}|^\\[[0-9A-Fa-f:.]+\\]$`);
+
 export const WebhookUrl = z
-  .url({ protocol: /^https?$/, hostname: z.regexes.hostname, error: 'Must be an absolute https URL' })
+  .url({ protocol: /^https?$/, hostname: WEBHOOK_HOST, error: 'Must be an absolute https URL' })
   .max(2048)
   .meta({ description: 'Where deliveries are POSTed. https only (plain http and private addresses only where the server allows them).' });
 

@@ -527,9 +527,10 @@ describeEachDialect(
       ['https://0.0.0.0/x', /address/],
       ['https://224.0.0.1/x', /address/],
       ['https://100.64.0.1/x', /address/],
-      ['https://[::1]/x', /./],
-      ['https://[fd00::1]/x', /./],
-      ['https://[::ffff:10.0.0.1]/x', /./],
+      ['https://[::1]/x', /address/],
+      ['https://[fd00::1]/x', /address/],
+      ['https://[::ffff:10.0.0.1]/x', /address/],
+      ['https://[::7f00:1]/x', /address/],
       ['https://localhost/x', /address/],
     ])('rejects %s: 400 url format', async (url, message) => {
       const body = expectError(await server().request('POST', '/webhook_endpoints', { body: { url, events: ['*'] } }), 400, 'bad_request', { field: 'url', constraint: 'format' });
@@ -549,6 +550,9 @@ describeEachDialect(
       // Validation before existence.
       expectError(await server().request('PATCH', '/webhook_endpoints/whe_nope', { body: { url: 'https://10.0.0.1/' } }), 400, 'bad_request', { field: 'url', constraint: 'format' });
       expect((await server().request('DELETE', `/webhook_endpoints/${endpoint.id}`)).status).toBe(204);
+      const ipv6 = expectBody(await server().request('POST', '/webhook_endpoints', { body: { url: 'https://[2606:4700:4700::1111]/hooks', events: ['*'] } }), 201, WebhookEndpoint);
+      expect(ipv6.url).toBe('https://[2606:4700:4700::1111]/hooks');
+      expect((await server().request('DELETE', `/webhook_endpoints/${ipv6.id}`)).status).toBe(204);
     });
 
     describe('at delivery time', () => {
