@@ -22,6 +22,31 @@ export const Id = z.string();
 /** ISO 8601 UTC timestamp with milliseconds, e.g. `2026-11-22T10:15:30.123Z`. */
 export const Timestamp = z.iso.datetime({ precision: 3 }).meta({ example: '2026-11-22T10:15:30.123Z' });
 
+/** The instants a Timestamp can show: its year has four digits in UTC. */
+export const EARLIEST_TIMESTAMP = '0000-01-01T00:00:00.000Z';
+export const LATEST_TIMESTAMP = '9999-12-31T23:59:59.999Z';
+
+/**
+ * A date and time a request gives (ISO 8601 with `Z` or an offset), stored in UTC to the
+ * millisecond. Bounded to what a Timestamp can show, so that whatever is accepted can be read back:
+ * `9999-12-31T23:59:59-14:00` is in the year 10000 in UTC, a `max` problem.
+ */
+export function dateTimeInput(description: string) {
+  const earliest = Date.parse(EARLIEST_TIMESTAMP);
+  const latest = Date.parse(LATEST_TIMESTAMP);
+  return z.iso
+    .datetime({ offset: true })
+    .check((ctx) => {
+      const at = Date.parse(ctx.value);
+      if (at < earliest) {
+        ctx.issues.push({ code: 'custom', params: { constraint: 'min' }, input: ctx.value, message: `Must be ${EARLIEST_TIMESTAMP} or later in UTC` });
+      } else if (at > latest) {
+        ctx.issues.push({ code: 'custom', params: { constraint: 'max' }, input: ctx.value, message: `Must be ${LATEST_TIMESTAMP} or earlier in UTC` });
+      }
+    })
+    .meta({ description: `${description} ISO 8601 with \`Z\` or an offset, from ${EARLIEST_TIMESTAMP} to ${LATEST_TIMESTAMP} in UTC.` });
+}
+
 /**
  * A string whose length is counted in Unicode code points (not UTF-16 units),
  * with the bounds published as JSON Schema `minLength`/`maxLength` (which count code points too).

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { Id, Timestamp, formatted, listOf, pagination, text } from './common.js';
+import { Id, Timestamp, dateTimeInput, formatted, listOf, pagination, text } from './common.js';
 
 export const OrderStatus = z.enum(['pending', 'paid', 'fulfilled', 'cancelled', 'refunded']).meta({ id: 'OrderStatus' });
 export type OrderStatus = z.infer<typeof OrderStatus>;
@@ -60,7 +60,7 @@ export const CreateOrderBody = z
       .optional()
       .meta({ description: 'Your order number; by default the account\'s next number, "1001" upward.' }),
     status: OrderStatus.default('pending'),
-    placed_at: z.iso.datetime({ offset: true }).optional().meta({ description: 'When the order was placed (ISO 8601); by default now.' }),
+    placed_at: dateTimeInput('When the order was placed; by default now.').optional(),
   })
   .meta({ id: 'CreateOrderBody' });
 export type CreateOrderBody = z.input<typeof CreateOrderBody>;

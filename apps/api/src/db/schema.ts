@@ -92,8 +92,8 @@ export interface OrderTable {
   id: string;
   contact_id: string | null;
   number: string;
-  /** The number as an integer when it is all digits: the next number is max + 1. */
-  number_value: number | null;
+  /** An all-digits number left-padded with zeros to 64 digits (text order is numeric order); else null. */
+  number_key: string | null;
   status: 'pending' | 'paid' | 'fulfilled' | 'cancelled' | 'refunded';
   currency: string;
   total_amount: number;

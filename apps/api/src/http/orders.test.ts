@@ -1,4 +1,4 @@
-import { Contact, Order, OrderList } from '@convo/core';
+import { Contact, EventList, Order, OrderList } from '@convo/core';
 import { describe, expect, it } from 'vitest';
 import { accountsService } from '../services/accounts.js';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
@@ -63,6 +63,31 @@ describeEachDialect('orders', (server) => {
       expect(expectBody(await server().request('GET', `/orders/${withOffset.id}`), 200, Order).placed_at).toBe('2026-01-02T01:04:05.000Z');
     });
 
+    it('refuses a placed_at whose UTC instant a timestamp cannot show, storing nothing', async () => {
+      const key = await freshKey();
+      const contact = await createContact(key);
+      for (const [placed_at, constraint] of [
+        ['9999-12-31T23:59:59-14:00', 'max'],
+        ['9999-12-31T23:59:59.9999-00:01', 'max'],
+        ['0000-01-01T00:00:00+14:00', 'min'],
+        ['0000-01-01T00:00:00+00:01', 'min'],
+      ] as const) {
+        const res = await server().request('POST', '/orders', { key, body: { contact_id: contact.id, currency: 'USD', items, placed_at } });
+        expectError(res, 400, 'bad_request', { field: 'placed_at', constraint });
+      }
+      expect(expectBody(await server().request('GET', '/orders', { key }), 200, OrderList).total).toBe(0);
+      expect((await server().request('GET', '/events', { key })).body.total).toBe(0);
+
+      // The edges themselves are accepted and read back everywhere.
+      const latest = await createOrder({ contact_id: contact.id, placed_at: '9999-12-31T23:59:59.999999Z' }, key);
+      const earliest = await createOrder({ contact_id: contact.id, placed_at: '0000-01-01T14:00:00+14:00' }, key);
+      expect([latest.placed_at, earliest.placed_at]).toEqual(['9999-12-31T23:59:59.999Z', '0000-01-01T00:00:00.000Z']);
+      expect(expectBody(await server().request('GET', `/orders/${earliest.id}`, { key }), 200, Order).placed_at).toBe('0000-01-01T00:00:00.000Z');
+      const list = expectBody(await server().request('GET', '/orders', { key }), 200, OrderList);
+      expect(list.data.map((order) => order.id)).toEqual([latest.id, earliest.id]);
+      expect(expectBody(await server().request('GET', '/events', { key }), 200, EventList).total).toBe(2);
+    });
+
     it('accepts every order status', async () => {
       const contact = await createContact();
       for (const status of ['pending', 'paid', 'fulfilled', 'cancelled', 'refunded'] as const) {
@@ -102,6 +127,29 @@ describeEachDialect('orders', (server) => {
       expect((await createOrder({ contact_id: contact.id }, key)).number).toBe('1001');
     });
 
+    it('counts on past any number of digits, leading zeros and all', async () => {
+      const key = await freshKey();
+      const contact = await createContact(key);
+      expect((await createOrder({ contact_id: contact.id, number: '999999999999999' }, key)).number).toBe('999999999999999');
+      expect((await createOrder({ contact_id: contact.id }, key)).number).toBe('1000000000000000');
+      expect((await createOrder({ contact_id: contact.id }, key)).number).toBe('1000000000000001');
+      const long = `9${'0'.repeat(40)}`;
+      expect((await createOrder({ contact_id: contact.id, number: `000${long}` }, key)).number).toBe(`000${long}`);
+      expect((await createOrder({ contact_id: contact.id }, key)).number).toBe(`9${'0'.repeat(39)}1`);
+      const list = expectBody(await server().request('GET', '/orders', { key, query: { limit: 100 } }), 200, OrderList);
+      expect(list.total).toBe(5);
+    });
+
+    it('asks for a number once the highest has all 64 digits, and stores nothing', async () => {
+      const key = await freshKey();
+      const contact = await createContact(key);
+      await createOrder({ contact_id: contact.id, number: '9'.repeat(64) }, key);
+      const res = await server().request('POST', '/orders', { key, body: { contact_id: contact.id, currency: 'USD', items } });
+      expectError(res, 400, 'bad_request', { field: 'number', constraint: 'required' });
+      expect(expectBody(await server().request('GET', '/orders', { key }), 200, OrderList).total).toBe(1);
+      expect((await createOrder({ contact_id: contact.id, number: 'next-1' }, key)).number).toBe('next-1');
+    });
+
     it('gives concurrent orders distinct numbers', async () => {
       const key = await freshKey();
       const contact = await createContact(key);
@@ -110,6 +158,11 @@ describeEachDialect('orders', (server) => {
       );
       const numbers = responses.map((res) => expectBody(res, 201, Order).number);
       expect([...numbers].sort()).toEqual(['1001', '1002', '1003', '1004', '1005']);
+      // Many more at once than attempts at a number: numbering waits its turn instead of colliding.
+      const more = await Promise.all(
+        Array.from({ length: 20 }, () => server().request('POST', '/orders', { key, body: { contact_id: contact.id, currency: 'USD', items } })),
+      );
+      expect(new Set(more.map((res) => expectBody(res, 201, Order).number)).size).toBe(20);
     });
 
     it('keeps numbers unique within the account, naming the existing order', async () => {

@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { lockedForUpdate } from '../db/dialect.js';
 import type { OrderTable } from '../db/schema.js';
 import type { TenantScope } from './tenant.js';
 
@@ -38,13 +39,19 @@ export const ordersRepository = {
     return { rows, total: Number(count.total) };
   },
 
-  /** The highest all-digits order number so far. */
-  async maxNumberValue(scope: TenantScope): Promise<number | null> {
+  /**
+   * Holds the account's automatic numbering until the transaction ends, so that concurrent orders
+   * take numbers one after the other (Postgres; SQLite's write transactions already run one at a time).
+   */
+  lockNumbering: (scope: TenantScope) => lockedForUpdate(scope.db, scope.db.selectFrom('accounts').select('accounts.id').where('accounts.id', '=', scope.accountId)).execute(),
+
+  /** The highest all-digits order number so far, as its key (zero-padded: see OrderTable). */
+  async maxNumberKey(scope: TenantScope): Promise<string | null> {
     const row = await scope
       .selectFrom('orders')
-      .select((eb) => eb.fn.max('orders.number_value').as('max'))
+      .select((eb) => eb.fn.max('orders.number_key').as('max'))
       .executeTakeFirst();
-    return row?.max == null ? null : Number(row.max);
+    return row?.max ?? null;
   },
 
   insert: (scope: TenantScope, row: Omit<OrderRow, 'account_id'>) => scope.insert('orders', row),

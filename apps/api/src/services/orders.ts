@@ -1,5 +1,6 @@
 import type { CreateOrderBody, ListOrdersQuery, Order } from '@convo/core';
 import type * as z from 'zod';
+import { ORDER_NUMBER_DIGITS } from '../db/migrations/2026_11_25_0010_order_number_keys.js';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { contactsRepository } from '../repositories/contacts.js';
@@ -23,11 +24,24 @@ export const toOrder = (row: OrderRow): Order => ({
   updated_at: row.updated_at,
 });
 
-/** An all-digits number small enough to count on. */
-const numericValue = (number: string): number | null => (/^\d{1,15}$/.test(number) ? Number(number) : null);
+/** The key automatic numbering counts on: an all-digits number, zero-padded so that text order is numeric order. */
+const numberKeyOf = (number: string): string | null => (/^\d+$/.test(number) ? number.padStart(ORDER_NUMBER_DIGITS, '0') : null);
 
-const numberTaken = (existingId: string) =>
-  ApiError.badRequest('number', 'unique', 'An order with this number already exists', { existing_id: existingId });
+/** One above the highest all-digits number (`max`, its key), at least FIRST_ORDER_NUMBER; any length. */
+function nextNumber(max: string | null): string {
+  const next = max === null ? BigInt(FIRST_ORDER_NUMBER) : BigInt(max) + 1n;
+  const number = String(next > BigInt(FIRST_ORDER_NUMBER) ? next : BigInt(FIRST_ORDER_NUMBER));
+  if (number.length > ORDER_NUMBER_DIGITS) {
+    throw ApiError.badRequest('number', 'required', `This account's highest order number has ${ORDER_NUMBER_DIGITS} digits, the most a number may have: give each new order its number`);
+  }
+  return number;
+}
+
+/** Attempts at an automatic number when concurrent orders take the ones read as free. */
+const NUMBERING_ATTEMPTS = 6;
+
+const numberTaken = (existingId: string | undefined) =>
+  ApiError.badRequest('number', 'unique', 'An order with this number already exists', existingId === undefined ? undefined : { existing_id: existingId });
 
 export const ordersService = {
   async list(ctx: ServiceContext, query: z.output<typeof ListOrdersQuery>) {
@@ -58,33 +72,32 @@ export const ordersService = {
       updated_at: at,
     };
     // An automatic number may be taken by a concurrent order between reading the maximum and
-    // inserting; the unique constraint catches that, and we take the next one.
-    for (let attempt = 0; ; attempt++) {
+    // inserting; the unique constraint catches that, and the number is read again, a bounded
+    // number of times. A given number that is taken is the client's to change (400 `unique`).
+    for (let attempt = 1; ; attempt++) {
+      let number = body.number;
       try {
         return await inTransaction(ctx, async (scope) => {
           const contact = await contactsRepository.findById(scope, body.contact_id);
           if (!contact) throw ApiError.notFound('contact', body.contact_id);
-          let number = body.number;
           if (number === undefined) {
-            const max = await ordersRepository.maxNumberValue(scope);
-            number = String(Math.max(FIRST_ORDER_NUMBER, (max ?? 0) + 1));
+            await ordersRepository.lockNumbering(scope);
+            number = nextNumber(await ordersRepository.maxNumberKey(scope));
           } else {
             const existing = await ordersRepository.findByNumber(scope, number);
             if (existing) throw numberTaken(existing.id);
           }
-          const row = { ...base, id: newId('order'), number, number_value: numericValue(number) };
+          const row = { ...base, id: newId('order'), number, number_key: numberKeyOf(number) };
           await ordersRepository.insert(scope, row);
           const order = toOrder({ ...row, account_id: ctx.accountId });
           await emitEvent(scope, 'order.placed', order);
           return order;
         });
       } catch (error) {
-        if (!ctx.database.isUniqueViolation(error)) throw error;
-        if (body.number !== undefined) {
-          const existing = await ordersRepository.findByNumber(scopeOf(ctx), body.number);
-          if (existing) throw numberTaken(existing.id);
+        if (!ctx.database.isUniqueViolation(error) || number === undefined) throw error;
+        if (body.number !== undefined || attempt >= NUMBERING_ATTEMPTS) {
+          throw numberTaken((await ordersRepository.findByNumber(scopeOf(ctx), number))?.id);
         }
-        if (attempt >= 5) throw error;
       }
     }
   },
