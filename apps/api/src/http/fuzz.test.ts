@@ -520,6 +520,8 @@ function semanticRefusal(field: string, constraint: string, verdict: Verdict): b
   if (constraint === 'max' && (field === 'tags' || field === 'items')) return true;
   // `format: uri` cannot say "http(s) with a host name"; the server's URL check is the stricter.
   if (constraint === 'format' && field === 'url') return true;
+  // The account's 16th webhook endpoint: a count the document cannot state.
+  if (constraint === 'max' && field === 'body') return true;
   // `format: date-time` cannot bound a date: one outside the years 0000 to 9999 once in UTC.
   if ((constraint === 'min' || constraint === 'max') && field === 'placed_at') return true;
   return false;
@@ -689,7 +691,8 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
 
   // Endpoints first, so that the events below leave deliveries.
   for (let i = 0; i < 3; i++) push(a, 'endpoints', (await call('POST', '/webhook_endpoints', { url: `http://127.0.0.1:9/hooks/${i}`, events: ['*'] })).id);
-  for (let i = 0; i < 20; i++) push(a, 'disposableEndpoints', (await call('POST', '/webhook_endpoints', { url: `https://example.com/${i}`, events: ['order.placed'] })).id);
+  // With the three above and one made and deleted below, within the account's 16.
+  for (let i = 0; i < 12; i++) push(a, 'disposableEndpoints', (await call('POST', '/webhook_endpoints', { url: `https://example.com/${i}`, events: ['order.placed'] })).id);
   for (let i = 0; i < 4; i++) {
     const contact = await call('POST', '/contacts', { name: `Fuzz ${i}`, phone: phone(), email: `fuzz${i}@example.com`, tags: tags.slice(i, i + 4), attributes: { plan: 'pro', seats: i, trial: true } });
     push(a, 'contacts', contact.id);

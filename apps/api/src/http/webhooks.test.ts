@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TenantScope } from '../repositories/tenant.js';
 import { webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { accountsService } from '../services/accounts.js';
+import { MAX_WEBHOOK_ENDPOINTS } from '../services/webhooks.js';
 import { type TestServer, describeEachDialect, expectBody, expectError, testSettings } from '../testing/harness.js';
 
 /** A request as the receiver saw it. */
@@ -130,6 +131,21 @@ describeEachDialect('webhook endpoints', (server) => {
       [{ url: 'https://hooks.example.com/x', events: ['*'], secret: 'mine' }, 'secret', 'unknown'],
     ])('rejects %j: %s %s', async (body, field, constraint) => {
       expectError(await server().request('POST', '/webhook_endpoints', { body }), 400, 'bad_request', { field, constraint });
+    });
+
+    it(`keeps an account to ${MAX_WEBHOOK_ENDPOINTS} endpoints: the next is 400 (body, max) until one is deleted`, async () => {
+      const made = [];
+      for (let i = 0; i < MAX_WEBHOOK_ENDPOINTS; i++) made.push(await createEndpoint({ url: `https://hooks.example.com/${i}`, events: ['*'] }));
+      const refused = expectError(await server().request('POST', '/webhook_endpoints', { body: { url: 'https://hooks.example.com/one-more', events: ['*'] } }), 400, 'bad_request', {
+        field: 'body',
+        constraint: 'max',
+      });
+      expect(refused.error.message).toContain(String(MAX_WEBHOOK_ENDPOINTS));
+      expect(expectBody(await server().request('GET', '/webhook_endpoints', { query: { limit: 100 } }), 200, WebhookEndpointList).total).toBe(MAX_WEBHOOK_ENDPOINTS);
+      // Another account has its own.
+      await createEndpoint({ url: 'https://hooks.example.com/other', events: ['*'] }, server().keys.otherFull);
+      expect((await server().request('DELETE', `/webhook_endpoints/${made[0]?.id}`)).status).toBe(204);
+      await createEndpoint({ url: 'https://hooks.example.com/one-more', events: ['*'] });
     });
 
     it('needs a key (401) and write permission (403)', async () => {

@@ -1,4 +1,5 @@
 import type { Insertable, Selectable } from 'kysely';
+import { lockedForUpdate } from '../db/dialect.js';
 import type { AccountTable, ApiKeyTable } from '../db/schema.js';
 import { prepared } from './prepared.js';
 import type { Executor } from './tenant.js';
@@ -15,6 +16,13 @@ export const accountsRepository = {
   findById: (db: Executor, id: string) => db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst(),
 
   findByName: (db: Executor, name: string) => db.selectFrom('accounts').selectAll().where('name', '=', name).orderBy('created_at').executeTakeFirst(),
+
+  /**
+   * Holds the account's row until the transaction ends, so that changes that count the account's
+   * records first (its next order number, its number of webhook endpoints) take turns (Postgres;
+   * SQLite's write transactions already run one at a time).
+   */
+  lock: (db: Executor, id: string) => lockedForUpdate(db, db.selectFrom('accounts').select('accounts.id').where('accounts.id', '=', id)).execute(),
 };
 
 export const apiKeysRepository = {

@@ -1,5 +1,4 @@
 import type { Selectable } from 'kysely';
-import { lockedForUpdate } from '../db/dialect.js';
 import type { OrderTable } from '../db/schema.js';
 import type { TenantScope } from './tenant.js';
 
@@ -38,12 +37,6 @@ export const ordersRepository = {
     ]);
     return { rows, total: Number(count.total) };
   },
-
-  /**
-   * Holds the account's automatic numbering until the transaction ends, so that concurrent orders
-   * take numbers one after the other (Postgres; SQLite's write transactions already run one at a time).
-   */
-  lockNumbering: (scope: TenantScope) => lockedForUpdate(scope.db, scope.db.selectFrom('accounts').select('accounts.id').where('accounts.id', '=', scope.accountId)).execute(),
 
   /** The highest all-digits order number so far, as its key (zero-padded: see OrderTable). */
   async maxNumberKey(scope: TenantScope): Promise<string | null> {

@@ -25,6 +25,8 @@ export const webhookEndpointsRepository = {
     return { rows, total: Number(count.total) };
   },
 
+  count: async (scope: TenantScope) => Number((await scope.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
+
   update: (scope: TenantScope, id: string, patch: Updateable<WebhookEndpointTable>) =>
     scope.updateTable('webhook_endpoints').set(patch).where('webhook_endpoints.id', '=', id).execute(),
 

@@ -3,6 +3,7 @@ import type * as z from 'zod';
 import { ORDER_NUMBER_DIGITS } from '../db/migrations/2026_11_25_0010_order_number_keys.js';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
+import { accountsRepository } from '../repositories/accounts.js';
 import { contactsRepository } from '../repositories/contacts.js';
 import { type OrderRow, ordersRepository } from '../repositories/orders.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
@@ -81,7 +82,7 @@ export const ordersService = {
           const contact = await contactsRepository.findById(scope, body.contact_id);
           if (!contact) throw ApiError.notFound('contact', body.contact_id);
           if (number === undefined) {
-            await ordersRepository.lockNumbering(scope);
+            await accountsRepository.lock(scope.db, scope.accountId);
             number = nextNumber(await ordersRepository.maxNumberKey(scope));
           } else {
             const existing = await ordersRepository.findByNumber(scope, number);

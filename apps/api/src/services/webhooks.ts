@@ -9,6 +9,7 @@ import type {
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
+import { accountsRepository } from '../repositories/accounts.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type WebhookDeliveryRow, type WebhookEndpointRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
@@ -57,6 +58,9 @@ async function findEndpointOrThrow(scope: TenantScope, id: string): Promise<Webh
 }
 
 /** https and a public host, unless the server allows private webhooks (a 400 on `url` otherwise). */
+/** Webhook endpoints per account (Stripe's number): each event fans out to all of them. */
+export const MAX_WEBHOOK_ENDPOINTS = 16;
+
 async function assertDeliverableUrl(ctx: ServiceContext, url: string): Promise<void> {
   const problem = await webhookUrlProblem(url, { allowPrivate: ctx.settings.allowPrivateWebhooks });
   if (problem) throw ApiError.badRequest('url', 'format', problem);
@@ -80,7 +84,13 @@ export const webhookEndpointsService = {
       created_at: at,
       updated_at: at,
     };
-    await webhookEndpointsRepository.insert(scopeOf(ctx), row);
+    await inTransaction(ctx, async (scope) => {
+      await accountsRepository.lock(scope.db, scope.accountId);
+      if ((await webhookEndpointsRepository.count(scope)) >= MAX_WEBHOOK_ENDPOINTS) {
+        throw ApiError.badRequest('body', 'max', `An account has at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints; delete one first (one endpoint may subscribe to several event types)`);
+      }
+      await webhookEndpointsRepository.insert(scope, row);
+    });
     return toWebhookEndpoint(row);
   },
 
@@ -131,7 +141,7 @@ export const webhookEndpointsService = {
       const at = now();
       const patch = { status: 'pending' as const, next_attempt_at: at, updated_at: at };
       await webhookDeliveriesRepository.update(scope, deliveryId, patch);
-      await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId, manual: true }, runAt: at });
+      await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, lane: endpointId, payload: { deliveryId, manual: true }, runAt: at });
       return toWebhookDelivery({ ...current, ...patch });
     });
   },
