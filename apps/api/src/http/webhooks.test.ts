@@ -2,7 +2,7 @@ import { Contact, Conversation, Event, EventList, Message, Order, WebhookDeliver
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TenantScope } from '../repositories/tenant.js';
 import { webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { accountsService } from '../services/accounts.js';
@@ -520,10 +520,19 @@ describeEachDialect('webhook endpoints', (server) => {
       const endpoint = await createEndpoint({ url: route.url, events: ['order.placed'] });
       await placeOrder((await newContact()).id);
       await settledDelivery(endpoint.id, (d) => d.attempts.length >= 1);
+      // Park the retry while no worker holds it, so that no attempt is under way at the deletion.
+      const { db } = server().database;
+      const retry = () => db.selectFrom('jobs').select(['id', 'locked_by']).where('lane', '=', endpoint.id);
+      await vi.waitFor(async () => {
+        const parked = await db.updateTable('jobs').set({ run_at: '9999-01-01T00:00:00.000Z' }).where('lane', '=', endpoint.id).where('locked_by', 'is', null).executeTakeFirst();
+        expect(parked.numUpdatedRows).toBe(1n);
+      });
       expect((await server().request('DELETE', `/webhook_endpoints/${endpoint.id}`)).status).toBe(204);
       const sent = receiver.at(route.path).length;
-      await new Promise((r) => setTimeout(r, 600));
-      expect(receiver.at(route.path).length).toBeLessThanOrEqual(sent + 1);
+      // The queued attempt comes due, finds no delivery, and leaves the queue without sending.
+      await db.updateTable('jobs').set({ run_at: new Date(0).toISOString() }).where('lane', '=', endpoint.id).execute();
+      await vi.waitFor(async () => expect(await retry().execute()).toEqual([]), { timeout: 10_000 });
+      expect(receiver.at(route.path)).toHaveLength(sent);
       expect(await server().database.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpoint.id).execute()).toEqual([]);
     });
   });

@@ -15,7 +15,7 @@ const MIN_INDEXED_LENGTH = 3;
  * except for fragments too short to index.
  */
 export function contactContains(db: Kysely<any>, searches: { columns: SearchColumn[]; fragment: string }[]): Expression<SqlBool> {
-  return contactMatches(db, searches.map(({ columns, fragment }) => searchTerm(db, columns, fragment)));
+  return contactMatches(db, searches.map(({ columns, fragment }) => bindSearch(db, columns, fragment)));
 }
 
 /**
@@ -30,12 +30,12 @@ export interface SearchTerm {
   operand: string;
 }
 
-export const searchTerm = (db: Kysely<any>, columns: SearchColumn[], fragment: string): SearchTerm => {
+export const bindSearch = (db: Kysely<any>, columns: SearchColumn[], fragment: string): SearchTerm => {
   const indexed = indexable(fragment);
   return { columns, indexed, operand: indexed && dialectOf(db).contactSearchTable ? fragment : likeContains(fragment) };
 };
 
-/** contactContains for terms made before (searchTerm): their operands are used as values only, so a statement built from them can be compiled once (preparedByShape). */
+/** contactContains for terms made before (bindSearch): their operands are used as values only, so a statement built from them can be compiled once (preparedByShape). */
 export function contactMatches(db: Kysely<any>, terms: SearchTerm[]): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [];
   for (const { columns, indexed, operand } of terms) {
@@ -74,5 +74,5 @@ const indexable = (fragment: string) => [...fragment].length >= MIN_INDEXED_LENG
 export const foundBySearchTable = (db: Kysely<any>, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
   dialectOf(db).contactSearchTable && searches.every(isIndexed);
 
-/** Whether a search (its fragment, or a term made of it: searchTerm) is long enough for the trigram indexes. */
+/** Whether a search (its fragment, or a term made of it: bindSearch) is long enough for the trigram indexes. */
 const isIndexed = (search: { fragment: string } | { indexed: boolean }) => ('indexed' in search ? search.indexed : indexable(search.fragment));

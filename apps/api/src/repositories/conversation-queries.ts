@@ -1,7 +1,7 @@
 import { type AliasedExpression, type Expression, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
-import { type SearchColumn, type SearchTerm, contactMatches, foundBySearchTable, searchTerm } from './contact-search.js';
+import { type SearchColumn, type SearchTerm, bindSearch, contactMatches, foundBySearchTable } from './contact-search.js';
 import type { ConversationRow, ConversationWithContact, ConversationFilter } from './conversations.js';
 import { prepared, preparedByShape } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
@@ -20,7 +20,7 @@ const withContactJoined = (conversations: ConversationsQuery) =>
 export const withContact = (scope: TenantScope) => withContactJoined(scope.selectFrom('conversations'));
 
 /** What a conversation search looks for in its contacts: the name, and the phone's digits when it has any. */
-const contactSearches = (filter: ConversationFilter & { search: string }) =>
+const conversationSearches = (filter: ConversationFilter & { search: string }) =>
   // A search of digits alone looks for the same fragment in both: one search of two columns, which
   // SQLite's FTS table answers in one match (0.46 ms at 250,000 contacts, where two took 0.77).
   filter.searchDigits === filter.search
@@ -30,16 +30,16 @@ const contactSearches = (filter: ConversationFilter & { search: string }) =>
         ...(filter.searchDigits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: filter.searchDigits }] : []),
       ];
 
-/** A search's terms (searchTerm): what its statement binds for each of contactSearches. */
-export const searchTermsOf = (db: Executor, filter: ConversationFilter & { search: string }) =>
-  contactSearches(filter).map(({ columns, fragment }) => searchTerm(db, columns, fragment));
+/** A search's terms (bindSearch): what its statement binds for each of conversationSearches. */
+export const conversationSearchTerms = (db: Executor, filter: ConversationFilter & { search: string }) =>
+  conversationSearches(filter).map(({ columns, fragment }) => bindSearch(db, columns, fragment));
 
 /** The contacts these terms match (from the rows the FTS table finds, on SQLite, when it finds them all). */
 export const contactsMatching = (scope: TenantScope, terms: SearchTerm[]) =>
   (foundBySearchTable(scope.db, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() => contactMatches(scope.db, terms));
 
 /** The contacts a search matches. */
-const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { search: string }) => contactsMatching(scope, searchTermsOf(scope.db, filter));
+const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { search: string }) => contactsMatching(scope, conversationSearchTerms(scope.db, filter));
 
 /**
  * How the conversations of the matching contacts are found:

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { SearchTerm } from './contact-search.js';
 import { countersTotal } from './conversation-counters.js';
-import { searchTermsOf, contactsMatching, matching, type Page, walkIsCheaper, walkLimit, reachOf, columns, type FilterShape, type FilterValues, filterShape, filterValues, filterOf, rowsWithIdsIn, pageOf } from './conversation-queries.js';
+import { conversationSearchTerms, contactsMatching, matching, type Page, walkIsCheaper, walkLimit, reachOf, columns, type FilterShape, type FilterValues, filterShape, filterValues, filterOf, rowsWithIdsIn, pageOf } from './conversation-queries.js';
 import type { ConversationRow, ConversationWithContact, ConversationFilter } from './conversations.js';
 import { preparedByShape } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
@@ -37,7 +37,7 @@ const FEW_CONTACTS = 100;
  * there were two.
  */
 export const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { search: string }, page?: Page) => {
-  const terms = searchTermsOf(scope.db, filter);
+  const terms = conversationSearchTerms(scope.db, filter);
   const shape: SummaryShape = { terms: terms.map(({ columns, indexed }) => ({ columns, indexed })), status: Boolean(filter.status), platform: Boolean(filter.platform), paged: Boolean(page) };
   const values: SummaryValues = {
     accountId: scope.accountId,
@@ -78,7 +78,7 @@ interface SummaryShape {
 /** The values searchSummary's statement binds (undefined: not in its shape). */
 type SummaryValues = {
   accountId: string;
-  /** The operand (searchTerm) of the name's term, and of the phone digits' when the search has digits. */
+  /** The operand (bindSearch) of the name's term, and of the phone digits' when the search has digits. */
   name: string | undefined;
   digits: string | undefined;
   status: ConversationRow['status'] | undefined;

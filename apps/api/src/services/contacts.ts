@@ -7,7 +7,7 @@ import { type ContactRow, contactsRepository } from '../repositories/contacts.js
 import { ordersRepository } from '../repositories/orders.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { workflowRunsRepository } from '../repositories/workflows.js';
-import { type ServiceContext, inTransaction, page, scopeOf, searchTerms } from './context.js';
+import { type ServiceContext, inTransaction, page, scopeOf, foldedSearch } from './context.js';
 
 export const toContact = (row: Omit<ContactRow, 'conversation_count'>): Contact => ({
   id: row.id,
@@ -58,7 +58,7 @@ async function rethrowPhoneRace(ctx: ServiceContext, error: unknown, phone: stri
 
 export const contactsService = {
   async list(ctx: ServiceContext, query: z.output<typeof ListSchema>) {
-    const { rows, total } = await contactsRepository.list(scopeOf(ctx), { ...searchTerms(query.search), tag: query.tag }, query);
+    const { rows, total } = await contactsRepository.list(scopeOf(ctx), { ...foldedSearch(query.search), tag: query.tag }, query);
     return page(rows.map(toContact), total, query.limit, query.offset);
   },
 

@@ -42,7 +42,7 @@ export function page<T>(data: T[], total: number, limit: number, offset: number)
 }
 
 /** Search text as the repositories compare it: lower-cased, and its digits when it has any. */
-export function searchTerms(search: string | undefined): { search?: string; searchDigits?: string } {
+export function foldedSearch(search: string | undefined): { search?: string; searchDigits?: string } {
   const text = search?.trim();
   if (!text) return {};
   const digits = /\d/.test(text) ? text.replace(/\D/g, '') : undefined;

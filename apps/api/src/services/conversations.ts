@@ -7,7 +7,7 @@ import { contactsRepository } from '../repositories/contacts.js';
 import { type ConversationWithContact, conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { type ServiceContext, inTransaction, page, scopeOf, searchTerms } from './context.js';
+import { type ServiceContext, inTransaction, page, scopeOf, foldedSearch } from './context.js';
 import { emitEvent } from './events.js';
 
 export const toConversation = (row: ConversationWithContact): Conversation => ({
@@ -40,7 +40,7 @@ export async function findConversationOrThrow(scope: TenantScope, id: string): P
 
 export const conversationsService = {
   async list(ctx: ServiceContext, query: z.output<typeof ListConversationsQuery>) {
-    const filter = { status: query.status, platform: query.platform, ...searchTerms(query.search) };
+    const filter = { status: query.status, platform: query.platform, ...foldedSearch(query.search) };
     const { rows, total } = await conversationsRepository.list(scopeOf(ctx), filter, query);
     return page(rows.map(toConversation), total, query.limit, query.offset);
   },
