@@ -1,7 +1,7 @@
 import { ContactList, type EndpointDefinition, ErrorBody, type OperationId, endpoints, fillPath, operationIds } from '@convo/core';
 import { describe, expect, it } from 'vitest';
 import { accountsService } from '../services/accounts.js';
-import { type RequestOptions, TRANSPORTS, type TestResponse, type Transport, describeEachDialect, expectBody, expectError, requestOverTrpc, revokeKeyElsewhere } from '../testing/harness.js';
+import { type RequestOptions, TRANSPORTS, type TestResponse, type Transport, describeEachDialect, expectBody, expectExactError, requestOverTrpc, revokeKeyElsewhere } from '../testing/harness.js';
 
 /** A fake id that exists nowhere; every path parameter is filled with it. */
 const MISSING = 'x_missing';
@@ -13,15 +13,6 @@ const reads = operations.filter(([, op]) => op.permission === 'read');
 const withBody = operations.filter(([, op]) => op.body !== undefined);
 
 const pathOf = (op: EndpointDefinition) => fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING });
-
-/** An error of the contract's shape and nothing else: `{error: {code, message, details?}}`. */
-function expectExactError(response: TestResponse, status: number, code: ErrorBody['error']['code'], details?: { field: string; constraint: string }) {
-  const body = expectError(response, status, code, details);
-  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-  expect(Object.keys(response.body)).toEqual(['error']);
-  for (const key of Object.keys(response.body.error)) expect(['code', 'message', 'details']).toContain(key);
-  return body;
-}
 
 describeEachDialect('authentication and permissions', (server) => {
   /** A request to an operation with an empty JSON body for those that take one, by REST or by tRPC. */

@@ -2,7 +2,8 @@ import { Contact, Conversation, ConversationList, Message } from '@convo/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Moves the (faked) clock on, so that the next write is later than the last. */
+const tick = () => vi.setSystemTime(Date.now() + 5);
 
 describeEachDialect('conversations', (server) => {
   let phoneSeq = 1_000_000;
@@ -169,6 +170,7 @@ describeEachDialect('conversations', (server) => {
     });
 
     it('orders by latest activity: last message, else creation; a status change is not activity', async () => {
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
       const key = server().keys.otherFull;
       const t = token();
       const a = await openWith(`Order ${t} a`, 'whatsapp', key);
@@ -177,7 +179,7 @@ describeEachDialect('conversations', (server) => {
       // No messages yet: newest created first.
       expect(ids(await list({ search: t }, key))).toEqual([c.id, b.id, a.id]);
 
-      await sleep(5);
+      tick();
       const sent = await send(a.id, 'hello a', key);
       expect(ids(await list({ search: t }, key))).toEqual([a.id, c.id, b.id]);
       // The most recently active conversation tops the unfiltered list too.
@@ -186,17 +188,17 @@ describeEachDialect('conversations', (server) => {
       expect(top?.last_message).toEqual({ content: 'hello a', timestamp: sent.created_at });
 
       // Status changes move nothing.
-      await sleep(5);
+      tick();
       await setStatus(b.id, 'resolved', key);
       await setStatus(c.id, 'archived', key);
       expect(ids(await list({ search: t }, key))).toEqual([a.id, c.id, b.id]);
 
       // A conversation created after a's last message comes before it.
-      await sleep(5);
+      tick();
       const d = await openWith(`Order ${t} d`, 'whatsapp', key);
       expect(ids(await list({ search: t }, key))).toEqual([d.id, a.id, c.id, b.id]);
 
-      await sleep(5);
+      tick();
       await send(b.id, 'hello b', key);
       expect(ids(await list({ search: t }, key))).toEqual([b.id, d.id, a.id, c.id]);
     });

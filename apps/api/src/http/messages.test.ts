@@ -1,10 +1,12 @@
 import { Contact, Conversation, ConversationList, Message, MessageList } from '@convo/core';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describeEachDialect('messages', (server) => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
   let phoneSeq = 1_000_000;
   const phone = () => `+1510${phoneSeq++}`;
 
@@ -143,13 +145,15 @@ describeEachDialect('messages', (server) => {
     });
 
     it('moves the conversation to the top of the default order', async () => {
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
       const key = server().keys.otherFull;
       const older = await openConversation(key);
       const newer = await openConversation(key, 'facebook');
       const before = expectBody(await server().request('GET', '/conversations', { key, query: { limit: 100 } }), 200, ConversationList);
       expect(before.data.map((c) => c.id).indexOf(newer.id)).toBeLessThan(before.data.map((c) => c.id).indexOf(older.id));
 
-      await sleep(5);
+      // Later than both conversations' creation, without waiting.
+      vi.setSystemTime(Date.now() + 5);
       const message = await send({ conversation_id: older.id, content: 'Bump' }, key);
       const after = expectBody(await server().request('GET', '/conversations', { key }), 200, ConversationList);
       expect(after.data[0]).toMatchObject({ id: older.id, message_count: 1, last_message: { content: 'Bump', timestamp: message.created_at } });

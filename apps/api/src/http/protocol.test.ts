@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { Contact, ContactList, type EndpointDefinition, ErrorBody, type OperationId, endpoints, fillPath, operationIds, toOpenApiPath } from '@convo/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type RequestOptions, type TestResponse, describeEachDialect, expectBody, expectError } from '../testing/harness.js';
+import { type RequestOptions, type TestResponse, describeEachDialect, expectBody, expectExactError } from '../testing/harness.js';
 
 const MISSING = 'x_missing';
 const MiB = 1024 * 1024;
@@ -11,18 +11,6 @@ const operations = operationIds.map((id) => [id, endpoints[id] as EndpointDefini
 /** POST and PATCH operations that take a JSON body. */
 const withBody = operations.filter(([, op]) => op.body !== undefined);
 const pathOf = (op: EndpointDefinition) => fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING });
-
-/** An error of the contract's shape and nothing else: `{error: {code, message, details?}}`. */
-function expectExactError(response: TestResponse, status: number, code: ErrorBody['error']['code'], details?: { field: string; constraint: string }) {
-  const body = expectError(response, status, code, details);
-  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-  expect(Object.keys(response.body)).toEqual(['error']);
-  for (const key of Object.keys(response.body.error)) expect(['code', 'message', 'details']).toContain(key);
-  if (response.body.error.details !== undefined) {
-    for (const key of Object.keys(response.body.error.details)) expect(['field', 'constraint', 'issues', 'existing_id']).toContain(key);
-  }
-  return body;
-}
 
 /** A JSON object of exactly `size` bytes. */
 function jsonOfSize(size: number): string {

@@ -7,7 +7,7 @@ import { TenantScope } from '../repositories/tenant.js';
 import { webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { accountsService } from '../services/accounts.js';
 import { MAX_WEBHOOK_ENDPOINTS } from '../services/webhooks.js';
-import { type TestServer, describeEachDialect, expectBody, expectError, testSettings } from '../testing/harness.js';
+import { type TestServer, describeEachDialect, eventually, expectBody, expectError, testSettings } from '../testing/harness.js';
 
 /** A request as the receiver saw it. */
 interface ReceivedRequest {
@@ -70,16 +70,6 @@ class Receiver {
   }
 }
 
-/** Polls until `check` returns something other than undefined/false, and returns it. */
-async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() - start > timeoutMs) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 const verifierHeaders = (r: ReceivedRequest) => ({
   'webhook-id': r.headers['webhook-id'] ?? '',

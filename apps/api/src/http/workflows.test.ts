@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Contact, Conversation, EventList, Message, MessageList, Workflow, WorkflowList, WorkflowRun, WorkflowRunList } from '@convo/core';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
 import { enqueue } from '../worker/queue.js';
 
@@ -299,11 +299,9 @@ describeEachDialect('workflows', (server) => {
 
       // A job for a finished run changes nothing.
       const jobId = await enqueue(server().database.db, { kind: 'run_workflow', accountId: server().accountId, payload: { runId: bad.run.id } });
-      for (let i = 0; i < 400; i++) {
-        if (!(await server().database.db.selectFrom('jobs').select('id').where('id', '=', jobId).executeTakeFirst())) break;
-        await sleep(25);
-      }
-      expect(await server().database.db.selectFrom('jobs').select('id').where('id', '=', jobId).executeTakeFirst()).toBeUndefined();
+      await vi.waitFor(async () => expect(await server().database.db.selectFrom('jobs').select('id').where('id', '=', jobId).executeTakeFirst()).toBeUndefined(), {
+        timeout: 10_000,
+      });
       expect((await runsOf(workflow.id, { status: 'failed' })).data).toEqual([bad.run]);
     });
 

@@ -1,6 +1,6 @@
 import { type EndpointDefinition, ErrorBody, type OperationId, endpoints } from '@convo/core';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { afterAll, beforeAll, describe, expect, vi } from 'vitest';
 import type * as z from 'zod';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
@@ -146,6 +146,18 @@ export async function revokeKeyElsewhere(databaseUrl: string, keyId: string): Pr
   }
 }
 
+/** Waits (vi.waitFor) until `check` returns something other than undefined or false, and returns it. */
+export function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeout = 10_000): Promise<T> {
+  return vi.waitFor(
+    async () => {
+      const value = await check();
+      if (value === undefined || value === false) throw new Error('not yet');
+      return value;
+    },
+    { timeout, interval: 25 },
+  );
+}
+
 /** Asserts a success status and parses the body with the contract schema it must follow. */
 export function expectBody<S extends z.ZodType>(response: TestResponse, status: number, schema: S): z.output<S> {
   expect(response.status, response.text).toBe(status);
@@ -168,6 +180,18 @@ export function expectError(
   expect(body.error.message.length).toBeGreaterThan(0);
   if (details) {
     expect(body.error.details, response.text).toMatchObject(details);
+  }
+  return body;
+}
+
+/** An error of the contract's shape and nothing else: `{error: {code, message, details?}}`, JSON. */
+export function expectExactError(response: TestResponse, status: number, code: z.infer<typeof ErrorBody>['error']['code'], details?: { field: string; constraint: string }) {
+  const body = expectError(response, status, code, details);
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(Object.keys(response.body)).toEqual(['error']);
+  for (const key of Object.keys(response.body.error)) expect(['code', 'message', 'details']).toContain(key);
+  if (response.body.error.details !== undefined) {
+    for (const key of Object.keys(response.body.error.details)) expect(['field', 'constraint', 'issues', 'existing_id']).toContain(key);
   }
   return body;
 }

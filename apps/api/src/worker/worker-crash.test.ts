@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { accountsService } from '../services/accounts.js';
@@ -13,13 +13,6 @@ import { BIN, ensureBuilt } from '../testing/built-bin.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
 import { ACTIVE_DIALECTS, testSettings } from '../testing/harness.js';
 
-const waitFor = async (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000) => {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
 
 for (const dialect of ACTIVE_DIALECTS) {
   describe(`a worker killed mid-delivery [${dialect}]`, () => {
@@ -69,15 +62,18 @@ for (const dialect of ACTIVE_DIALECTS) {
       await conversationsService.create(ctx, { contact_id: contact.id, platform: 'whatsapp' });
 
       const first = spawnWorker();
-      await waitFor(() => received.length === 1, 'the first attempt to arrive');
+      await vi.waitFor(() => expect(received, 'the first attempt to arrive').toHaveLength(1), { timeout: 20_000, interval: 50 });
       first.kill('SIGKILL');
       await new Promise((resolve) => first.once('exit', resolve));
 
       const second = spawnWorker();
-      await waitFor(async () => {
-        const page = await webhookEndpointsService.listDeliveries(ctx, endpoint.id, { limit: 10, offset: 0 });
-        return page.data[0]?.status === 'succeeded';
-      }, 'the delivery to succeed').catch(async (error) => {
+      await vi.waitFor(
+        async () => {
+          const page = await webhookEndpointsService.listDeliveries(ctx, endpoint.id, { limit: 10, offset: 0 });
+          expect(page.data[0]?.status, 'the delivery to succeed').toBe('succeeded');
+        },
+        { timeout: 20_000, interval: 50 },
+      ).catch(async (error) => {
         if (process.env.DEBUG_CRASH) console.log(await database.db.selectFrom('jobs').selectAll().execute(), await database.db.selectFrom('webhook_deliveries').selectAll().execute());
         throw error;
       });

@@ -19,13 +19,6 @@ function recordingHandlers(runs: string[], delayMs = 5): JobHandlers {
   };
 }
 
-const waitFor = async (check: () => boolean | Promise<boolean>, timeoutMs = 15_000) => {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > timeoutMs) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 for (const dialect of ACTIVE_DIALECTS) {
   describe(`the worker [${dialect}]`, () => {
@@ -46,7 +39,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       for (let i = 0; i < 20; i++) await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: `a${i}` } });
       const worker = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
       await worker.start();
-      await waitFor(() => runs.length >= 20);
+      await vi.waitFor(() => expect(runs.length).toBeGreaterThanOrEqual(20), { timeout: 15_000 });
       await worker.stop();
       expect([...runs].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `a${i}`).sort());
       expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]);
@@ -57,7 +50,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: 'later' }, runAt: new Date(Date.now() + 400).toISOString() });
       const worker = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
       expect(await worker.runDue()).toBe(0);
-      await waitFor(async () => (await worker.runDue()) > 0);
+      await vi.waitFor(async () => expect(await worker.runDue()).toBeGreaterThan(0), { timeout: 15_000 });
       expect(runs).toEqual(['later']);
     });
 
@@ -70,7 +63,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       const runs: string[] = [];
       const survivor = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
       expect(await survivor.runDue()).toBe(0);
-      await waitFor(async () => (await survivor.runDue()) > 0);
+      await vi.waitFor(async () => expect(await survivor.runDue()).toBeGreaterThan(0), { timeout: 15_000 });
       expect(runs).toEqual(['orphan']);
     });
 
@@ -167,7 +160,7 @@ for (const dialect of ACTIVE_DIALECTS) {
         const other = openDatabase(testDb.url);
         const workers = [database, other].map((db) => new Worker({ database: db, handlers: recordingHandlers(runs, 3), pollIntervalMs: 5, concurrency: 4 }));
         await Promise.all(workers.map((w) => w.start()));
-        await waitFor(() => runs.length >= ids.length);
+        await vi.waitFor(() => expect(runs.length).toBeGreaterThanOrEqual(ids.length), { timeout: 15_000 });
         await Promise.all(workers.map((w) => w.stop()));
         await other.destroy();
         expect(runs).toHaveLength(ids.length);
