@@ -36,9 +36,7 @@ function stripSqliteIndexes(path: string): string[] {
     const indexes = db.prepare(`select name from sqlite_master where type = 'index' and sql is not null`).pluck().all() as string[];
     for (const name of indexes) db.exec(`drop index "${name}"`);
     // UNIQUE constraints (contacts' phone, orders' number) have automatic indexes that only a rebuild removes.
-    const tables = db
-      .prepare(`select name, sql from sqlite_master where type = 'table' and sql like '%unique%'`)
-      .all() as { name: string; sql: string }[];
+    const tables = db.prepare(`select name, sql from sqlite_master where type = 'table' and sql like '%unique%'`).all() as { name: string; sql: string }[];
     for (const { name, sql } of tables) {
       const withoutUnique = sql.replace(/,\s*constraint\s+"[^"]+"\s+unique\s*\([^)]*\)/gi, '').replace(/^create table "[^"]+"/i, `create table "${name}__ref"`);
       db.transaction(() => {
@@ -97,7 +95,7 @@ export async function prepareRunDatabases(dataset: Dataset, postgresUrl: string)
     }
     copyFileSync(dataset.location, real);
     copyFileSync(dataset.location, reference);
-    log('sqlite: copies made; dropping the reference copy\'s indexes');
+    log("sqlite: copies made; dropping the reference copy's indexes");
     const referenceIndexes = stripSqliteIndexes(reference);
     return {
       realUrl: `file:${real}`,
@@ -122,7 +120,7 @@ export async function prepareRunDatabases(dataset: Dataset, postgresUrl: string)
       await admin.end();
     }
   }
-  log('postgres: copies made from the template; dropping the reference copy\'s indexes');
+  log("postgres: copies made from the template; dropping the reference copy's indexes");
   const referenceUrl = postgresDatabaseUrl(postgresUrl, referenceName);
   const referenceIndexes = await stripPostgresIndexes(referenceUrl);
   // Both copies keep the pristine database's statistics (CREATE DATABASE … TEMPLATE copies them).

@@ -138,13 +138,69 @@ interface Country {
 
 // Calling codes and national number shapes (mobile ranges) of seven markets.
 const COUNTRIES: Country[] = [
-  { code: 'US', weight: 35, callingCode: '1', currency: 'USD', faker: fakerEN_US, domains: ['gmail.com', 'yahoo.com', 'outlook.com', 'icloud.com', 'aol.com'], national: (r) => `${r.int(2, 9)}${r.digits(2)}${r.int(2, 9)}${r.digits(6)}` },
-  { code: 'GB', weight: 12, callingCode: '44', currency: 'GBP', faker: fakerEN_GB, domains: ['gmail.com', 'hotmail.co.uk', 'btinternet.com', 'outlook.com'], national: (r) => `7${r.int(1, 9)}${r.digits(8)}` },
-  { code: 'MX', weight: 12, callingCode: '52', currency: 'MXN', faker: fakerES_MX, domains: ['gmail.com', 'hotmail.com', 'outlook.com', 'yahoo.com.mx'], national: (r) => `${r.pick(['55', '33', '81'])}${r.digits(8)}` },
-  { code: 'BR', weight: 12, callingCode: '55', currency: 'BRL', faker: fakerPT_BR, domains: ['gmail.com', 'hotmail.com', 'uol.com.br', 'bol.com.br'], national: (r) => `${r.int(1, 9)}${r.int(1, 9)}9${r.digits(8)}` },
-  { code: 'DE', weight: 10, callingCode: '49', currency: 'EUR', faker: fakerDE, domains: ['gmail.com', 'web.de', 'gmx.de', 't-online.de'], national: (r) => `1${r.pick(['51', '52', '57', '60', '62', '70', '71', '72', '76', '77', '78', '79'])}${r.digits(r.int(7, 8))}` },
-  { code: 'IN', weight: 12, callingCode: '91', currency: 'INR', faker: fakerEN_IN, domains: ['gmail.com', 'yahoo.co.in', 'rediffmail.com', 'outlook.com'], national: (r) => `${r.int(6, 9)}${r.digits(9)}` },
-  { code: 'FR', weight: 7, callingCode: '33', currency: 'EUR', faker: fakerFR, domains: ['gmail.com', 'orange.fr', 'free.fr', 'laposte.net'], national: (r) => `${r.int(6, 7)}${r.digits(8)}` },
+  {
+    code: 'US',
+    weight: 35,
+    callingCode: '1',
+    currency: 'USD',
+    faker: fakerEN_US,
+    domains: ['gmail.com', 'yahoo.com', 'outlook.com', 'icloud.com', 'aol.com'],
+    national: (r) => `${r.int(2, 9)}${r.digits(2)}${r.int(2, 9)}${r.digits(6)}`,
+  },
+  {
+    code: 'GB',
+    weight: 12,
+    callingCode: '44',
+    currency: 'GBP',
+    faker: fakerEN_GB,
+    domains: ['gmail.com', 'hotmail.co.uk', 'btinternet.com', 'outlook.com'],
+    national: (r) => `7${r.int(1, 9)}${r.digits(8)}`,
+  },
+  {
+    code: 'MX',
+    weight: 12,
+    callingCode: '52',
+    currency: 'MXN',
+    faker: fakerES_MX,
+    domains: ['gmail.com', 'hotmail.com', 'outlook.com', 'yahoo.com.mx'],
+    national: (r) => `${r.pick(['55', '33', '81'])}${r.digits(8)}`,
+  },
+  {
+    code: 'BR',
+    weight: 12,
+    callingCode: '55',
+    currency: 'BRL',
+    faker: fakerPT_BR,
+    domains: ['gmail.com', 'hotmail.com', 'uol.com.br', 'bol.com.br'],
+    national: (r) => `${r.int(1, 9)}${r.int(1, 9)}9${r.digits(8)}`,
+  },
+  {
+    code: 'DE',
+    weight: 10,
+    callingCode: '49',
+    currency: 'EUR',
+    faker: fakerDE,
+    domains: ['gmail.com', 'web.de', 'gmx.de', 't-online.de'],
+    national: (r) => `1${r.pick(['51', '52', '57', '60', '62', '70', '71', '72', '76', '77', '78', '79'])}${r.digits(r.int(7, 8))}`,
+  },
+  {
+    code: 'IN',
+    weight: 12,
+    callingCode: '91',
+    currency: 'INR',
+    faker: fakerEN_IN,
+    domains: ['gmail.com', 'yahoo.co.in', 'rediffmail.com', 'outlook.com'],
+    national: (r) => `${r.int(6, 9)}${r.digits(9)}`,
+  },
+  {
+    code: 'FR',
+    weight: 7,
+    callingCode: '33',
+    currency: 'EUR',
+    faker: fakerFR,
+    domains: ['gmail.com', 'orange.fr', 'free.fr', 'laposte.net'],
+    national: (r) => `${r.int(6, 7)}${r.digits(8)}`,
+  },
 ];
 
 /** Each tag is attached independently with its probability; `vip` is about 6% of contacts. */
@@ -219,16 +275,14 @@ interface ContactInfo {
   country: Country;
 }
 
-export interface GenerateProgress {
-  (message: string): void;
-}
+export type GenerateProgress = (message: string) => void;
 
 /**
  * Generates the data set for `scale` and `seed` into `sink`, for the account `accountId`.
  * Deterministic: the same scale and seed give the same rows (ids included).
  */
 export async function generateData(sink: RowSink, accountId: string, scale: Scale, seed: number, progress: GenerateProgress = () => {}): Promise<Samples> {
-  COUNTRIES.forEach((country, i) => country.faker.seed(seed * 1000 + i));
+  for (const [i, country] of COUNTRIES.entries()) country.faker.seed(seed * 1000 + i);
   const rng = new Rng(seed, 1);
   const sampleRng = new Rng(seed, 2);
   const BATCH = 5000;
@@ -264,7 +318,10 @@ export async function generateData(sink: RowSink, accountId: string, scale: Scal
       email = `${local}@${rng.pick(country.domains)}`;
     }
     const tags = TAGS.filter(([, p]) => rng.chance(p)).map(([tag]) => tag);
-    const attributes: Record<string, string | number | boolean> = { country: country.code, source: rng.pick(['whatsapp_ad', 'website', 'instagram', 'referral', 'import', 'facebook']) };
+    const attributes: Record<string, string | number | boolean> = {
+      country: country.code,
+      source: rng.pick(['whatsapp_ad', 'website', 'instagram', 'referral', 'import', 'facebook']),
+    };
     if (rng.chance(0.5)) attributes.lifetime_value = rng.int(0, 250_000);
     if (rng.chance(0.4)) attributes.marketing_opt_in = rng.chance(0.7);
     const id = `ct_${seededUlid(createdAt, rng)}`;

@@ -49,7 +49,10 @@ export function schemaHash(): string {
 }
 
 /** The file names of the api's migrations in its source. */
-const sourceMigrations = () => readdirSync(MIGRATIONS_DIR).filter((f) => /\.ts$/.test(f) && !/\.test\.ts$/.test(f)).sort();
+const sourceMigrations = () =>
+  readdirSync(MIGRATIONS_DIR)
+    .filter((f) => /\.ts$/.test(f) && !/\.test\.ts$/.test(f))
+    .sort();
 
 /**
  * The data set is keyed by the source's migrations (schemaHash) but migrated by the api's build
@@ -58,10 +61,18 @@ const sourceMigrations = () => readdirSync(MIGRATIONS_DIR).filter((f) => /\.ts$/
  * builds first; running the generator alone after changing a migration needs `pnpm build`.
  */
 async function assertBuildMigratesSource(handle: ReturnType<typeof openDatabase>): Promise<void> {
-  const applied = (await handle.db.selectFrom('kysely_migration' as never).select('name' as never).orderBy('name' as never).execute()).map((row) => (row as { name: string }).name);
+  const applied = (
+    await handle.db
+      .selectFrom('kysely_migration' as never)
+      .select('name' as never)
+      .orderBy('name' as never)
+      .execute()
+  ).map((row) => (row as { name: string }).name);
   const source = sourceMigrations().map((file) => file.replace(/\.ts$/, ''));
   if (applied.join() !== source.join()) {
-    throw new Error(`the api's build (apps/api/dist) applied the migrations ${applied.join(', ')}, its source has ${source.join(', ')}: run \`pnpm build\` first (pnpm bench does)`);
+    throw new Error(
+      `the api's build (apps/api/dist) applied the migrations ${applied.join(', ')}, its source has ${source.join(', ')}: run \`pnpm build\` first (pnpm bench does)`,
+    );
   }
 }
 
@@ -70,7 +81,8 @@ export const datasetKey = (scale: Scale, seed: number) =>
   `${scale.label}${scale.contacts === Math.max(25, Math.round(scale.conversations / 4)) ? '' : `-c${scale.contacts}`}-s${seed}`;
 
 const metaPath = (dialect: Dialect, scale: Scale, seed: number) => join(DATA_DIR, `${dialect}-${datasetKey(scale, seed)}.json`);
-export const pristinePostgresName = (scale: Scale, seed: number, migrations: string) => `convo_bench_${datasetKey(scale, seed).replace(/-/g, '_')}_${migrations}`;
+export const pristinePostgresName = (scale: Scale, seed: number, migrations: string) =>
+  `convo_bench_${datasetKey(scale, seed).replace(/-/g, '_')}_${migrations}`;
 
 const log = (message: string) => process.stderr.write(`[generate] ${message}\n`);
 
@@ -250,7 +262,13 @@ export async function ensureDataset(input: { dialect: Dialect; scale: Scale; see
     dialect === 'sqlite'
       ? await buildSqlite(join(DATA_DIR, `sqlite-${datasetKey(scale, seed)}-${migrations}.db`), scale, seed)
       : await buildPostgres(input.postgresUrl, pristinePostgresName(scale, seed, migrations), scale, seed);
-  const dataset: Dataset = { version: GENERATOR_VERSION, migrations, ...built, generatedAt: new Date().toISOString(), loadSeconds: (Date.now() - started) / 1000 };
+  const dataset: Dataset = {
+    version: GENERATOR_VERSION,
+    migrations,
+    ...built,
+    generatedAt: new Date().toISOString(),
+    loadSeconds: (Date.now() - started) / 1000,
+  };
   writeFileSync(meta, `${JSON.stringify(dataset, null, 2)}\n`);
   log(`${dialect}: loaded in ${dataset.loadSeconds.toFixed(1)} s`);
   return dataset;
@@ -259,7 +277,13 @@ export async function ensureDataset(input: { dialect: Dialect; scale: Scale; see
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const options = parseOptions(process.argv.slice(2));
   for (const dialect of options.dbs) {
-    const dataset = await ensureDataset({ dialect, scale: options.scale, seed: options.seed, postgresUrl: options.postgresUrl, regenerate: options.regenerate });
+    const dataset = await ensureDataset({
+      dialect,
+      scale: options.scale,
+      seed: options.seed,
+      postgresUrl: options.postgresUrl,
+      regenerate: options.regenerate,
+    });
     const { conversationIds, openConversationIds, ...samples } = dataset.samples;
     process.stdout.write(`${JSON.stringify({ dialect, location: dataset.location, loadSeconds: dataset.loadSeconds, samples }, null, 2)}\n`);
   }

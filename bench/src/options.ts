@@ -25,7 +25,8 @@ export function parseScale(value: string, contacts?: number): Scale {
   const unit = (match[2] ?? '').toLowerCase();
   const conversations = Math.round(Number(match[1]) * (unit === 'm' ? 1_000_000 : unit === 'k' ? 1_000 : 1));
   if (conversations < 100) throw new Error('--scale must be at least 100 conversations');
-  const label = conversations % 1_000_000 === 0 ? `${conversations / 1_000_000}m` : conversations % 1000 === 0 ? `${conversations / 1000}k` : String(conversations);
+  const label =
+    conversations % 1_000_000 === 0 ? `${conversations / 1_000_000}m` : conversations % 1000 === 0 ? `${conversations / 1000}k` : String(conversations);
   return { label, conversations, contacts: contacts ?? Math.max(25, Math.round(conversations / 4)) };
 }
 

@@ -39,7 +39,10 @@ function sqliteDriver(path: string): Driver {
   const statements = new Map<string, SQLite.Statement>();
   const prepare = (sql: string) => {
     let statement = statements.get(sql);
-    if (!statement) statements.set(sql, (statement = db.prepare(sql)));
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
     return statement;
   };
   // Checking `held` and using the connection happen in one synchronous step, so nothing slips in between.
@@ -52,17 +55,19 @@ function sqliteDriver(path: string): Driver {
   };
   return {
     all: async <T>(sql: string, params: Param[]) => {
-      while (held) await held;
+      while (held !== undefined) await held;
       return direct.all<T>(sql, params);
     },
     run: async (sql, params) => {
-      while (held) await held;
+      while (held !== undefined) await held;
       return direct.run(sql, params);
     },
     async transaction<T>(work: (tx: Querier) => Promise<T>): Promise<T> {
-      while (held) await held;
+      while (held !== undefined) await held;
       let release!: () => void;
-      held = new Promise<void>((resolve) => (release = resolve));
+      held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
       try {
         db.exec('begin immediate');
         try {
@@ -208,21 +213,29 @@ export async function startReferenceServer(databaseUrl: string, port: number, ho
     const where = ['c.account_id = ?'];
     const params: Param[] = [accountId];
     const status = query.get('status');
-    if (status) where.push('c.status = ?'), params.push(status);
+    if (status) {
+      where.push('c.status = ?');
+      params.push(status);
+    }
     const platform = query.get('platform');
-    if (platform) where.push('c.platform = ?'), params.push(platform);
+    if (platform) {
+      where.push('c.platform = ?');
+      params.push(platform);
+    }
     const search = searchOf(query);
     if (search) {
       where.push(search.digits ? '(ct.name_search like ? or ct.phone_digits like ?)' : 'ct.name_search like ?');
       params.push(`%${search.text}%`, ...(search.digits ? [`%${search.digits}%`] : []));
     }
     const [rows, [count]] = await Promise.all([
-      driver.all(`select ${CONVERSATION_COLUMNS} from ${CONVERSATION_FROM} where ${where.join(' and ')} order by c.last_activity_at desc, c.id desc limit ? offset ?`, [
-        ...params,
-        limit,
-        offset,
-      ]),
-      driver.all<{ total: number | string }>(`select count(*) as total from ${search ? CONVERSATION_FROM : 'conversations c'} where ${where.join(' and ')}`, params),
+      driver.all(
+        `select ${CONVERSATION_COLUMNS} from ${CONVERSATION_FROM} where ${where.join(' and ')} order by c.last_activity_at desc, c.id desc limit ? offset ?`,
+        [...params, limit, offset],
+      ),
+      driver.all<{ total: number | string }>(
+        `select count(*) as total from ${search ? CONVERSATION_FROM : 'conversations c'} where ${where.join(' and ')}`,
+        params,
+      ),
     ]);
     const total = Number(count?.total ?? 0);
     return { data: rows.map(toConversation), total, limit, offset, has_more: offset + rows.length < total };

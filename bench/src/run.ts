@@ -52,7 +52,11 @@ const children = new Set<ChildProcess>();
 
 function spawnServer(role: ServerProcess['role'], { args, env, port }: ServerProcess['start'], logPath: string): ChildProcess & { pid: number } {
   const out = createWriteStream(logPath, { flags: 'a' });
-  const child = spawn(process.execPath, args, { cwd: role === 'real' ? REPO_DIR : BENCH_DIR, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: role === 'real' ? REPO_DIR : BENCH_DIR,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout?.pipe(out);
   child.stderr?.pipe(out);
   children.add(child);
@@ -118,7 +122,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 async function waitIdle(server: ServerProcess, timeoutMs = 300_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (server.child.exitCode !== null) throw new Error(`the ${server.role} server exited (${server.child.exitCode}); see ${server.logPath}:\n${tail(server.logPath)}`);
+    if (server.child.exitCode !== null)
+      throw new Error(`the ${server.role} server exited (${server.child.exitCode}); see ${server.logPath}:\n${tail(server.logPath)}`);
     const started = Date.now();
     try {
       const response = await fetch(`${server.baseUrl}/healthz`, { signal: AbortSignal.timeout(5000) });
@@ -286,7 +291,12 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
   sample();
   // Taken when autocannon says it has started, so the start-up of its process is not counted.
   const postgres = server.postgresUrl !== undefined;
-  const snapshot = () => ({ cpu: processTicks(server.pid), postgres: postgres ? postgresTicks() : new Map<number, number>(), machine: machineTicks(), at: Date.now() });
+  const snapshot = () => ({
+    cpu: processTicks(server.pid),
+    postgres: postgres ? postgresTicks() : new Map<number, number>(),
+    machine: machineTicks(),
+    at: Date.now(),
+  });
   let before = snapshot();
   const sampler = setInterval(sample, 200);
   try {
@@ -396,7 +406,8 @@ async function compareAnswers(real: ServerProcess, reference: ServerProcess, sce
 
 function firstDifference(a: unknown, b: unknown, path: string): string | null {
   if (a === b) return null;
-  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return `${path || '(root)'}: ${JSON.stringify(a)?.slice(0, 80)} vs ${JSON.stringify(b)?.slice(0, 80)}`;
+  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object')
+    return `${path || '(root)'}: ${JSON.stringify(a)?.slice(0, 80)} vs ${JSON.stringify(b)?.slice(0, 80)}`;
   const keys = new Set([...Object.keys(a as object), ...Object.keys(b as object)]);
   for (const k of keys) {
     const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], path ? `${path}.${k}` : k);
@@ -441,7 +452,9 @@ function codeInfo(): DatabaseResult['code'] {
   const dist = join(REPO_DIR, 'apps/api/dist');
   const hash = createHash('sha256');
   let builtAt = 0;
-  for (const file of readdirSync(dist).filter((f) => f.endsWith('.js')).sort()) {
+  for (const file of readdirSync(dist)
+    .filter((f) => f.endsWith('.js'))
+    .sort()) {
     hash.update(file).update(readFileSync(join(dist, file)));
     builtAt = Math.max(builtAt, statSync(join(dist, file)).mtimeMs);
   }
@@ -449,7 +462,14 @@ function codeInfo(): DatabaseResult['code'] {
   try {
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_DIR, encoding: 'utf8' }).trim();
     const status = execFileSync('git', ['status', '--porcelain', '--', 'apps/api', 'packages/core'], { cwd: REPO_DIR, encoding: 'utf8' });
-    return { commit, uncommitted: status.split('\n').filter(Boolean).map((line) => line.slice(3)), build };
+    return {
+      commit,
+      uncommitted: status
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.slice(3)),
+      build,
+    };
   } catch {
     return { commit: 'unknown', uncommitted: [], build };
   }
@@ -539,7 +559,9 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
           log(
             `  ${server.role.padEnd(9)} run ${i + 1}: ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  ` +
               `RSS ${result.rssMaxMb.toFixed(0)} MB  cpu ${result.serverCpu.toFixed(0)}%  ${cpuPerRequest(result)} µs/req` +
-              (result.errors + result.timeouts + result.non2xx ? `  FAILED ${result.errors}/${result.timeouts}/${result.non2xx} (errors/timeouts/non-2xx)` : ''),
+              (result.errors + result.timeouts + result.non2xx
+                ? `  FAILED ${result.errors}/${result.timeouts}/${result.non2xx} (errors/timeouts/non-2xx)`
+                : ''),
           );
           await settle(server);
         }
@@ -613,10 +635,16 @@ export function renderMarkdown(result: DatabaseResult): string {
     `${result.startedAt} → ${result.finishedAt}. ${options.connections} connections, ${options.duration} s per run, median of ${options.runs} runs, each after its own ${options.warmup} s warm-up, real and reference runs alternating.`,
     '',
     `Data (seed ${dataset.seed}): ${fmt(c.contacts)} contacts (${fmt(c.vipContacts)} vip), ${fmt(c.conversations)} conversations ` +
-      `(${Object.entries(c.byStatus).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}; ${Object.entries(c.byPlatform).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}), ` +
+      `(${Object.entries(c.byStatus)
+        .map(([k, v]) => `${k} ${fmt(v)}`)
+        .join(', ')}; ${Object.entries(c.byPlatform)
+        .map(([k, v]) => `${k} ${fmt(v)}`)
+        .join(', ')}), ` +
       `${fmt(c.messages)} messages, ${fmt(c.orders)} orders, ${fmt(c.contactTags)} contact tags.`,
     '',
-    `Machine: ${Object.entries(result.machine).map(([k, v]) => `${k} ${v}`).join(', ')}. ` +
+    `Machine: ${Object.entries(result.machine)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}. ` +
       `1-minute load average at the end of the runs: ${fmt(Math.min(...loads), 1)} to ${fmt(Math.max(...loads), 1)} (the harness itself accounts for about 2; more means other work shared the machine).`,
     '',
     `| scenario | real req/s | p50 ms | p99 ms | ref req/s | ref p50 | ref p99 | ratio | target | met | RSS MB | server CPU | CPU µs/req${result.dialect === 'postgres' ? ' (server + Postgres)' : ''} | failed |`,
@@ -628,10 +656,7 @@ export function renderMarkdown(result: DatabaseResult): string {
     ),
     '',
     ...(result.scenarios.some(fewRequests)
-      ? [
-          `¹ The reference completed fewer than ${FEW_REQUESTS} requests per run (∞: none), so this ratio is rough; a longer --duration measures it better.`,
-          '',
-        ]
+      ? [`¹ The reference completed fewer than ${FEW_REQUESTS} requests per run (∞: none), so this ratio is rough; a longer --duration measures it better.`, '']
       : []),
     `Server RSS peak (VmHWM): real ${fmt(result.rss.realPeakMb)} MB (target < ${result.rss.limitMb} MB: ${mark(result.rss.met)}), reference ${fmt(result.rss.referencePeakMb)} MB.`,
     '',
@@ -639,7 +664,7 @@ export function renderMarkdown(result: DatabaseResult): string {
     '',
     '"server CPU" is the real server process\'s CPU time over a run in % of one core (near 100% = the Node process is the bottleneck). ' +
       '"CPU µs/req" is the CPU time per completed request of the real server process and, on Postgres, of the Postgres server\'s processes (the reference idles meanwhile), the medians of the runs: ' +
-      'the work a request costs, which the machine\'s speed still moves (the same code measured 360–611 µs of server time a request for `search_name` minutes apart). ' +
+      "the work a request costs, which the machine's speed still moves (the same code measured 360–611 µs of server time a request for `search_name` minutes apart). " +
       '"failed" counts errors, timeouts and non-2xx responses of the real server over all measured runs; ⚠ marks a scenario whose first answer differed between the servers.',
     '',
     `Reference database indexes (primary keys only): ${result.referenceIndexes.join(', ')}.`,
@@ -666,9 +691,11 @@ function printTable(result: DatabaseResult) {
   ]);
   const header = ['scenario', 'req/s', 'p50', 'p99', 'ref req/s', 'ref p99', 'ratio', 'target', 'met', 'RSS MB'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
-  const line = (cells: string[]) => cells.map((cell, i) => (i === 0 || i === 7 || i === 8 ? cell.padEnd(widths[i] as number) : cell.padStart(widths[i] as number))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((cell, i) => (i === 0 || i === 7 || i === 8 ? cell.padEnd(widths[i] as number) : cell.padStart(widths[i] as number))).join('  ');
   process.stdout.write(`\n${result.dialect}, ${result.dataset.scale.label} conversations (latencies in ms)\n${line(header)}\n${rows.map(line).join('\n')}\n`);
-  if (result.scenarios.some(fewRequests)) process.stdout.write(`* the reference completed fewer than ${FEW_REQUESTS} requests per run: a rough ratio (try a longer --duration)\n`);
+  if (result.scenarios.some(fewRequests))
+    process.stdout.write(`* the reference completed fewer than ${FEW_REQUESTS} requests per run: a rough ratio (try a longer --duration)\n`);
   process.stdout.write(`server RSS peak ${fmt(result.rss.realPeakMb)} MB (< ${result.rss.limitMb} MB: ${result.rss.met ? 'yes' : 'NO'})\n`);
 }
 

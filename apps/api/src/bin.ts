@@ -54,7 +54,12 @@ function onShutdown(stop: () => Promise<void>) {
 }
 
 const startWorker = async (database: DatabaseHandle, logger?: { info(o: object, m?: string): void; error(o: object, m?: string): void }) => {
-  const worker = new Worker({ database, handlers: jobHandlers({ database, settings: env.settings }), leaseMs: env.workerLeaseMs, ...(logger ? { logger } : {}) });
+  const worker = new Worker({
+    database,
+    handlers: jobHandlers({ database, settings: env.settings }),
+    leaseMs: env.workerLeaseMs,
+    ...(logger ? { logger } : {}),
+  });
   await worker.start();
   return worker;
 };
@@ -157,7 +162,9 @@ keys
       const list = await accountsService.listKeys(database, options.account);
       if (options.json) return print(list);
       for (const key of list) {
-        process.stdout.write(`${key.id}  ${key.type.padEnd(11)}  ${key.redacted}  ${key.revoked_at ? `revoked ${key.revoked_at}` : 'active'}  ${key.name ?? ''}\n`);
+        process.stdout.write(
+          `${key.id}  ${key.type.padEnd(11)}  ${key.redacted}  ${key.revoked_at ? `revoked ${key.revoked_at}` : 'active'}  ${key.name ?? ''}\n`,
+        );
       }
     }),
   );

@@ -26,7 +26,8 @@ export function generateKey(type: KeyType): string {
 const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
 /** Keys are high-entropy, so a fast hash is enough: only the hash is stored. */
-export const hashKey = (key: string): string => (oneShotHash ? oneShotHash('sha256', key, 'hex') : crypto.createHash('sha256').update(key, 'utf8').digest('hex'));
+export const hashKey = (key: string): string =>
+  oneShotHash ? oneShotHash('sha256', key, 'hex') : crypto.createHash('sha256').update(key, 'utf8').digest('hex');
 
 /** Enough of the key to recognise it in a list, never enough to use it. */
 export const redactKey = (key: string): string => {

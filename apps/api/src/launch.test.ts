@@ -10,7 +10,11 @@ const FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=50', '--no-all
 /** The server's Node flags (README, "Memory and garbage collection"; bench/README.md says why). */
 describe('how the server is launched', () => {
   it('uses flags this Node accepts (an unknown V8 flag stops node before the server starts)', () => {
-    const run = spawnSync(process.execPath, [...FLAGS, '-e', "process.stdout.write(require('node:v8').getHeapStatistics().total_heap_size > 0 ? 'ok' : 'no')"], { encoding: 'utf8' });
+    const run = spawnSync(
+      process.execPath,
+      [...FLAGS, '-e', "process.stdout.write(require('node:v8').getHeapStatistics().total_heap_size > 0 ? 'ok' : 'no')"],
+      { encoding: 'utf8' },
+    );
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
     expect(run.stdout).toBe('ok');
@@ -21,7 +25,7 @@ describe('how the server is launched', () => {
     // A preloaded script reports the flags the process was started with, and stops it there.
     const dir = mkdtempSync(join(tmpdir(), 'convo-launch-'));
     const report = join(dir, 'report.cjs');
-    writeFileSync(report, "process.stdout.write(JSON.stringify(process.execArgv)); process.exit(0);");
+    writeFileSync(report, 'process.stdout.write(JSON.stringify(process.execArgv)); process.exit(0);');
     const run = spawnSync(BIN, ['--help'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: `--require=${report}` } });
     rmSync(dir, { recursive: true, force: true });
     expect(run.status, run.stderr).toBe(0);

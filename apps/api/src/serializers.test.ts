@@ -8,9 +8,15 @@ import { HOT_OPERATIONS, compileSerializer, forSerialization } from './serialize
 const viaZod = (schema: z.ZodType, value: unknown) => JSON.stringify(z.encode(schema, value as never));
 
 // Any string: lone surrogates, control characters, quotes, backslashes, U+2028, emoji.
-const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constantFrom('', '"\\/\b\f\n\r\t', '\u2028\u2029', '\ud800', 'a\udc00b', '😀'));
+const text = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.string({ unit: 'grapheme', maxLength: 40 }),
+  fc.constantFrom('', '"\\/\b\f\n\r\t', '\u2028\u2029', '\ud800', 'a\udc00b', '😀'),
+);
 const nullableText = fc.option(text, { nil: null });
-const timestamp = fc.date({ min: new Date('2000-01-01T00:00:00.000Z'), max: new Date('2099-12-31T23:59:59.999Z'), noInvalidDate: true }).map((d) => d.toISOString());
+const timestamp = fc
+  .date({ min: new Date('2000-01-01T00:00:00.000Z'), max: new Date('2099-12-31T23:59:59.999Z'), noInvalidDate: true })
+  .map((d) => d.toISOString());
 const id = (prefix: string) => fc.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/).map((body) => `${prefix}_${body}`);
 const count = fc.nat({ max: Number.MAX_SAFE_INTEGER });
 

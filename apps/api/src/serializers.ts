@@ -21,7 +21,11 @@ type JsonSchema = { [key: string]: unknown };
 
 const SIMPLE_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
 const isSimple = (branch: unknown): branch is { type: string } =>
-  typeof branch === 'object' && branch !== null && typeof (branch as { type?: unknown }).type === 'string' && SIMPLE_TYPES.has((branch as { type: string }).type) && !('$ref' in branch);
+  typeof branch === 'object' &&
+  branch !== null &&
+  typeof (branch as { type?: unknown }).type === 'string' &&
+  SIMPLE_TYPES.has((branch as { type: string }).type) &&
+  !('$ref' in branch);
 
 /**
  * The schema as fast-json-stringify serializes it best: `anyOf` of an object or array and `null`

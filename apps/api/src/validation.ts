@@ -126,11 +126,13 @@ function messageOf(issue: Issue, constraint: Constraint): string {
       return issue.code === 'invalid_value' ? `${name} must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(', ')}` : issue.message;
     case 'max_length':
     case 'max':
-      if (issue.code === 'too_big') return `${name} must ${issue.origin === 'string' ? 'have at most' : issue.origin === 'array' ? 'hold at most' : 'be at most'} ${issue.maximum}${issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : ''}`;
+      if (issue.code === 'too_big')
+        return `${name} must ${issue.origin === 'string' ? 'have at most' : issue.origin === 'array' ? 'hold at most' : 'be at most'} ${issue.maximum}${issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : ''}`;
       return issue.message;
     case 'min_length':
     case 'min':
-      if (issue.code === 'too_small') return `${name} must ${issue.origin === 'string' ? 'have at least' : issue.origin === 'array' ? 'hold at least' : 'be at least'} ${issue.minimum}${issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : ''}`;
+      if (issue.code === 'too_small')
+        return `${name} must ${issue.origin === 'string' ? 'have at least' : issue.origin === 'array' ? 'hold at least' : 'be at least'} ${issue.minimum}${issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : ''}`;
       return issue.message;
     default:
       return issue.message ? `${name}: ${issue.message}` : `${name} is invalid`;

@@ -9,7 +9,11 @@ const file = { profiles: { default: { api_key: 'convo_sk_profile', base_url: 'ht
 
 describe('settings precedence: flags, then environment, then profile', () => {
   it('takes flags first', () => {
-    const settings = resolveSettings({ apiKey: 'convo_sk_flag', baseUrl: 'http://flag/v1' }, { CONVO_API_KEY: 'convo_sk_env', CONVO_BASE_URL: 'http://env/v1' }, file);
+    const settings = resolveSettings(
+      { apiKey: 'convo_sk_flag', baseUrl: 'http://flag/v1' },
+      { CONVO_API_KEY: 'convo_sk_env', CONVO_BASE_URL: 'http://env/v1' },
+      file,
+    );
     expect(settings.apiKey).toEqual({ value: 'convo_sk_flag', source: 'flag' });
     expect(settings.baseUrl).toEqual({ value: 'http://flag/v1', source: 'flag' });
   });

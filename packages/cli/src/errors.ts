@@ -111,7 +111,7 @@ function networkCodeOf(error: Error): string | undefined {
   const code = chain.map((cause) => (cause as Error & { code?: unknown }).code).find((c) => typeof c === 'string' && /^E[A-Z_]+$/.test(c));
   if (typeof code === 'string') return code;
   // The first cause is fetch's own "fetch failed", already in the SDK's message.
-  return chain.length > 1 ? chain[chain.length - 1]!.message : undefined;
+  return chain.length > 1 ? chain.at(-1)?.message : undefined;
 }
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, ' ').trim();

@@ -39,9 +39,9 @@ export interface CommonOptions extends ConnectionFlags {
 export function addCommonOptions(command: Command): Command {
   const group = 'Global options:';
   return command
-    .addOption(new Option('--json', 'print the API\'s JSON (the default when stdout is not a terminal)').helpGroup(group))
+    .addOption(new Option('--json', "print the API's JSON (the default when stdout is not a terminal)").helpGroup(group))
     .addOption(new Option('--api-key <key>', 'API key (else CONVO_API_KEY, else the profile from `convo login`)').helpGroup(group))
-    .addOption(new Option('--base-url <url>', 'API base URL ending in /v1 (else CONVO_BASE_URL, else the profile\'s)').helpGroup(group))
+    .addOption(new Option('--base-url <url>', "API base URL ending in /v1 (else CONVO_BASE_URL, else the profile's)").helpGroup(group))
     .addOption(new Option('--profile <name>', 'profile saved by `convo login` (else CONVO_PROFILE, else "default")').helpGroup(group));
 }
 
@@ -60,7 +60,7 @@ export function addOperationCommand(root: Command, id: OperationId, naming: Oper
   const words = naming.command.split(' ');
   let parent = root;
   for (const word of words.slice(0, -1)) parent = subcommand(parent, word);
-  const command = parent.command(words[words.length - 1]!);
+  const command = parent.command(words[words.length - 1] as string);
   command.summary(spec.summary).description(spec.description ? `${spec.summary}.\n\n${spec.description}` : `${spec.summary}.`);
 
   for (const param of spec.pathParams) command.argument(`<${param.name}>`, param.description);
@@ -98,8 +98,9 @@ export function addOperationCommand(root: Command, id: OperationId, naming: Oper
     const query = fieldValues(options, queryOptions);
     let body: Record<string, unknown> | undefined;
     if (bodyFields.length > 0) {
-      body = { ...(options.body === undefined ? {} : await readBodyOption(options.body, terminal)), ...fieldValues(options, bodyOptions) };
-      const missing = bodyFields.filter((f) => f.required && body![f.name] === undefined);
+      const given = { ...(options.body === undefined ? {} : await readBodyOption(options.body, terminal)), ...fieldValues(options, bodyOptions) };
+      body = given;
+      const missing = bodyFields.filter((f) => f.required && given[f.name] === undefined);
       if (missing.length > 0) {
         const list = missing.map((f) => `--${f.option}`).join(', ');
         throw new UsageError(`missing ${list} (or give ${missing.map((f) => `"${f.name}"`).join(', ')} in --body)`);
@@ -137,7 +138,7 @@ export function sdkMethod(client: Convo, path: string): (...args: unknown[]) => 
   const names = path.split('.');
   let owner: unknown = client;
   for (const name of names.slice(0, -1)) owner = (owner as Record<string, unknown>)[name];
-  const method = (owner as Record<string, unknown> | undefined)?.[names[names.length - 1]!];
+  const method = (owner as Record<string, unknown> | undefined)?.[names[names.length - 1] as string];
   if (typeof method !== 'function') throw new Error(`The SDK has no method ${path}`);
   return (method as (...args: unknown[]) => unknown).bind(owner);
 }
@@ -217,10 +218,10 @@ function parseScalar(value: string, kind: ScalarKind): unknown {
 /** `tier=gold` → `{tier: "gold"}` (always a string); `visits:=3` → `{visits: 3}` (the value as JSON). */
 export function parseKeyValue(text: string): Record<string, unknown> {
   const json = /^([^=:]+):=(.*)$/s.exec(text);
-  if (json) return { [json[1]!]: parseJson(json[2]!) };
+  if (json) return { [json[1] as string]: parseJson(json[2] as string) };
   const plain = /^([^=]+)=(.*)$/s.exec(text);
   if (!plain) throw new InvalidArgumentError('Expected key=value (or key:=JSON).');
-  return { [plain[1]!]: plain[2]! };
+  return { [plain[1] as string]: plain[2] as string };
 }
 
 /**
@@ -235,7 +236,7 @@ export function parseItem(text: string, fields: readonly { name: string; kind: S
   }
   const tail = parts.splice(parts.length - (fields.length - 1));
   const values = [parts.join(':'), ...tail];
-  return Object.fromEntries(fields.map((f, i) => [f.name, parseScalar(values[i]!, f.kind)]));
+  return Object.fromEntries(fields.map((f, i) => [f.name, parseScalar(values[i] as string, f.kind)]));
 }
 
 function parseJson(text: string): unknown {

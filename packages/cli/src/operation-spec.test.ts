@@ -106,14 +106,26 @@ describe('options derived from the contract', () => {
 
   it('refuses a field that would take an option of the CLI itself', () => {
     const definition = { method: 'GET', path: '/things', permission: 'read', summary: 'List things', status: 200 } as const;
-    expect(() => describeOperation('tags.list', { ...definition, query: schema({ type: 'object', properties: { json: { type: 'string' } } }) })).toThrow(/--json/);
+    expect(() => describeOperation('tags.list', { ...definition, query: schema({ type: 'object', properties: { json: { type: 'string' } } }) })).toThrow(
+      /--json/,
+    );
     expect(() =>
-      describeOperation('tags.list', { ...definition, query: schema({ type: 'object', properties: { contact_id: { type: 'string' }, contact: { type: 'string' } } }) }),
+      describeOperation('tags.list', {
+        ...definition,
+        query: schema({ type: 'object', properties: { contact_id: { type: 'string' }, contact: { type: 'string' } } }),
+      }),
     ).toThrow(/--contact/);
   });
 
   it('singularises option names', () => {
-    expect(['tags', 'attributes', 'items', 'categories', 'addresses', 'status'].map(singular)).toEqual(['tag', 'attribute', 'item', 'category', 'address', 'status']);
+    expect(['tags', 'attributes', 'items', 'categories', 'addresses', 'status'].map(singular)).toEqual([
+      'tag',
+      'attribute',
+      'item',
+      'category',
+      'address',
+      'status',
+    ]);
   });
 });
 

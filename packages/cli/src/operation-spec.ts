@@ -185,7 +185,7 @@ function fieldOf(name: string, property: JsonSchema, required: boolean): FieldSp
     : kind === 'record'
       ? 'key=value'
       : kind === 'objects'
-        ? itemFields!.map((f) => f.name).join(':')
+        ? (itemFields ?? []).map((f) => f.name).join(':')
         : kind === 'json' || kind === 'json-items'
           ? 'json'
           : option;
@@ -228,14 +228,15 @@ function choicesOf(schema: JsonSchema): string[] | undefined {
     const parts = schema.anyOf.filter((s) => s.type !== 'null').map(choicesOf);
     return parts.length > 0 && parts.every((p) => p !== undefined) ? parts.flat() : undefined;
   }
-  if (schema.enum && schema.enum.every((v) => typeof v === 'string')) return schema.enum as string[];
+  if (schema.enum?.every((v) => typeof v === 'string')) return schema.enum as string[];
   if (typeof schema.const === 'string') return [schema.const];
   return undefined;
 }
 
 /** A map of scalar values (`attributes`), or an object whose properties are all scalars (`from: {phone, name}`). */
 function isObjectOfScalars(schema: JsonSchema): boolean {
-  const scalarOrNull = (s: JsonSchema): boolean => (s.anyOf ? s.anyOf.every(scalarOrNull) : s.type === 'null' || scalarKindOf(s) !== undefined || isStringLike(s));
+  const scalarOrNull = (s: JsonSchema): boolean =>
+    s.anyOf ? s.anyOf.every(scalarOrNull) : s.type === 'null' || scalarKindOf(s) !== undefined || isStringLike(s);
   if (schema.properties) return Object.values(schema.properties).every(scalarOrNull) && typeof schema.additionalProperties !== 'object';
   return typeof schema.additionalProperties === 'object' && scalarOrNull(schema.additionalProperties);
 }
@@ -269,10 +270,8 @@ function describeField(field: {
   }
   if (field.kind === 'objects') {
     const item = schema.items?.properties ?? {};
-    const notes = Object.entries(item)
-      .filter(([, s]) => s.description)
-      .map(([name, s]) => `${name}: ${trimPeriod(s.description!)}`);
-    parts.push(`repeatable ${field.itemFields!.map((f) => f.name).join(':')}${notes.length ? ` (${notes.join('; ')})` : ''}`);
+    const notes = Object.entries(item).flatMap(([name, s]) => (s.description ? [`${name}: ${trimPeriod(s.description)}`] : []));
+    parts.push(`repeatable ${(field.itemFields ?? []).map((f) => f.name).join(':')}${notes.length ? ` (${notes.join('; ')})` : ''}`);
   }
   if (field.kind === 'json-items') {
     const types = (schema.items?.oneOf ?? schema.items?.anyOf ?? []).map((v) => v.properties?.type?.const).filter((t) => typeof t === 'string');

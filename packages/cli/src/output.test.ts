@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { cellText, defaultColumns, formatJson, formatListTable, formatRecordTable, formatTable, outputFormatOf, printResult, writeJsonLines } from './output.js';
+import {
+  cellText,
+  defaultColumns,
+  formatJson,
+  formatListTable,
+  formatRecordTable,
+  formatTable,
+  outputFormatOf,
+  printResult,
+  writeJsonLines,
+} from './output.js';
 import { CapturedOutput } from './test-terminal.js';
 
 const contact = {
@@ -50,9 +60,15 @@ describe('tables', () => {
   });
 
   it('aligns columns and truncates long cells', () => {
-    expect(formatTable(['id', 'name'], [['ct_1', 'Ana'], ['ct_22', 'x'.repeat(60)]])).toBe(
-      `ID     NAME\nct_1   Ana\nct_22  ${'x'.repeat(47)}…\n`,
-    );
+    expect(
+      formatTable(
+        ['id', 'name'],
+        [
+          ['ct_1', 'Ana'],
+          ['ct_22', 'x'.repeat(60)],
+        ],
+      ),
+    ).toBe(`ID     NAME\nct_1   Ana\nct_22  ${'x'.repeat(47)}…\n`);
   });
 
   it('prints a page with where it sits in the list', () => {

@@ -85,7 +85,7 @@ export function formatTable(columns: readonly string[], rows: readonly (readonly
       .map((cell, i) => (i === row.length - 1 ? cell : pad(cell, widths[i] ?? 0)))
       .join('  ')
       .trimEnd();
-  return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n') + '\n';
+  return `${[line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n')}\n`;
 }
 
 /** A page as a table, with where it sits in the whole list. */
@@ -109,14 +109,14 @@ export function formatRecordTable(record: unknown): string {
     if (isPlainObject(value) && Object.keys(value).length > 0) {
       for (const [key, inner] of Object.entries(value)) walk(inner, path ? `${path}.${key}` : key);
     } else if (Array.isArray(value) && value.some((v) => !isScalar(v))) {
-      value.forEach((inner, index) => walk(inner, `${path}.${index}`));
+      for (const [index, inner] of value.entries()) walk(inner, `${path}.${index}`);
     } else {
       entries.push([path, isPlainObject(value) ? '' : cellText(value)]);
     }
   };
   walk(record, '');
   const width = Math.max(0, ...entries.map(([key]) => widthOf(key)));
-  return entries.map(([key, value]) => `${pad(key, width)}  ${value}`.trimEnd()).join('\n') + '\n';
+  return `${entries.map(([key, value]) => `${pad(key, width)}  ${value}`.trimEnd()).join('\n')}\n`;
 }
 
 /** Prints what an operation answered, in the chosen format. */

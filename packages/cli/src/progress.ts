@@ -20,10 +20,7 @@ export interface Progress {
 const BAR_WIDTH = 24;
 const REDRAW_MS = 80;
 
-export function createProgress(
-  stderr: OutputStream,
-  options: { label: string; total?: number | undefined; enabled: boolean; now?: () => number },
-): Progress {
+export function createProgress(stderr: OutputStream, options: { label: string; total?: number | undefined; enabled: boolean; now?: () => number }): Progress {
   const now = options.now ?? Date.now;
   let total = options.total;
   let completed = 0;

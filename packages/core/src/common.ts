@@ -57,7 +57,14 @@ export function text(min: number, max: number) {
     .check((ctx) => {
       const length = [...ctx.value].length;
       if (length < min) {
-        ctx.issues.push({ code: 'too_small', origin: 'string', minimum: min, inclusive: true, input: ctx.value, message: `Must be at least ${min} characters` });
+        ctx.issues.push({
+          code: 'too_small',
+          origin: 'string',
+          minimum: min,
+          inclusive: true,
+          input: ctx.value,
+          message: `Must be at least ${min} characters`,
+        });
       } else if (length > max) {
         ctx.issues.push({ code: 'too_big', origin: 'string', maximum: max, inclusive: true, input: ctx.value, message: `Must be at most ${max} characters` });
       }
@@ -99,8 +106,7 @@ export const pagination = {
 
 /** Free-text search over names (and phone digits when the search holds a digit). Empty means no filter. */
 export const Search = z.string().max(200).meta({
-  description:
-    'Case-insensitive substring of the name; when the search holds a digit, also a substring of the phone number\'s digits.',
+  description: "Case-insensitive substring of the name; when the search holds a digit, also a substring of the phone number's digits.",
 });
 
 /** The list envelope of every list endpoint. */

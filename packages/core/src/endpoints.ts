@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import type * as z from 'zod';
 import { AddTagBody, Contact, ContactIdParams, ContactList, ContactTagParams, CreateContactBody, ListContactsQuery, UpdateContactBody } from './contacts.js';
 import {
   Conversation,
@@ -24,7 +24,17 @@ import {
   WebhookEndpointIdParams,
   WebhookEndpointList,
 } from './webhooks.js';
-import { CreateWorkflowBody, ListRunsQuery, ListWorkflowsQuery, TriggerWorkflowBody, Workflow, WorkflowIdParams, WorkflowList, WorkflowRun, WorkflowRunList } from './workflows.js';
+import {
+  CreateWorkflowBody,
+  ListRunsQuery,
+  ListWorkflowsQuery,
+  TriggerWorkflowBody,
+  Workflow,
+  WorkflowIdParams,
+  WorkflowList,
+  WorkflowRun,
+  WorkflowRunList,
+} from './workflows.js';
 
 /** What a key must be allowed to do to call an operation. */
 export type Permission = 'read' | 'write';
@@ -157,7 +167,7 @@ export const endpoints = {
     path: '/contacts/:id',
     permission: 'write',
     summary: 'Delete a contact',
-    description: "Deletes the contact with its conversations and messages; its orders stay, with `contact_id: null`.",
+    description: 'Deletes the contact with its conversations and messages; its orders stay, with `contact_id: null`.',
     params: ContactIdParams,
     status: 204,
   }),
@@ -207,7 +217,7 @@ export const endpoints = {
     path: '/orders',
     permission: 'write',
     summary: 'Record an order',
-    description: '`total_amount` is computed from the items. Without `number`, the account\'s next number is assigned.',
+    description: "`total_amount` is computed from the items. Without `number`, the account's next number is assigned.",
     body: CreateOrderBody,
     status: 201,
     response: Order,
@@ -237,7 +247,7 @@ export const endpoints = {
     permission: 'write',
     summary: 'Create a workflow',
     description:
-      'Steps run in order: `send_message` (into the contact\'s open conversation with the latest activity; `{{contact.name}}` and `{{data.<key>}}` are substituted), `add_tag`, `remove_tag`, `set_conversation_status`, `wait`.',
+      "Steps run in order: `send_message` (into the contact's open conversation with the latest activity; `{{contact.name}}` and `{{data.<key>}}` are substituted), `add_tag`, `remove_tag`, `set_conversation_status`, `wait`.",
     body: CreateWorkflowBody,
     status: 201,
     response: Workflow,

@@ -39,7 +39,13 @@ export const SendMessageBody = z
     if (content === undefined && message === undefined) {
       ctx.issues.push({ code: 'invalid_type', expected: 'string', path: ['content'], input: undefined, message: 'content is required' });
     } else if (content !== undefined && message !== undefined && content !== message) {
-      ctx.issues.push({ code: 'custom', path: ['message'], params: { constraint: 'unique' }, input: message, message: 'content and its alias message differ; send one of them' });
+      ctx.issues.push({
+        code: 'custom',
+        path: ['message'],
+        params: { constraint: 'unique' },
+        input: message,
+        message: 'content and its alias message differ; send one of them',
+      });
     }
   })
   .transform(({ conversation_id, content, message, type }) => ({ conversation_id, type, content: (content ?? message) as string }))

@@ -19,10 +19,17 @@ describe('buildOpenApiDocument', () => {
   });
 
   it('describes the request and response of an operation from its schemas', () => {
-    const create = doc.paths['/v1/contacts']?.post as { requestBody: { content: { 'application/json': { schema: { $ref: string } } } }; responses: Record<string, unknown> };
+    const create = doc.paths['/v1/contacts']?.post as {
+      requestBody: { content: { 'application/json': { schema: { $ref: string } } } };
+      responses: Record<string, unknown>;
+    };
     expect(create.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/CreateContactBody');
     expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '400', '401', '403', '429', '500']));
-    const body = doc.components.schemas.CreateContactBody as { required: string[]; additionalProperties: boolean; properties: Record<string, { format?: string }> };
+    const body = doc.components.schemas.CreateContactBody as {
+      required: string[];
+      additionalProperties: boolean;
+      properties: Record<string, { format?: string }>;
+    };
     expect(body.required).toEqual(['phone']);
     expect(body.additionalProperties).toBe(false);
     expect(body.properties.phone?.format).toBe('e164');

@@ -92,7 +92,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
     if (exclude.has(operationId)) continue;
     const responses: Record<string, unknown> = {
       [op.status]: op.response
-        ? { description: op.summary, headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } }, content: { 'application/json': { schema: collector.convert(op.response, 'output') } } }
+        ? {
+            description: op.summary,
+            headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
+            content: { 'application/json': { schema: collector.convert(op.response, 'output') } },
+          }
         : { description: `${op.summary}: no content.`, headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } } },
     };
     const errorStatuses = [400, 401, 403, ...(op.params || op.body ? [404] : []), 429, 500];
@@ -107,11 +111,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       ...(op.description ? { description: op.description } : {}),
       tags: [operationId.split('.')[0]],
       security: [{ bearerAuth: [] }],
-      parameters: [
-        ...parameters(collector, op.params, 'path'),
-        ...parameters(collector, op.query, 'query'),
-        { $ref: '#/components/parameters/X-Request-Id' },
-      ],
+      parameters: [...parameters(collector, op.params, 'path'), ...parameters(collector, op.query, 'query'), { $ref: '#/components/parameters/X-Request-Id' }],
       ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: collector.convert(op.body, 'input') } } } } : {}),
       responses,
     };
@@ -125,12 +125,20 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       description:
         'Read and answer WhatsApp, Facebook and Instagram conversations, manage contacts, tags and orders. ' +
         'Authenticate with `Authorization: Bearer <key>`. Errors are `{"error": {"code", "message", "details"?}}` with one of the codes ' +
-        `${Object.keys(ERROR_STATUS).map((c) => `\`${c}\``).join(', ')}. ` +
+        `${Object.keys(ERROR_STATUS)
+          .map((c) => `\`${c}\``)
+          .join(', ')}. ` +
         'No string of a request (path, query or body, value or name) may contain U+0000: a 400 with constraint `pattern`.',
       license: { name: 'Proprietary', identifier: 'LicenseRef-Convo' },
     },
     servers: [{ url: (options.serverUrl ?? 'http://127.0.0.1:3000/v1').replace(/\/v1\/?$/, '') }],
-    tags: [...new Set(Object.keys(all).filter((id) => !exclude.has(id)).map((id) => id.split('.')[0] as string))].map((name) => ({
+    tags: [
+      ...new Set(
+        Object.keys(all)
+          .filter((id) => !exclude.has(id))
+          .map((id) => id.split('.')[0] as string),
+      ),
+    ].map((name) => ({
       name,
       description: `Operations on ${name}.`,
     })),

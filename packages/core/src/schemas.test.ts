@@ -16,7 +16,10 @@ describe('SendMessageBody', () => {
   });
 
   it('flags differing content and message on `message`, and a missing content on `content`', () => {
-    expect(SendMessageBody.safeParse({ conversation_id: 'c', content: 'a', message: 'b' }).error?.issues[0]).toMatchObject({ path: ['message'], params: { constraint: 'unique' } });
+    expect(SendMessageBody.safeParse({ conversation_id: 'c', content: 'a', message: 'b' }).error?.issues[0]).toMatchObject({
+      path: ['message'],
+      params: { constraint: 'unique' },
+    });
     expect(SendMessageBody.safeParse({ conversation_id: 'c' }).error?.issues[0]).toMatchObject({ path: ['content'], code: 'invalid_type' });
   });
 });

@@ -62,7 +62,7 @@ export const DeliveryStatus = z.enum(['pending', 'succeeded', 'failed']).meta({ 
 export const DeliveryAttempt = z
   .object({
     at: Timestamp,
-    status_code: z.int().nullable().meta({ description: 'The receiver\'s HTTP status; null when no response arrived.' }),
+    status_code: z.int().nullable().meta({ description: "The receiver's HTTP status; null when no response arrived." }),
     duration_ms: z.int().min(0),
     error: z.string().nullable().meta({ description: 'Why the attempt failed; null for a 2xx.' }),
   })

@@ -57,7 +57,14 @@ export const RunData = z
   .check((ctx) => {
     const count = Object.keys(ctx.value).length;
     if (count > MAX_RUN_DATA_KEYS) {
-      ctx.issues.push({ code: 'too_big', origin: 'object', maximum: MAX_RUN_DATA_KEYS, inclusive: true, input: ctx.value, message: `data holds at most ${MAX_RUN_DATA_KEYS} keys` });
+      ctx.issues.push({
+        code: 'too_big',
+        origin: 'object',
+        maximum: MAX_RUN_DATA_KEYS,
+        inclusive: true,
+        input: ctx.value,
+        message: `data holds at most ${MAX_RUN_DATA_KEYS} keys`,
+      });
     }
   })
   .meta({ description: 'Context of the run (at most 50 keys), available to steps as `{{data.<key>}}`; may name an order.', maxProperties: MAX_RUN_DATA_KEYS });

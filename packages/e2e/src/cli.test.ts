@@ -85,7 +85,22 @@ describe('the convo CLI against a real server', () => {
   it('runs every operation of the endpoint table', async () => {
     const ana = await operation(
       'contacts.create',
-      ['contacts', 'create', '--name', 'Ana Souza', '--phone', '+5511987654321', '--tag', 'vip', '--tag', 'new', '--attribute', 'tier=gold', '--attribute', 'visits:=3'],
+      [
+        'contacts',
+        'create',
+        '--name',
+        'Ana Souza',
+        '--phone',
+        '+5511987654321',
+        '--tag',
+        'vip',
+        '--tag',
+        'new',
+        '--attribute',
+        'tier=gold',
+        '--attribute',
+        'visits:=3',
+      ],
       Contact,
     );
     expect(ana).toMatchObject({ name: 'Ana Souza', tags: ['vip', 'new'], attributes: { tier: 'gold', visits: 3 } });
@@ -109,38 +124,84 @@ describe('the convo CLI against a real server', () => {
       last_message: { content: 'Olá Ana!' },
     });
     expect((await operation('conversations.listMessages', ['conversations', 'messages', conversation.id], MessageList)).data).toEqual([message]);
-    expect((await operation('conversations.update', ['conversations', 'update', conversation.id, '--status', 'resolved'], Conversation)).status).toBe('resolved');
-    const resolved = await operation('conversations.list', ['conversations', 'list', '--status', 'resolved', '--platform', 'whatsapp', '--search', 'ana'], ConversationList);
+    expect((await operation('conversations.update', ['conversations', 'update', conversation.id, '--status', 'resolved'], Conversation)).status).toBe(
+      'resolved',
+    );
+    const resolved = await operation(
+      'conversations.list',
+      ['conversations', 'list', '--status', 'resolved', '--platform', 'whatsapp', '--search', 'ana'],
+      ConversationList,
+    );
     expect(resolved.data.map((c) => c.id)).toEqual([conversation.id]);
 
     const order = await operation(
       'orders.create',
-      ['orders', 'create', '--contact', ana.id, '--currency', 'BRL', '--item', 'Denim jacket:1:18990', '--item', 'Belt: black:2:500', '--number', 'A-1', '--status', 'paid', '--placed-at', '2026-11-20T10:00:00Z'],
+      [
+        'orders',
+        'create',
+        '--contact',
+        ana.id,
+        '--currency',
+        'BRL',
+        '--item',
+        'Denim jacket:1:18990',
+        '--item',
+        'Belt: black:2:500',
+        '--number',
+        'A-1',
+        '--status',
+        'paid',
+        '--placed-at',
+        '2026-11-20T10:00:00Z',
+      ],
       Order,
     );
-    expect(order).toMatchObject({ number: 'A-1', status: 'paid', total_amount: 19990, items: [{ name: 'Denim jacket' }, { name: 'Belt: black', quantity: 2 }] });
+    expect(order).toMatchObject({
+      number: 'A-1',
+      status: 'paid',
+      total_amount: 19990,
+      items: [{ name: 'Denim jacket' }, { name: 'Belt: black', quantity: 2 }],
+    });
     expect(await operation('orders.retrieve', ['orders', 'get', order.id], Order)).toEqual(order);
     expect((await operation('orders.list', ['orders', 'list', '--contact', ana.id], OrderList)).data).toEqual([order]);
 
-    const workflow = await operation('workflows.create', ['workflows', 'create', '--name', 'Welcome', '--step', '{"type":"add_tag","tag":"welcomed"}'], Workflow);
+    const workflow = await operation(
+      'workflows.create',
+      ['workflows', 'create', '--name', 'Welcome', '--step', '{"type":"add_tag","tag":"welcomed"}'],
+      Workflow,
+    );
     expect(await operation('workflows.retrieve', ['workflows', 'get', workflow.id], Workflow)).toEqual(workflow);
     expect((await operation('workflows.list', ['workflows', 'list'], WorkflowList)).data.map((w) => w.id)).toEqual([workflow.id]);
-    const run = await operation('workflows.trigger', ['workflows', 'trigger', workflow.id, '--contact', ana.id, '--data', 'source=cli', '--data', 'order:=1001'], WorkflowRun);
+    const run = await operation(
+      'workflows.trigger',
+      ['workflows', 'trigger', workflow.id, '--contact', ana.id, '--data', 'source=cli', '--data', 'order:=1001'],
+      WorkflowRun,
+    );
     expect(run).toMatchObject({ workflow_id: workflow.id, contact_id: ana.id, data: { source: 'cli', order: 1001 } });
     expect((await operation('workflows.listRuns', ['workflows', 'runs', workflow.id], WorkflowRunList)).data.map((r) => r.id)).toEqual([run.id]);
 
-    const inbound = await operation('sandbox.inbound', ['sandbox', 'inbound', '--platform', 'instagram', '--from', 'phone=+5511987654321', '--content', 'Oi!'], Message);
+    const inbound = await operation(
+      'sandbox.inbound',
+      ['sandbox', 'inbound', '--platform', 'instagram', '--from', 'phone=+5511987654321', '--content', 'Oi!'],
+      Message,
+    );
     expect(inbound).toMatchObject({ direction: 'inbound', content: 'Oi!' });
     expect((await operation('events.list', ['events', 'list', '--type', 'message.received'], EventList)).data[0]?.data).toEqual(inbound);
 
-    const endpoint = await operation('webhookEndpoints.create', ['webhooks', 'create', '--url', 'https://example.com/hooks', '--event', 'order.placed'], WebhookEndpoint);
+    const endpoint = await operation(
+      'webhookEndpoints.create',
+      ['webhooks', 'create', '--url', 'https://example.com/hooks', '--event', 'order.placed'],
+      WebhookEndpoint,
+    );
     expect(await operation('webhookEndpoints.retrieve', ['webhooks', 'get', endpoint.id], WebhookEndpoint)).toEqual(endpoint);
-    expect((await operation('webhookEndpoints.update', ['webhooks', 'update', endpoint.id, '--description', 'orders'], WebhookEndpoint)).description).toBe('orders');
+    expect((await operation('webhookEndpoints.update', ['webhooks', 'update', endpoint.id, '--description', 'orders'], WebhookEndpoint)).description).toBe(
+      'orders',
+    );
     expect((await operation('webhookEndpoints.list', ['webhooks', 'list'], WebhookEndpointList)).total).toBe(1);
     await operation('orders.create', ['orders', 'create', '--contact', ana.id, '--currency', 'BRL', '--item', 'Cap:1:50'], Order);
     const deliveries = await operation('webhookEndpoints.listDeliveries', ['webhooks', 'deliveries', endpoint.id], WebhookDeliveryList);
     expect(deliveries.data[0]).toMatchObject({ event_type: 'order.placed', endpoint_id: endpoint.id });
-    const retried = await operation('webhookEndpoints.retryDelivery', ['webhooks', 'retry', endpoint.id, deliveries.data[0]!.id], WebhookDelivery);
+    const retried = await operation('webhookEndpoints.retryDelivery', ['webhooks', 'retry', endpoint.id, String(deliveries.data[0]?.id)], WebhookDelivery);
     expect(retried.status).toBe('pending');
     const deletedEndpoint = await convo(['webhooks', 'delete', endpoint.id, '--json']);
     expect(deletedEndpoint).toEqual({ code: 0, stdout: '', stderr: '' });
@@ -281,7 +342,10 @@ describe('the convo CLI against a real server', () => {
 
       // A changed row updates the existing contact; JSON Lines works the same way.
       const jsonl = join(dir, 'contacts.jsonl');
-      writeFileSync(jsonl, `${JSON.stringify({ phone: '+5521900000004', name: 'Dora Reis', tags: ['imported'] })}\n\n${JSON.stringify({ phone: '+5521900000005', tags: ['imported'] })}\n`);
+      writeFileSync(
+        jsonl,
+        `${JSON.stringify({ phone: '+5521900000004', name: 'Dora Reis', tags: ['imported'] })}\n\n${JSON.stringify({ phone: '+5521900000005', tags: ['imported'] })}\n`,
+      );
       const changed = await convo(['contacts', 'import', jsonl]);
       expect(changed.code, changed.stderr).toBe(0);
       expect(JSON.parse(changed.stdout)).toEqual({ created: 1, updated: 1, unchanged: 0, failed: 0 });

@@ -42,7 +42,10 @@ describe('the packed SDK installed into an empty project', () => {
   // Asynchronous: the server runs in this process and must keep answering while the script runs.
   const run = async (file: string, source: string) => {
     writeFileSync(join(project, file), source);
-    const { stdout } = await promisify(execFile)(process.execPath, [file], { cwd: project, env: { ...process.env, CONVO_API_KEY: server.keys.full, CONVO_BASE_URL: server.baseUrl } });
+    const { stdout } = await promisify(execFile)(process.execPath, [file], {
+      cwd: project,
+      env: { ...process.env, CONVO_API_KEY: server.keys.full, CONVO_BASE_URL: server.baseUrl },
+    });
     return stdout.trim();
   };
 

@@ -19,7 +19,7 @@ import {
   WorkflowRunList,
   endpoints,
 } from '@convo/core';
-import { BadRequestError, ConnectionError, Convo, ConvoError, ForbiddenError, NotFoundError, SDK_METHODS, UnauthorizedError } from '@convo/sdk';
+import { BadRequestError, ConnectionError, Convo, type ConvoError, ForbiddenError, NotFoundError, SDK_METHODS, UnauthorizedError } from '@convo/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestServer, startServer } from './server.js';
 
@@ -136,7 +136,9 @@ describe('the SDK against a real server', () => {
 
     await expect(convo.contacts.retrieve('ct_missing')).rejects.toBeInstanceOf(NotFoundError);
     await expect(new Convo({ apiKey: 'convo_sk_wrong', baseUrl: server.baseUrl }).tags.list()).rejects.toBeInstanceOf(UnauthorizedError);
-    await expect(new Convo({ apiKey: server.keys.readOnly, baseUrl: server.baseUrl }).contacts.create({ phone: '+14155550000' })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(new Convo({ apiKey: server.keys.readOnly, baseUrl: server.baseUrl }).contacts.create({ phone: '+14155550000' })).rejects.toBeInstanceOf(
+      ForbiddenError,
+    );
     await expect(new Convo({ apiKey: server.keys.webhook, baseUrl: server.baseUrl }).tags.list()).rejects.toBeInstanceOf(ForbiddenError);
     await expect(new Convo({ apiKey: 'k', baseUrl: 'http://127.0.0.1:1/v1', maxRetries: 0 }).tags.list()).rejects.toBeInstanceOf(ConnectionError);
   });

@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { Convo } from './client.js';
-import { BadRequestError, ConnectionError, ConvoError, ForbiddenError, NotFoundError, RateLimitedError, ServerError, TimeoutError, UnauthorizedError } from './errors.js';
+import {
+  BadRequestError,
+  ConnectionError,
+  ConvoError,
+  ForbiddenError,
+  NotFoundError,
+  RateLimitedError,
+  ServerError,
+  TimeoutError,
+  UnauthorizedError,
+} from './errors.js';
 import { SDK_METHODS } from './operations.js';
 import { fakeFetch } from './fake-fetch.js';
 
@@ -98,10 +108,18 @@ describe('retries', () => {
   });
 
   it('never retries other 4xx', async () => {
-    const { convo, sent } = client([{ status: 400, body: { error: { code: 'bad_request', message: 'phone is required', details: { field: 'phone', constraint: 'required' } } } }]);
+    const { convo, sent } = client([
+      { status: 400, body: { error: { code: 'bad_request', message: 'phone is required', details: { field: 'phone', constraint: 'required' } } } },
+    ]);
     const error = await convo.contacts.create({ phone: '' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BadRequestError);
-    expect(error).toMatchObject({ status: 400, code: 'bad_request', message: 'phone is required', details: { field: 'phone', constraint: 'required' }, requestId: 'req_test' });
+    expect(error).toMatchObject({
+      status: 400,
+      code: 'bad_request',
+      message: 'phone is required',
+      details: { field: 'phone', constraint: 'required' },
+      requestId: 'req_test',
+    });
     expect(sent).toHaveLength(1);
   });
 
@@ -113,7 +131,9 @@ describe('retries', () => {
 
   it('times out an attempt that gets no response', async () => {
     const hanging = (async (_url: unknown, init: RequestInit) =>
-      new Promise((_resolve, reject) => init.signal?.addEventListener('abort', () => reject(new DOMException('aborted', 'AbortError'))))) as unknown as typeof fetch;
+      new Promise((_resolve, reject) =>
+        init.signal?.addEventListener('abort', () => reject(new DOMException('aborted', 'AbortError'))),
+      )) as unknown as typeof fetch;
     const convo = new Convo({ apiKey: 'k', fetch: hanging, timeoutMs: 20, maxRetries: 0 });
     await expect(convo.tags.list()).rejects.toBeInstanceOf(TimeoutError);
   });
@@ -144,8 +164,30 @@ describe('errors', () => {
 describe('pagination', () => {
   it('awaits one page, iterates every record across pages, and stops at toArray limits', async () => {
     const { convo, sent } = client([
-      { status: 200, body: page([{ ...contact, id: 'a' }, { ...contact, id: 'b' }], 5, 0, 2) },
-      { status: 200, body: page([{ ...contact, id: 'c' }, { ...contact, id: 'd' }], 5, 2, 2) },
+      {
+        status: 200,
+        body: page(
+          [
+            { ...contact, id: 'a' },
+            { ...contact, id: 'b' },
+          ],
+          5,
+          0,
+          2,
+        ),
+      },
+      {
+        status: 200,
+        body: page(
+          [
+            { ...contact, id: 'c' },
+            { ...contact, id: 'd' },
+          ],
+          5,
+          2,
+          2,
+        ),
+      },
       { status: 200, body: page([{ ...contact, id: 'e' }], 5, 4, 2) },
     ]);
     const list = convo.contacts.list({ limit: 2, tag: 'vip' });
@@ -159,8 +201,30 @@ describe('pagination', () => {
 
   it('toArray stops fetching once it has enough', async () => {
     const { convo, sent } = client([
-      { status: 200, body: page([{ ...contact, id: 'a' }, { ...contact, id: 'b' }], 9, 0, 2) },
-      { status: 200, body: page([{ ...contact, id: 'c' }, { ...contact, id: 'd' }], 9, 2, 2) },
+      {
+        status: 200,
+        body: page(
+          [
+            { ...contact, id: 'a' },
+            { ...contact, id: 'b' },
+          ],
+          9,
+          0,
+          2,
+        ),
+      },
+      {
+        status: 200,
+        body: page(
+          [
+            { ...contact, id: 'c' },
+            { ...contact, id: 'd' },
+          ],
+          9,
+          2,
+          2,
+        ),
+      },
     ]);
     expect((await convo.contacts.list({ limit: 2 }).toArray({ limit: 3 })).map((c) => c.id)).toEqual(['a', 'b', 'c']);
     expect(sent).toHaveLength(2);

@@ -12,7 +12,15 @@ export class ConvoError extends Error {
   /** The raw JSON body of the error response. */
   readonly body: unknown;
 
-  constructor(init: { message: string; status?: number | undefined; code: ConvoError['code']; details?: ErrorDetails | undefined; requestId?: string | undefined; body?: unknown; cause?: unknown }) {
+  constructor(init: {
+    message: string;
+    status?: number | undefined;
+    code: ConvoError['code'];
+    details?: ErrorDetails | undefined;
+    requestId?: string | undefined;
+    body?: unknown;
+    cause?: unknown;
+  }) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = new.target.name;
     this.status = init.status;

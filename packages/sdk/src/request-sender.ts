@@ -1,5 +1,5 @@
 import { type OperationId, type OperationInput, type OperationResult, endpoints, fillPath } from '@convo/core';
-import { ConnectionError, ConvoError, RateLimitedError, ServerError, TimeoutError, errorFromResponse } from './errors.js';
+import { ConnectionError, type ConvoError, RateLimitedError, ServerError, TimeoutError, errorFromResponse } from './errors.js';
 
 export interface RequestOptions {
   /** Sent as `Idempotency-Key` on a POST; by default each POST gets a new random key, kept across its retries. */

@@ -13,11 +13,15 @@ describe('SQLite planner statistics', () => {
       const first = openDatabase(target.url);
       await migrateToLatest(first.db);
       // Rows written behind the server's back, as a bulk import would.
-      await sql`insert into accounts (id, name, plan, rate_limit_rpm, created_at, updated_at) values ('acct_1', 'A', 'free', null, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`.execute(first.db);
+      await sql`insert into accounts (id, name, plan, rate_limit_rpm, created_at, updated_at) values ('acct_1', 'A', 'free', null, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`.execute(
+        first.db,
+      );
       await sql`delete from sqlite_stat1`.execute(first.db).catch(() => undefined);
       for (let i = 0; i < 300; i++) {
         await sql`insert into contacts (account_id, id, name, name_search, phone, phone_digits, email, email_search, tags, attributes, created_at, updated_at)
-          values ('acct_1', ${`ct_${i}`}, ${`N ${i}`}, ${`n ${i}`}, ${`+1555${1_000_000 + i}`}, ${`1555${1_000_000 + i}`}, null, null, '[]', '{}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`.execute(first.db);
+          values ('acct_1', ${`ct_${i}`}, ${`N ${i}`}, ${`n ${i}`}, ${`+1555${1_000_000 + i}`}, ${`1555${1_000_000 + i}`}, null, null, '[]', '{}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`.execute(
+          first.db,
+        );
       }
       await first.destroy();
 
@@ -78,7 +82,10 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres pool', () => {
       const database = openDatabase(target.url, { poolSize });
       try {
         const pids = await Promise.all(
-          Array.from({ length: statements }, async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid, pg_sleep(0.05)`.execute(database.db)).rows[0]?.pid),
+          Array.from(
+            { length: statements },
+            async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid, pg_sleep(0.05)`.execute(database.db)).rows[0]?.pid,
+          ),
         );
         return new Set(pids).size;
       } finally {

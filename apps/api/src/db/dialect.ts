@@ -39,6 +39,7 @@ export interface Dialect {
    * for it (an uncorrelated subquery it evaluates once at run time and still drives an index
    * with); on SQLite, which plans each statement once, the plain parameter.
    */
+  // biome-ignore lint/suspicious/noExplicitAny: the value keeps whatever type its column compares with.
   planAlike(value: unknown, type: 'text' | 'bigint' | 'text[]'): Expression<any>;
   /** An integer value as the database compares it with a bigint. */
   integer(value: number | Expression<number>): RawBuilder<number>;
@@ -63,7 +64,9 @@ const postgres: Dialect = {
   planAlike: (value, type) => sql`(select ${value}::${sql.raw(type)})`,
   integer: (value) => sql<number>`${value}::bigint`,
   like: (column, pattern, alike) =>
-    alike ? sql<SqlBool>`${sql.ref(column)} like ${postgres.planAlike(pattern, 'text')}` : sql<SqlBool>`${sql.ref(column)} like ${pattern} ${sql.raw(PLAN_PER_VALUE)}`,
+    alike
+      ? sql<SqlBool>`${sql.ref(column)} like ${postgres.planAlike(pattern, 'text')}`
+      : sql<SqlBool>`${sql.ref(column)} like ${pattern} ${sql.raw(PLAN_PER_VALUE)}`,
   contains: (column, fragment) => sql<SqlBool>`strpos(${sql.ref(column)}, ${postgres.planAlike(fragment, 'text')}) > 0`,
   // `or false` keeps the planner from turning the subquery into a join: it is folded away only
   // after that choice, so each index entry is checked against a hashed subplan.
@@ -89,16 +92,20 @@ const sqlite: Dialect = {
 };
 
 /** The dialect of a Kysely instance or transaction (migrations too: they receive a bare Kysely). */
-export const dialectOf = (db: Kysely<any>): Dialect => (db.getExecutor().adapter instanceof PostgresAdapter ? postgres : sqlite);
+/** Kysely over any schema: the type of code that serves every schema (the dialect's helpers, migrations). */
+// biome-ignore lint/suspicious/noExplicitAny: Kysely<any> is Kysely's own type for schema-agnostic code, as its migration guide has it.
+export type AnyKysely = Kysely<any>;
+
+export const dialectOf = (db: AnyKysely): Dialect => (db.getExecutor().adapter instanceof PostgresAdapter ? postgres : sqlite);
 
 /** For migrations, whose DDL differs by database: the rest of the code asks dialectOf for capabilities. */
-export const isPostgres = (db: Kysely<any>): boolean => dialectOf(db) === postgres;
+export const isPostgres = (db: AnyKysely): boolean => dialectOf(db) === postgres;
 
 /**
  * `SELECT … FOR UPDATE` where rows can be locked (rowLocks), optionally skipping locked rows; the
  * query as it is elsewhere.
  */
-export function lockedForUpdate<Q extends { forUpdate(): Q; skipLocked(): Q }>(db: Kysely<any>, query: Q, options: { skipLocked?: boolean } = {}): Q {
+export function lockedForUpdate<Q extends { forUpdate(): Q; skipLocked(): Q }>(db: AnyKysely, query: Q, options: { skipLocked?: boolean } = {}): Q {
   if (!dialectOf(db).rowLocks) return query;
   return options.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
 }
@@ -107,7 +114,7 @@ export function lockedForUpdate<Q extends { forUpdate(): Q; skipLocked(): Q }>(d
  * Holds a lock named by `key` until the transaction ends, so that transactions of one kind run one
  * at a time across processes (a Postgres advisory lock); SQLite's write transactions already do.
  */
-export async function lockUntilCommit(db: Kysely<any>, key: number): Promise<void> {
+export async function lockUntilCommit(db: AnyKysely, key: number): Promise<void> {
   if (!dialectOf(db).rowLocks) return;
   await sql`select pg_advisory_xact_lock(${key}::bigint)`.execute(db);
 }

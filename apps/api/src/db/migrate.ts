@@ -1,5 +1,5 @@
-import { type Kysely, sql, type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely';
-import { isPostgres } from './dialect.js';
+import { sql, type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely';
+import { type AnyKysely, isPostgres } from './dialect.js';
 import * as initial from './migrations/2026_11_22_0001_initial.js';
 import * as eventsWebhooksWorkflows from './migrations/2026_11_22_0002_events_webhooks_workflows.js';
 import * as rateLimitsIdempotency from './migrations/2026_11_22_0003_rate_limits_idempotency.js';
@@ -30,7 +30,7 @@ const migrations: Record<string, Migration> = {
 /** The migrations, for the migrator (and tests that stop at one of them). */
 export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
 
-export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
+export async function migrateToLatest(db: AnyKysely): Promise<MigrationResultSet> {
   const migrator = new Migrator({ db, provider: migrationProvider });
   const result = await migrator.migrateToLatest();
   if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));

@@ -77,7 +77,12 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres prepared statemen
     try {
       await sql`create table rolling (id int primary key, a text)`.execute(admin.db);
       await sql`insert into rolling values (1, 'x')`.execute(admin.db);
-      const read = () => database.db.selectFrom('rolling' as never).selectAll().where('id' as never, '=', 1 as never).execute();
+      const read = () =>
+        database.db
+          .selectFrom('rolling' as never)
+          .selectAll()
+          .where('id' as never, '=', 1 as never)
+          .execute();
       expect(await read()).toEqual([{ id: 1, a: 'x' }]);
 
       await sql`alter table rolling add column b text default 'y'`.execute(admin.db);
@@ -88,9 +93,15 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres prepared statemen
 
       // Inside a transaction the refusal aborts it; the connection is still replaced afterwards.
       await sql`alter table rolling add column c text default 'z'`.execute(admin.db);
-      await expect(database.db.transaction().execute((trx) => trx.selectFrom('rolling' as never).selectAll().where('id' as never, '=', 1 as never).execute())).rejects.toThrow(
-        /cached plan must not change result type/,
-      );
+      await expect(
+        database.db.transaction().execute((trx) =>
+          trx
+            .selectFrom('rolling' as never)
+            .selectAll()
+            .where('id' as never, '=', 1 as never)
+            .execute(),
+        ),
+      ).rejects.toThrow(/cached plan must not change result type/);
       expect(await backend()).not.toBe(before);
       expect(await read()).toEqual([{ id: 1, a: 'x', b: 'y', c: 'z' }]);
     } finally {

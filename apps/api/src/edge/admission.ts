@@ -78,7 +78,10 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
  * What an admitted API call brings to its operation, whichever transport carries it: the service
  * context of the caller's account and the `Idempotency-Key` header as sent.
  */
-export function admittedCall(request: FastifyRequest, deps: { database: DatabaseHandle; settings: Settings }): { service: ServiceContext; idempotencyKey: string | undefined } {
+export function admittedCall(
+  request: FastifyRequest,
+  deps: { database: DatabaseHandle; settings: Settings },
+): { service: ServiceContext; idempotencyKey: string | undefined } {
   if (!request.principal) throw new Error('An API call ran without admission');
   const key = request.headers['idempotency-key'];
   return {

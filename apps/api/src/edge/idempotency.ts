@@ -24,7 +24,8 @@ class RefusedByOperation extends Error {
 }
 
 /** What makes two requests "the same" for a key: the operation and its whole input. */
-export const requestHashOf = (operationId: string, input: unknown): string => createHash('sha256').update(operationId).update('\n').update(JSON.stringify(input)).digest('hex');
+export const requestHashOf = (operationId: string, input: unknown): string =>
+  createHash('sha256').update(operationId).update('\n').update(JSON.stringify(input)).digest('hex');
 
 /** 400 unless the header's value can be a key. */
 function checkKey(key: string): void {
@@ -88,7 +89,12 @@ async function claimKey(trx: Executor, claim: { accountId: string; key: string; 
       .onConflict((oc) => oc.columns(['account_id', 'key']).doNothing())
       .executeTakeFirst();
   if (Number((await insert()).numInsertedOrUpdatedRows ?? 0) > 0) return undefined;
-  const row = await trx.selectFrom('idempotency_keys').selectAll().where('account_id', '=', claim.accountId).where('key', '=', claim.key).executeTakeFirstOrThrow();
+  const row = await trx
+    .selectFrom('idempotency_keys')
+    .selectAll()
+    .where('account_id', '=', claim.accountId)
+    .where('key', '=', claim.key)
+    .executeTakeFirstOrThrow();
   if (Date.parse(row.created_at) < Date.now() - IDEMPOTENCY_TTL_MS) {
     // Expired but not yet pruned: the key is free again.
     await trx.deleteFrom('idempotency_keys').where('account_id', '=', claim.accountId).where('key', '=', claim.key).execute();
@@ -112,4 +118,7 @@ async function storeResponse(trx: Executor, claim: { accountId: string; key: str
 
 /** Forgets keys older than 24 hours (the worker's retention job). */
 export const pruneIdempotencyKeys = (database: DatabaseHandle) =>
-  database.db.deleteFrom('idempotency_keys').where('created_at', '<', new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString()).execute();
+  database.db
+    .deleteFrom('idempotency_keys')
+    .where('created_at', '<', new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString())
+    .execute();

@@ -202,7 +202,11 @@ describe.each(STORES)('rate limits on the %s store', (kind, make) => {
     expect((await limits.consume(account, limit)).remaining).toBe(limit - 1);
     const verdicts = await settle(Array.from({ length: limit - 1 }, () => limits.consume(account, limit)));
     expect(refused(verdicts)).toHaveLength(0);
-    expect(served(verdicts).map((s) => s.remaining).sort((a, b) => b - a)).toEqual(countdown(limit - 1));
+    expect(
+      served(verdicts)
+        .map((s) => s.remaining)
+        .sort((a, b) => b - a),
+    ).toEqual(countdown(limit - 1));
     await refusal(limits.consume(account, limit));
   });
 
@@ -319,7 +323,11 @@ describe.runIf(HAVE_REDIS && binariesAvailable(['redis-server'], 'the Redis insu
       const started = Date.now();
       const verdicts = await settle(Array.from({ length: 25 }, () => limits.consume(account, 20)));
       expect(served(verdicts)).toHaveLength(20);
-      expect(served(verdicts).map((s) => s.remaining).sort((x, y) => y - x)).toEqual(countdown(20));
+      expect(
+        served(verdicts)
+          .map((s) => s.remaining)
+          .sort((x, y) => y - x),
+      ).toEqual(countdown(20));
       expect(refused(verdicts)).toHaveLength(5);
       expect(Date.now() - started).toBeLessThan(3_000);
     } finally {

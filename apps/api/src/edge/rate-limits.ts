@@ -136,7 +136,7 @@ export class RateLimits {
    * (Postgres) throws its own error.
    */
   async consume(accountId: string, limit: number): Promise<RateLimitState> {
-    if (this.starting) await this.starting;
+    if (this.starting !== undefined) await this.starting;
     try {
       const counted = await this.limiterFor(limit).consume(accountId);
       return { limit, remaining: counted.remainingPoints, resetAt: resetAt(counted.msBeforeNext) };
@@ -151,7 +151,7 @@ export class RateLimits {
    * it is counted (a webhook key), which still carries the rate-limit headers.
    */
   async peek(accountId: string, limit: number): Promise<RateLimitState> {
-    if (this.starting) await this.starting;
+    if (this.starting !== undefined) await this.starting;
     const window = await this.limiterFor(limit).get(accountId);
     return { limit, remaining: Math.max(0, limit - (window?.consumedPoints ?? 0)), resetAt: resetAt(window?.msBeforeNext ?? WINDOW_SECONDS * 1000) };
   }

@@ -46,7 +46,10 @@ describeEachDialect('contacts', (server) => {
     it('keeps phones unique within the account, naming the existing contact', async () => {
       const p = phone();
       const first = expectBody(await server().request('POST', '/contacts', { body: { phone: p } }), 201, Contact);
-      const body = expectError(await server().request('POST', '/contacts', { body: { phone: p } }), 400, 'bad_request', { field: 'phone', constraint: 'unique' });
+      const body = expectError(await server().request('POST', '/contacts', { body: { phone: p } }), 400, 'bad_request', {
+        field: 'phone',
+        constraint: 'unique',
+      });
       expect(body.error.details?.existing_id).toBe(first.id);
       // Another account may hold the same phone.
       expectBody(await server().request('POST', '/contacts', { key: server().keys.otherFull, body: { phone: p } }), 201, Contact);
@@ -55,10 +58,20 @@ describeEachDialect('contacts', (server) => {
 
   describe('GET /contacts/:id, PATCH, DELETE', () => {
     it('retrieves, updates partially, clears email and replaces tags', async () => {
-      const created = expectBody(await server().request('POST', '/contacts', { body: { name: 'Bruno', phone: phone(), email: 'b@example.com', tags: ['a', 'b'] } }), 201, Contact);
+      const created = expectBody(
+        await server().request('POST', '/contacts', { body: { name: 'Bruno', phone: phone(), email: 'b@example.com', tags: ['a', 'b'] } }),
+        201,
+        Contact,
+      );
       expect(expectBody(await server().request('GET', `/contacts/${created.id}`), 200, Contact)).toEqual(created);
 
-      const updated = expectBody(await server().request('PATCH', `/contacts/${created.id}`, { body: { email: null, tags: ['c'], attributes: { tier: 'gold', score: 3, active: true } } }), 200, Contact);
+      const updated = expectBody(
+        await server().request('PATCH', `/contacts/${created.id}`, {
+          body: { email: null, tags: ['c'], attributes: { tier: 'gold', score: 3, active: true } },
+        }),
+        200,
+        Contact,
+      );
       expect(updated).toMatchObject({ name: 'Bruno', email: null, tags: ['c'], attributes: { tier: 'gold', score: 3, active: true } });
       expect(updated.updated_at >= created.updated_at).toBe(true);
       expect(expectBody(await server().request('GET', `/contacts/${created.id}`), 200, Contact)).toEqual(updated);
@@ -73,7 +86,7 @@ describeEachDialect('contacts', (server) => {
       expectBody(await server().request('PATCH', `/contacts/${a.id}`, { body: { phone: a.phone } }), 200, Contact);
     });
 
-    it('404s unknown ids and other accounts\' ids', async () => {
+    it("404s unknown ids and other accounts' ids", async () => {
       const mine = expectBody(await server().request('POST', '/contacts', { body: { phone: phone() } }), 201, Contact);
       for (const [method, body] of [['GET'], ['PATCH', { name: 'x' }], ['DELETE']] as const) {
         expectError(await server().request(method, '/contacts/ct_nope', { body }), 404, 'not_found');
@@ -94,9 +107,19 @@ describeEachDialect('contacts', (server) => {
     it('lists newest first with search by name, email and phone digits, and by tag', async () => {
       const key = server().keys.otherFull;
       // Letters only: a search with a digit also matches phone digits.
-      const stamp = Date.now().toString(36).replace(/\d/g, (d) => 'abcdefghij'[Number(d)] as string);
-      const zed = expectBody(await server().request('POST', '/contacts', { key, body: { name: `Zed ${stamp}`, phone: '+4915112345678', tags: [`t-${stamp}`] } }), 201, Contact);
-      const yara = expectBody(await server().request('POST', '/contacts', { key, body: { name: `Yara ${stamp}`, phone: '+4915187654321', email: `yara.${stamp}@example.com` } }), 201, Contact);
+      const stamp = Date.now()
+        .toString(36)
+        .replace(/\d/g, (d) => 'abcdefghij'[Number(d)] as string);
+      const zed = expectBody(
+        await server().request('POST', '/contacts', { key, body: { name: `Zed ${stamp}`, phone: '+4915112345678', tags: [`t-${stamp}`] } }),
+        201,
+        Contact,
+      );
+      const yara = expectBody(
+        await server().request('POST', '/contacts', { key, body: { name: `Yara ${stamp}`, phone: '+4915187654321', email: `yara.${stamp}@example.com` } }),
+        201,
+        Contact,
+      );
 
       const byName = expectBody(await server().request('GET', '/contacts', { key, query: { search: `ZED ${stamp}` } }), 200, ContactList);
       expect(byName.data.map((c) => c.id)).toEqual([zed.id]);

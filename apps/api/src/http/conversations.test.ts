@@ -10,7 +10,10 @@ describeEachDialect('conversations', (server) => {
   const phone = () => `+1628${phoneSeq++}`;
   // Letters only and of one length, so one token is never a substring of another (and never matches a phone).
   let tokenSeq = 0;
-  const token = () => `zq${String(tokenSeq++).padStart(6, '0').replace(/\d/g, (d) => 'abcdefghij'[Number(d)] as string)}`;
+  const token = () =>
+    `zq${String(tokenSeq++)
+      .padStart(6, '0')
+      .replace(/\d/g, (d) => 'abcdefghij'[Number(d)] as string)}`;
 
   const createContact = async (body: { name?: string; phone?: string } = {}, key?: string) =>
     expectBody(await server().request('POST', '/contacts', { key, body: { phone: phone(), ...body } }), 201, Contact);
@@ -54,7 +57,7 @@ describeEachDialect('conversations', (server) => {
       expect(conversation.contact).toEqual({ id: contact.id, name: null, phone: contact.phone });
     });
 
-    it('404s an unknown contact and another account\'s contact', async () => {
+    it("404s an unknown contact and another account's contact", async () => {
       expectError(await server().request('POST', '/conversations', { body: { contact_id: 'ct_nope', platform: 'whatsapp' } }), 404, 'not_found');
       const theirs = await createContact({}, server().keys.otherFull);
       expectError(await server().request('POST', '/conversations', { body: { contact_id: theirs.id, platform: 'whatsapp' } }), 404, 'not_found');
@@ -82,10 +85,12 @@ describeEachDialect('conversations', (server) => {
   describe('GET /conversations/:id', () => {
     it('retrieves with a read-only key', async () => {
       const conversation = await openWith('Reader');
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`, { key: server().keys.readOnly }), 200, Conversation)).toEqual(conversation);
+      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`, { key: server().keys.readOnly }), 200, Conversation)).toEqual(
+        conversation,
+      );
     });
 
-    it('404s unknown ids and other accounts\' ids', async () => {
+    it("404s unknown ids and other accounts' ids", async () => {
       const mine = await openWith('Mine');
       expectError(await server().request('GET', '/conversations/conv_nope'), 404, 'not_found');
       expectError(await server().request('GET', `/conversations/${mine.id}`, { key: server().keys.otherFull }), 404, 'not_found');
@@ -150,10 +155,14 @@ describeEachDialect('conversations', (server) => {
       expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status).toBe('active');
     });
 
-    it('404s unknown ids and other accounts\' ids', async () => {
+    it("404s unknown ids and other accounts' ids", async () => {
       const mine = await openWith('Patch mine');
       expectError(await server().request('PATCH', '/conversations/conv_nope', { body: { status: 'resolved' } }), 404, 'not_found');
-      expectError(await server().request('PATCH', `/conversations/${mine.id}`, { key: server().keys.otherFull, body: { status: 'resolved' } }), 404, 'not_found');
+      expectError(
+        await server().request('PATCH', `/conversations/${mine.id}`, { key: server().keys.otherFull, body: { status: 'resolved' } }),
+        404,
+        'not_found',
+      );
       expect(expectBody(await server().request('GET', `/conversations/${mine.id}`), 200, Conversation).status).toBe('active');
     });
   });
@@ -166,7 +175,9 @@ describeEachDialect('conversations', (server) => {
       const page = await list({ search: t }, key);
       expect(page).toEqual({ data: [conversation], total: 1, limit: 20, offset: 0, has_more: false });
       // Read-only keys may list.
-      expect(ids(expectBody(await server().request('GET', '/conversations', { key: server().keys.readOnly }), 200, ConversationList))).not.toContain(conversation.id);
+      expect(ids(expectBody(await server().request('GET', '/conversations', { key: server().keys.readOnly }), 200, ConversationList))).not.toContain(
+        conversation.id,
+      );
     });
 
     it('orders by latest activity: last message, else creation; a status change is not activity', async () => {
@@ -258,7 +269,7 @@ describeEachDialect('conversations', (server) => {
       expect(combined.total).toBe(combined.data.length);
     });
 
-    it('never shows another account\'s conversations', async () => {
+    it("never shows another account's conversations", async () => {
       const t = token();
       const mine = await openWith(`Tenant ${t}`);
       expect(ids(await list({ search: t }))).toEqual([mine.id]);

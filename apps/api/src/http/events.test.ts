@@ -1,4 +1,4 @@
-import { Conversation, ConversationList, EventList, Message, Order, buildOpenApiDocument } from '@convo/core';
+import { Conversation, ConversationList, EventList, Message, Order, type buildOpenApiDocument } from '@convo/core';
 import { describe, expect, it } from 'vitest';
 import { ACTIVE_DIALECTS, describeEachDialect, expectBody, expectError, startTestServer, testSettings } from '../testing/harness.js';
 
@@ -8,7 +8,9 @@ describeEachDialect('events and the sandbox', (server) => {
   const events = async (query: Record<string, string | number> = {}, key?: string) =>
     expectBody(await server().request('GET', '/events', { query: { limit: 100, ...query }, ...(key ? { key } : {}) }), 200, EventList);
   const eventsOf = async (conversationId: string) =>
-    (await events()).data.filter((e) => (e.type === 'message.received' ? e.data.conversation_id : 'contact' in e.data ? e.data.id : undefined) === conversationId).reverse();
+    (await events()).data
+      .filter((e) => (e.type === 'message.received' ? e.data.conversation_id : 'contact' in e.data ? e.data.id : undefined) === conversationId)
+      .reverse();
   const inbound = async (body: object) => expectBody(await server().request('POST', '/sandbox/inbound', { body }), 201, Message);
 
   it('turns an inbound message into a contact, a conversation and a message, with events in sequence', async () => {
@@ -16,7 +18,13 @@ describeEachDialect('events and the sandbox', (server) => {
     const first = await inbound({ platform: 'whatsapp', from, content: 'Hello?' });
     expect(first).toMatchObject({ direction: 'inbound', type: 'text', content: 'Hello?' });
     const conversation = expectBody(await server().request('GET', `/conversations/${first.conversation_id}`), 200, Conversation);
-    expect(conversation).toMatchObject({ status: 'active', platform: 'whatsapp', message_count: 1, contact: { name: 'Nadia', phone: from.phone }, last_message: { content: 'Hello?' } });
+    expect(conversation).toMatchObject({
+      status: 'active',
+      platform: 'whatsapp',
+      message_count: 1,
+      contact: { name: 'Nadia', phone: from.phone },
+      last_message: { content: 'Hello?' },
+    });
 
     const second = await inbound({ platform: 'whatsapp', from, content: 'Anyone there?' });
     expect(second.conversation_id).toBe(first.conversation_id);
@@ -63,9 +71,15 @@ describeEachDialect('events and the sandbox', (server) => {
 
   it('emits conversation.created for POST /conversations and order.placed for POST /orders', async () => {
     const contact = (await server().request('POST', '/contacts', { body: { phone: phone() } })).body as { id: string };
-    const conversation = expectBody(await server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'facebook' } }), 201, Conversation);
+    const conversation = expectBody(
+      await server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'facebook' } }),
+      201,
+      Conversation,
+    );
     const order = expectBody(
-      await server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'EUR', items: [{ name: 'Tee', quantity: 1, unit_amount: 1500 }] } }),
+      await server().request('POST', '/orders', {
+        body: { contact_id: contact.id, currency: 'EUR', items: [{ name: 'Tee', quantity: 1, unit_amount: 1500 }] },
+      }),
       201,
       Order,
     );
@@ -93,10 +107,15 @@ describeEachDialect('events and the sandbox', (server) => {
   });
 
   it('validates inbound messages and needs a full key', async () => {
-    expectError(await server().request('POST', '/sandbox/inbound', { body: { platform: 'whatsapp', from: { phone: '123' }, content: 'x' } }), 400, 'bad_request', {
-      field: 'from.phone',
-      constraint: 'format',
-    });
+    expectError(
+      await server().request('POST', '/sandbox/inbound', { body: { platform: 'whatsapp', from: { phone: '123' }, content: 'x' } }),
+      400,
+      'bad_request',
+      {
+        field: 'from.phone',
+        constraint: 'format',
+      },
+    );
     expectError(await server().request('POST', '/sandbox/inbound', { body: { platform: 'sms', from: { phone: phone() }, content: 'x' } }), 400, 'bad_request', {
       field: 'platform',
       constraint: 'enum',
@@ -117,7 +136,11 @@ describe('a server with the sandbox off', () => {
       const server = await startTestServer(dialect, testSettings({ sandboxEnabled: false }));
       try {
         expectError(await server.request('POST', '/sandbox/inbound', { key: null, body: {} }), 401, 'unauthorized');
-        expectError(await server.request('POST', '/sandbox/inbound', { body: { platform: 'whatsapp', from: { phone: '+14155550123' }, content: 'x' } }), 404, 'not_found');
+        expectError(
+          await server.request('POST', '/sandbox/inbound', { body: { platform: 'whatsapp', from: { phone: '+14155550123' }, content: 'x' } }),
+          404,
+          'not_found',
+        );
         const doc = (await server.request('GET', '/openapi.json', { key: null })).body as ReturnType<typeof buildOpenApiDocument>;
         expect(doc.paths['/v1/sandbox/inbound']).toBeUndefined();
         expect(doc.paths['/v1/contacts']).toBeDefined();

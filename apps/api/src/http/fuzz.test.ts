@@ -60,7 +60,6 @@ type KeyKind = 'full' | 'readOnly' | 'webhook' | 'none' | 'invalid' | 'other';
 /** What the document (and the contract) says of a part of a request. */
 type Validity = 'valid' | 'invalid' | 'any';
 
-
 /**
  * The operations to declare tests for, from the document a server with the test settings serves
  * (each dialect then fuzzes the document its own server serves, and checks it is the same list).
@@ -81,7 +80,31 @@ const seedOf = (operationId: string) => [...operationId].reduce((h, c) => (Math.
 // Mutations: boundaries of every limit in the contract, wrong types, unknown and missing fields
 
 const LENGTHS = [0, 1, 2, 63, 64, 65, 100, 101, 199, 200, 201, 254, 255, 500, 501, 1000, 1001, 4096, 4097, 10_000, 10_001];
-const NUMBERS = [-1, 0, 1, 2, 20, 49, 50, 51, 99, 100, 101, 10_000, 10_001, 2_592_000, 2_592_001, 2 ** 31, Number.MAX_SAFE_INTEGER, 2 ** 53, 1.5, -0.5, 1e21, 1e308, -1e308];
+const NUMBERS = [
+  -1,
+  0,
+  1,
+  2,
+  20,
+  49,
+  50,
+  51,
+  99,
+  100,
+  101,
+  10_000,
+  10_001,
+  2_592_000,
+  2_592_001,
+  2 ** 31,
+  Number.MAX_SAFE_INTEGER,
+  2 ** 53,
+  1.5,
+  -0.5,
+  1e21,
+  1e308,
+  -1e308,
+];
 const COUNTS = [0, 1, 19, 20, 21, 50, 51, 100, 101];
 const STRANGE_VALUES: unknown[] = [null, true, false, 0, -1, 1.5, '', ' ', 'x', '\u0000', '😀', [], [null], {}, { a: 1 }, '1', 'true', 'null'];
 
@@ -89,8 +112,9 @@ type Path = (string | number)[];
 
 function pathsIn(value: unknown, prefix: Path = []): Path[] {
   const out: Path[] = [prefix];
-  if (Array.isArray(value)) value.forEach((inner, i) => out.push(...pathsIn(inner, [...prefix, i])));
-  else if (value && typeof value === 'object') for (const [key, inner] of Object.entries(value)) out.push(...pathsIn(inner, [...prefix, key]));
+  if (Array.isArray(value)) {
+    for (const [i, inner] of value.entries()) out.push(...pathsIn(inner, [...prefix, i]));
+  } else if (value && typeof value === 'object') for (const [key, inner] of Object.entries(value)) out.push(...pathsIn(inner, [...prefix, key]));
   return out;
 }
 
@@ -117,15 +141,28 @@ function setAt(root: unknown, path: Path, next: unknown): unknown {
 /** One mutation of a value, chosen by what is at a random place in it. */
 function mutationOf(valid: unknown): fc.Arbitrary<{ label: string; value: unknown }> {
   const paths = pathsIn(valid);
-  return fc.tuple(fc.constantFrom(...paths), fc.nat(), fc.constantFrom(...LENGTHS), fc.constantFrom(...NUMBERS), fc.constantFrom(...COUNTS), fc.constantFrom(...STRANGE_VALUES), fc.constantFrom('a', '😀', 'é', ' ', '/', '\u0000'), fc.string({ minLength: 1, maxLength: 12 })).map(
-    ([path, choice, length, number, count, strange, char, name]) => {
+  return fc
+    .tuple(
+      fc.constantFrom(...paths),
+      fc.nat(),
+      fc.constantFrom(...LENGTHS),
+      fc.constantFrom(...NUMBERS),
+      fc.constantFrom(...COUNTS),
+      fc.constantFrom(...STRANGE_VALUES),
+      fc.constantFrom('a', '😀', 'é', ' ', '/', '\u0000'),
+      fc.string({ minLength: 1, maxLength: 12 }),
+    )
+    .map(([path, choice, length, number, count, strange, char, name]) => {
       const value = clone(valid);
       const at = getAt(value, path);
       const where = path.join('.') || 'body';
       const options: [string, () => unknown][] = [[`${where} ← ${JSON.stringify(strange)}`, () => strange]];
       if (path.length > 0) options.push([`${where} removed`, () => undefined]);
       if (typeof at === 'string') {
-        options.push([`${where} ← ${length}×${JSON.stringify(char)}`, () => char.repeat(length)], [`${where} ← ${length}×${JSON.stringify(char)}`, () => char.repeat(length)]);
+        options.push(
+          [`${where} ← ${length}×${JSON.stringify(char)}`, () => char.repeat(length)],
+          [`${where} ← ${length}×${JSON.stringify(char)}`, () => char.repeat(length)],
+        );
         options.push([`${where} ← " ${at} "`, () => ` ${at} `], [`${where} ← number`, () => number]);
       } else if (typeof at === 'number') {
         options.push([`${where} ← ${number}`, () => number], [`${where} ← ${number}`, () => number], [`${where} ← "${at}"`, () => String(at)]);
@@ -136,12 +173,14 @@ function mutationOf(valid: unknown): fc.Arbitrary<{ label: string; value: unknow
         options.push([`${where} + unknown ${JSON.stringify(name)}`, () => ({ ...(at as object), [name]: 'x' })]);
         options.push([`${where} + unknown ${JSON.stringify(name)}`, () => ({ ...(at as object), [name]: strange })]);
         const keys = Object.keys(at);
-        options.push([`${where} ← ${count} keys`, () => Object.fromEntries(Array.from({ length: count }, (_, i) => [keys[i] ?? `k${i}`, (at as any)[keys[i] ?? ''] ?? 'v']))]);
+        options.push([
+          `${where} ← ${count} keys`,
+          () => Object.fromEntries(Array.from({ length: count }, (_, i) => [keys[i] ?? `k${i}`, (at as any)[keys[i] ?? ''] ?? 'v'])),
+        ]);
       }
       const [label, make] = options[choice % options.length] as [string, () => unknown];
       return { label, value: setAt(value, path, make()) };
-    },
-  );
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,7 +251,33 @@ function poolFor(operation: Operation, param: string): string {
   return pool;
 }
 
-const ODD_IDS = ['', '.', '..', ' ', '%', '?', '#', '/', '\\', 'null', 'undefined', '0', '-1', "' OR 1=1 --", '${id}', '__proto__', 'constructor', 'ct_', 'CT_01J0000000000000000000000', '\u0000', '\u202e', 'a\nb', '😀', 'ct_01J%00'];
+const ODD_IDS = [
+  '',
+  '.',
+  '..',
+  ' ',
+  '%',
+  '?',
+  '#',
+  '/',
+  '\\',
+  'null',
+  'undefined',
+  '0',
+  '-1',
+  "' OR 1=1 --",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal template-looking id, as a client might send.
+  '${id}',
+  '__proto__',
+  'constructor',
+  'ct_',
+  'CT_01J0000000000000000000000',
+  '\u0000',
+  '\u202e',
+  'a\nb',
+  '😀',
+  'ct_01J%00',
+];
 /** Percent-encodings that do not decode: cut short, not hex, not UTF-8, a lone surrogate. */
 const MALFORMED_ENCODINGS = ['%', '%E0%A4%A', '%zz', '%ff', '%C0%AF', '%ED%A0%80', 'a%2', '%%30'];
 
@@ -221,11 +286,16 @@ function pathParamArbitrary(operation: Operation, param: string, fixtures: Fixtu
   const real = param === 'tag' ? fixtures.tags : (fixtures.a[pool] ?? []);
   const foreign = fixtures.b[pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())] ?? fixtures.b[pool] ?? [];
   const gone = fixtures.gone[pool] ?? [];
-  const plain = (owner: 'a' | 'b' | null) => (value: string): PathParam => {
-    const encoded = encodeURIComponent(value);
-    return { encoded, owner, odd: encoded === '' || encoded === '.' || encoded === '..' };
-  };
-  const prefix = { contacts: 'ct', taggedContacts: 'ct', conversations: 'conv', orders: 'ord', workflows: 'wf', endpoints: 'whe', deliveries: 'whd' }[pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())] ?? 'x';
+  const plain =
+    (owner: 'a' | 'b' | null) =>
+    (value: string): PathParam => {
+      const encoded = encodeURIComponent(value);
+      return { encoded, owner, odd: encoded === '' || encoded === '.' || encoded === '..' };
+    };
+  const prefix =
+    { contacts: 'ct', taggedContacts: 'ct', conversations: 'conv', orders: 'ord', workflows: 'wf', endpoints: 'whe', deliveries: 'whd' }[
+      pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())
+    ] ?? 'x';
   const options: [number, fc.Arbitrary<PathParam>][] = [
     [2, fc.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/).map((ulid) => plain(null)(`${prefix}_${ulid}`))],
     [1, fc.string({ unit: 'binary', maxLength: 30 }).map(plain(null))],
@@ -243,7 +313,12 @@ function pathParamArbitrary(operation: Operation, param: string, fixtures: Fixtu
 
 const PATH_MUTATIONS = ['/', '/extra', '//', '/..', '/%2e%2e', ';x=1', '%20', '/%00'];
 
-function queryArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation, strict: (schema: Schema) => Validator): fc.Arbitrary<{ pairs: QueryPair[]; raw: string | null }> {
+function queryArbitrary(
+  doc: OpenApiDocument,
+  hints: Hints,
+  operation: Operation,
+  strict: (schema: Schema) => Validator,
+): fc.Arbitrary<{ pairs: QueryPair[]; raw: string | null }> {
   const params = (operation.spec.parameters ?? []).filter((p) => p.in === 'query');
   /** The value as the server reads a query string: a plain decimal for an integer parameter is a number. */
   const classify = (param: Schema, value: string): Validity => {
@@ -259,18 +334,37 @@ function queryArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation
     ).map((value) => ({ name: param.name as string, value, validity: classify(param, value) })),
   );
   const unknown: fc.Arbitrary<QueryPair> = fc
-    .tuple(fc.constantFrom('foo', 'LIMIT', 'limit[]', 'page', 'q', '__proto__', 'constructor', 'toString', 'hasOwnProperty', 'status ', ''), fc.constantFrom('1', '', 'x'))
+    .tuple(
+      fc.constantFrom('foo', 'LIMIT', 'limit[]', 'page', 'q', '__proto__', 'constructor', 'toString', 'hasOwnProperty', 'status ', ''),
+      fc.constantFrom('1', '', 'x'),
+    )
     .map(([name, value]) => ({ name, value, validity: name === '' ? 'any' : 'invalid' }));
-  const pairs = fc.array(known.length ? weighted<QueryPair>([8, fc.oneof(...known)], [1, unknown]) : unknown, { maxLength: known.length ? 4 : 2 }).map((list) => {
-    // A parameter given twice reaches the server as an array.
-    const seen = new Set<string>();
-    return list.map((pair) => {
-      const twice = seen.has(pair.name);
-      seen.add(pair.name);
-      return twice ? { ...pair, validity: 'invalid' as const } : pair;
+  const pairs = fc
+    .array(known.length ? weighted<QueryPair>([8, fc.oneof(...known)], [1, unknown]) : unknown, { maxLength: known.length ? 4 : 2 })
+    .map((list) => {
+      // A parameter given twice reaches the server as an array.
+      const seen = new Set<string>();
+      return list.map((pair) => {
+        const twice = seen.has(pair.name);
+        seen.add(pair.name);
+        return twice ? { ...pair, validity: 'invalid' as const } : pair;
+      });
     });
-  });
-  const raw = fc.constantFrom('?', '?&', '?&&=', '?=', '?limit', '?limit=%ZZ', '?%ZZ=1', '?limit=1&&offset=0', '?a=%00', '?limit=%31', '?%6c%69%6d%69%74=5', '?search=%F0%9F%98%80', '#frag');
+  const raw = fc.constantFrom(
+    '?',
+    '?&',
+    '?&&=',
+    '?=',
+    '?limit',
+    '?limit=%ZZ',
+    '?%ZZ=1',
+    '?limit=1&&offset=0',
+    '?a=%00',
+    '?limit=%31',
+    '?%6c%69%6d%69%74=5',
+    '?search=%F0%9F%98%80',
+    '#frag',
+  );
   return weighted<{ pairs: QueryPair[]; raw: string | null }>(
     [5, fc.constant({ pairs: [], raw: null })],
     [10, pairs.map((p) => ({ pairs: p, raw: null }))],
@@ -281,13 +375,26 @@ function queryArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation
 const deepJson = (depth: number) => `{"a":${'['.repeat(depth)}${']'.repeat(depth)}}`;
 const MALFORMED_JSON = ['{', '{"a":', "{'a':1}", '{"a":1,}', 'nul', '{a:1}', '[1,2', '{"a":1}}', '\u0000', '{"a":"\\x"}', 'NaN', '{"a":"\u0001"}'];
 const OTHER_JSON = ['[]', '[{}]', '"text"', '42', 'true', 'null', '1e999', '"\\ud800"'];
-const WRONG_CONTENT_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'text/json', 'application/jsonx', 'application/merge-patch+json', 'application/xml', '*/*', 'json', ''];
+const WRONG_CONTENT_TYPES = [
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'text/json',
+  'application/jsonx',
+  'application/merge-patch+json',
+  'application/xml',
+  '*/*',
+  'json',
+  '',
+];
 const JSON_CONTENT_TYPES = ['application/json', 'application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/json;charset=UTF-8'];
 
 function bodyArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation): fc.Arbitrary<Body> {
   const schema = operation.spec.requestBody?.content['application/json']?.schema;
   const none = fc.constant<Body>({ kind: 'none' });
-  const raw = (validity: Validity, label: string, contentType: string | null = 'application/json', binary = false) => (bytes: string): Body => ({ kind: 'raw', bytes, binary, contentType, label, validity });
+  const raw =
+    (validity: Validity, label: string, contentType: string | null = 'application/json', binary = false) =>
+    (bytes: string): Body => ({ kind: 'raw', bytes, binary, contentType, label, validity });
   const garbage = weighted<Body>(
     [3, fc.constantFrom(...MALFORMED_JSON).map(raw('invalid', 'malformed JSON'))],
     [1, fc.constantFrom('\xff\xfe', '{"a":"\xc3\x28"}', '\xed\xa0\x80').map(raw('invalid', 'not UTF-8', 'application/json', true))],
@@ -300,14 +407,25 @@ function bodyArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation)
   if (!schema) {
     // GET cannot carry a body; DELETE and a body-less POST get one now and then.
     if (operation.method === 'GET') return none;
-    return weighted<Body>([10, none], [1, fc.constant<Body>({ kind: 'json', value: {}, contentType: 'application/json', label: 'empty object' })], [1, garbage]);
+    return weighted<Body>(
+      [10, none],
+      [1, fc.constant<Body>({ kind: 'json', value: {}, contentType: 'application/json', label: 'empty object' })],
+      [1, garbage],
+    );
   }
   const valid = arbitraryOf(doc, hints, schema);
-  const json = (label: string) => (value: unknown, contentType = 'application/json'): Body => ({ kind: 'json', value, contentType, label });
+  const json =
+    (label: string) =>
+    (value: unknown, contentType = 'application/json'): Body => ({ kind: 'json', value, contentType, label });
   return weighted<Body>(
     [8, fc.tuple(valid, fc.constantFrom(...JSON_CONTENT_TYPES)).map(([v, ct]) => json('valid')(v, ct))],
     [8, valid.chain(mutationOf).map(({ label, value }) => json(label)(value))],
-    [1, fc.tuple(valid, fc.constantFrom(...WRONG_CONTENT_TYPES)).map(([v, ct]): Body => ({ kind: 'raw', bytes: JSON.stringify(v), binary: false, contentType: ct, label: `Content-Type ${ct}`, validity: 'invalid' }))],
+    [
+      1,
+      fc
+        .tuple(valid, fc.constantFrom(...WRONG_CONTENT_TYPES))
+        .map(([v, ct]): Body => ({ kind: 'raw', bytes: JSON.stringify(v), binary: false, contentType: ct, label: `Content-Type ${ct}`, validity: 'invalid' })),
+    ],
     [1, valid.map((v): Body => ({ kind: 'raw', bytes: JSON.stringify(v), binary: true, contentType: null, label: 'no Content-Type', validity: 'invalid' }))],
     [1, none],
     [2, garbage],
@@ -343,7 +461,14 @@ function keyArbitrary(server: TestServer): fc.Arbitrary<{ key: KeyKind; authoriz
   );
 }
 
-function caseArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation, server: TestServer, fixtures: Fixtures, strict: (schema: Schema) => Validator): fc.Arbitrary<Case> {
+function caseArbitrary(
+  doc: OpenApiDocument,
+  hints: Hints,
+  operation: Operation,
+  server: TestServer,
+  fixtures: Fixtures,
+  strict: (schema: Schema) => Validator,
+): fc.Arbitrary<Case> {
   const pathParams = (operation.spec.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name as string);
   const params = fc.record(Object.fromEntries(pathParams.map((name) => [name, pathParamArbitrary(operation, name, fixtures)])));
   return fc
@@ -353,7 +478,10 @@ function caseArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation,
       pathMutation: weighted<string | null>([30, fc.constant(null)], [1, fc.constantFrom(...PATH_MUTATIONS)]),
       query: queryArbitrary(doc, hints, operation, strict),
       body: bodyArbitrary(doc, hints, operation),
-      requestId: weighted<string | null>([8, fc.constant(null)], [1, fc.constantFrom('fuzz-1', 'a', 'x'.repeat(128), 'x'.repeat(129), 'has space', 'a/b', 'ok.id_-9')]),
+      requestId: weighted<string | null>(
+        [8, fc.constant(null)],
+        [1, fc.constantFrom('fuzz-1', 'a', 'x'.repeat(128), 'x'.repeat(129), 'has space', 'a/b', 'ok.id_-9')],
+      ),
       idempotencyKey:
         operation.method === 'POST'
           ? weighted<string | null>(
@@ -457,7 +585,14 @@ interface Verdict {
   hasNul: boolean;
 }
 
-function judge(operation: Operation, c: Case, sent: Sent, fixtures: Fixtures, loose: (schema: Schema) => Validator, strict: (schema: Schema) => Validator): Verdict {
+function judge(
+  operation: Operation,
+  c: Case,
+  sent: Sent,
+  fixtures: Fixtures,
+  loose: (schema: Schema) => Validator,
+  strict: (schema: Schema) => Validator,
+): Verdict {
   const expectedPath = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => c.params[name]?.encoded ?? '');
   const oddPath = c.pathMutation !== null || Object.values(c.params).some((p) => p.odd) || sent.pathname !== expectedPath;
   const parts: Validity[] = [];
@@ -489,7 +624,9 @@ function judge(operation: Operation, c: Case, sent: Sent, fixtures: Fixtures, lo
   const foreignSet = keyOwner === 'a' ? fixtures.ownedByB : fixtures.ownedByA;
   const bodyValue = c.body.kind === 'json' ? (c.body.value as Record<string, unknown> | null) : null;
   const foreignBodyId =
-    !!bodyValue && typeof bodyValue === 'object' && ['contact_id', 'conversation_id'].some((field) => typeof bodyValue[field] === 'string' && foreignSet.has(bodyValue[field] as string));
+    !!bodyValue &&
+    typeof bodyValue === 'object' &&
+    ['contact_id', 'conversation_id'].some((field) => typeof bodyValue[field] === 'string' && foreignSet.has(bodyValue[field] as string));
   // Without what fetch adds (host, connection, accept, user-agent, content-length…: a few hundred bytes).
   const headBytes =
     Buffer.byteLength(`${sent.method} ${sent.url.slice(new URL(sent.url).origin.length).replace(/#.*$/, '')} HTTP/1.1\r\n`) +
@@ -549,7 +686,8 @@ function assertResponse(
   const { status, headers, text } = received;
   check(status < 500, `a ${status}`);
   const refusedHead = status === 400 && /"field":"headers","constraint":"max_bytes"/.test(text);
-  if (verdict.headBytes > maxHeaderSize) check(refusedHead, `a request line and headers of ${verdict.headBytes} bytes answered ${status}, not 400 headers max_bytes`);
+  if (verdict.headBytes > maxHeaderSize)
+    check(refusedHead, `a request line and headers of ${verdict.headBytes} bytes answered ${status}, not 400 headers max_bytes`);
   if (refusedHead) check(verdict.headBytes > maxHeaderSize - 1024, `a request line and headers of ${verdict.headBytes} bytes refused as too large`);
 
   // The status is one the document lists; an odd path may also be answered as an unknown path is.
@@ -561,7 +699,8 @@ function assertResponse(
   const requestId = headers.get('x-request-id');
   check(requestId !== null && REQUEST_ID.test(requestId), `X-Request-Id ${requestId} is missing or malformed`);
   // A request refused before it is parsed has no client id to echo.
-  if (c.requestId !== null && REQUEST_ID.test(c.requestId) && !refusedHead) check(requestId === c.requestId, `X-Request-Id ${requestId} is not the client's ${c.requestId}`);
+  if (c.requestId !== null && REQUEST_ID.test(c.requestId) && !refusedHead)
+    check(requestId === c.requestId, `X-Request-Id ${requestId} is not the client's ${c.requestId}`);
 
   // Content type and body schema.
   const documentedResponse = routed?.spec.responses[String(status)];
@@ -612,7 +751,10 @@ function assertExpectations(operation: Operation, c: Case, sent: Sent, received:
   if (verdict.validity === 'valid') {
     if (status === 400) {
       const { field, constraint } = body.error.details as { field: string; constraint: string };
-      check(semanticRefusal(field, constraint, verdict), `the document accepts this request, but the server refused ${field} (${constraint}): ${body.error.message}`);
+      check(
+        semanticRefusal(field, constraint, verdict),
+        `the document accepts this request, but the server refused ${field} (${constraint}): ${body.error.message}`,
+      );
     }
     // Validation (a semantic 400 above) comes before existence.
     if (verdict.foreignPath || verdict.foreignBodyId) check(status === 404 || status === 400, `another tenant's resource answered ${status}, not 404`);
@@ -643,7 +785,9 @@ async function assertTrpcTwin(server: TestServer, operation: Operation, c: Case,
   }
   // A name sent twice is an array in REST's query string and has no JSON twin.
   if (new Set(c.query.map(({ name }) => name)).size < c.query.length) return;
-  const query = Object.fromEntries(c.query.map(({ name, value }) => [name, (name === 'limit' || name === 'offset') && /^-?\d+$/.test(value) ? Number(value) : value]));
+  const query = Object.fromEntries(
+    c.query.map(({ name, value }) => [name, (name === 'limit' || name === 'offset') && /^-?\d+$/.test(value) ? Number(value) : value]),
+  );
   // tRPC reads its input with JSON.parse and no own `__proto__` key survives it; REST refuses one.
   if (JSON.stringify([query, c.body.kind === 'json' ? c.body.value : null]).includes('"__proto__"')) return;
   // A request line over Node's limit is refused before either transport.
@@ -665,7 +809,10 @@ async function assertTrpcTwin(server: TestServer, operation: Operation, c: Case,
     check(twin.status === rest.status, `the transports disagree: ${describe}`);
     check(twinError?.error?.code === restBody?.error?.code, `the transports' error codes differ: ${describe}`);
     if (rest.status === 400) {
-      check(twinError?.error?.details?.field === restBody?.error?.details?.field && twinError?.error?.details?.constraint === restBody?.error?.details?.constraint, `the transports name another problem: ${describe}`);
+      check(
+        twinError?.error?.details?.field === restBody?.error?.details?.field && twinError?.error?.details?.constraint === restBody?.error?.details?.constraint,
+        `the transports name another problem: ${describe}`,
+      );
     }
   } else {
     check(twin.status === 200, `REST served the read, tRPC answered ${twin.status}: ${describe}`);
@@ -687,27 +834,69 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
   const a: Record<string, string[]> = {};
   const b: Record<string, string[]> = {};
   const gone: Record<string, string[]> = {};
-  const push = (into: Record<string, string[]>, pool: string, id: string) => (into[pool] ??= []).push(id);
+  const push = (into: Record<string, string[]>, pool: string, id: string) => {
+    into[pool] ??= [];
+    into[pool].push(id);
+  };
 
   // Endpoints first, so that the events below leave deliveries.
   for (let i = 0; i < 3; i++) push(a, 'endpoints', (await call('POST', '/webhook_endpoints', { url: `http://127.0.0.1:9/hooks/${i}`, events: ['*'] })).id);
   // With the three above and one made and deleted below, within the account's 16.
-  for (let i = 0; i < 12; i++) push(a, 'disposableEndpoints', (await call('POST', '/webhook_endpoints', { url: `https://example.com/${i}`, events: ['order.placed'] })).id);
+  for (let i = 0; i < 12; i++)
+    push(a, 'disposableEndpoints', (await call('POST', '/webhook_endpoints', { url: `https://example.com/${i}`, events: ['order.placed'] })).id);
   for (let i = 0; i < 4; i++) {
-    const contact = await call('POST', '/contacts', { name: `Fuzz ${i}`, phone: phone(), email: `fuzz${i}@example.com`, tags: tags.slice(i, i + 4), attributes: { plan: 'pro', seats: i, trial: true } });
+    const contact = await call('POST', '/contacts', {
+      name: `Fuzz ${i}`,
+      phone: phone(),
+      email: `fuzz${i}@example.com`,
+      tags: tags.slice(i, i + 4),
+      attributes: { plan: 'pro', seats: i, trial: true },
+    });
     push(a, 'contacts', contact.id);
     const platforms = ['whatsapp', 'facebook', 'instagram'];
     const conversation = await call('POST', '/conversations', { contact_id: contact.id, platform: platforms[i % 3] });
     push(a, 'conversations', conversation.id);
     await call('POST', '/messages', { conversation_id: conversation.id, content: `Hello ${i}` });
-    const inbound = await call('POST', '/sandbox/inbound', { platform: platforms[(i + 1) % 3], from: { phone: phone(), name: `Inbound ${i}` }, content: 'Hi there' });
+    const inbound = await call('POST', '/sandbox/inbound', {
+      platform: platforms[(i + 1) % 3],
+      from: { phone: phone(), name: `Inbound ${i}` },
+      content: 'Hi there',
+    });
     push(a, 'conversationsToChange', inbound.conversation_id);
-    push(a, 'orders', (await call('POST', '/orders', { contact_id: contact.id, currency: 'EUR', items: [{ name: 'Widget', quantity: 2, unit_amount: 1250 }] })).id);
+    push(
+      a,
+      'orders',
+      (await call('POST', '/orders', { contact_id: contact.id, currency: 'EUR', items: [{ name: 'Widget', quantity: 2, unit_amount: 1250 }] })).id,
+    );
   }
   for (let i = 0; i < 25; i++) push(a, 'disposableContacts', (await call('POST', '/contacts', { phone: phone() })).id);
   for (let i = 0; i < 4; i++) push(a, 'taggedContacts', (await call('POST', '/contacts', { phone: phone(), tags })).id);
-  push(a, 'workflows', (await call('POST', '/workflows', { name: 'Welcome', steps: [{ type: 'send_message', content: 'Hi {{contact.name}}' }, { type: 'add_tag', tag: 'welcomed' }] })).id);
-  push(a, 'workflows', (await call('POST', '/workflows', { name: 'Wait', steps: [{ type: 'wait', seconds: 60 }, { type: 'set_conversation_status', status: 'resolved' }] })).id);
+  push(
+    a,
+    'workflows',
+    (
+      await call('POST', '/workflows', {
+        name: 'Welcome',
+        steps: [
+          { type: 'send_message', content: 'Hi {{contact.name}}' },
+          { type: 'add_tag', tag: 'welcomed' },
+        ],
+      })
+    ).id,
+  );
+  push(
+    a,
+    'workflows',
+    (
+      await call('POST', '/workflows', {
+        name: 'Wait',
+        steps: [
+          { type: 'wait', seconds: 60 },
+          { type: 'set_conversation_status', status: 'resolved' },
+        ],
+      })
+    ).id,
+  );
   await call('POST', `/workflows/${a.workflows?.[0]}/trigger`, { contact_id: a.contacts?.[0], data: { order: 'A-1' } });
   for (const endpoint of a.endpoints ?? []) {
     for (const delivery of (await call('GET', `/webhook_endpoints/${endpoint}/deliveries`, undefined)).data) push(a, 'deliveries', delivery.id);
@@ -757,7 +946,12 @@ function hintsFor(fixtures: Fixtures): Hints {
     conversation_id: ids('conversations', 'conv'),
   };
   const url = weighted<string>(
-    [3, fc.tuple(fc.constantFrom('http://127.0.0.1:9', 'https://example.com', 'https://hooks.example.org:8443', 'http://localhost'), fc.webPath()).map(([origin, path]) => `${origin}${path}`)],
+    [
+      3,
+      fc
+        .tuple(fc.constantFrom('http://127.0.0.1:9', 'https://example.com', 'https://hooks.example.org:8443', 'http://localhost'), fc.webPath())
+        .map(([origin, path]) => `${origin}${path}`),
+    ],
     [1, fc.webUrl({ validSchemes: ['http', 'https'], withQueryParameters: true, withFragments: true })],
   );
   return { byName: (name) => byName[name], url };
@@ -773,93 +967,104 @@ interface Tally {
 }
 
 // Both dialects at once: the Postgres half spends much of its time waiting on the database.
-describe.concurrent('fuzz', () => describeEachDialect('every operation of the served OpenAPI document', (server) => {
-  let doc: OpenApiDocument;
-  let operations: Operation[];
-  let fixtures: Fixtures;
-  let hints: Hints;
-  let strict: (schema: Schema) => Validator;
-  let loose: (schema: Schema) => Validator;
-  const tallies = new Map<string, Tally>();
-  let started = 0;
+describe.concurrent('fuzz', () =>
+  describeEachDialect('every operation of the served OpenAPI document', (server) => {
+    let doc: OpenApiDocument;
+    let operations: Operation[];
+    let fixtures: Fixtures;
+    let hints: Hints;
+    let strict: (schema: Schema) => Validator;
+    let loose: (schema: Schema) => Validator;
+    const tallies = new Map<string, Tally>();
+    let started = 0;
 
-  beforeAll(async () => {
-    started = Date.now();
-    const res = await fetch(`${server().baseUrl}/openapi.json`);
-    doc = (await res.json()) as OpenApiDocument;
-    operations = operationsOf(doc);
-    strict = createAjv(doc, true);
-    loose = createAjv(doc, false);
-    fixtures = await createFixtures(server());
-    hints = hintsFor(fixtures);
-    // The fixtures are made through the API, request by request: over 60 s on Postgres in a CI run
-    // with the other packages' suites beside it.
-  }, 180_000);
+    beforeAll(async () => {
+      started = Date.now();
+      const res = await fetch(`${server().baseUrl}/openapi.json`);
+      doc = (await res.json()) as OpenApiDocument;
+      operations = operationsOf(doc);
+      strict = createAjv(doc, true);
+      loose = createAjv(doc, false);
+      fixtures = await createFixtures(server());
+      hints = hintsFor(fixtures);
+      // The fixtures are made through the API, request by request: over 60 s on Postgres in a CI run
+      // with the other packages' suites beside it.
+    }, 180_000);
 
-  it('fuzzes exactly the operations the served document lists', () => {
-    expect(operations.map((op) => `${op.method} ${op.path}`).sort()).toEqual(DECLARED.map((op) => `${op.method} ${op.path}`).sort());
-    expect(operations.length).toBeGreaterThan(0);
-  });
+    it('fuzzes exactly the operations the served document lists', () => {
+      expect(operations.map((op) => `${op.method} ${op.path}`).sort()).toEqual(DECLARED.map((op) => `${op.method} ${op.path}`).sort());
+      expect(operations.length).toBeGreaterThan(0);
+    });
 
-  // A few operations at a time (vitest's maxConcurrency, 5); each sends its requests one after the other.
-  describe.concurrent('operations', () => {
-    for (const declared of DECLARED) {
-      it(`${declared.id}: ${declared.method} ${declared.path}`, async ({ expect }) => {
-        const operation = operations.find((op) => op.method === declared.method && op.path === declared.path);
-        expect(operation, 'the served document lists the operation').toBeDefined();
-        if (!operation) return;
-        const tally: Tally = { requests: 0, statuses: {}, validity: { valid: 0, invalid: 0, any: 0 } };
-        tallies.set(operation.id, tally);
-        const errorSchema = { $ref: '#/components/schemas/Error' };
-        const arbitrary = caseArbitrary(doc, hints, operation, server(), fixtures, strict);
-        const seed = seedOf(operation.id);
-        const mismatches: string[] = [];
+    // A few operations at a time (vitest's maxConcurrency, 5); each sends its requests one after the other.
+    describe.concurrent('operations', () => {
+      for (const declared of DECLARED) {
+        it(`${declared.id}: ${declared.method} ${declared.path}`, async ({ expect }) => {
+          const operation = operations.find((op) => op.method === declared.method && op.path === declared.path);
+          expect(operation, 'the served document lists the operation').toBeDefined();
+          if (!operation) return;
+          const tally: Tally = { requests: 0, statuses: {}, validity: { valid: 0, invalid: 0, any: 0 } };
+          tallies.set(operation.id, tally);
+          const errorSchema = { $ref: '#/components/schemas/Error' };
+          const arbitrary = caseArbitrary(doc, hints, operation, server(), fixtures, strict);
+          const seed = seedOf(operation.id);
+          const mismatches: string[] = [];
 
-        await fc.assert(
-          fc.asyncProperty(arbitrary, async (c) => {
-            const { sent, body } = buildRequest(server().baseUrl, operation, c);
-            const verdict = judge(operation, c, sent, fixtures, loose, strict);
-            let received: Received | undefined;
-            try {
-              const res = await fetch(sent.url, { method: sent.method, headers: sent.headers, body, redirect: 'manual', signal: AbortSignal.timeout(15_000) });
-              received = { status: res.status, headers: res.headers, text: await res.text() };
-              tally.requests++;
-              tally.statuses[received.status] = (tally.statuses[received.status] ?? 0) + 1;
-              tally.validity[verdict.validity]++;
-              const parsed = assertResponse(operation, operations, c, sent, received, verdict, strict, errorSchema);
-              assertExpectations(operation, c, sent, received, parsed, verdict);
-              await assertTrpcTwin(server(), operation, c, received);
-            } catch (error) {
-              const reason = error instanceof Mismatch ? error.message : `the request failed: ${String(error)}`;
-              const report = `${reason}\n${describeExchange(operation, c, sent, received)}\n  (document validity: ${verdict.validity}; seed ${seed})`;
-              if (!COLLECT) throw new Error(report);
-              mismatches.push(report);
-              console.log(`FUZZ-MISMATCH ${report.replace(/\n/g, '\n  | ')}`);
-            }
-          }),
-          { seed, numRuns: NUM_RUNS, endOnFailure: !SHRINK },
-        );
+          await fc.assert(
+            fc.asyncProperty(arbitrary, async (c) => {
+              const { sent, body } = buildRequest(server().baseUrl, operation, c);
+              const verdict = judge(operation, c, sent, fixtures, loose, strict);
+              let received: Received | undefined;
+              try {
+                const res = await fetch(sent.url, {
+                  method: sent.method,
+                  headers: sent.headers,
+                  body,
+                  redirect: 'manual',
+                  signal: AbortSignal.timeout(15_000),
+                });
+                received = { status: res.status, headers: res.headers, text: await res.text() };
+                tally.requests++;
+                tally.statuses[received.status] = (tally.statuses[received.status] ?? 0) + 1;
+                tally.validity[verdict.validity]++;
+                const parsed = assertResponse(operation, operations, c, sent, received, verdict, strict, errorSchema);
+                assertExpectations(operation, c, sent, received, parsed, verdict);
+                await assertTrpcTwin(server(), operation, c, received);
+              } catch (error) {
+                const reason = error instanceof Mismatch ? error.message : `the request failed: ${String(error)}`;
+                const report = `${reason}\n${describeExchange(operation, c, sent, received)}\n  (document validity: ${verdict.validity}; seed ${seed})`;
+                if (!COLLECT) throw new Error(report);
+                mismatches.push(report);
+                console.log(`FUZZ-MISMATCH ${report.replace(/\n/g, '\n  | ')}`);
+              }
+            }),
+            { seed, numRuns: NUM_RUNS, endOnFailure: !SHRINK },
+          );
 
-        expect(mismatches.length, `${mismatches.length} mismatches, the first:\n${mismatches[0]}`).toBe(0);
-        expect(tally.requests).toBeGreaterThanOrEqual(NUM_RUNS);
-        // Some generated requests are valid, with a key and ids that make them succeed.
-        const successes = Object.entries(tally.statuses).filter(([status]) => Number(status) < 300);
-        expect(successes.length, 'some request succeeded').toBeGreaterThan(0);
-        // With too many 429s the suite would fuzz the rate limiter and nothing else.
-        expect(tally.statuses[429] ?? 0, 'rate-limited requests').toBeLessThan(tally.requests / 2);
-      }, 120_000);
-    }
-  });
+          expect(mismatches.length, `${mismatches.length} mismatches, the first:\n${mismatches[0]}`).toBe(0);
+          expect(tally.requests).toBeGreaterThanOrEqual(NUM_RUNS);
+          // Some generated requests are valid, with a key and ids that make them succeed.
+          const successes = Object.entries(tally.statuses).filter(([status]) => Number(status) < 300);
+          expect(successes.length, 'some request succeeded').toBeGreaterThan(0);
+          // With too many 429s the suite would fuzz the rate limiter and nothing else.
+          expect(tally.statuses[429] ?? 0, 'rate-limited requests').toBeLessThan(tally.requests / 2);
+        }, 120_000);
+      }
+    });
 
-  afterAll(() => {
-    const rows = [...tallies.entries()].sort(([x], [y]) => x.localeCompare(y));
-    const total = rows.reduce((sum, [, t]) => sum + t.requests, 0);
-    const lines = rows.map(
-      ([id, t]) =>
-        `  ${id.padEnd(34)} ${String(t.requests).padStart(4)}  valid ${String(t.validity.valid).padStart(3)} invalid ${String(t.validity.invalid).padStart(3)} either ${String(t.validity.any).padStart(3)}  ${Object.entries(t.statuses)
-          .map(([s, n]) => `${s}×${n}`)
-          .join(' ')}`,
-    );
-    console.log(`fuzz [${server().dialect}]: ${total} requests over ${rows.length} operations in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${SEED})\n${lines.join('\n')}`);
-  });
-}));
+    afterAll(() => {
+      const rows = [...tallies.entries()].sort(([x], [y]) => x.localeCompare(y));
+      const total = rows.reduce((sum, [, t]) => sum + t.requests, 0);
+      const lines = rows.map(
+        ([id, t]) =>
+          `  ${id.padEnd(34)} ${String(t.requests).padStart(4)}  valid ${String(t.validity.valid).padStart(3)} invalid ${String(t.validity.invalid).padStart(3)} either ${String(t.validity.any).padStart(3)}  ${Object.entries(
+            t.statuses,
+          )
+            .map(([s, n]) => `${s}×${n}`)
+            .join(' ')}`,
+      );
+      console.log(
+        `fuzz [${server().dialect}]: ${total} requests over ${rows.length} operations in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${SEED})\n${lines.join('\n')}`,
+      );
+    });
+  }));

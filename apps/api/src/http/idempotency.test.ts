@@ -1,6 +1,6 @@
 import { Contact, ContactList, Conversation } from '@convo/core';
 import pg from 'pg';
-import { describe, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
 
 describeEachDialect('Idempotency-Key', (server) => {
@@ -81,16 +81,18 @@ describeEachDialect('Idempotency-Key', (server) => {
     expect(list.status).toBe(200);
   });
 
-  it('makes a concurrent duplicate wait on the first request\'s lock, not poll, and then replays it', async () => {
+  it("makes a concurrent duplicate wait on the first request's lock, not poll, and then replays it", async () => {
     if (server().dialect !== 'postgres') return;
     const contact = expectBody(await server().request('POST', '/contacts', { body: { phone: phone() } }), 201, Contact);
-    const conversation = expectBody(await server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'whatsapp' } }), 201, Conversation);
+    const conversation = expectBody(
+      await server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'whatsapp' } }),
+      201,
+      Conversation,
+    );
     const blocker = new pg.Client({ connectionString: server().databaseUrl });
     await blocker.connect();
     const waitingOnLocks = async () =>
-      Number(
-        (await blocker.query(`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows[0].n,
-      );
+      Number((await blocker.query(`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows[0].n);
     try {
       // Holds the conversation, so the first send stops inside its transaction, key claimed.
       await blocker.query('begin');

@@ -2,7 +2,6 @@ import { Contact, Conversation, ConversationList, Message, MessageList } from '@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
 
-
 describeEachDialect('messages', (server) => {
   afterEach(() => {
     vi.useRealTimers();
@@ -61,8 +60,14 @@ describeEachDialect('messages', (server) => {
 
     it('needs content (or its alias): 400 content required', async () => {
       const conversation = await openConversation();
-      expectError(await server().request('POST', '/messages', { body: { conversation_id: conversation.id } }), 400, 'bad_request', { field: 'content', constraint: 'required' });
-      expectError(await server().request('POST', '/messages', { body: { conversation_id: conversation.id, type: 'text' } }), 400, 'bad_request', { field: 'content', constraint: 'required' });
+      expectError(await server().request('POST', '/messages', { body: { conversation_id: conversation.id } }), 400, 'bad_request', {
+        field: 'content',
+        constraint: 'required',
+      });
+      expectError(await server().request('POST', '/messages', { body: { conversation_id: conversation.id, type: 'text' } }), 400, 'bad_request', {
+        field: 'content',
+        constraint: 'required',
+      });
     });
 
     it.each([
@@ -80,7 +85,7 @@ describeEachDialect('messages', (server) => {
       expectError(await server().request('POST', '/messages', { body }), 400, 'bad_request', { field, constraint });
     });
 
-    it('404s an unknown conversation and another account\'s conversation', async () => {
+    it("404s an unknown conversation and another account's conversation", async () => {
       expectError(await server().request('POST', '/messages', { body: { conversation_id: 'conv_nope', content: 'Hi' } }), 404, 'not_found');
       const theirs = await openConversation(server().keys.otherFull);
       expectError(await server().request('POST', '/messages', { body: { conversation_id: theirs.id, content: 'Hi' } }), 404, 'not_found');
@@ -109,7 +114,10 @@ describeEachDialect('messages', (server) => {
       expect(listed.data.map((m) => m.content).sort()).toEqual([...contents].sort());
       // The last message is the latest, whatever order the sends reached the row in (one of
       // several sent in the same millisecond).
-      const latestAt = listed.data.map((m) => m.created_at).sort().at(-1);
+      const latestAt = listed.data
+        .map((m) => m.created_at)
+        .sort()
+        .at(-1);
       expect(after.last_message?.timestamp).toBe(latestAt);
       expect(listed.data.filter((m) => m.created_at === latestAt).map((m) => m.content)).toContain(after.last_message?.content);
     });
@@ -131,7 +139,7 @@ describeEachDialect('messages', (server) => {
       expect((await retrieve(conversation.id)).message_count).toBe(0);
     });
 
-    it('updates the conversation\'s message_count and last_message', async () => {
+    it("updates the conversation's message_count and last_message", async () => {
       const conversation = await openConversation();
       expect(conversation).toMatchObject({ message_count: 0, last_message: null });
       const first = await send({ conversation_id: conversation.id, content: 'First' });
@@ -176,7 +184,7 @@ describeEachDialect('messages', (server) => {
       expect(times).toEqual([...times].sort());
     });
 
-    it('lists only this conversation\'s messages', async () => {
+    it("lists only this conversation's messages", async () => {
       const a = await openConversation();
       const b = await openConversation();
       await send({ conversation_id: a.id, content: 'for a' });
@@ -208,7 +216,7 @@ describeEachDialect('messages', (server) => {
       expectError(await server().request('GET', `/conversations/${conversation.id}/messages`, { key: server().keys.webhook }), 403, 'forbidden');
     });
 
-    it('404s unknown ids and other accounts\' ids', async () => {
+    it("404s unknown ids and other accounts' ids", async () => {
       const mine = await openConversation();
       await send({ conversation_id: mine.id, content: 'private' });
       expectError(await server().request('GET', '/conversations/conv_nope/messages'), 404, 'not_found');

@@ -189,7 +189,7 @@ describeEachDialect('orders', (server) => {
       expect((await createOrder({ contact_id: contact.id }, key)).number).toBe('1002');
     });
 
-    it('404s an unknown contact and another account\'s contact', async () => {
+    it("404s an unknown contact and another account's contact", async () => {
       expectError(await server().request('POST', '/orders', { body: { contact_id: 'ct_nope', currency: 'USD', items } }), 404, 'not_found');
       const theirs = await createContact(server().keys.otherFull);
       expectError(await server().request('POST', '/orders', { body: { contact_id: theirs.id, currency: 'USD', items } }), 404, 'not_found');
@@ -295,7 +295,10 @@ describeEachDialect('orders', (server) => {
       const feb3 = await createOrder({ contact_id: ana.id, placed_at: '2026-02-01T00:00:00.000Z', status: 'refunded' }, key);
       const dec = await createOrder({ contact_id: ana.id, placed_at: '2025-12-31T23:59:59.999Z', status: 'paid' }, key);
 
-      const tied = [feb1, feb2, feb3].map((o) => o.id).sort().reverse();
+      const tied = [feb1, feb2, feb3]
+        .map((o) => o.id)
+        .sort()
+        .reverse();
       const expected = [mar.id, ...tied, jan.id, dec.id];
 
       const all = expectBody(await server().request('GET', '/orders', { key }), 200, OrderList);
@@ -333,7 +336,7 @@ describeEachDialect('orders', (server) => {
       expect(past).toEqual({ data: [], total: 6, limit: 20, offset: 10, has_more: false });
     });
 
-    it('lists only the caller\'s orders; another account\'s contact id gives an empty page', async () => {
+    it("lists only the caller's orders; another account's contact id gives an empty page", async () => {
       const key = await freshKey();
       const mine = await createContact(key);
       const order = await createOrder({ contact_id: mine.id }, key);
@@ -372,7 +375,7 @@ describeEachDialect('orders', (server) => {
   });
 
   describe('GET /orders/:id', () => {
-    it('retrieves an order, and 404s unknown ids and another account\'s orders', async () => {
+    it("retrieves an order, and 404s unknown ids and another account's orders", async () => {
       const contact = await createContact();
       const order = await createOrder({ contact_id: contact.id, currency: 'EUR' });
       expect(expectBody(await server().request('GET', `/orders/${order.id}`), 200, Order)).toEqual(order);

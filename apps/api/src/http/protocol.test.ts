@@ -36,7 +36,13 @@ describeEachDialect('HTTP protocol', (server) => {
     const url = new URL(server().baseUrl + path);
     return new Promise((resolve, reject) => {
       const req = httpRequest(
-        { host: url.hostname, port: url.port, method, path: url.pathname + url.search, headers: { authorization: `Bearer ${server().keys.full}`, ...options.headers } },
+        {
+          host: url.hostname,
+          port: url.port,
+          method,
+          path: url.pathname + url.search,
+          headers: { authorization: `Bearer ${server().keys.full}`, ...options.headers },
+        },
         (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -61,13 +67,17 @@ describeEachDialect('HTTP protocol', (server) => {
 
   describe('Content-Type of POST and PATCH', () => {
     describe.each(withBody)('%s', (_operationId: OperationId, op) => {
-      it.each(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'text/json', 'application/jsonx', 'application/json-patch+json'])(
-        'Content-Type %s is 400 body content_type',
-        async (contentType) => {
-          const res = await send(op.method, pathOf(op), { rawBody: '{}', headers: { 'content-type': contentType } });
-          expectExactError(res, 400, 'bad_request', { field: 'body', constraint: 'content_type' });
-        },
-      );
+      it.each([
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+        'text/json',
+        'application/jsonx',
+        'application/json-patch+json',
+      ])('Content-Type %s is 400 body content_type', async (contentType) => {
+        const res = await send(op.method, pathOf(op), { rawBody: '{}', headers: { 'content-type': contentType } });
+        expectExactError(res, 400, 'bad_request', { field: 'body', constraint: 'content_type' });
+      });
 
       it('a body without Content-Type is 400 body content_type', async () => {
         const res = await raw(op.method, pathOf(op), { body: '{"name":"x"}' });
@@ -97,22 +107,34 @@ describeEachDialect('HTTP protocol', (server) => {
       it('deeply nested JSON (depth 100) is 400, not 500', async () => {
         const nestedArray = `${'['.repeat(100)}${']'.repeat(100)}`;
         const nestedObject = `${'{"a":'.repeat(100)}1${'}'.repeat(100)}`;
-        for (const rawBody of [nestedArray, nestedObject, `{"name":${nestedArray}}`, `{"attributes":${nestedObject}}`, `{"x":${'['.repeat(5000)}${']'.repeat(5000)}}`]) {
+        for (const rawBody of [
+          nestedArray,
+          nestedObject,
+          `{"name":${nestedArray}}`,
+          `{"attributes":${nestedObject}}`,
+          `{"x":${'['.repeat(5000)}${']'.repeat(5000)}}`,
+        ]) {
           const res = await send(op.method, pathOf(op), { rawBody, headers: { 'content-type': 'application/json' } });
           expectExactError(res, 400, 'bad_request');
         }
       });
     });
 
-    it.each(['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON'])('accepts Content-Type %s', async (contentType) => {
-      const p = phone();
-      const res = await send('POST', '/contacts', { rawBody: JSON.stringify({ name: 'Típico', phone: p }), headers: { 'content-type': contentType } });
-      expect(expectBody(res, 201, Contact)).toMatchObject({ name: 'Típico', phone: p });
-    });
+    it.each(['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON'])(
+      'accepts Content-Type %s',
+      async (contentType) => {
+        const p = phone();
+        const res = await send('POST', '/contacts', { rawBody: JSON.stringify({ name: 'Típico', phone: p }), headers: { 'content-type': contentType } });
+        expect(expectBody(res, 201, Contact)).toMatchObject({ name: 'Típico', phone: p });
+      },
+    );
 
     it('accepts application/json; charset=utf-8 on PATCH', async () => {
       const created = expectBody(await send('POST', '/contacts', { body: { phone: phone() } }), 201, Contact);
-      const res = await send('PATCH', `/contacts/${created.id}`, { rawBody: JSON.stringify({ name: 'Patched' }), headers: { 'content-type': 'application/json; charset=utf-8' } });
+      const res = await send('PATCH', `/contacts/${created.id}`, {
+        rawBody: JSON.stringify({ name: 'Patched' }),
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+      });
       expect(expectBody(res, 200, Contact).name).toBe('Patched');
     });
 
@@ -143,7 +165,12 @@ describeEachDialect('HTTP protocol', (server) => {
       const outside = await fetch(new URL('/docs', server().baseUrl));
       const unknownOutside = await fetch(new URL('/nope', server().baseUrl));
       const trpc = await fetch(new URL(`/trpc/contacts.list?input=${encodeURIComponent('{}')}`, server().baseUrl));
-      const ids = [...responses.map((r) => r.headers.get('x-request-id')), outside.headers.get('x-request-id'), unknownOutside.headers.get('x-request-id'), trpc.headers.get('x-request-id')];
+      const ids = [
+        ...responses.map((r) => r.headers.get('x-request-id')),
+        outside.headers.get('x-request-id'),
+        unknownOutside.headers.get('x-request-id'),
+        trpc.headers.get('x-request-id'),
+      ];
       for (const id of ids) expect(id).toMatch(REQUEST_ID);
       expect(new Set(ids).size).toBe(ids.length);
       expect(unknownOutside.status).toBe(404);
@@ -211,7 +238,11 @@ describeEachDialect('HTTP protocol', (server) => {
     it('lists exactly the operations of the endpoint table', async () => {
       const doc = (await send('GET', '/openapi.json', { key: null })).body as { paths: Record<string, Record<string, { operationId?: string }>> };
       const listed = Object.entries(doc.paths)
-        .flatMap(([path, methods]) => Object.keys(methods).filter((m) => ['get', 'post', 'put', 'patch', 'delete', 'head', 'options', 'trace'].includes(m)).map((m) => `${m} ${path}`))
+        .flatMap(([path, methods]) =>
+          Object.keys(methods)
+            .filter((m) => ['get', 'post', 'put', 'patch', 'delete', 'head', 'options', 'trace'].includes(m))
+            .map((m) => `${m} ${path}`),
+        )
         .sort();
       expect(listed).toEqual(expected);
       const ids = Object.values(doc.paths).flatMap((methods) => Object.values(methods).map((op) => op.operationId));

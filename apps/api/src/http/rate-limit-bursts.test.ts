@@ -13,7 +13,11 @@ async function burst(baseUrls: string[], key: string, count: number): Promise<nu
   return responses.map((response) => response.status);
 }
 
-const tally = (statuses: number[]) => statuses.reduce<Record<number, number>>((counts, status) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {});
+const tally = (statuses: number[]) => {
+  const counts: Record<number, number> = {};
+  for (const status of statuses) counts[status] = (counts[status] ?? 0) + 1;
+  return counts;
+};
 
 for (const dialect of ACTIVE_DIALECTS) {
   describe(`a burst on a fresh minute [${dialect}]`, () => {

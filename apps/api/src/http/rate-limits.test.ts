@@ -86,7 +86,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       expect([401, 429]).toContain(refused.status);
       expect(refused.headers.get('x-ratelimit-limit')).toBeNull();
     });
-  
+
     it('refuses a webhook key before counting it: 403 with the headers, and nothing spent', async () => {
       const account = await accountsService.createAccount(server.database, { name: 'Signing secret misused', plan: 'free' });
       const signing = (await accountsService.createKey(server.database, { accountId: account.id, type: 'webhook' })).key;

@@ -11,7 +11,7 @@
 import { type EndpointDefinition, type OperationId, endpoints } from '@convo/core';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import * as z from 'zod';
+import type * as z from 'zod';
 import { accountsService } from '../services/accounts.js';
 import { type TestServer, describeEachDialect } from '../testing/harness.js';
 import { type Hints, type OpenApiDocument, type Schema, arbitraryOf, operationsOf, weighted } from '../testing/openapi-arbitraries.js';
@@ -29,14 +29,24 @@ interface ReadBack {
   related?: Read[];
 }
 
-const contactReads = (r: Resource): ReadBack => ({ retrieve: ['contacts.retrieve', { id: r.id }], lists: [['contacts.list', {}]], related: [['tags.list', {}]] });
+const contactReads = (r: Resource): ReadBack => ({
+  retrieve: ['contacts.retrieve', { id: r.id }],
+  lists: [['contacts.list', {}]],
+  related: [['tags.list', {}]],
+});
 const conversationReads = (r: Resource): ReadBack => ({
   retrieve: ['conversations.retrieve', { id: r.id }],
-  lists: [['conversations.list', {}], ['conversations.list', {}, { status: String(r.status), platform: String(r.platform) }]],
+  lists: [
+    ['conversations.list', {}],
+    ['conversations.list', {}, { status: String(r.status), platform: String(r.platform) }],
+  ],
 });
 const messageReads = (r: Resource): ReadBack => ({
   lists: [['conversations.listMessages', { id: String(r.conversation_id) }]],
-  related: [['conversations.retrieve', { id: String(r.conversation_id) }], ['conversations.list', {}]],
+  related: [
+    ['conversations.retrieve', { id: String(r.conversation_id) }],
+    ['conversations.list', {}],
+  ],
 });
 const endpointReads = (r: Resource): ReadBack => ({ retrieve: ['webhookEndpoints.retrieve', { id: r.id }], lists: [['webhookEndpoints.list', {}]] });
 
@@ -50,7 +60,13 @@ const WRITES: Partial<Record<OperationId, (record: Resource) => ReadBack>> = {
   'conversations.update': conversationReads,
   'messages.send': messageReads,
   'sandbox.inbound': messageReads,
-  'orders.create': (r) => ({ retrieve: ['orders.retrieve', { id: r.id }], lists: [['orders.list', {}], ['orders.list', {}, { contact_id: String(r.contact_id), status: String(r.status) }]] }),
+  'orders.create': (r) => ({
+    retrieve: ['orders.retrieve', { id: r.id }],
+    lists: [
+      ['orders.list', {}],
+      ['orders.list', {}, { contact_id: String(r.contact_id), status: String(r.status) }],
+    ],
+  }),
   'workflows.create': (r) => ({ retrieve: ['workflows.retrieve', { id: r.id }], lists: [['workflows.list', {}]] }),
   'workflows.trigger': (r) => ({ lists: [['workflows.listRuns', { id: String(r.workflow_id) }]] }),
   'webhookEndpoints.create': endpointReads,
@@ -86,7 +102,9 @@ async function createFixtures(server: TestServer, operationId: string): Promise<
 /** The id a path parameter takes: the fixture of the operation's own resource. */
 function pathParameters(operationId: OperationId, fixtures: Fixtures, tag: string): Record<string, string> {
   const resource = operationId.split('.')[0];
-  const id = { contacts: fixtures.contact, conversations: fixtures.conversation, workflows: fixtures.workflow, webhookEndpoints: fixtures.endpoint }[resource as string];
+  const id = { contacts: fixtures.contact, conversations: fixtures.conversation, workflows: fixtures.workflow, webhookEndpoints: fixtures.endpoint }[
+    resource as string
+  ];
   return { ...(id ? { id } : {}), tag };
 }
 
@@ -169,7 +187,10 @@ describeEachDialect('what is accepted can be read back', (server) => {
             const { retrieve, lists, related = [] } = (WRITES[operationId] as (r: Resource) => ReadBack)(record);
             if (retrieve) expect((await read(server(), fixtures.key, retrieve))[0]?.id).toBe(record.id);
             for (const list of lists) {
-              expect((await read(server(), fixtures.key, list)).map((r) => r.id), `${list[0]} ${JSON.stringify(list[2] ?? {})}`).toContain(record.id);
+              expect(
+                (await read(server(), fixtures.key, list)).map((r) => r.id),
+                `${list[0]} ${JSON.stringify(list[2] ?? {})}`,
+              ).toContain(record.id);
             }
             for (const other of related) await read(server(), fixtures.key, other);
           }),

@@ -29,7 +29,10 @@ function prepareInput(operation: EndpointDefinition): preValidationHookHandler {
     if (numeric.size > 0 && request.query && typeof request.query === 'object') {
       // fromEntries defines every name as an own property: `?__proto__=1` stays an (unknown) parameter.
       request.query = Object.fromEntries(
-        Object.entries(request.query).map(([name, value]) => [name, numeric.has(name) && typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value]),
+        Object.entries(request.query).map(([name, value]) => [
+          name,
+          numeric.has(name) && typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value,
+        ]),
       );
     }
     if (operation.body && request.body === undefined) request.body = {};

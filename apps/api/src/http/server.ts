@@ -107,7 +107,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) if (route.url.startsWith('/v1/') && method !== 'HEAD') app.apiRoutes.push(`${method} ${route.url}`);
   });
-  app.setValidatorCompiler(({ schema }) => (data) => validatePart(schema as z.ZodType, data));
+  app.setValidatorCompiler(
+    ({ schema }) =>
+      (data) =>
+        validatePart(schema as z.ZodType, data),
+  );
   acceptJsonBodies(app);
 
   app.setErrorHandler((error, request, reply) => sendError(request, reply, apiErrorOf(error, request)));
@@ -161,7 +165,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       allowBatching: false,
       createContext: ({ req, res }) => ({ ...admittedCall(req, { database, settings }), requestId: req.id, reply: res }),
       onError: ({ error, req }) => {
-        if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError)) req.log.error({ err: error.cause ?? error, requestId: req.id }, 'unexpected error');
+        if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
+          req.log.error({ err: error.cause ?? error, requestId: req.id }, 'unexpected error');
       },
     } satisfies FastifyTRPCPluginOptions<AppRouter>['trpcOptions'],
   });
@@ -206,7 +211,11 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
     const sent =
       error.code === 'HPE_HEADER_OVERFLOW'
         ? ApiError.badRequest('headers', 'max_bytes', `The request line and headers are larger than ${maxHeaderSize} bytes`)
-        : ApiError.badRequest('request', 'format', error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'The request did not arrive in time' : 'The request is not valid HTTP');
+        : ApiError.badRequest(
+            'request',
+            'format',
+            error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'The request did not arrive in time' : 'The request is not valid HTTP',
+          );
     const body = JSON.stringify(toErrorBody(sent));
     socket.write(
       `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: req_${nextUlid()}\r\nConnection: close\r\n\r\n${body}`,

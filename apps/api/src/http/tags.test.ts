@@ -126,7 +126,7 @@ describeEachDialect('tags', (server) => {
       });
     });
 
-    it('404s an unknown contact and another account\'s contact', async () => {
+    it("404s an unknown contact and another account's contact", async () => {
       expectError(await attach('ct_nope', 'vip'), 404, 'not_found');
       const theirs = await createContact(['theirs'], server().keys.otherFull);
       expectError(await attach(theirs.id, 'vip'), 404, 'not_found');
@@ -170,7 +170,7 @@ describeEachDialect('tags', (server) => {
       expectError(await detach(contact.id, 'vip'), 404, 'not_found');
     });
 
-    it('404s an unknown contact and another account\'s contact', async () => {
+    it("404s an unknown contact and another account's contact", async () => {
       expectError(await detach('ct_nope', 'vip'), 404, 'not_found');
       const theirs = await createContact(['vip'], server().keys.otherFull);
       expectError(await detach(theirs.id, 'vip'), 404, 'not_found');
@@ -291,7 +291,7 @@ describeEachDialect('tags', (server) => {
       expect(await listTags(key, { limit: 100 })).toMatchObject({ total: 5, limit: 100, has_more: false });
     });
 
-    it('lists only the caller\'s account\'s tags', async () => {
+    it("lists only the caller's account's tags", async () => {
       const key = await freshKey();
       const otherKey = await freshKey();
       await createContact(['shared', 'mine-only'], key);

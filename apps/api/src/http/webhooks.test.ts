@@ -1,4 +1,15 @@
-import { Contact, Conversation, Event, EventList, Message, Order, WebhookDelivery, WebhookDeliveryList, WebhookEndpoint, WebhookEndpointList } from '@convo/core';
+import {
+  Contact,
+  Conversation,
+  Event,
+  EventList,
+  Message,
+  Order,
+  WebhookDelivery,
+  WebhookDeliveryList,
+  WebhookEndpoint,
+  WebhookEndpointList,
+} from '@convo/core';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
@@ -40,7 +51,7 @@ class Receiver {
   }
 
   get port(): number {
-    return (this.server?.address() as AddressInfo).port;
+    return (this.server?.address() as AddressInfo | undefined)?.port ?? 0;
   }
 
   /** A new path answering with `reply` (200 by default); returns its URL. */
@@ -69,7 +80,6 @@ class Receiver {
     res.end(answer.body ?? '');
   }
 }
-
 
 const verifierHeaders = (r: ReceivedRequest) => ({
   'webhook-id': r.headers['webhook-id'] ?? '',
@@ -103,7 +113,11 @@ describeEachDialect('webhook endpoints', (server) => {
       expect(endpoint.id).toMatch(/^whe_[0-9A-Z]{26}$/);
       expect(endpoint.created_at).toBe(endpoint.updated_at);
 
-      const described = await createEndpoint({ url: 'https://hooks.example.com/orders', events: ['order.placed', 'conversation.created'], description: 'CRM sync' });
+      const described = await createEndpoint({
+        url: 'https://hooks.example.com/orders',
+        events: ['order.placed', 'conversation.created'],
+        description: 'CRM sync',
+      });
       expect(described).toMatchObject({ events: ['order.placed', 'conversation.created'], description: 'CRM sync' });
     });
 
@@ -126,12 +140,19 @@ describeEachDialect('webhook endpoints', (server) => {
     it(`keeps an account to ${MAX_WEBHOOK_ENDPOINTS} endpoints: the next is 400 (body, max) until one is deleted`, async () => {
       const made = [];
       for (let i = 0; i < MAX_WEBHOOK_ENDPOINTS; i++) made.push(await createEndpoint({ url: `https://hooks.example.com/${i}`, events: ['*'] }));
-      const refused = expectError(await server().request('POST', '/webhook_endpoints', { body: { url: 'https://hooks.example.com/one-more', events: ['*'] } }), 400, 'bad_request', {
-        field: 'body',
-        constraint: 'max',
-      });
+      const refused = expectError(
+        await server().request('POST', '/webhook_endpoints', { body: { url: 'https://hooks.example.com/one-more', events: ['*'] } }),
+        400,
+        'bad_request',
+        {
+          field: 'body',
+          constraint: 'max',
+        },
+      );
       expect(refused.error.message).toContain(String(MAX_WEBHOOK_ENDPOINTS));
-      expect(expectBody(await server().request('GET', '/webhook_endpoints', { query: { limit: 100 } }), 200, WebhookEndpointList).total).toBe(MAX_WEBHOOK_ENDPOINTS);
+      expect(expectBody(await server().request('GET', '/webhook_endpoints', { query: { limit: 100 } }), 200, WebhookEndpointList).total).toBe(
+        MAX_WEBHOOK_ENDPOINTS,
+      );
       // Another account has its own.
       await createEndpoint({ url: 'https://hooks.example.com/other', events: ['*'] }, server().keys.otherFull);
       expect((await server().request('DELETE', `/webhook_endpoints/${made[0]?.id}`)).status).toBe(204);
@@ -180,7 +201,13 @@ describeEachDialect('webhook endpoints', (server) => {
         200,
         WebhookEndpoint,
       );
-      expect(patched).toMatchObject({ id: created.id, url: 'https://hooks.example.com/b', events: ['message.received'], description: null, status: 'disabled' });
+      expect(patched).toMatchObject({
+        id: created.id,
+        url: 'https://hooks.example.com/b',
+        events: ['message.received'],
+        description: null,
+        status: 'disabled',
+      });
       expect(patched.updated_at >= created.updated_at).toBe(true);
       expect(patched.created_at).toBe(created.created_at);
       expect(expectBody(await server().request('GET', `/webhook_endpoints/${created.id}`), 200, WebhookEndpoint)).toEqual(patched);
@@ -240,7 +267,10 @@ describeEachDialect('webhook endpoints', (server) => {
       expectBody(await server().request('POST', '/contacts', { body: { name: 'Hook Test', phone: phone() }, ...(key ? { key } : {}) }), 201, Contact);
     const placeOrder = async (contactId: string, key?: string) =>
       expectBody(
-        await server().request('POST', '/orders', { body: { contact_id: contactId, currency: 'USD', items: [{ name: 'Mug', quantity: 2, unit_amount: 900 }] }, ...(key ? { key } : {}) }),
+        await server().request('POST', '/orders', {
+          body: { contact_id: contactId, currency: 'USD', items: [{ name: 'Mug', quantity: 2, unit_amount: 900 }] },
+          ...(key ? { key } : {}),
+        }),
         201,
         Order,
       );
@@ -251,10 +281,18 @@ describeEachDialect('webhook endpoints', (server) => {
       const endpoint = await createEndpoint({ url: route.url, events: ['*'] });
 
       const contact = await newContact();
-      const conversation = expectBody(await server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'whatsapp' } }), 201, Conversation);
+      const conversation = expectBody(
+        await server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'whatsapp' } }),
+        201,
+        Conversation,
+      );
       await placeOrder(contact.id);
       expectBody(await server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: 'resolved' } }), 200, Conversation);
-      const inbound = expectBody(await server().request('POST', '/sandbox/inbound', { body: { platform: 'whatsapp', from: { phone: contact.phone }, content: 'Where is my order?' } }), 201, Message);
+      const inbound = expectBody(
+        await server().request('POST', '/sandbox/inbound', { body: { platform: 'whatsapp', from: { phone: contact.phone }, content: 'Where is my order?' } }),
+        201,
+        Message,
+      );
       expect(inbound.conversation_id).toBe(conversation.id);
 
       const received = await eventually(() => receiver.at(route.path).length >= 4 && receiver.at(route.path));
@@ -434,7 +472,7 @@ describeEachDialect('webhook endpoints', (server) => {
       expect(second?.body).toBe(first?.body);
     });
 
-    it('404s a retry of an unknown delivery, another endpoint\'s delivery or another account\'s', async () => {
+    it("404s a retry of an unknown delivery, another endpoint's delivery or another account's", async () => {
       const route = receiver.route();
       const endpoint = await createEndpoint({ url: route.url, events: ['order.placed'] });
       const other = await createEndpoint({ url: receiver.route().url, events: ['conversation.resolved'] });
@@ -444,7 +482,11 @@ describeEachDialect('webhook endpoints', (server) => {
       expectError(await server().request('POST', `/webhook_endpoints/${endpoint.id}/deliveries/whd_nope/retry`), 404, 'not_found');
       expectError(await server().request('POST', `/webhook_endpoints/${other.id}/deliveries/${delivery.id}/retry`), 404, 'not_found');
       expectError(await server().request('POST', `/webhook_endpoints/whe_nope/deliveries/${delivery.id}/retry`), 404, 'not_found');
-      expectError(await server().request('POST', `/webhook_endpoints/${endpoint.id}/deliveries/${delivery.id}/retry`, { key: server().keys.otherFull }), 404, 'not_found');
+      expectError(
+        await server().request('POST', `/webhook_endpoints/${endpoint.id}/deliveries/${delivery.id}/retry`, { key: server().keys.otherFull }),
+        404,
+        'not_found',
+      );
       expectError(await server().request('GET', `/webhook_endpoints/${endpoint.id}/deliveries`, { key: server().keys.otherFull }), 404, 'not_found');
       expectError(await server().request('GET', `/webhook_endpoints/${endpoint.id}/deliveries`, { query: { status: 'lost' } }), 400, 'bad_request', {
         field: 'status',
@@ -505,7 +547,7 @@ describeEachDialect('webhook endpoints', (server) => {
       expect(() => new Webhook(server().keys.webhook).verify(request?.body ?? '', verifierHeaders(request as ReceivedRequest))).toThrow();
     });
 
-    it('removes a deleted endpoint\'s deliveries; its queued attempts send nothing', async () => {
+    it("removes a deleted endpoint's deliveries; its queued attempts send nothing", async () => {
       const route = receiver.route(() => 500);
       const endpoint = await createEndpoint({ url: route.url, events: ['order.placed'] });
       await placeOrder((await newContact()).id);
@@ -514,13 +556,22 @@ describeEachDialect('webhook endpoints', (server) => {
       const { db } = server().database;
       const retry = () => db.selectFrom('jobs').select(['id', 'locked_by']).where('lane', '=', endpoint.id);
       await vi.waitFor(async () => {
-        const parked = await db.updateTable('jobs').set({ run_at: '9999-01-01T00:00:00.000Z' }).where('lane', '=', endpoint.id).where('locked_by', 'is', null).executeTakeFirst();
+        const parked = await db
+          .updateTable('jobs')
+          .set({ run_at: '9999-01-01T00:00:00.000Z' })
+          .where('lane', '=', endpoint.id)
+          .where('locked_by', 'is', null)
+          .executeTakeFirst();
         expect(parked.numUpdatedRows).toBe(1n);
       });
       expect((await server().request('DELETE', `/webhook_endpoints/${endpoint.id}`)).status).toBe(204);
       const sent = receiver.at(route.path).length;
       // The queued attempt comes due, finds no delivery, and leaves the queue without sending.
-      await db.updateTable('jobs').set({ run_at: new Date(0).toISOString() }).where('lane', '=', endpoint.id).execute();
+      await db
+        .updateTable('jobs')
+        .set({ run_at: new Date(0).toISOString() })
+        .where('lane', '=', endpoint.id)
+        .execute();
       await vi.waitFor(async () => expect(await retry().execute()).toEqual([]), { timeout: 10_000 });
       expect(receiver.at(route.path)).toHaveLength(sent);
       expect(await server().database.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpoint.id).execute()).toEqual([]);
@@ -548,12 +599,19 @@ describeEachDialect(
       ['https://[::7f00:1]/x', /address/],
       ['https://localhost/x', /address/],
     ])('rejects %s: 400 url format', async (url, message) => {
-      const body = expectError(await server().request('POST', '/webhook_endpoints', { body: { url, events: ['*'] } }), 400, 'bad_request', { field: 'url', constraint: 'format' });
+      const body = expectError(await server().request('POST', '/webhook_endpoints', { body: { url, events: ['*'] } }), 400, 'bad_request', {
+        field: 'url',
+        constraint: 'format',
+      });
       expect(body.error.message).toMatch(message);
     });
 
     it('accepts public https URLs, and checks a changed URL the same way', async () => {
-      const endpoint = expectBody(await server().request('POST', '/webhook_endpoints', { body: { url: 'https://93.184.215.14/hooks', events: ['*'] } }), 201, WebhookEndpoint);
+      const endpoint = expectBody(
+        await server().request('POST', '/webhook_endpoints', { body: { url: 'https://93.184.215.14/hooks', events: ['*'] } }),
+        201,
+        WebhookEndpoint,
+      );
       expectError(await server().request('PATCH', `/webhook_endpoints/${endpoint.id}`, { body: { url: 'https://192.168.0.1/hooks' } }), 400, 'bad_request', {
         field: 'url',
         constraint: 'format',
@@ -563,9 +621,16 @@ describeEachDialect(
         constraint: 'format',
       });
       // Validation before existence.
-      expectError(await server().request('PATCH', '/webhook_endpoints/whe_nope', { body: { url: 'https://10.0.0.1/' } }), 400, 'bad_request', { field: 'url', constraint: 'format' });
+      expectError(await server().request('PATCH', '/webhook_endpoints/whe_nope', { body: { url: 'https://10.0.0.1/' } }), 400, 'bad_request', {
+        field: 'url',
+        constraint: 'format',
+      });
       expect((await server().request('DELETE', `/webhook_endpoints/${endpoint.id}`)).status).toBe(204);
-      const ipv6 = expectBody(await server().request('POST', '/webhook_endpoints', { body: { url: 'https://[2606:4700:4700::1111]/hooks', events: ['*'] } }), 201, WebhookEndpoint);
+      const ipv6 = expectBody(
+        await server().request('POST', '/webhook_endpoints', { body: { url: 'https://[2606:4700:4700::1111]/hooks', events: ['*'] } }),
+        201,
+        WebhookEndpoint,
+      );
       expect(ipv6.url).toBe('https://[2606:4700:4700::1111]/hooks');
       expect((await server().request('DELETE', `/webhook_endpoints/${ipv6.id}`)).status).toBe(204);
     });
@@ -583,19 +648,25 @@ describeEachDialect(
       it('refuses plain http and hosts that are or resolve to private addresses, even when stored', async () => {
         // Stored directly: as if saved under other settings, or a DNS answer that changed since.
         const scope = new TenantScope(server().database.db, server().accountId);
-        const urls = [
-          `http://127.0.0.1:${receiver.port}/plain`,
-          `https://127.0.0.1:${receiver.port}/literal`,
-          `https://localhost:${receiver.port}/resolved`,
-        ];
+        const urls = [`http://127.0.0.1:${receiver.port}/plain`, `https://127.0.0.1:${receiver.port}/literal`, `https://localhost:${receiver.port}/resolved`];
         const at = new Date().toISOString();
         const ids = urls.map((_, i) => `whe_private${i}`);
         for (const [i, url] of urls.entries()) {
-          await webhookEndpointsRepository.insert(scope, { id: ids[i] as string, url, events: '["*"]', description: null, status: 'enabled', created_at: at, updated_at: at });
+          await webhookEndpointsRepository.insert(scope, {
+            id: ids[i] as string,
+            url,
+            events: '["*"]',
+            description: null,
+            status: 'enabled',
+            created_at: at,
+            updated_at: at,
+          });
         }
         const contact = expectBody(await server().request('POST', '/contacts', { body: { phone: phone() } }), 201, Contact);
         expectBody(
-          await server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'USD', items: [{ name: 'Mug', quantity: 1, unit_amount: 900 }] } }),
+          await server().request('POST', '/orders', {
+            body: { contact_id: contact.id, currency: 'USD', items: [{ name: 'Mug', quantity: 1, unit_amount: 900 }] },
+          }),
           201,
           Order,
         );

@@ -98,10 +98,14 @@ describeEachDialect('workflows', (server) => {
     });
 
     it('needs a full key to create: a read-only key is 403', async () => {
-      expectError(await server().request('POST', '/workflows', { key: server().keys.readOnly, body: { name: 'x', steps: [{ type: 'wait', seconds: 1 }] } }), 403, 'forbidden');
+      expectError(
+        await server().request('POST', '/workflows', { key: server().keys.readOnly, body: { name: 'x', steps: [{ type: 'wait', seconds: 1 }] } }),
+        403,
+        'forbidden',
+      );
     });
 
-    it('404s unknown ids and other accounts\' workflows', async () => {
+    it("404s unknown ids and other accounts' workflows", async () => {
       const mine = await createWorkflow([{ type: 'wait', seconds: 1 }]);
       const contact = await createContact();
       expectError(await server().request('GET', '/workflows/wf_nope'), 404, 'not_found');
@@ -118,7 +122,10 @@ describeEachDialect('workflows', (server) => {
 
   describe('POST /workflows/:id/trigger', () => {
     it('answers 202 with the queued run', async () => {
-      const workflow = await createWorkflow([{ type: 'add_tag', tag: 'triggered' }, { type: 'wait', seconds: 5 }]);
+      const workflow = await createWorkflow([
+        { type: 'add_tag', tag: 'triggered' },
+        { type: 'wait', seconds: 5 },
+      ]);
       const contact = await createContact({ name: 'Queued' });
       const run = await trigger(workflow.id, contact.id, { order: '1001', total: 25, paid: true, note: null });
       expect(run).toEqual({
@@ -141,7 +148,7 @@ describeEachDialect('workflows', (server) => {
       expect((await runsOf(workflow.id)).data.map((r) => r.id)).toContain(run.id);
     });
 
-    it('404s an unknown contact and another account\'s contact', async () => {
+    it("404s an unknown contact and another account's contact", async () => {
       const workflow = await createWorkflow([{ type: 'wait', seconds: 1 }]);
       const otherContact = await createContact({}, server().keys.otherFull);
       for (const contactId of ['ct_nope', otherContact.id]) {
@@ -173,7 +180,11 @@ describeEachDialect('workflows', (server) => {
     it('needs a full key: a read-only key is 403', async () => {
       const workflow = await createWorkflow([{ type: 'wait', seconds: 1 }]);
       const contact = await createContact();
-      expectError(await server().request('POST', `/workflows/${workflow.id}/trigger`, { key: server().keys.readOnly, body: { contact_id: contact.id } }), 403, 'forbidden');
+      expectError(
+        await server().request('POST', `/workflows/${workflow.id}/trigger`, { key: server().keys.readOnly, body: { contact_id: contact.id } }),
+        403,
+        'forbidden',
+      );
       expectBody(await server().request('GET', `/workflows/${workflow.id}/runs`, { key: server().keys.readOnly }), 200, WorkflowRunList);
     });
   });
@@ -262,7 +273,7 @@ describeEachDialect('workflows', (server) => {
       expect(statusRun).toMatchObject({ status: 'failed', error: 'step 0 (set_conversation_status): no_open_conversation' });
     });
 
-    it('treats removing an absent tag as done, and fails a 51st tag with the API\'s message', async () => {
+    it("treats removing an absent tag as done, and fails a 51st tag with the API's message", async () => {
       const contact = await createContact({ tags: Array.from({ length: 50 }, (_, i) => `t${i}`) });
       const workflow = await createWorkflow([
         { type: 'remove_tag', tag: 'absent' },
@@ -290,8 +301,14 @@ describeEachDialect('workflows', (server) => {
       expect((await runsOf(workflow.id, { status: 'succeeded' })).data.map((r) => r.id)).toEqual([good.run.id]);
       expect((await runsOf(workflow.id, { status: 'failed' })).data.map((r) => r.id)).toEqual([bad.run.id]);
       expect((await runsOf(workflow.id, { status: 'waiting' })).total).toBe(0);
-      expectError(await server().request('GET', `/workflows/${workflow.id}/runs`, { query: { status: 'done' } }), 400, 'bad_request', { field: 'status', constraint: 'enum' });
-      expectError(await server().request('GET', `/workflows/${workflow.id}/runs`, { query: { contact_id: reachable.id } }), 400, 'bad_request', { field: 'contact_id', constraint: 'unknown' });
+      expectError(await server().request('GET', `/workflows/${workflow.id}/runs`, { query: { status: 'done' } }), 400, 'bad_request', {
+        field: 'status',
+        constraint: 'enum',
+      });
+      expectError(await server().request('GET', `/workflows/${workflow.id}/runs`, { query: { contact_id: reachable.id } }), 400, 'bad_request', {
+        field: 'contact_id',
+        constraint: 'unknown',
+      });
 
       expect((await server().request('DELETE', `/contacts/${reachable.id}`)).status).toBe(204);
       const [after] = (await runsOf(workflow.id, { status: 'succeeded' })).data;
@@ -299,9 +316,12 @@ describeEachDialect('workflows', (server) => {
 
       // A job for a finished run changes nothing.
       const jobId = await enqueue(server().database.db, { kind: 'run_workflow', accountId: server().accountId, payload: { runId: bad.run.id } });
-      await vi.waitFor(async () => expect(await server().database.db.selectFrom('jobs').select('id').where('id', '=', jobId).executeTakeFirst()).toBeUndefined(), {
-        timeout: 10_000,
-      });
+      await vi.waitFor(
+        async () => expect(await server().database.db.selectFrom('jobs').select('id').where('id', '=', jobId).executeTakeFirst()).toBeUndefined(),
+        {
+          timeout: 10_000,
+        },
+      );
       expect((await runsOf(workflow.id, { status: 'failed' })).data).toEqual([bad.run]);
     });
 

@@ -303,7 +303,9 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
       expect(secondKey).not.toBe(firstKey);
       expect(accountIn(result.stdout)).toBe(demoAccountId);
 
-      const before = ConversationList.parse(await (await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${firstKey}` } })).json());
+      const before = ConversationList.parse(
+        await (await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${firstKey}` } })).json(),
+      );
       for (const key of [firstKey, secondKey]) {
         const res = await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${key}` } });
         expect(res.status).toBe(200);

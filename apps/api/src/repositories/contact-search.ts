@@ -1,5 +1,5 @@
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
-import { dialectOf } from '../db/dialect.js';
+import { type Expression, type SqlBool, sql } from 'kysely';
+import { type AnyKysely, dialectOf } from '../db/dialect.js';
 import { likeContains } from './tenant.js';
 
 /** Columns of `contacts` a search may look at. */
@@ -14,8 +14,11 @@ const MIN_INDEXED_LENGTH = 3;
  * asks its FTS5 trigram table (migration 0004) and its phone-suffix table (migration 0009),
  * except for fragments too short to index.
  */
-export function contactContains(db: Kysely<any>, searches: { columns: SearchColumn[]; fragment: string }[]): Expression<SqlBool> {
-  return contactMatches(db, searches.map(({ columns, fragment }) => bindSearch(db, columns, fragment)));
+export function contactContains(db: AnyKysely, searches: { columns: SearchColumn[]; fragment: string }[]): Expression<SqlBool> {
+  return contactMatches(
+    db,
+    searches.map(({ columns, fragment }) => bindSearch(db, columns, fragment)),
+  );
 }
 
 /**
@@ -30,13 +33,13 @@ export interface SearchTerm {
   operand: string;
 }
 
-export const bindSearch = (db: Kysely<any>, columns: SearchColumn[], fragment: string): SearchTerm => {
+export const bindSearch = (db: AnyKysely, columns: SearchColumn[], fragment: string): SearchTerm => {
   const indexed = indexable(fragment);
   return { columns, indexed, operand: indexed && dialectOf(db).contactSearchTable ? fragment : likeContains(fragment) };
 };
 
 /** contactContains for terms made before (bindSearch): their operands are used as values only, so a statement built from them can be compiled once (preparedByShape). */
-export function contactMatches(db: Kysely<any>, terms: SearchTerm[]): Expression<SqlBool> {
+export function contactMatches(db: AnyKysely, terms: SearchTerm[]): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [];
   for (const { columns, indexed, operand } of terms) {
     if (!indexed || !dialectOf(db).contactSearchTable) conditions.push(...columns.map((column) => dialectOf(db).like(`contacts.${column}`, operand, indexed)));
@@ -60,7 +63,8 @@ function sqliteIndexedMatch(columns: SearchColumn[], fragment: string): Expressi
     const query = sql`${sql.lit(`{${texts.join(' ')}} : "`)} || replace(${fragment}, '"', '""') || '"'`;
     finders.push(sql`select rowid from contacts_search where contacts_search match ${query}`);
   }
-  if (texts.length < columns.length) finders.push(sql`select contact_rowid from contact_phone_suffixes where suffix >= ${fragment} and suffix < ${fragment} || ':'`);
+  if (texts.length < columns.length)
+    finders.push(sql`select contact_rowid from contact_phone_suffixes where suffix >= ${fragment} and suffix < ${fragment} || ':'`);
   return sql<SqlBool>`contacts.rowid in (${sql.join(finders, sql` union all `)})`;
 }
 
@@ -71,7 +75,7 @@ const indexable = (fragment: string) => [...fragment].length >= MIN_INDEXED_LENG
  * fragment long enough): a query that then starts from `TenantScope.selectFromFound` looks up
  * just the matching rows.
  */
-export const foundBySearchTable = (db: Kysely<any>, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
+export const foundBySearchTable = (db: AnyKysely, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
   dialectOf(db).contactSearchTable && searches.every(isIndexed);
 
 /** Whether a search (its fragment, or a term made of it: bindSearch) is long enough for the trigram indexes. */

@@ -35,7 +35,8 @@ const SORT_CONTACT_MATCHES_UP_TO = 500;
 
 const filtered = (scope: TenantScope, filter: ContactFilter, from: 'account' | 'matches' = 'account') => {
   const searches = filter.search ? contactSearches(filter.search, filter.searchDigits) : [];
-  let query = from === 'matches' && searches.length > 0 && foundBySearchTable(scope.db, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
+  let query =
+    from === 'matches' && searches.length > 0 && foundBySearchTable(scope.db, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
   if (searches.length > 0) query = query.where(() => contactContains(scope.db, searches));
   if (filter.tag !== undefined) {
     const tag = filter.tag;
@@ -100,7 +101,10 @@ export const contactsRepository = {
     if (!filter.search) {
       const shape = { tag: filter.tag !== undefined };
       const values = { accountId: scope.accountId, tag: filter.tag };
-      const [found, counted] = await Promise.all([unsearchedPage(scope, shape, { ...values, limit: page.limit, offset: page.offset }), unsearchedCount(scope, shape, values)]);
+      const [found, counted] = await Promise.all([
+        unsearchedPage(scope, shape, { ...values, limit: page.limit, offset: page.offset }),
+        unsearchedCount(scope, shape, values),
+      ]);
       return { rows: found as ContactRow[], total: Number(counted[0]?.total ?? 0) };
     }
     const rows = (from: 'account' | 'matches') =>
@@ -130,8 +134,7 @@ export const contactsRepository = {
 
   insert: (scope: TenantScope, row: Omit<ContactRow, 'account_id' | 'conversation_count'>) => scope.insert('contacts', row),
 
-  update: (scope: TenantScope, id: string, patch: Updateable<ContactTable>) =>
-    scope.updateTable('contacts').set(patch).where('contacts.id', '=', id).execute(),
+  update: (scope: TenantScope, id: string, patch: Updateable<ContactTable>) => scope.updateTable('contacts').set(patch).where('contacts.id', '=', id).execute(),
 
   delete: (scope: TenantScope, id: string) => scope.deleteFrom('contacts').where('contacts.id', '=', id).executeTakeFirst(),
 

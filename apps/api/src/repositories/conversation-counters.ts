@@ -24,7 +24,9 @@ export const countersTotal = (scope: TenantScope, filter: ConversationFilter) =>
 };
 
 /** countersTotal, compiled once per shape. */
-const countersQuery = preparedByShape((db: Executor, shape: FilterShape, values: FilterValues) => countersTotal(new TenantScope(db, values.accountId), filterOf(shape, values)));
+const countersQuery = preparedByShape((db: Executor, shape: FilterShape, values: FilterValues) =>
+  countersTotal(new TenantScope(db, values.accountId), filterOf(shape, values)),
+);
 
 /** countersTotal, run. */
 export const countFromCounters = (scope: TenantScope, filter: ConversationFilter) =>

@@ -14,7 +14,14 @@ const PLATFORMS = ['whatsapp', 'facebook', 'instagram'] as const;
 
 /** What the triggers keep, and what counting the conversations gives, per account, status and platform. */
 async function keptAndCounted(db: Executor) {
-  const kept = await db.selectFrom('conversation_counts').select(['account_id', 'status', 'platform', 'count']).where('count', '!=', 0).orderBy('account_id').orderBy('status').orderBy('platform').execute();
+  const kept = await db
+    .selectFrom('conversation_counts')
+    .select(['account_id', 'status', 'platform', 'count'])
+    .where('count', '!=', 0)
+    .orderBy('account_id')
+    .orderBy('status')
+    .orderBy('platform')
+    .execute();
   const counted = await db
     .selectFrom('conversations')
     .select(['account_id', 'status', 'platform', sql<number>`count(*)`.as('count')])
@@ -67,7 +74,8 @@ async function trigramsKeptAndCounted(db: Executor) {
     .select(['conversations.account_id', 'conversations.contact_name_search as copy', 'contacts.name_search'])
     .execute();
   const counted = new Map<string, number>();
-  for (const row of rows) for (const trigram of trigramsOf(row.name_search)) counted.set(`${row.account_id} ${trigram}`, (counted.get(`${row.account_id} ${trigram}`) ?? 0) + 1);
+  for (const row of rows)
+    for (const trigram of trigramsOf(row.name_search)) counted.set(`${row.account_id} ${trigram}`, (counted.get(`${row.account_id} ${trigram}`) ?? 0) + 1);
   const sorted = (entries: [string, number][]) => entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return {
     kept: sorted(kept.map((r) => [`${r.account_id} ${r.trigram}`, Number(r.conversations)])),
@@ -121,14 +129,16 @@ describeEachDialect('conversation counts (per account, status and platform; per 
     }
   });
 
-  it('keep each trigram of the contacts\' names counted through renames, moves and deletes, and a three-character search\'s total', async () => {
+  it("keep each trigram of the contacts' names counted through renames, moves and deletes, and a three-character search's total", async () => {
     const s = server();
     const names = ['Martina Tin', 'Tina Ötinger', 'Valentin', 'Al', 'Kristin Tin'];
     const contacts: string[] = [];
-    for (const [i, name] of names.entries()) contacts.push((await s.request('POST', '/contacts', { body: { name, phone: `+1415555${String(2000 + i)}` } })).body.id);
+    for (const [i, name] of names.entries())
+      contacts.push((await s.request('POST', '/contacts', { body: { name, phone: `+1415555${String(2000 + i)}` } })).body.id);
     const other = (await s.request('POST', '/contacts', { key: s.keys.otherFull, body: { name: 'Tintin', phone: '+14155559998' } })).body.id;
     const conversations: string[] = [];
-    for (let i = 0; i < 12; i++) conversations.push((await s.request('POST', '/conversations', { body: { contact_id: contacts[i % 5], platform: PLATFORMS[i % 3] } })).body.id);
+    for (let i = 0; i < 12; i++)
+      conversations.push((await s.request('POST', '/conversations', { body: { contact_id: contacts[i % 5], platform: PLATFORMS[i % 3] } })).body.id);
     await s.request('POST', '/conversations', { key: s.keys.otherFull, body: { contact_id: other, platform: 'whatsapp' } });
     const check = async (step: string) => {
       const { kept, counted, stale } = await trigramsKeptAndCounted(s.database.db);
@@ -139,7 +149,10 @@ describeEachDialect('conversation counts (per account, status and platform; per 
         const listed = await s.request('GET', '/conversations', { query: { search, limit: 100 } });
         expect(listed.status, step).toBe(200);
         expect(listed.body.total, `${step}: ${search}`).toBe(listed.body.data.length);
-        expect(listed.body.data.every((c: { contact: { name: string } }) => c.contact.name.toLowerCase().includes(search)), `${step}: ${search}`).toBe(true);
+        expect(
+          listed.body.data.every((c: { contact: { name: string } }) => c.contact.name.toLowerCase().includes(search)),
+          `${step}: ${search}`,
+        ).toBe(true);
       }
     };
     await check('created');
@@ -152,10 +165,17 @@ describeEachDialect('conversation counts (per account, status and platform; per 
     expect((await s.request('PATCH', `/contacts/${contacts[1]}`, { body: { name: 'Ötinger' } })).status).toBe(200);
     await check('name given');
     // A conversation moved to another contact (no API does it; the triggers follow any writer).
-    await s.database.db.updateTable('conversations').set({ contact_id: contacts[3] as string }).where('id', '=', conversations[0] as string).execute();
+    await s.database.db
+      .updateTable('conversations')
+      .set({ contact_id: contacts[3] as string })
+      .where('id', '=', conversations[0] as string)
+      .execute();
     await check('moved');
     // Deleted: one conversation, then a contact with its conversations (a cascade).
-    await s.database.db.deleteFrom('conversations').where('id', '=', conversations[1] as string).execute();
+    await s.database.db
+      .deleteFrom('conversations')
+      .where('id', '=', conversations[1] as string)
+      .execute();
     await check('conversation deleted');
     expect((await s.request('DELETE', `/contacts/${contacts[0]}`)).status).toBe(204);
     await check('contact deleted');
@@ -170,7 +190,10 @@ const counted = (trigram: string, { kept }: { kept: [string, number][] }) => kep
 
 /** Contact `ct_1` of the account, written directly (any schema version since 0001). */
 const insertContact = (db: Executor, accountId: string, at: string) =>
-  db.insertInto('contacts').values(contactRow(accountId, { id: 'ct_1', name: null, phone: '+14155550000', at })).execute();
+  db
+    .insertInto('contacts')
+    .values(contactRow(accountId, { id: 'ct_1', name: null, phone: '+14155550000', at }))
+    .execute();
 
 describe('conversation counts of existing data', () => {
   for (const dialect of ACTIVE_DIALECTS) {
@@ -185,7 +208,13 @@ describe('conversation counts of existing data', () => {
         const at = '2026-01-01T00:00:00.000Z';
         await insertContact(database.db, account.id, at);
         const rows = [...Array(7).keys()].map((i) =>
-          conversationRow(account.id, { id: `conv_${i}`, contact_id: 'ct_1', at, platform: PLATFORMS[i % 3] as (typeof PLATFORMS)[number], status: STATUSES[i % 2] as (typeof STATUSES)[number] }),
+          conversationRow(account.id, {
+            id: `conv_${i}`,
+            contact_id: 'ct_1',
+            at,
+            platform: PLATFORMS[i % 3] as (typeof PLATFORMS)[number],
+            status: STATUSES[i % 2] as (typeof STATUSES)[number],
+          }),
         );
         await database.db.insertInto('conversations').values(rows).execute();
         await migrateToLatest(database.db);
@@ -254,7 +283,10 @@ describe('conversation counts of existing data', () => {
 
         expect((await migrator.migrateTo('2026_11_22_0007_contact_conversation_counts')).error).toBeUndefined();
         // Written while 0008 is not there: counted when it comes back.
-        await database.db.insertInto('conversations').values(conversationRow(account.id, { id: 'conv_3', contact_id: 'ct_1', at })).execute();
+        await database.db
+          .insertInto('conversations')
+          .values(conversationRow(account.id, { id: 'conv_3', contact_id: 'ct_1', at }))
+          .execute();
         await database.db.updateTable('contacts').set({ name: 'Tina', name_search: 'tina' }).where('id', '=', 'ct_2').execute();
         await migrateToLatest(database.db);
         const again = await trigramsKeptAndCounted(database.db);

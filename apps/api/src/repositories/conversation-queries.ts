@@ -4,14 +4,14 @@ import type { Database } from '../db/schema.js';
 import { type SearchColumn, type SearchTerm, bindSearch, contactMatches, foundBySearchTable } from './contact-search.js';
 import type { ConversationRow, ConversationWithContact, ConversationFilter } from './conversations.js';
 import { prepared, preparedByShape } from './prepared.js';
-import { type Executor, TenantScope } from './tenant.js';
+import { type Executor, type NoSelection, TenantScope } from './tenant.js';
 
 /**
  * The pieces a conversation list and its searches are built from: the conversations a filter
  * selects (by a list of ids, a probe per contact, or a walk along an activity index), a page of
  * them with their contacts, and the rule that picks walking or sorting.
  */
-type ConversationsQuery = SelectQueryBuilder<Database, 'conversations', {}>;
+type ConversationsQuery = SelectQueryBuilder<Database, 'conversations', NoSelection>;
 
 const withContactJoined = (conversations: ConversationsQuery) =>
   conversations.innerJoin('contacts', (join) =>
@@ -39,7 +39,8 @@ export const contactsMatching = (scope: TenantScope, terms: SearchTerm[]) =>
   (foundBySearchTable(scope.db, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() => contactMatches(scope.db, terms));
 
 /** The contacts a search matches. */
-const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { search: string }) => contactsMatching(scope, conversationSearchTerms(scope.db, filter));
+const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { search: string }) =>
+  contactsMatching(scope, conversationSearchTerms(scope.db, filter));
 
 /**
  * How the conversations of the matching contacts are found:
@@ -65,7 +66,8 @@ export type Reach = { by: 'given'; contactIds: string[] | string } | { by: 'prob
  * plans the same join from its estimates.
  */
 const conversationsOfEach = <A extends string>(scope: TenantScope, outer: AliasedExpression<{ id: string }, A>, column: 'id' | 'contact_id') => {
-  const conversations = column === 'contact_id' && dialectOf(scope.db).steeredPlans ? (sql`conversations indexed by conversations_contact_idx` as never) : 'conversations';
+  const conversations =
+    column === 'contact_id' && dialectOf(scope.db).steeredPlans ? (sql`conversations indexed by conversations_contact_idx` as never) : 'conversations';
   return scope.db
     .selectFrom(outer as AliasedExpression<{ id: string }, 'outer'>)
     .crossJoin(conversations as 'conversations')
@@ -120,7 +122,8 @@ export const WALK_WHEN_ENTRIES_PER_MATCH_SQUARED = 14;
 export type Page = { limit: number; offset: number };
 
 /** The rule of WALK_WHEN_ENTRIES_PER_MATCH_SQUARED: walking to `page` is cheaper than sorting the `total` matches among `selected`. */
-export const walkIsCheaper = (page: Page, selected: number, total: number) => (page.offset + page.limit) * selected <= WALK_WHEN_ENTRIES_PER_MATCH_SQUARED * total * total;
+export const walkIsCheaper = (page: Page, selected: number, total: number) =>
+  (page.offset + page.limit) * selected <= WALK_WHEN_ENTRIES_PER_MATCH_SQUARED * total * total;
 
 /**
  * The same rule evaluated by the database, as the walk's LIMIT: `page.limit` when walking is
@@ -163,9 +166,10 @@ void everyColumnRead;
 
 /** The exact number of conversations a filter selects, counted (a search). */
 export const countMatching = (scope: TenantScope, filter: ConversationFilter, reach: Reach) =>
-  matching(scope, filter, reach).select((eb) => eb.fn.countAll<number>().as('total')).execute().then((rows) =>
-    Number(rows[0]?.total ?? 0),
-  );
+  matching(scope, filter, reach)
+    .select((eb) => eb.fn.countAll<number>().as('total'))
+    .execute()
+    .then((rows) => Number(rows[0]?.total ?? 0));
 
 /**
  * Which of a status and a platform filter a statement compiled once per shape (preparedByShape)
@@ -174,7 +178,11 @@ export const countMatching = (scope: TenantScope, filter: ConversationFilter, re
 export type FilterShape = { status: boolean; platform: boolean };
 export type FilterValues = { accountId: string; status: ConversationRow['status'] | undefined; platform: ConversationRow['platform'] | undefined };
 export const filterShape = (filter: ConversationFilter): FilterShape => ({ status: Boolean(filter.status), platform: Boolean(filter.platform) });
-export const filterValues = (scope: TenantScope, filter: ConversationFilter): FilterValues => ({ accountId: scope.accountId, status: filter.status, platform: filter.platform });
+export const filterValues = (scope: TenantScope, filter: ConversationFilter): FilterValues => ({
+  accountId: scope.accountId,
+  status: filter.status,
+  platform: filter.platform,
+});
 /** The filter a statement of this shape is built for, from its values (placeholders while it is built). */
 export const filterOf = (shape: FilterShape, values: FilterValues): ConversationFilter => ({
   status: shape.status ? values.status : undefined,
@@ -228,5 +236,8 @@ export const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): P
 
 /** rowsWithIds' statement, compiled once: the ids are one bound list (boundList). */
 const rowsWithIdsQuery = prepared((db: Executor, accountId: string, ids: string[] | string) =>
-  withContactJoined(conversationsWith(new TenantScope(db, accountId), 'id', ids)).select(columns).orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc'),
+  withContactJoined(conversationsWith(new TenantScope(db, accountId), 'id', ids))
+    .select(columns)
+    .orderBy('conversations.last_activity_at', 'desc')
+    .orderBy('conversations.id', 'desc'),
 );

@@ -2,7 +2,22 @@ import { sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { SearchTerm } from './contact-search.js';
 import { countersTotal } from './conversation-counters.js';
-import { conversationSearchTerms, contactsMatching, matching, type Page, walkIsCheaper, walkLimit, reachOf, columns, type FilterShape, type FilterValues, filterShape, filterValues, filterOf, rowsWithIdsIn, pageOf } from './conversation-queries.js';
+import {
+  conversationSearchTerms,
+  contactsMatching,
+  matching,
+  type Page,
+  walkIsCheaper,
+  walkLimit,
+  reachOf,
+  type FilterShape,
+  type FilterValues,
+  filterShape,
+  filterValues,
+  filterOf,
+  rowsWithIdsIn,
+  pageOf,
+} from './conversation-queries.js';
 import type { ConversationRow, ConversationWithContact, ConversationFilter } from './conversations.js';
 import { preparedByShape } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
@@ -38,7 +53,12 @@ const FEW_CONTACTS = 100;
  */
 export const searchSummary = async (scope: TenantScope, filter: ConversationFilter & { search: string }, page?: Page) => {
   const terms = conversationSearchTerms(scope.db, filter);
-  const shape: SummaryShape = { terms: terms.map(({ columns, indexed }) => ({ columns, indexed })), status: Boolean(filter.status), platform: Boolean(filter.platform), paged: Boolean(page) };
+  const shape: SummaryShape = {
+    terms: terms.map(({ columns, indexed }) => ({ columns, indexed })),
+    status: Boolean(filter.status),
+    platform: Boolean(filter.platform),
+    paged: Boolean(page),
+  };
   const values: SummaryValues = {
     accountId: scope.accountId,
     name: terms[0]?.operand,
@@ -64,7 +84,14 @@ export const searchSummary = async (scope: TenantScope, filter: ConversationFilt
   const conversations = Number(row?.conversations ?? 0);
   const selectedCount = Number(row?.selected ?? 0);
   const walkedIds = page && walkIsCheaper(page, selectedCount, conversations) ? (list(row?.walked) ?? []) : undefined;
-  return { contacts: Number(row?.contacts ?? 0), conversations, ids: list(row?.ids), selected: page ? selectedCount : undefined, walked: walkedIds, page: undefined };
+  return {
+    contacts: Number(row?.contacts ?? 0),
+    conversations,
+    ids: list(row?.ids),
+    selected: page ? selectedCount : undefined,
+    walked: walkedIds,
+    page: undefined,
+  };
 };
 
 /** What decides the SQL of searchSummary's statement: its search terms' columns and whether each is indexed, which filters it has, whether it finds a page. */
@@ -139,8 +166,15 @@ export const searchPage = (scope: TenantScope, summary: { as(alias: 'summary'): 
       order by c.last_activity_at desc, c.id desc limit ${page.limit} offset ${dialectOf(scope.db).planAlike(page.offset, 'bigint')}) g)`;
   return scope.db
     .selectFrom(sql`(${summary})`.as('summary'))
-    .leftJoinLateral(() => rowsWithIdsIn(scope, sql`coalesce(summary.walked, ${given})`).as('r'), (join) => join.onTrue())
-    .select([sql<number>`summary.contacts`.as('contacts'), sql<number>`summary.conversations`.as('conversations'), sql<number>`summary.selected`.as('selected')])
+    .leftJoinLateral(
+      () => rowsWithIdsIn(scope, sql`coalesce(summary.walked, ${given})`).as('r'),
+      (join) => join.onTrue(),
+    )
+    .select([
+      sql<number>`summary.contacts`.as('contacts'),
+      sql<number>`summary.conversations`.as('conversations'),
+      sql<number>`summary.selected`.as('selected'),
+    ])
     .selectAll('r' as never)
     .orderBy(sql`r.last_activity_at`, 'desc')
     .orderBy(sql`r.id`, 'desc');
@@ -154,7 +188,12 @@ export const searchPage = (scope: TenantScope, summary: { as(alias: 'summary'): 
  * search built this statement with Kysely at every request.
  */
 export const givenPage = async (scope: TenantScope, filter: ConversationFilter, contactIds: string[] | string, page: Page) =>
-  (await givenPageQuery(scope, filterShape(filter), { ...filterValues(scope, filter), contactIds, limit: page.limit, offset: page.offset })) as ConversationWithContact[];
+  (await givenPageQuery(scope, filterShape(filter), {
+    ...filterValues(scope, filter),
+    contactIds,
+    limit: page.limit,
+    offset: page.offset,
+  })) as ConversationWithContact[];
 
 const givenPageQuery = preparedByShape((db: Executor, shape: FilterShape, values: FilterValues & Page & { contactIds: string[] | string }) => {
   const scope = new TenantScope(db, values.accountId);

@@ -37,7 +37,8 @@ export const trigramSearch = async (
   const found = rows as (ConversationWithContact & { total: number; selected: number; walked?: string | null })[];
   const count = Number(found[0]?.total ?? 0);
   const walks = walkIsCheaper(page, Number(found[0]?.selected ?? 0), count);
-  if (!dialectOf(scope.db).lateralJoins) return { total: count, rows: walks ? await rowsWithIds(scope, JSON.parse(found[0]?.walked ?? '[]') as string[]) : undefined };
+  if (!dialectOf(scope.db).lateralJoins)
+    return { total: count, rows: walks ? await rowsWithIds(scope, JSON.parse(found[0]?.walked ?? '[]') as string[]) : undefined };
   const pageRows = found.filter((row) => row.id !== null).map(({ total: _, selected: __, ...row }) => row as ConversationWithContact);
   return { total: count, rows: walks ? pageRows : undefined };
 };
@@ -66,7 +67,10 @@ export const trigramSearchQuery = prepared((db: Executor, accountId: string, tri
     const walked = sql<string[] | null>`(select array_agg(w.id) from (${walk(sql.ref('x.total'), sql.ref('x.selected'))}) w)`;
     return db
       .selectFrom(sql`(select x.total, x.selected, ${walked} as walked from (select ${total} as total, ${selected} as selected) x)`.as('t'))
-      .leftJoinLateral(() => rowsWithIdsIn(scope, sql.ref('t.walked')).as('r'), (join) => join.onTrue())
+      .leftJoinLateral(
+        () => rowsWithIdsIn(scope, sql.ref('t.walked')).as('r'),
+        (join) => join.onTrue(),
+      )
       .select([sql<number>`t.total`.as('total'), sql<number>`t.selected`.as('selected')])
       .selectAll('r' as never)
       .orderBy(sql`r.last_activity_at`, 'desc')

@@ -10,9 +10,33 @@ describeEachDialect('recording messages on a conversation', (server) => {
   async function conversation(status: 'active' | 'archived' = 'active') {
     const at = '2026-01-01T00:00:00.000Z';
     const suffix = Math.random().toString(36).slice(2, 10);
-    await scope().insert('contacts', { id: `ct_${suffix}`, name: null, name_search: null, phone: `+1555${suffix}`, phone_digits: '1555', email: null, email_search: null, tags: '[]', attributes: '{}', created_at: at, updated_at: at });
+    await scope().insert('contacts', {
+      id: `ct_${suffix}`,
+      name: null,
+      name_search: null,
+      phone: `+1555${suffix}`,
+      phone_digits: '1555',
+      email: null,
+      email_search: null,
+      tags: '[]',
+      attributes: '{}',
+      created_at: at,
+      updated_at: at,
+    });
     const id = `conv_${suffix}`;
-    await scope().insert('conversations', { id, contact_id: `ct_${suffix}`, platform: 'whatsapp', status, message_count: 0, last_message_content: null, last_message_at: null, last_activity_at: at, event_sequence: 0, created_at: at, updated_at: at });
+    await scope().insert('conversations', {
+      id,
+      contact_id: `ct_${suffix}`,
+      platform: 'whatsapp',
+      status,
+      message_count: 0,
+      last_message_content: null,
+      last_message_at: null,
+      last_activity_at: at,
+      event_sequence: 0,
+      created_at: at,
+      updated_at: at,
+    });
     return id;
   }
 
@@ -31,7 +55,13 @@ describeEachDialect('recording messages on a conversation', (server) => {
     expect(await messagesRepository.insertIntoOpenConversation(scope(), message(id, 'newer', '2026-02-01T00:00:02.000Z'))).toBe('recorded');
     expect(await messagesRepository.insertIntoOpenConversation(scope(), message(id, 'older', '2026-02-01T00:00:01.000Z'))).toBe('recorded');
     const row = await conversationsRepository.findById(scope(), id);
-    expect(row).toMatchObject({ message_count: 2, last_message_content: 'newer', last_message_at: '2026-02-01T00:00:02.000Z', last_activity_at: '2026-02-01T00:00:02.000Z', updated_at: '2026-02-01T00:00:02.000Z' });
+    expect(row).toMatchObject({
+      message_count: 2,
+      last_message_content: 'newer',
+      last_message_at: '2026-02-01T00:00:02.000Z',
+      last_activity_at: '2026-02-01T00:00:02.000Z',
+      updated_at: '2026-02-01T00:00:02.000Z',
+    });
   });
 
   it('stores nothing for an archived or unknown conversation, and says which', async () => {

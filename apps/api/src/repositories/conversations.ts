@@ -2,7 +2,20 @@ import type { Selectable, Updateable } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { ConversationTable } from '../db/schema.js';
 import { countFromCounters } from './conversation-counters.js';
-import { withContact, type Reach, matching, type Page, walkIsCheaper, columns, countMatching, filterShape, filterValues, listPageQuery, pageOf, rowsWithIds } from './conversation-queries.js';
+import {
+  withContact,
+  type Reach,
+  matching,
+  type Page,
+  walkIsCheaper,
+  columns,
+  countMatching,
+  filterShape,
+  filterValues,
+  listPageQuery,
+  pageOf,
+  rowsWithIds,
+} from './conversation-queries.js';
 import { searchSummary, givenPage } from './conversation-search.js';
 import { isTrigramSearch, trigramSearch } from './conversation-trigram-search.js';
 import { prepared } from './prepared.js';
@@ -26,8 +39,7 @@ const findByIdQuery = prepared((db: Executor, accountId: string, id: string) =>
 );
 
 export const conversationsRepository = {
-  findById: async (scope: TenantScope, id: string): Promise<ConversationWithContact | undefined> =>
-    (await findByIdQuery(scope, scope.accountId, id)).rows[0],
+  findById: async (scope: TenantScope, id: string): Promise<ConversationWithContact | undefined> => (await findByIdQuery(scope, scope.accountId, id)).rows[0],
 
   /**
    * A page of conversations, latest activity first, and the exact number the filter selects.
@@ -39,7 +51,12 @@ export const conversationsRepository = {
       pageOf(scope, matching(scope, filter, reach), order, page).execute() as Promise<ConversationWithContact[]>;
 
     if (!filter.search) {
-      const listPage = async () => (await listPageQuery(scope, filterShape(filter), { ...filterValues(scope, filter), limit: page.limit, offset: page.offset })) as ConversationWithContact[];
+      const listPage = async () =>
+        (await listPageQuery(scope, filterShape(filter), {
+          ...filterValues(scope, filter),
+          limit: page.limit,
+          offset: page.offset,
+        })) as ConversationWithContact[];
       if (dialectOf(scope.db).concurrentStatements) {
         const [found, total] = await Promise.all([listPage(), countFromCounters(scope, filter)]);
         return { rows: found, total };
@@ -99,12 +116,11 @@ export const conversationsRepository = {
 
   /** The contact's conversations on a platform that are not archived, latest activity first. */
   findOpenForContact: (scope: TenantScope, contactId: string, platform?: ConversationRow['platform']) => {
-    let query = withContact(scope)
-      .select(columns)
-      .where('conversations.contact_id', '=', contactId)
-      .where('conversations.status', '!=', 'archived');
+    let query = withContact(scope).select(columns).where('conversations.contact_id', '=', contactId).where('conversations.status', '!=', 'archived');
     if (platform) query = query.where('conversations.platform', '=', platform);
-    return query.orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc').executeTakeFirst() as Promise<ConversationWithContact | undefined>;
+    return query.orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc').executeTakeFirst() as Promise<
+      ConversationWithContact | undefined
+    >;
   },
 
   /** Counts a new message and makes it the last one. */

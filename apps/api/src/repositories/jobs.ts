@@ -13,7 +13,8 @@ export const LANE_RUNNING_MAX = 4;
 /** The advisory lock of claims (any number no other lock of the database uses). */
 const CLAIM_LOCK = 0x6a6f6273;
 
-const leaseIsFree = (now: string) => (eb: ExpressionBuilder<Database, 'jobs'>) => eb.or([eb('jobs.locked_until', 'is', null), eb('jobs.locked_until', '<', now)]);
+const leaseIsFree = (now: string) => (eb: ExpressionBuilder<Database, 'jobs'>) =>
+  eb.or([eb('jobs.locked_until', 'is', null), eb('jobs.locked_until', '<', now)]);
 
 /**
  * The ids of the due jobs to claim next, taking turns between accounts: each account's oldest
@@ -33,12 +34,22 @@ function fairlyDue(db: Executor, now: string, limit: number) {
           'jobs.account_id',
           'jobs.lane',
           'jobs.run_at',
-          eb.fn.agg<number>('row_number').over((over) => over.partitionBy('jobs.account_id').orderBy('jobs.run_at').orderBy('jobs.id')).as('account_turn'),
-          eb.fn.agg<number>('row_number').over((over) => over.partitionBy('jobs.lane').orderBy('jobs.run_at').orderBy('jobs.id')).as('lane_turn'),
+          eb.fn
+            .agg<number>('row_number')
+            .over((over) => over.partitionBy('jobs.account_id').orderBy('jobs.run_at').orderBy('jobs.id'))
+            .as('account_turn'),
+          eb.fn
+            .agg<number>('row_number')
+            .over((over) => over.partitionBy('jobs.lane').orderBy('jobs.run_at').orderBy('jobs.id'))
+            .as('lane_turn'),
         ]),
     )
     .with('running_accounts', (qb) =>
-      qb.selectFrom('jobs').where('jobs.locked_until', '>=', now).groupBy('jobs.account_id').select((eb) => ['jobs.account_id', eb.fn.countAll<number>().as('running')]),
+      qb
+        .selectFrom('jobs')
+        .where('jobs.locked_until', '>=', now)
+        .groupBy('jobs.account_id')
+        .select((eb) => ['jobs.account_id', eb.fn.countAll<number>().as('running')]),
     )
     .with('running_lanes', (qb) =>
       qb
@@ -78,7 +89,11 @@ export const jobsRepository = {
       await lockUntilCommit(trx, CLAIM_LOCK);
       const candidates = await lockedForUpdate(
         trx,
-        trx.selectFrom('jobs').select('id').where('id', 'in', fairlyDue(trx, input.now, input.limit)).where(leaseIsFree(input.now)),
+        trx
+          .selectFrom('jobs')
+          .select('id')
+          .where('id', 'in', fairlyDue(trx, input.now, input.limit))
+          .where(leaseIsFree(input.now)),
         { skipLocked: true },
       ).execute();
       if (candidates.length === 0) return [];

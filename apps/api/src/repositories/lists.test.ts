@@ -77,7 +77,10 @@ describeEachDialect('list queries', (server) => {
     a.last_activity_at === b.last_activity_at ? (a.id < b.id ? 1 : -1) : a.last_activity_at < b.last_activity_at ? 1 : -1;
 
   describe('conversations', () => {
-    const cases: { filter: { status?: ConversationRow['status']; platform?: ConversationRow['platform']; search?: string; searchDigits?: string }; offsets: number[] }[] = [
+    const cases: {
+      filter: { status?: ConversationRow['status']; platform?: ConversationRow['platform']; search?: string; searchDigits?: string };
+      offsets: number[];
+    }[] = [
       { filter: {}, offsets: [0, 20, 860, 875, 2000] },
       { filter: { status: 'active' }, offsets: [0, 100, 290] },
       { filter: { platform: 'facebook', status: 'resolved' }, offsets: [0, 40, 96] },
@@ -120,7 +123,10 @@ describeEachDialect('list queries', (server) => {
           .filter((c) => {
             if (!filter.search) return true;
             const contact = contactById.get(c.contact_id);
-            return (contact?.name_search ?? '').includes(filter.search) || (filter.searchDigits !== undefined && (contact?.phone_digits ?? '').includes(filter.searchDigits));
+            return (
+              (contact?.name_search ?? '').includes(filter.search) ||
+              (filter.searchDigits !== undefined && (contact?.phone_digits ?? '').includes(filter.searchDigits))
+            );
           })
           .sort(byActivity);
         for (const offset of offsets) {

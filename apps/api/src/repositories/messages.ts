@@ -7,7 +7,16 @@ import { type Executor, TenantScope } from './tenant.js';
 
 export type MessageRow = Selectable<MessageTable>;
 
-type MessageValues = [accountId: string, id: string, conversationId: string, direction: MessageRow['direction'], type: MessageRow['type'], content: string, status: MessageRow['status'], createdAt: string];
+type MessageValues = [
+  accountId: string,
+  id: string,
+  conversationId: string,
+  direction: MessageRow['direction'],
+  type: MessageRow['type'],
+  content: string,
+  status: MessageRow['status'],
+  createdAt: string,
+];
 
 /** Counts a message on its conversation and makes it the last one, unless the conversation is archived. */
 const recordIntoOpenConversation = prepared((db: Executor, accountId: string, conversationId: string, content: string, at: string) =>

@@ -19,18 +19,11 @@ const filtered = (scope: TenantScope, filter: OrderFilter) => {
 export const ordersRepository = {
   findById: (scope: TenantScope, id: string) => scope.selectFrom('orders').selectAll().where('orders.id', '=', id).executeTakeFirst(),
 
-  findByNumber: (scope: TenantScope, number: string) =>
-    scope.selectFrom('orders').select('orders.id').where('orders.number', '=', number).executeTakeFirst(),
+  findByNumber: (scope: TenantScope, number: string) => scope.selectFrom('orders').select('orders.id').where('orders.number', '=', number).executeTakeFirst(),
 
   async list(scope: TenantScope, filter: OrderFilter, page: { limit: number; offset: number }) {
     const [rows, count] = await Promise.all([
-      filtered(scope, filter)
-        .selectAll()
-        .orderBy('orders.placed_at', 'desc')
-        .orderBy('orders.id', 'desc')
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
+      filtered(scope, filter).selectAll().orderBy('orders.placed_at', 'desc').orderBy('orders.id', 'desc').limit(page.limit).offset(page.offset).execute(),
       filtered(scope, filter)
         .select((eb) => eb.fn.countAll<number>().as('total'))
         .executeTakeFirstOrThrow(),

@@ -14,16 +14,25 @@ const AT = '2026-01-01T00:00:00.000Z';
 
 /** Every suffix of three digits or more of each contact's phone, as migration 0009 keeps them (SQLite). */
 async function keptAndExpected(handle: DatabaseHandle) {
-  const kept = (await sql<{ suffix: string; id: string }>`select s.suffix, c.id from contact_phone_suffixes s join contacts c on c.rowid = s.contact_rowid`.execute(handle.db)).rows;
+  const kept = (
+    await sql<{ suffix: string; id: string }>`select s.suffix, c.id from contact_phone_suffixes s join contacts c on c.rowid = s.contact_rowid`.execute(
+      handle.db,
+    )
+  ).rows;
   const contacts = await handle.db.selectFrom('contacts').select(['id', 'phone_digits']).execute();
-  const expected = contacts.flatMap(({ id, phone_digits }) => [...Array(Math.max(0, phone_digits.length - 2)).keys()].map((i) => ({ suffix: phone_digits.slice(i), id })));
+  const expected = contacts.flatMap(({ id, phone_digits }) =>
+    [...Array(Math.max(0, phone_digits.length - 2)).keys()].map((i) => ({ suffix: phone_digits.slice(i), id })),
+  );
   const order = (rows: { suffix: string; id: string }[]) => rows.map((r) => `${r.suffix} ${r.id}`).sort();
-  const orphans = (await sql<{ n: number }>`select count(*) as n from contact_phone_suffixes where contact_rowid not in (select rowid from contacts)`.execute(handle.db)).rows[0]?.n;
+  const orphans = (
+    await sql<{ n: number }>`select count(*) as n from contact_phone_suffixes where contact_rowid not in (select rowid from contacts)`.execute(handle.db)
+  ).rows[0]?.n;
   return { kept: order(kept), expected: order(expected), orphans: Number(orphans) };
 }
 
 /** The columns of SQLite's FTS search table. */
-const searchTableColumns = async (handle: DatabaseHandle) => (await sql<{ name: string }>`select name from pragma_table_info('contacts_search')`.execute(handle.db)).rows.map((r) => r.name);
+const searchTableColumns = async (handle: DatabaseHandle) =>
+  (await sql<{ name: string }>`select name from pragma_table_info('contacts_search')`.execute(handle.db)).rows.map((r) => r.name);
 
 async function withDatabase(dialect: 'sqlite' | 'postgres', run: (handle: DatabaseHandle) => Promise<void>) {
   const target = await createTestDatabase(dialect);
@@ -84,7 +93,10 @@ describe('phone digit suffixes (migration 0009, SQLite)', () => {
       const { id: accountId } = await accountsService.createAccount(handle, { name: 'Before', plan: 'free' });
       await handle.db
         .insertInto('contacts')
-        .values([contactRow(accountId, { id: 'ct_1', name: 'Room 7700', phone: '+14155550123', at: AT }), contactRow(accountId, { id: 'ct_2', name: 'Dee', phone: '+447700900123', at: AT })])
+        .values([
+          contactRow(accountId, { id: 'ct_1', name: 'Room 7700', phone: '+14155550123', at: AT }),
+          contactRow(accountId, { id: 'ct_2', name: 'Dee', phone: '+447700900123', at: AT }),
+        ])
         .execute();
 
       await migrateToLatest(handle.db);
@@ -100,9 +112,16 @@ describe('phone digit suffixes (migration 0009, SQLite)', () => {
       expect(await searchTableColumns(handle)).toEqual(['name_search', 'email_search', 'phone_digits']);
       expect((await sql`select name from sqlite_schema where name like 'contact_phone_suffixes%'`.execute(handle.db)).rows).toEqual([]);
       // Without the suffixes, the search table holds the digits again, and its triggers keep them.
-      await handle.db.insertInto('contacts').values(contactRow(accountId, { id: 'ct_3', name: 'Eve', phone: '+33612345678', at: AT })).execute();
+      await handle.db
+        .insertInto('contacts')
+        .values(contactRow(accountId, { id: 'ct_3', name: 'Eve', phone: '+33612345678', at: AT }))
+        .execute();
       const matching = async (query: string) =>
-        (await sql<{ id: string }>`select id from contacts where rowid in (select rowid from contacts_search where contacts_search match ${query}) order by id`.execute(handle.db)).rows.map((r) => r.id);
+        (
+          await sql<{
+            id: string;
+          }>`select id from contacts where rowid in (select rowid from contacts_search where contacts_search match ${query}) order by id`.execute(handle.db)
+        ).rows.map((r) => r.id);
       expect(await matching('{phone_digits} : "612345"')).toEqual(['ct_3']);
       expect(await matching('{name_search phone_digits} : "7700"')).toEqual(['ct_1', 'ct_2']);
 

@@ -10,7 +10,13 @@ for (const dialect of ACTIVE_DIALECTS) {
       try {
         const { db } = server.database;
         const build = (executor: Executor, accountId: string, type: string) =>
-          executor.selectFrom('api_keys').select(['id', 'account_id', 'type']).where('account_id', '=', accountId).where('type', '=', type as 'full_access').where('revoked_at', 'is', null).orderBy('id');
+          executor
+            .selectFrom('api_keys')
+            .select(['id', 'account_id', 'type'])
+            .where('account_id', '=', accountId)
+            .where('type', '=', type as 'full_access')
+            .where('revoked_at', 'is', null)
+            .orderBy('id');
         const keysOfType = prepared(build);
         for (const [accountId, type] of [
           [server.accountId, 'full_access'],
@@ -65,7 +71,9 @@ for (const dialect of ACTIVE_DIALECTS) {
         await expect(wrong(server.database.db, 'x')).rejects.toThrow(/computed with/);
         const unused = prepared((executor: Executor, _name: string) => executor.selectFrom('accounts').select('id'));
         await expect(unused(server.database.db, 'x')).rejects.toThrow(/not a parameter/);
-        const wrongShape = preparedByShape((executor: Executor, _shape: null, values: { name: string }) => executor.selectFrom('accounts').select('id').where('name', '=', `${values.name}%`));
+        const wrongShape = preparedByShape((executor: Executor, _shape: null, values: { name: string }) =>
+          executor.selectFrom('accounts').select('id').where('name', '=', `${values.name}%`),
+        );
         await expect(wrongShape(server.database.db, null, { name: 'x' })).rejects.toThrow(/computed with/);
         const unusedValue = preparedByShape((executor: Executor, _shape: null, _values: { name: string }) => executor.selectFrom('accounts').select('id'));
         await expect(unusedValue(server.database.db, null, { name: 'x' })).rejects.toThrow(/not a parameter/);
@@ -91,7 +99,10 @@ describe('prepared reads on SQLite', () => {
       const transaction = db
         .transaction()
         .execute(async (trx) => {
-          await trx.insertInto('accounts').values({ id: 'acct_uncommitted', name: 'Uncommitted', plan: 'free', rate_limit_rpm: null, created_at: 'x', updated_at: 'x' }).execute();
+          await trx
+            .insertInto('accounts')
+            .values({ id: 'acct_uncommitted', name: 'Uncommitted', plan: 'free', rate_limit_rpm: null, created_at: 'x', updated_at: 'x' })
+            .execute();
           inserted();
           await held;
           throw new Error('roll back');

@@ -5,7 +5,8 @@ import type { Executor, TenantScope } from './tenant.js';
 export type RunsOn = Executor | TenantScope;
 
 /** The executor of `target` (not `instanceof`: a test may load a second copy of tenant.ts). */
-const executorOf = (target: RunsOn): Executor => (typeof (target as Partial<Executor>).getExecutor === 'function' ? (target as Executor) : (target as TenantScope).db);
+const executorOf = (target: RunsOn): Executor =>
+  typeof (target as Partial<Executor>).getExecutor === 'function' ? (target as Executor) : (target as TenantScope).db;
 
 /** A query compiled once: its SQL and, per parameter, the name of the value it takes (null: a constant of the SQL). */
 interface Template {
@@ -15,6 +16,7 @@ interface Template {
 
 /** Stands for value `name` while a query is built once; U+0000 is refused in every request. */
 const placeholder = (name: string) => `\u0000prepared:${name}\u0000`;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 marks a placeholder because no request may contain it.
 const PLACEHOLDER = /^\u0000prepared:([A-Za-z0-9_]+)\u0000$/;
 
 /**
@@ -24,7 +26,8 @@ const PLACEHOLDER = /^\u0000prepared:([A-Za-z0-9_]+)\u0000$/;
 function templateOf(compiled: CompiledQuery, names: string[], caller: string): Template {
   const slots = compiled.parameters.map((value) => {
     const match = typeof value === 'string' ? PLACEHOLDER.exec(value) : null;
-    if (typeof value === 'string' && value.includes('\u0000') && !match) throw new Error(`${caller}: a value was computed with, not used as a value: ${compiled.sql}`);
+    if (typeof value === 'string' && value.includes('\u0000') && !match)
+      throw new Error(`${caller}: a value was computed with, not used as a value: ${compiled.sql}`);
     return match ? (match[1] as string) : null;
   });
   for (const name of names) {
@@ -34,7 +37,8 @@ function templateOf(compiled: CompiledQuery, names: string[], caller: string): T
 }
 
 /** A template's parameters for these values (by name; an array's by index). */
-const parametersOf = ({ compiled, slots }: Template, values: Record<string, unknown>) => slots.map((slot, i) => (slot === null ? compiled.parameters[i] : values[slot]));
+const parametersOf = ({ compiled, slots }: Template, values: Record<string, unknown>) =>
+  slots.map((slot, i) => (slot === null ? compiled.parameters[i] : values[slot]));
 
 /** Runs compiled SQL with these parameters, through Kysely like any other query. */
 const run = <Row>(target: RunsOn, compiled: CompiledQuery, parameters: readonly unknown[]): Promise<QueryResult<Row>> =>
@@ -84,7 +88,10 @@ export function preparedByShape<Shape, Values extends Record<string, unknown>, R
   const templateFor = (db: Executor, shape: Shape, values: Values): Template => {
     const adapter = db.getExecutor().adapter.constructor;
     let ofAdapter = templates.get(adapter);
-    if (!ofAdapter) templates.set(adapter, (ofAdapter = new Map()));
+    if (!ofAdapter) {
+      ofAdapter = new Map();
+      templates.set(adapter, ofAdapter);
+    }
     const key = JSON.stringify(shape);
     let template = ofAdapter.get(key);
     if (!template) {

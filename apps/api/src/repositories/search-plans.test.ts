@@ -35,7 +35,8 @@ describe('conversation search plans on SQLite', () => {
   beforeAll(async () => {
     ({ target, database, accountId } = await createSearchFixture('sqlite'));
     await sql`delete from sqlite_stat1`.execute(database.db);
-    for (const [table, index, stat] of SAMPLED_STATISTICS) await sql`insert into sqlite_stat1 (tbl, idx, stat) values (${table}, ${index}, ${stat})`.execute(database.db);
+    for (const [table, index, stat] of SAMPLED_STATISTICS)
+      await sql`insert into sqlite_stat1 (tbl, idx, stat) values (${table}, ${index}, ${stat})`.execute(database.db);
     // Loads the statistics into the planner.
     await sql`analyze sqlite_schema`.execute(database.db);
   });
@@ -61,7 +62,11 @@ describe('conversation search plans on SQLite', () => {
       },
       transformResult: async (args) => args.result,
     });
-    const { total } = await conversationsRepository.list(new TenantScope(db as Executor, accountId), { search, searchDigits: digits }, { limit: 20, offset: 0 });
+    const { total } = await conversationsRepository.list(
+      new TenantScope(db as Executor, accountId),
+      { search, searchDigits: digits },
+      { limit: 20, offset: 0 },
+    );
     capturing = false;
     expect(total).toBeGreaterThan(0);
     // A subquery built apart is transformed apart too: keep the statements that ran.
@@ -103,7 +108,9 @@ describe('conversation search plans on SQLite', () => {
     const plans = await plansOf('tin');
     const [summary, page] = plans;
     expect(plans).toHaveLength(2);
-    expect(summary?.plan).toMatch(/SEARCH conversation_name_trigrams USING (COVERING )?INDEX sqlite_autoindex_conversation_name_trigrams_1 \(account_id=\? AND trigram=\?\)/);
+    expect(summary?.plan).toMatch(
+      /SEARCH conversation_name_trigrams USING (COVERING )?INDEX sqlite_autoindex_conversation_name_trigrams_1 \(account_id=\? AND trigram=\?\)/,
+    );
     expect(summary?.plan).toMatch(/SEARCH conversations USING COVERING INDEX conversations_activity_idx \(account_id=\?\)/);
     expect(summary?.plan).not.toMatch(/contacts/);
     expect(page?.plan).toMatch(/SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/);

@@ -9,12 +9,10 @@ export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;
 export const webhookEndpointsRepository = {
   insert: (scope: TenantScope, row: Omit<WebhookEndpointRow, 'account_id'>) => scope.insert('webhook_endpoints', row),
 
-  findById: (scope: TenantScope, id: string) =>
-    scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.id', '=', id).executeTakeFirst(),
+  findById: (scope: TenantScope, id: string) => scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.id', '=', id).executeTakeFirst(),
 
   /** Endpoints that receive new deliveries. */
-  listEnabled: (scope: TenantScope) =>
-    scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.status', '=', 'enabled').execute(),
+  listEnabled: (scope: TenantScope) => scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.status', '=', 'enabled').execute(),
 
   async list(scope: TenantScope, page: { limit: number; offset: number }) {
     const base = scope.selectFrom('webhook_endpoints');
@@ -25,7 +23,15 @@ export const webhookEndpointsRepository = {
     return { rows, total: Number(count.total) };
   },
 
-  count: async (scope: TenantScope) => Number((await scope.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
+  count: async (scope: TenantScope) =>
+    Number(
+      (
+        await scope
+          .selectFrom('webhook_endpoints')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
 
   update: (scope: TenantScope, id: string, patch: Updateable<WebhookEndpointTable>) =>
     scope.updateTable('webhook_endpoints').set(patch).where('webhook_endpoints.id', '=', id).execute(),
@@ -48,7 +54,13 @@ export const webhookDeliveriesRepository = {
     let base = scope.selectFrom('webhook_deliveries').where('webhook_deliveries.endpoint_id', '=', endpointId);
     if (filter.status) base = base.where('webhook_deliveries.status', '=', filter.status);
     const [rows, count] = await Promise.all([
-      base.selectAll().orderBy('webhook_deliveries.created_at', 'desc').orderBy('webhook_deliveries.id', 'desc').limit(page.limit).offset(page.offset).execute(),
+      base
+        .selectAll()
+        .orderBy('webhook_deliveries.created_at', 'desc')
+        .orderBy('webhook_deliveries.id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
       base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.total) };

@@ -64,101 +64,104 @@ describe.skipIf(!HAVE_CLUSTER)('a Postgres restart under load', () => {
   });
 
   // `fast` ends every session with an error message first; `immediate` drops them (crash recovery on start).
-  it.each(['fast', 'immediate'] as const)('keeps the server up, fails cleanly while Postgres is down, and recovers within seconds (pg_ctl stop -m %s, then start)', async (mode) => {
-    const s = server as ServerProcess;
-    const c = cluster as PostgresCluster;
-    let exitedDuringTest: number | string | undefined;
-    void s.exited.then((code) => {
-      exitedDuringTest = code;
-    });
+  it.each(['fast', 'immediate'] as const)(
+    'keeps the server up, fails cleanly while Postgres is down, and recovers within seconds (pg_ctl stop -m %s, then start)',
+    async (mode) => {
+      const s = server as ServerProcess;
+      const c = cluster as PostgresCluster;
+      let exitedDuringTest: number | string | undefined;
+      void s.exited.then((code) => {
+        exitedDuringTest = code;
+      });
 
-    const answers: Answer[] = [];
-    const pending: Promise<void>[] = [];
-    let streaming = true;
-    // A few requests every 100 ms: a list, a read and a write.
-    const stream = (async () => {
-      while (streaming) {
-        const phone = `+1415${String(6_000_000 + phones++).padStart(7, '0')}`;
-        for (const [method, path, body] of [
-          ['GET', '/v1/contacts?limit=5', undefined],
-          ['GET', `/v1/contacts/${existingId}`, undefined],
-          ['POST', '/v1/contacts', { phone }],
-        ] as const) {
-          pending.push(send(s.origin, method, path, { key, body, timeoutMs: MAX_ANSWER_MS * 2 }).then((a) => void answers.push(a)));
+      const answers: Answer[] = [];
+      const pending: Promise<void>[] = [];
+      let streaming = true;
+      // A few requests every 100 ms: a list, a read and a write.
+      const stream = (async () => {
+        while (streaming) {
+          const phone = `+1415${String(6_000_000 + phones++).padStart(7, '0')}`;
+          for (const [method, path, body] of [
+            ['GET', '/v1/contacts?limit=5', undefined],
+            ['GET', `/v1/contacts/${existingId}`, undefined],
+            ['POST', '/v1/contacts', { phone }],
+          ] as const) {
+            pending.push(send(s.origin, method, path, { key, body, timeoutMs: MAX_ANSWER_MS * 2 }).then((a) => void answers.push(a)));
+          }
+          await sleep(100);
         }
-        await sleep(100);
+      })();
+
+      // Besides the steady stream, a few clients write back to back, so that transactions are open
+      // (connections checked out of the pool) at the moment Postgres goes away.
+      const busyWriter = async () => {
+        while (streaming) {
+          const phone = `+1416${String(6_000_000 + phones++).padStart(7, '0')}`;
+          const answer = await send(s.origin, 'POST', '/v1/contacts', { key, body: { phone }, timeoutMs: MAX_ANSWER_MS * 2 });
+          answers.push(answer);
+          if (answer.status !== 201) await sleep(20);
+        }
+      };
+      const writers = Array.from({ length: BUSY_WRITERS }, busyWriter);
+
+      await sleep(1_000);
+      const downAt = Date.now();
+      await c.stop(mode);
+      const stoppedAt = Date.now();
+      await sleep(500);
+      const readyWhileDown = await send(s.origin, 'GET', '/readyz', { timeoutMs: MAX_ANSWER_MS * 2 });
+      await sleep(1_500);
+      await c.start();
+      const upAt = Date.now();
+      await sleep(RECOVERY_MS + 2_000);
+      streaming = false;
+      await stream;
+      await Promise.all([...pending, ...writers]);
+      const readyAfter = await send(s.origin, 'GET', '/readyz');
+
+      expect(exitedDuringTest, s.stderr()).toBeUndefined();
+      expect(s.running(), s.stderr()).toBe(true);
+
+      // /readyz tells the load balancer.
+      expect(readyWhileDown.status, describeAnswer(readyWhileDown)).toBe(503);
+      expect(readyWhileDown.ms).toBeLessThan(MAX_ANSWER_MS);
+      expect(readyAfter.status, describeAnswer(readyAfter)).toBe(200);
+
+      // Every request got a prompt answer: success, or the contract's server_error; never a hang or a reset.
+      for (const answer of answers) {
+        expect(answer.error, describeAnswer(answer)).toBeUndefined();
+        expect(answer.ms, describeAnswer(answer)).toBeLessThan(MAX_ANSWER_MS);
+        const ok = answer.method === 'POST' ? 201 : 200;
+        if (answer.status !== ok) {
+          expect(answer.status, describeAnswer(answer)).toBe(500);
+          expect(answer.headers?.get('content-type'), describeAnswer(answer)).toMatch(/^application\/json/);
+          expect(answer.body?.error?.code, describeAnswer(answer)).toBe('server_error');
+          expect(answer.body?.error?.message, describeAnswer(answer)).toMatch(/request id/);
+          expect(answer.headers?.get('x-request-id')).toBeTruthy();
+        }
       }
-    })();
+      const succeeded = (a: Answer) => a.status === (a.method === 'POST' ? 201 : 200);
+      // Before the restart everything worked; while Postgres was down, requests did fail.
+      const before = answers.filter((a) => a.sentAt + a.ms < downAt);
+      expect(before.length).toBeGreaterThan(5);
+      for (const answer of before) expect(succeeded(answer), describeAnswer(answer)).toBe(true);
+      expect(answers.filter((a) => a.sentAt >= stoppedAt && a.sentAt < upAt).some((a) => !succeeded(a))).toBe(true);
+      // Within a few seconds of Postgres being back, every request succeeds again.
+      const after = answers.filter((a) => a.sentAt >= upAt + RECOVERY_MS);
+      expect(after.length).toBeGreaterThan(10);
+      for (const answer of after) expect(succeeded(answer), describeAnswer(answer)).toBe(true);
 
-    // Besides the steady stream, a few clients write back to back, so that transactions are open
-    // (connections checked out of the pool) at the moment Postgres goes away.
-    const busyWriter = async () => {
-      while (streaming) {
-        const phone = `+1416${String(6_000_000 + phones++).padStart(7, '0')}`;
-        const answer = await send(s.origin, 'POST', '/v1/contacts', { key, body: { phone }, timeoutMs: MAX_ANSWER_MS * 2 });
-        answers.push(answer);
-        if (answer.status !== 201) await sleep(20);
+      // Every acknowledged write survived the restart.
+      const written = answers.filter((a) => a.method === 'POST' && a.status === 201);
+      for (let i = 0; i < written.length; i += 25) {
+        const reads = await Promise.all(written.slice(i, i + 25).map((a) => send(s.origin, 'GET', `/v1/contacts/${a.body.id}`, { key })));
+        for (const read of reads) expect(read.status, describeAnswer(read)).toBe(200);
       }
-    };
-    const writers = Array.from({ length: BUSY_WRITERS }, busyWriter);
-
-    await sleep(1_000);
-    const downAt = Date.now();
-    await c.stop(mode);
-    const stoppedAt = Date.now();
-    await sleep(500);
-    const readyWhileDown = await send(s.origin, 'GET', '/readyz', { timeoutMs: MAX_ANSWER_MS * 2 });
-    await sleep(1_500);
-    await c.start();
-    const upAt = Date.now();
-    await sleep(RECOVERY_MS + 2_000);
-    streaming = false;
-    await stream;
-    await Promise.all([...pending, ...writers]);
-    const readyAfter = await send(s.origin, 'GET', '/readyz');
-
-    expect(exitedDuringTest, s.stderr()).toBeUndefined();
-    expect(s.running(), s.stderr()).toBe(true);
-
-    // /readyz tells the load balancer.
-    expect(readyWhileDown.status, describeAnswer(readyWhileDown)).toBe(503);
-    expect(readyWhileDown.ms).toBeLessThan(MAX_ANSWER_MS);
-    expect(readyAfter.status, describeAnswer(readyAfter)).toBe(200);
-
-    // Every request got a prompt answer: success, or the contract's server_error; never a hang or a reset.
-    for (const answer of answers) {
-      expect(answer.error, describeAnswer(answer)).toBeUndefined();
-      expect(answer.ms, describeAnswer(answer)).toBeLessThan(MAX_ANSWER_MS);
-      const ok = answer.method === 'POST' ? 201 : 200;
-      if (answer.status !== ok) {
-        expect(answer.status, describeAnswer(answer)).toBe(500);
-        expect(answer.headers?.get('content-type'), describeAnswer(answer)).toMatch(/^application\/json/);
-        expect(answer.body?.error?.code, describeAnswer(answer)).toBe('server_error');
-        expect(answer.body?.error?.message, describeAnswer(answer)).toMatch(/request id/);
-        expect(answer.headers?.get('x-request-id')).toBeTruthy();
-      }
-    }
-    const succeeded = (a: Answer) => a.status === (a.method === 'POST' ? 201 : 200);
-    // Before the restart everything worked; while Postgres was down, requests did fail.
-    const before = answers.filter((a) => a.sentAt + a.ms < downAt);
-    expect(before.length).toBeGreaterThan(5);
-    for (const answer of before) expect(succeeded(answer), describeAnswer(answer)).toBe(true);
-    expect(answers.filter((a) => a.sentAt >= stoppedAt && a.sentAt < upAt).some((a) => !succeeded(a))).toBe(true);
-    // Within a few seconds of Postgres being back, every request succeeds again.
-    const after = answers.filter((a) => a.sentAt >= upAt + RECOVERY_MS);
-    expect(after.length).toBeGreaterThan(10);
-    for (const answer of after) expect(succeeded(answer), describeAnswer(answer)).toBe(true);
-
-    // Every acknowledged write survived the restart.
-    const written = answers.filter((a) => a.method === 'POST' && a.status === 201);
-    for (let i = 0; i < written.length; i += 25) {
-      const reads = await Promise.all(written.slice(i, i + 25).map((a) => send(s.origin, 'GET', `/v1/contacts/${a.body.id}`, { key })));
-      for (const read of reads) expect(read.status, describeAnswer(read)).toBe(200);
-    }
-    const lastFailure = Math.max(...answers.filter((a) => !succeeded(a)).map((a) => a.sentAt));
-    console.info(
-      `postgres restart (-m ${mode}): ${answers.length} requests, ${answers.filter((a) => !succeeded(a)).length} failed; ` +
-        `outage ${upAt - downAt} ms; last failure sent ${lastFailure - upAt} ms after Postgres was back`,
-    );
-  });
+      const lastFailure = Math.max(...answers.filter((a) => !succeeded(a)).map((a) => a.sentAt));
+      console.info(
+        `postgres restart (-m ${mode}): ${answers.length} requests, ${answers.filter((a) => !succeeded(a)).length} failed; ` +
+          `outage ${upAt - downAt} ms; last failure sent ${lastFailure - upAt} ms after Postgres was back`,
+      );
+    },
+  );
 });

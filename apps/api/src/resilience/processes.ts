@@ -221,7 +221,17 @@ export async function send(origin: string, method: string, path: string, options
     return { method, path, sentAt, ms: Date.now() - sentAt, status: response.status, body, text, headers: response.headers, error: undefined };
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code;
-    return { method, path, sentAt, ms: Date.now() - sentAt, status: undefined, body: undefined, text: '', headers: undefined, error: `${String(error)}${cause ? ` (${cause})` : ''}` };
+    return {
+      method,
+      path,
+      sentAt,
+      ms: Date.now() - sentAt,
+      status: undefined,
+      body: undefined,
+      text: '',
+      headers: undefined,
+      error: `${String(error)}${cause ? ` (${cause})` : ''}`,
+    };
   }
 }
 

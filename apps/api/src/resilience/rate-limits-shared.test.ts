@@ -138,7 +138,11 @@ describe.skipIf(!HAVE_REDIS)('rate limits shared by two server processes through
       for (let n = 0; n < 16; n++, i++) {
         const server = i % 2;
         const key = Math.floor(i / 2) % 2 ? b : a;
-        pending.push(send((servers[server] as ServerProcess).origin, 'GET', '/v1/contacts?limit=1', { key, timeoutMs: 5_000 }).then((answer) => void sent.push({ server, key, answer })));
+        pending.push(
+          send((servers[server] as ServerProcess).origin, 'GET', '/v1/contacts?limit=1', { key, timeoutMs: 5_000 }).then(
+            (answer) => void sent.push({ server, key, answer }),
+          ),
+        );
       }
     }
     await Promise.all(pending);

@@ -124,7 +124,8 @@ export const accountsService = {
 /** The key of a `Bearer <key>` header; 401 for anything else. */
 function bearerKey(authorization: string | undefined): string {
   const match = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '');
-  if (!match?.[1]) throw ApiError.unauthorized(authorization ? 'Authorization must be "Bearer <API key>"' : 'Missing API key: send "Authorization: Bearer <API key>"');
+  if (!match?.[1])
+    throw ApiError.unauthorized(authorization ? 'Authorization must be "Bearer <API key>"' : 'Missing API key: send "Authorization: Bearer <API key>"');
   return match[1];
 }
 

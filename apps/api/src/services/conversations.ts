@@ -16,8 +16,7 @@ export const toConversation = (row: ConversationWithContact): Conversation => ({
   platform: row.platform,
   status: row.status,
   message_count: row.message_count,
-  last_message:
-    row.last_message_at === null ? null : { content: row.last_message_content ?? '', timestamp: row.last_message_at },
+  last_message: row.last_message_at === null ? null : { content: row.last_message_content ?? '', timestamp: row.last_message_at },
   created_at: row.created_at,
   updated_at: row.updated_at,
 });

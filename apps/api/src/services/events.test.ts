@@ -17,7 +17,9 @@ for (const dialect of ACTIVE_DIALECTS) {
     it('writes nothing, event or change, when the transaction rolls back', async () => {
       const ctx = { database: server.database, accountId: server.accountId, settings: server.settings };
       const contact = await contactsService.create(ctx, { phone: '+14155559876' });
-      const count = async () => (await eventsRepository.list(new TenantScope(server.database.db, server.accountId), { since: '2000-01-01T00:00:00.000Z' }, { limit: 1, offset: 0 })).total;
+      const count = async () =>
+        (await eventsRepository.list(new TenantScope(server.database.db, server.accountId), { since: '2000-01-01T00:00:00.000Z' }, { limit: 1, offset: 0 }))
+          .total;
       const before = await count();
 
       let conversationId: string | undefined;

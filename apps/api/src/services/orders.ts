@@ -33,7 +33,11 @@ function nextNumber(max: string | null): string {
   const next = max === null ? BigInt(FIRST_ORDER_NUMBER) : BigInt(max) + 1n;
   const number = String(next > BigInt(FIRST_ORDER_NUMBER) ? next : BigInt(FIRST_ORDER_NUMBER));
   if (number.length > ORDER_NUMBER_DIGITS) {
-    throw ApiError.badRequest('number', 'required', `This account's highest order number has ${ORDER_NUMBER_DIGITS} digits, the most a number may have: give each new order its number`);
+    throw ApiError.badRequest(
+      'number',
+      'required',
+      `This account's highest order number has ${ORDER_NUMBER_DIGITS} digits, the most a number may have: give each new order its number`,
+    );
   }
   return number;
 }

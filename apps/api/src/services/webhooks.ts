@@ -87,7 +87,11 @@ export const webhookEndpointsService = {
     await inTransaction(ctx, async (scope) => {
       await accountsRepository.lock(scope.db, scope.accountId);
       if ((await webhookEndpointsRepository.count(scope)) >= MAX_WEBHOOK_ENDPOINTS) {
-        throw ApiError.badRequest('body', 'max', `An account has at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints; delete one first (one endpoint may subscribe to several event types)`);
+        throw ApiError.badRequest(
+          'body',
+          'max',
+          `An account has at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints; delete one first (one endpoint may subscribe to several event types)`,
+        );
       }
       await webhookEndpointsRepository.insert(scope, row);
     });

@@ -72,4 +72,3 @@ export async function createTestDatabase(dialect: 'sqlite' | 'postgres'): Promis
     },
   };
 }
-

@@ -84,8 +84,7 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', settings: 
 
   const a = await accountsService.createAccount(database, { name: 'Account A', plan: 'enterprise', rateLimitRpm: TEST_ACCOUNT_RPM });
   const b = await accountsService.createAccount(database, { name: 'Account B', plan: 'enterprise', rateLimitRpm: TEST_ACCOUNT_RPM });
-  const key = async (accountId: string, type: 'full_access' | 'read_only' | 'webhook') =>
-    (await accountsService.createKey(database, { accountId, type })).key;
+  const key = async (accountId: string, type: 'full_access' | 'read_only' | 'webhook') => (await accountsService.createKey(database, { accountId, type })).key;
   const revoked = await accountsService.createKey(database, { accountId: a.id, type: 'full_access' });
   await accountsService.revokeKey(database, revoked.id);
   const keys: TestKeys = {
@@ -185,7 +184,12 @@ export function expectError(
 }
 
 /** An error of the contract's shape and nothing else: `{error: {code, message, details?}}`, JSON. */
-export function expectExactError(response: TestResponse, status: number, code: z.infer<typeof ErrorBody>['error']['code'], details?: { field: string; constraint: string }) {
+export function expectExactError(
+  response: TestResponse,
+  status: number,
+  code: z.infer<typeof ErrorBody>['error']['code'],
+  details?: { field: string; constraint: string },
+) {
   const body = expectError(response, status, code, details);
   expect(response.headers.get('content-type')).toMatch(/^application\/json/);
   expect(Object.keys(response.body)).toEqual(['error']);
@@ -241,7 +245,11 @@ export async function requestOverTrpc(
   const keyToUse = options.key === undefined ? server.keys.full : options.key;
   if (keyToUse !== null) headers.authorization ??= `Bearer ${keyToUse}`;
   const named = Object.fromEntries(Object.entries(params).filter(([name]) => operation.path.includes(`:${name}`)));
-  const input = { ...(operation.params ? { params: named } : {}), ...(options.query ? { query: options.query } : {}), ...(options.body !== undefined ? { body: options.body } : {}) };
+  const input = {
+    ...(operation.params ? { params: named } : {}),
+    ...(options.query ? { query: options.query } : {}),
+    ...(options.body !== undefined ? { body: options.body } : {}),
+  };
   const url = new URL(`/trpc/${operationId}`, server.baseUrl);
   let response: Response;
   if (operation.method === 'GET') {

@@ -38,7 +38,6 @@ export const operationsOf = (doc: OpenApiDocument): Operation[] =>
       .map(([method, spec]) => ({ id: spec.operationId, method: method.toUpperCase(), path, spec })),
   );
 
-
 export type Validator = ((value: unknown) => boolean) & { errors?: unknown };
 
 /** Ajv over the document's components; formats asserted or, as JSON Schema 2020-12 has them, annotations. */
@@ -67,7 +66,10 @@ function absoluteRefs(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(absoluteRefs);
   if (value && typeof value === 'object') {
     return Object.fromEntries(
-      Object.entries(value).map(([key, inner]) => [key, key === '$ref' && typeof inner === 'string' && inner.startsWith('#') ? DOC_ID + inner : absoluteRefs(inner)]),
+      Object.entries(value).map(([key, inner]) => [
+        key,
+        key === '$ref' && typeof inner === 'string' && inner.startsWith('#') ? DOC_ID + inner : absoluteRefs(inner),
+      ]),
     );
   }
   return value;
@@ -104,7 +106,14 @@ export function textOf(min: number, max: number): fc.Arbitrary<string> {
   return weighted<string>(
     [6, fc.string({ unit: 'grapheme-ascii', minLength: min, maxLength: cap })],
     [3, fc.string({ unit: 'binary', minLength: min, maxLength: cap })],
-    [1, fc.string({ unit: fc.constantFrom('a', ' ', '\u0000', '\n', '\t', '\u202e', '\ufeff', '\ud83d\ude00', 'é', '"', '\\', '%', '{{'), minLength: min, maxLength: cap })],
+    [
+      1,
+      fc.string({
+        unit: fc.constantFrom('a', ' ', '\u0000', '\n', '\t', '\u202e', '\ufeff', '\ud83d\ude00', 'é', '"', '\\', '%', '{{'),
+        minLength: min,
+        maxLength: cap,
+      }),
+    ],
     [1, fc.tuple(fc.constantFrom(min, max), fc.constantFrom('a', 'é', '😀', '字', ' ')).map(([n, c]) => (n === 0 ? '' : `b${c.repeat(n - 1)}`))],
   ).filter((s) => codePoints(s) >= min && codePoints(s) <= max);
 }
@@ -184,7 +193,12 @@ export function arbitraryOf(doc: OpenApiDocument, hints: Hints, raw: Schema, nam
     case 'integer':
       return integerIn(schema.minimum ?? -Number.MAX_SAFE_INTEGER, schema.maximum ?? Number.MAX_SAFE_INTEGER);
     case 'number':
-      return fc.double({ noNaN: true, noDefaultInfinity: true, ...(schema.minimum !== undefined ? { min: schema.minimum } : {}), ...(schema.maximum !== undefined ? { max: schema.maximum } : {}) });
+      return fc.double({
+        noNaN: true,
+        noDefaultInfinity: true,
+        ...(schema.minimum !== undefined ? { min: schema.minimum } : {}),
+        ...(schema.maximum !== undefined ? { max: schema.maximum } : {}),
+      });
     case 'string': {
       const min = (schema.minLength as number | undefined) ?? 0;
       const max = (schema.maxLength as number | undefined) ?? 300;
@@ -204,7 +218,10 @@ export function arbitraryOf(doc: OpenApiDocument, hints: Hints, raw: Schema, nam
       const item = arbitraryOf(doc, hints, (schema.items as Schema | undefined) ?? {});
       const min = (schema.minItems as number | undefined) ?? 0;
       const max = (schema.maxItems as number | undefined) ?? 10;
-      return weighted<unknown[]>([9, fc.array(item, { minLength: min, maxLength: Math.min(max, Math.max(min, 5)) })], [1, fc.array(item, { minLength: max, maxLength: max })]);
+      return weighted<unknown[]>(
+        [9, fc.array(item, { minLength: min, maxLength: Math.min(max, Math.max(min, 5)) })],
+        [1, fc.array(item, { minLength: max, maxLength: max })],
+      );
     }
     case 'object': {
       const properties = (schema.properties ?? {}) as Record<string, Schema>;

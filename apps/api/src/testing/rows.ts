@@ -8,7 +8,10 @@ import type { ConversationRow } from '../repositories/conversations.js';
  */
 
 /** A contact with this name and phone, created (and last updated) at `at`. */
-export const contactRow = (accountId: string, fields: { id: string; name: string | null; phone: string; at: string; tags?: string[] }): Omit<ContactRow, 'conversation_count'> => ({
+export const contactRow = (
+  accountId: string,
+  fields: { id: string; name: string | null; phone: string; at: string; tags?: string[] },
+): Omit<ContactRow, 'conversation_count'> => ({
   account_id: accountId,
   id: fields.id,
   name: fields.name,

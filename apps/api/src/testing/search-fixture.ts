@@ -17,8 +17,14 @@ export async function createSearchFixture(dialect: 'sqlite' | 'postgres'): Promi
   const at = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
   for (let i = 0; i < 200; i++) {
     const name = i < 150 ? `Tinley ${i}` : `Other ${i}`;
-    await database.db.insertInto('contacts').values(contactRow(accountId, { id: `ct_${i}`, name, phone: `+1555${1_000_000 + i}`, at: at(i) })).execute();
-    await database.db.insertInto('conversations').values(conversationRow(accountId, { id: `conv_${i}`, contact_id: `ct_${i}`, at: at(i) })).execute();
+    await database.db
+      .insertInto('contacts')
+      .values(contactRow(accountId, { id: `ct_${i}`, name, phone: `+1555${1_000_000 + i}`, at: at(i) }))
+      .execute();
+    await database.db
+      .insertInto('conversations')
+      .values(conversationRow(accountId, { id: `conv_${i}`, contact_id: `ct_${i}`, at: at(i) }))
+      .execute();
   }
   return { target, database, accountId };
 }

@@ -1,4 +1,12 @@
-import { type EndpointDefinition, type OperationId, type ValidationIssue, type OperationInput, type OperationParsedInput, type OperationResult, endpoints } from '@convo/core';
+import {
+  type EndpointDefinition,
+  type OperationId,
+  type ValidationIssue,
+  type OperationInput,
+  type OperationParsedInput,
+  type OperationResult,
+  endpoints,
+} from '@convo/core';
 import { initTRPC } from '@trpc/server';
 import type { FastifyReply } from 'fastify';
 import { ApiError } from '../errors.js';

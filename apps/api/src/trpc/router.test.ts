@@ -9,7 +9,12 @@ describe('the tRPC router', () => {
     type Inputs = inferRouterInputs<AppRouter>;
     type Outputs = inferRouterOutputs<AppRouter>;
     expectTypeOf<Inputs['contacts']['create']['body']['phone']>().toEqualTypeOf<string>();
-    expectTypeOf<Inputs['contacts']['list']['query']>().toEqualTypeOf<{ limit?: number | undefined; offset?: number | undefined; search?: string | undefined; tag?: string | undefined }>();
+    expectTypeOf<Inputs['contacts']['list']['query']>().toEqualTypeOf<{
+      limit?: number | undefined;
+      offset?: number | undefined;
+      search?: string | undefined;
+      tag?: string | undefined;
+    }>();
     expectTypeOf<Outputs['contacts']['tags']['add']>().toEqualTypeOf<Contact>();
     expectTypeOf<Outputs['contacts']['list']>().toEqualTypeOf<ContactList>();
   });
@@ -33,7 +38,11 @@ describeEachDialect('the tRPC router over HTTP', (server) => {
 
   it('runs the operation: a mutation, then a query of what it made', async () => {
     const headers = { authorization: `Bearer ${server().keys.full}`, 'content-type': 'application/json' };
-    const created = await fetch(trpcUrl('contacts.create'), { method: 'POST', headers, body: JSON.stringify({ body: { phone: '+14155550987', tags: ['trpc'] } }) });
+    const created = await fetch(trpcUrl('contacts.create'), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ body: { phone: '+14155550987', tags: ['trpc'] } }),
+    });
     expect(created.status).toBe(200);
     const contact = ((await created.json()) as { result: { data: Contact } }).result.data;
     const listed = await fetch(trpcUrl('contacts.list', { query: { tag: 'trpc' } }), { headers });

@@ -53,7 +53,7 @@ export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'delive
   const scope = new TenantScope(deps.database.db, job.accountId);
 
   const delivery = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
-  if (!delivery || delivery.status !== 'pending') return;
+  if (delivery?.status !== 'pending') return;
   // Not due yet: the attempt was rescheduled, or another job has it in flight. Whatever runs
   // later is an automatic attempt.
   if (delivery.next_attempt_at !== null && Date.parse(delivery.next_attempt_at) > Date.now()) {
@@ -72,7 +72,7 @@ export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'delive
     (await jobsRepository.leaseOf(deps.database.db, job.id)) ?? new Date(Date.now() + settings.webhookTimeoutMs + ATTEMPT_LEASE_MARGIN_MS).toISOString();
   if (!(await webhookDeliveriesRepository.updateIfUnchanged(scope, deliveryId, delivery.next_attempt_at, { next_attempt_at: leaseUntil }))) {
     const current = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
-    if (!current || current.status !== 'pending') return;
+    if (current?.status !== 'pending') return;
     return { retryAt: current.next_attempt_at ?? now(), payload: { deliveryId } };
   }
 

@@ -13,7 +13,6 @@ import { BIN, ensureBuilt } from '../testing/built-bin.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
 import { ACTIVE_DIALECTS, testSettings } from '../testing/harness.js';
 
-
 for (const dialect of ACTIVE_DIALECTS) {
   describe(`a worker killed mid-delivery [${dialect}]`, () => {
     let testDb: TestDatabase;
@@ -53,7 +52,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       await testDb.drop();
     });
 
-    it('loses nothing: another worker delivers once the dead one\'s claim expires', async () => {
+    it("loses nothing: another worker delivers once the dead one's claim expires", async () => {
       const account = await accountsService.createAccount(database, { name: 'Crash', plan: 'free' });
       await accountsService.createKey(database, { accountId: account.id, type: 'webhook' });
       const ctx: ServiceContext = { database, accountId: account.id, settings: testSettings() };
@@ -67,16 +66,19 @@ for (const dialect of ACTIVE_DIALECTS) {
       await new Promise((resolve) => first.once('exit', resolve));
 
       const second = spawnWorker();
-      await vi.waitFor(
-        async () => {
-          const page = await webhookEndpointsService.listDeliveries(ctx, endpoint.id, { limit: 10, offset: 0 });
-          expect(page.data[0]?.status, 'the delivery to succeed').toBe('succeeded');
-        },
-        { timeout: 20_000, interval: 50 },
-      ).catch(async (error) => {
-        if (process.env.DEBUG_CRASH) console.log(await database.db.selectFrom('jobs').selectAll().execute(), await database.db.selectFrom('webhook_deliveries').selectAll().execute());
-        throw error;
-      });
+      await vi
+        .waitFor(
+          async () => {
+            const page = await webhookEndpointsService.listDeliveries(ctx, endpoint.id, { limit: 10, offset: 0 });
+            expect(page.data[0]?.status, 'the delivery to succeed').toBe('succeeded');
+          },
+          { timeout: 20_000, interval: 50 },
+        )
+        .catch(async (error) => {
+          if (process.env.DEBUG_CRASH)
+            console.log(await database.db.selectFrom('jobs').selectAll().execute(), await database.db.selectFrom('webhook_deliveries').selectAll().execute());
+          throw error;
+        });
 
       expect(received).toHaveLength(2);
       expect(received[1]?.id).toBe(received[0]?.id);

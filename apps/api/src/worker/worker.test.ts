@@ -19,7 +19,6 @@ function recordingHandlers(runs: string[], delayMs = 5): JobHandlers {
   };
 }
 
-
 for (const dialect of ACTIVE_DIALECTS) {
   describe(`the worker [${dialect}]`, () => {
     let testDb: TestDatabase;
@@ -58,7 +57,12 @@ for (const dialect of ACTIVE_DIALECTS) {
       await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: 'orphan' } });
       const now = Date.now();
       // A worker claims it and dies without finishing.
-      const claimed = await jobsRepository.claim(database.db, { workerId: 'dead', limit: 10, now: new Date(now).toISOString(), leaseUntil: new Date(now + 300).toISOString() });
+      const claimed = await jobsRepository.claim(database.db, {
+        workerId: 'dead',
+        limit: 10,
+        now: new Date(now).toISOString(),
+        leaseUntil: new Date(now + 300).toISOString(),
+      });
       expect(claimed.map((j) => JSON.parse(j.payload).runId)).toContain('orphan');
       const runs: string[] = [];
       const survivor = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
@@ -82,14 +86,21 @@ for (const dialect of ACTIVE_DIALECTS) {
       const job = await database.db.selectFrom('jobs').selectAll().where('kind', '=', 'run_workflow').executeTakeFirstOrThrow();
       expect(job).toMatchObject({ attempts: 1, locked_by: null });
       expect(job.run_at > new Date().toISOString()).toBe(true);
-      await database.db.updateTable('jobs').set({ run_at: new Date(0).toISOString() }).where('id', '=', job.id).execute();
+      await database.db
+        .updateTable('jobs')
+        .set({ run_at: new Date(0).toISOString() })
+        .where('id', '=', job.id)
+        .execute();
       await worker.runDue();
       expect(calls).toBe(2);
       expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]);
     });
 
     /** Handlers whose run_workflow jobs call `run` with their run id. */
-    const handlersRunning = (run: (runId: string) => Promise<void>): JobHandlers => ({ ...recordingHandlers([]), run_workflow: (job) => run(job.payload.runId) });
+    const handlersRunning = (run: (runId: string) => Promise<void>): JobHandlers => ({
+      ...recordingHandlers([]),
+      run_workflow: (job) => run(job.payload.runId),
+    });
     const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     const clearQueue = () => database.db.deleteFrom('jobs').where('kind', '=', 'run_workflow').execute();
 

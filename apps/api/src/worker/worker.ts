@@ -5,6 +5,7 @@ import { ACCOUNT_RUNNING_MAX, type JobRow, jobsRepository } from '../repositorie
 import { type JobKind, type JobPayloads, enqueue } from './queue.js';
 
 /** What a handler may ask for: nothing (done), or another run of the same job later. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler that is done returns nothing, as an async function without a value does (Promise<void>).
 export type JobOutcome = void | { retryAt: string; payload?: unknown };
 
 export interface JobContext<K extends JobKind> {
@@ -128,7 +129,13 @@ export class Worker {
     const handler = this.options.handlers[job.kind as JobKind] as ((job: JobContext<JobKind>) => Promise<JobOutcome>) | undefined;
     try {
       if (!handler) throw new Error(`no handler for job kind "${job.kind}"`);
-      const outcome = await handler({ id: job.id, kind: job.kind as JobKind, accountId: job.account_id, payload: JSON.parse(job.payload), attempts: job.attempts });
+      const outcome = await handler({
+        id: job.id,
+        kind: job.kind as JobKind,
+        accountId: job.account_id,
+        payload: JSON.parse(job.payload),
+        attempts: job.attempts,
+      });
       if (outcome) {
         await jobsRepository.reschedule(db, job.id, this.id, outcome.retryAt, outcome.payload === undefined ? undefined : JSON.stringify(outcome.payload));
       } else {

@@ -17,7 +17,10 @@ import { workflowsGroup } from './workflows/index.js';
  * come from the operation's schemas; a group without a folder below is created on the fly.
  */
 export const OPERATION_COMMANDS = {
-  'conversations.list': { command: 'conversations list', columns: ['id', 'contact.name', 'contact.phone', 'platform', 'status', 'message_count', 'last_message.content'] },
+  'conversations.list': {
+    command: 'conversations list',
+    columns: ['id', 'contact.name', 'contact.phone', 'platform', 'status', 'message_count', 'last_message.content'],
+  },
   'conversations.retrieve': { command: 'conversations get' },
   'conversations.create': { command: 'conversations create' },
   'conversations.update': { command: 'conversations update' },

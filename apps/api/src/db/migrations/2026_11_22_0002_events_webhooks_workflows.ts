@@ -5,7 +5,10 @@ import type { Kysely } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {
   // The last event sequence number used per conversation.
-  await db.schema.alterTable('conversations').addColumn('event_sequence', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('conversations')
+    .addColumn('event_sequence', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 
   await db.schema
     .createTable('events')
@@ -109,11 +112,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addForeignKeyConstraint('workflow_runs_workflow_fk', ['account_id', 'workflow_id'], 'workflows', ['account_id', 'id'], (fk) => fk.onDelete('cascade'))
     .execute();
   await db.schema.createIndex('workflow_runs_workflow_idx').on('workflow_runs').columns(['account_id', 'workflow_id', 'created_at', 'id']).execute();
-  await db.schema
-    .createIndex('workflow_runs_status_idx')
-    .on('workflow_runs')
-    .columns(['account_id', 'workflow_id', 'status', 'created_at', 'id'])
-    .execute();
+  await db.schema.createIndex('workflow_runs_status_idx').on('workflow_runs').columns(['account_id', 'workflow_id', 'status', 'created_at', 'id']).execute();
   await db.schema.createIndex('workflow_runs_contact_idx').on('workflow_runs').columns(['account_id', 'contact_id']).execute();
 }
 

@@ -14,8 +14,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     await sql`create index contacts_phone_trgm_idx on contacts using gin (phone_digits gin_trgm_ops)`.execute(db);
     return;
   }
-  await sql`create virtual table contacts_search using fts5(name_search, email_search, phone_digits, content='contacts', content_rowid='rowid', tokenize='trigram')`.execute(db);
-  await sql`insert into contacts_search(rowid, name_search, email_search, phone_digits) select rowid, name_search, email_search, phone_digits from contacts`.execute(db);
+  await sql`create virtual table contacts_search using fts5(name_search, email_search, phone_digits, content='contacts', content_rowid='rowid', tokenize='trigram')`.execute(
+    db,
+  );
+  await sql`insert into contacts_search(rowid, name_search, email_search, phone_digits) select rowid, name_search, email_search, phone_digits from contacts`.execute(
+    db,
+  );
   await sql`create trigger contacts_search_insert after insert on contacts begin
     insert into contacts_search(rowid, name_search, email_search, phone_digits) values (new.rowid, new.name_search, new.email_search, new.phone_digits);
   end`.execute(db);
@@ -33,6 +37,7 @@ export async function down(db: Kysely<any>): Promise<void> {
     for (const index of ['contacts_name_trgm_idx', 'contacts_email_trgm_idx', 'contacts_phone_trgm_idx']) await db.schema.dropIndex(index).ifExists().execute();
     return;
   }
-  for (const trigger of ['contacts_search_insert', 'contacts_search_delete', 'contacts_search_update']) await sql`drop trigger if exists ${sql.raw(trigger)}`.execute(db);
+  for (const trigger of ['contacts_search_insert', 'contacts_search_delete', 'contacts_search_update'])
+    await sql`drop trigger if exists ${sql.raw(trigger)}`.execute(db);
   await sql`drop table if exists contacts_search`.execute(db);
 }

@@ -40,7 +40,8 @@ export async function up(db: Kysely<any>): Promise<void> {
       execute function conversation_counts_keep()`.execute(db);
     return;
   }
-  const add = (row: 'new' | 'old', delta: 1 | -1) => sql.raw(`
+  const add = (row: 'new' | 'old', delta: 1 | -1) =>
+    sql.raw(`
     insert into conversation_counts (account_id, status, platform, count) values (${row}.account_id, ${row}.status, ${row}.platform, ${delta})
       on conflict (account_id, status, platform) do update set count = count + ${delta};`);
   await sql`create trigger conversation_counts_insert after insert on conversations begin ${add('new', 1)} end`.execute(db);
@@ -57,7 +58,8 @@ export async function down(db: Kysely<any>): Promise<void> {
     await sql`drop function if exists conversation_counts_keep()`.execute(db);
     await sql`drop function if exists conversation_counts_apply(text, text, text, bigint)`.execute(db);
   } else {
-    for (const trigger of ['conversation_counts_insert', 'conversation_counts_delete', 'conversation_counts_update']) await sql`drop trigger if exists ${sql.raw(trigger)}`.execute(db);
+    for (const trigger of ['conversation_counts_insert', 'conversation_counts_delete', 'conversation_counts_update'])
+      await sql`drop trigger if exists ${sql.raw(trigger)}`.execute(db);
   }
   await db.schema.dropTable('conversation_counts').ifExists().execute();
 }

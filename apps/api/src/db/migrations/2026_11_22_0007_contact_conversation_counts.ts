@@ -15,7 +15,10 @@ import { isPostgres } from '../dialect.js';
  *   `INCLUDE`): the walk looked up each of its entries' rows to learn the contact.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('contacts').addColumn('conversation_count', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('contacts')
+    .addColumn('conversation_count', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
   await sql`update contacts set conversation_count = (
     select count(*) from conversations where conversations.account_id = contacts.account_id and conversations.contact_id = contacts.id)`.execute(db);
 
@@ -56,7 +59,8 @@ export async function down(db: Kysely<any>): Promise<void> {
     await sql`drop trigger if exists contact_conversation_count_update on conversations`.execute(db);
     await sql`drop function if exists contact_conversation_count_keep()`.execute(db);
   } else {
-    for (const trigger of ['contact_conversation_count_insert', 'contact_conversation_count_delete', 'contact_conversation_count_update']) await sql`drop trigger if exists ${sql.raw(trigger)}`.execute(db);
+    for (const trigger of ['contact_conversation_count_insert', 'contact_conversation_count_delete', 'contact_conversation_count_update'])
+      await sql`drop trigger if exists ${sql.raw(trigger)}`.execute(db);
   }
   await db.schema.dropIndex('conversations_activity_idx').execute();
   await db.schema.createIndex('conversations_activity_idx').on('conversations').columns(['account_id', 'last_activity_at', 'id']).execute();

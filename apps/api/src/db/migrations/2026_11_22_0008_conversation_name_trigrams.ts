@@ -43,7 +43,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       select c.account_id, t.trigram, count(*) from conversations c
       cross join lateral (select distinct substr(c.contact_name_search, i, 3) as trigram from generate_series(1, char_length(c.contact_name_search) - 2) i) t
       group by c.account_id, t.trigram`.execute(db);
-    await sql`create index conversations_activity_idx on conversations (account_id, last_activity_at, id) include (contact_id, contact_name_search)`.execute(db);
+    await sql`create index conversations_activity_idx on conversations (account_id, last_activity_at, id) include (contact_id, contact_name_search)`.execute(
+      db,
+    );
     // Adds `delta` to each distinct trigram of `name`, in trigram order (see above).
     await sql`create function conversation_name_trigrams_apply(account text, name text, delta bigint) returns void language sql as $$
       insert into conversation_name_trigrams (account_id, trigram, conversations)
@@ -88,20 +90,27 @@ export async function up(db: Kysely<any>): Promise<void> {
   const trigrams = (row: 'new' | 'old', delta: string) => `
     with recursive position(i) as (select 1 union all select i + 1 from position where i < length(${row}.contact_name_search) - 2)
     select distinct ${row}.account_id, substr(${row}.contact_name_search, i, 3), ${delta} from position where length(${row}.contact_name_search) >= 3`;
-  const apply = (row: 'new' | 'old', delta: 1 | -1) => sql.raw(`
+  const apply = (row: 'new' | 'old', delta: 1 | -1) =>
+    sql.raw(`
     insert into conversation_name_trigrams (account_id, trigram, conversations) ${trigrams(row, String(delta))}
       on conflict (account_id, trigram) do update set conversations = conversations + ${delta};`);
   const fill = sql.raw(`
     update conversations set contact_name_search = (select name_search from contacts where account_id = new.account_id and id = new.contact_id)
       where account_id = new.account_id and id = new.id;`);
 
-  await sql.raw(`insert into conversation_name_trigrams (account_id, trigram, conversations)
+  await sql
+    .raw(`insert into conversation_name_trigrams (account_id, trigram, conversations)
     select account_id, trigram, count(*) from (
       select distinct c.account_id, c.id, substr(c.contact_name_search, p.i, 3) as trigram
       from conversations c join (with recursive p(i) as (select 1 union all select i + 1 from p where i < (select max(length(contact_name_search)) from conversations) - 2) select i from p) p
         on p.i <= length(c.contact_name_search) - 2)
-    group by account_id, trigram`).execute(db);
-  await db.schema.createIndex('conversations_activity_idx').on('conversations').columns(['account_id', 'last_activity_at', 'id', 'contact_id', 'contact_name_search']).execute();
+    group by account_id, trigram`)
+    .execute(db);
+  await db.schema
+    .createIndex('conversations_activity_idx')
+    .on('conversations')
+    .columns(['account_id', 'last_activity_at', 'id', 'contact_id', 'contact_name_search'])
+    .execute();
   // A new conversation counts the copy it was written with (none, from the API), then takes its
   // contact's name: the update trigger below counts the change.
   await sql`create trigger conversation_name_trigrams_insert after insert on conversations begin ${apply('new', 1)} ${fill} end`.execute(db);
@@ -123,11 +132,22 @@ export async function down(db: Kysely<any>): Promise<void> {
     for (const trigger of ['conversation_contact_name_fill', 'conversation_name_trigrams_insert_delete', 'conversation_name_trigrams_update']) {
       await sql`drop trigger if exists ${sql.raw(trigger)} on conversations`.execute(db);
     }
-    for (const fn of ['contact_name_search_follow()', 'conversation_contact_name_fill()', 'conversation_name_trigrams_keep()', 'conversation_name_trigrams_apply(text, text, bigint)']) {
+    for (const fn of [
+      'contact_name_search_follow()',
+      'conversation_contact_name_fill()',
+      'conversation_name_trigrams_keep()',
+      'conversation_name_trigrams_apply(text, text, bigint)',
+    ]) {
       await sql`drop function if exists ${sql.raw(fn)}`.execute(db);
     }
   } else {
-    for (const trigger of ['contact_name_search_follow', 'conversation_contact_name_fill', 'conversation_name_trigrams_insert', 'conversation_name_trigrams_delete', 'conversation_name_trigrams_update']) {
+    for (const trigger of [
+      'contact_name_search_follow',
+      'conversation_contact_name_fill',
+      'conversation_name_trigrams_insert',
+      'conversation_name_trigrams_delete',
+      'conversation_name_trigrams_update',
+    ]) {
       await sql`drop trigger if exists ${sql.raw(trigger)}`.execute(db);
     }
   }

@@ -38,9 +38,11 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql.raw(backfill).execute(db);
   await sql.raw(`create trigger contact_phone_suffixes_insert after insert on contacts begin ${add('new')} end`).execute(db);
   await sql.raw(`create trigger contact_phone_suffixes_delete after delete on contacts begin ${remove('old')} end`).execute(db);
-  await sql.raw(`create trigger contact_phone_suffixes_update after update of phone_digits on contacts
+  await sql
+    .raw(`create trigger contact_phone_suffixes_update after update of phone_digits on contacts
     when old.phone_digits is not new.phone_digits
-    begin ${remove('old')} ${add('new')} end`).execute(db);
+    begin ${remove('old')} ${add('new')} end`)
+    .execute(db);
 
   await dropSearchTable(db);
   await createSearchTable(db, ['name_search', 'email_search']);
@@ -59,7 +61,8 @@ export async function down(db: Kysely<any>): Promise<void> {
 /** The suffixes of three digits or more of `phone` (an expression), as rows of one column, `suffix`. */
 const suffixesOf = (phone: string) => `with recursive position(i) as (select 1 union all select i + 1 from position where i < length(${phone}) - 2)
   select substr(${phone}, i) as suffix from position where i <= length(${phone}) - 2`;
-const add = (row: 'new') => `insert into contact_phone_suffixes (suffix, contact_rowid) select suffix, ${row}.rowid from (${suffixesOf(`${row}.phone_digits`)});`;
+const add = (row: 'new') =>
+  `insert into contact_phone_suffixes (suffix, contact_rowid) select suffix, ${row}.rowid from (${suffixesOf(`${row}.phone_digits`)});`;
 const remove = (row: 'old') => `delete from contact_phone_suffixes where contact_rowid = ${row}.rowid and suffix in (${suffixesOf(`${row}.phone_digits`)});`;
 /** Every contact's suffixes, in the table's order (a sorted load builds the B-tree page by page). */
 const backfill = `insert into contact_phone_suffixes (suffix, contact_rowid)
@@ -72,16 +75,22 @@ async function createSearchTable(db: Kysely<any>, columns: string[]): Promise<vo
   const values = (row: 'new' | 'old') => columns.map((column) => `${row}.${column}`).join(', ');
   await sql.raw(`create virtual table contacts_search using fts5(${list}, content='contacts', content_rowid='rowid', tokenize='trigram')`).execute(db);
   await sql.raw(`insert into contacts_search(rowid, ${list}) select rowid, ${list} from contacts`).execute(db);
-  await sql.raw(`create trigger contacts_search_insert after insert on contacts begin
+  await sql
+    .raw(`create trigger contacts_search_insert after insert on contacts begin
     insert into contacts_search(rowid, ${list}) values (new.rowid, ${values('new')});
-  end`).execute(db);
-  await sql.raw(`create trigger contacts_search_delete after delete on contacts begin
+  end`)
+    .execute(db);
+  await sql
+    .raw(`create trigger contacts_search_delete after delete on contacts begin
     insert into contacts_search(contacts_search, rowid, ${list}) values ('delete', old.rowid, ${values('old')});
-  end`).execute(db);
-  await sql.raw(`create trigger contacts_search_update after update of ${list} on contacts begin
+  end`)
+    .execute(db);
+  await sql
+    .raw(`create trigger contacts_search_update after update of ${list} on contacts begin
     insert into contacts_search(contacts_search, rowid, ${list}) values ('delete', old.rowid, ${values('old')});
     insert into contacts_search(rowid, ${list}) values (new.rowid, ${values('new')});
-  end`).execute(db);
+  end`)
+    .execute(db);
 }
 
 async function dropSearchTable(db: Kysely<any>): Promise<void> {

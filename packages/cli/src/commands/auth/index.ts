@@ -82,5 +82,9 @@ async function logout(options: { profile?: string; json?: boolean }, terminal: T
     writeConfigFile(path, config);
   }
   if (outputFormatOf(options, terminal.stdout) === 'json') await writeOut(terminal.stdout, formatJson({ profile, removed: existed, path }));
-  else await writeOut(terminal.stdout, existed ? `Logged out: removed profile "${profile}" from ${path}\n` : `No profile "${profile}" in ${path}: nothing to remove.\n`);
+  else
+    await writeOut(
+      terminal.stdout,
+      existed ? `Logged out: removed profile "${profile}" from ${path}\n` : `No profile "${profile}" in ${path}: nothing to remove.\n`,
+    );
 }

@@ -69,10 +69,13 @@ export function parseContactsCsv(text: string): ImportRow[] {
     const body: Record<string, unknown> = {};
     const attributes: Record<string, string> = {};
     columns.forEach((column, index) => {
-      const value = record[index]!.trim();
+      const value = (record[index] ?? '').trim();
       if (value === '') return;
       if (column.kind === 'tags') {
-        const tags = value.split(TAG_SEPARATOR).map((t) => t.trim()).filter(Boolean);
+        const tags = value
+          .split(TAG_SEPARATOR)
+          .map((t) => t.trim())
+          .filter(Boolean);
         if (tags.length > 0) body.tags = tags;
       } else if (column.kind === 'attribute') attributes[column.key] = value;
       else body[column.key] = value;

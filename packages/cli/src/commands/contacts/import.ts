@@ -32,7 +32,7 @@ export function addImportCommand(group: Command, context: CommandContext): void 
         'Example: convo contacts import contacts.csv',
       ].join('\n\n'),
     )
-    .addOption(new Option('--format <format>', 'the file\'s format when its extension does not say').choices(['csv', 'jsonl']))
+    .addOption(new Option('--format <format>', "the file's format when its extension does not say").choices(['csv', 'jsonl']))
     .addOption(new Option('--concurrency <n>', `requests in flight at once (default: ${DEFAULT_CONCURRENCY})`).argParser(positiveInteger));
   addCommonOptions(command);
 
@@ -90,7 +90,7 @@ export async function importContacts(
   let stopped = false;
   const worker = async () => {
     while (!stopped && next < rows.length) {
-      const row = rows[next++]!;
+      const row = rows[next++] as (typeof rows)[number];
       let result: ImportOutcome | { error: string };
       if (row.error !== undefined || row.body === undefined) result = { error: row.error ?? 'empty row' };
       else {

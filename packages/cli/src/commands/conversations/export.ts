@@ -23,7 +23,9 @@ export function addExportCommand(group: Command, context: CommandContext): void 
   const filters = spec.query
     .filter((field) => field.name !== 'offset')
     .map((field) => {
-      const option = optionFor(field.name === 'limit' ? { ...field, description: `Records per request, 1 to ${EXPORT_PAGE_SIZE}; default: ${EXPORT_PAGE_SIZE}` } : field);
+      const option = optionFor(
+        field.name === 'limit' ? { ...field, description: `Records per request, 1 to ${EXPORT_PAGE_SIZE}; default: ${EXPORT_PAGE_SIZE}` } : field,
+      );
       command.addOption(option.helpGroup('Filters:'));
       return { field, key: option.attributeName() };
     });
