@@ -22,7 +22,7 @@ export const withContact = (scope: TenantScope) => withContactJoined(scope.selec
 /** What a conversation search looks for in its contacts: the name, and the phone's digits when it has any. */
 const conversationSearches = (filter: ConversationFilter & { search: string }) =>
   // A search of digits alone looks for the same fragment in both: one search of two columns, which
-  // SQLite's FTS table answers in one match (0.46 ms at 250,000 contacts, where two took 0.77).
+  // SQLite's FTS table answers in one match instead of two.
   filter.searchDigits === filter.search
     ? [{ columns: ['name_search', 'phone_digits'] as SearchColumn[], fragment: filter.search }]
     : [
@@ -62,8 +62,7 @@ export type Reach = { by: 'given'; contactIds: string[] | string } | { by: 'prob
  * `contact_id` too, and with sampled statistics SQLite took a scan of the account's range of it
  * for cheaper). Left to choose, it walked the account's whole activity index and checked every
  * entry against the ids, for it cannot estimate how many rows a JSON list, an FTS match or a page
- * subquery holds: 23 ms for one phone number's 3 conversations, 70 ms for a page of 20. Postgres
- * plans the same join from its estimates.
+ * subquery holds. Postgres plans the same join from its estimates.
  */
 const conversationsOfEach = <A extends string>(scope: TenantScope, outer: AliasedExpression<{ id: string }, A>, column: 'id' | 'contact_id') => {
   const conversations =
@@ -111,11 +110,10 @@ export const matching = (scope: TenantScope, filter: ConversationFilter, reach: 
 
 /**
  * A page of a search is found by walking the activity index when that reads fewer entries than
- * sorting the matches costs: the walk reads about (offset + limit) × selected ÷ matches entries
- * (0.11 µs each on SQLite, the index alone), sorting reads every match's row (about 1.5 µs each):
- * so it walks when (offset + limit) × selected ≤ 14 × matches². Measured on the 200k set: `tin`
- * (4,224 matches) walks in 0.7 ms where sorting takes 7.8 ms, `olga` (4 matches) sorts in 0.1 ms
- * where the walk takes 22 ms.
+ * sorting the matches costs: the walk reads about (offset + limit) × selected ÷ matches index
+ * entries, sorting reads every match's row, which costs about 14 entries' worth; so it walks when
+ * (offset + limit) × selected ≤ 14 × matches². bench/README.md ("Indexes and query plans") has
+ * the measurements behind the constant.
  */
 export const WALK_WHEN_ENTRIES_PER_MATCH_SQUARED = 14;
 
@@ -203,8 +201,8 @@ export const listPageQuery = preparedByShape((db: Executor, shape: FilterShape, 
  * the Postgres statements that find a page's ids and its rows at once (searchPage,
  * trigramSearchQuery). `id = any(array)` is planned as primary-key probes whatever the planner
  * guesses of the array; a join on the walk's rows instead was planned from its guess of how many
- * the walk yields, and for a condition it cannot estimate (`strpos(…) > 0`, a third of the rows)
- * that was a hash join over every conversation: 135 ms where the probes take 0.3.
+ * the walk yields, and for a condition it cannot estimate (`strpos(…) > 0`) that was a hash join
+ * over every conversation.
  */
 export const rowsWithIdsIn = (scope: TenantScope, ids: Expression<unknown>) =>
   withContact(scope).select(columns).where(sql<SqlBool>`conversations.id = any(${ids})`);

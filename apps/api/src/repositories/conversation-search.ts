@@ -45,8 +45,8 @@ const FEW_CONTACTS = 100;
  * Given the `page` of a search without a status or platform filter, the same statement also walks
  * to that page when walking is the cheaper way (the rule of WALK_WHEN_ENTRIES_PER_MATCH_SQUARED,
  * which the database evaluates once, as the walk's LIMIT: when it is false the walk does not start),
- * so the matching contacts are read once where a second statement found them again (for `tin`,
- * 0.4 ms on SQLite and 0.8 ms on Postgres). `walked` is then the page's ids. On Postgres the
+ * so the matching contacts are read once where a second statement found them again. `walked` is
+ * then the page's ids. On Postgres the
  * statement goes on to the page's rows itself (searchPage): `page` is then the page when it was
  * found (the walk, or at most FEW_CONTACTS contacts' conversations sorted), one round trip where
  * there were two.

@@ -5,8 +5,8 @@ import { isPostgres } from '../dialect.js';
  * Exact list totals without counting: the number of conversations of each account by status and
  * platform, kept by triggers in the transaction of every insert, delete (cascades from a contact
  * included) and change of status or platform. A list's `total` without a search is then a sum of
- * at most nine rows, where counting the filter's index entries grew with the account (50k
- * `active` conversations: 8 ms on SQLite). Sending a message changes neither column, so the hot
+ * at most nine rows, where counting the filter's index entries grew with the account (bench/README.md
+ * has the figures). Sending a message changes neither column, so the hot
  * write path never touches these rows.
  */
 export async function up(db: Kysely<any>): Promise<void> {

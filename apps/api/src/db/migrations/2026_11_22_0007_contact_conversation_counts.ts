@@ -8,7 +8,7 @@ import { isPostgres } from '../dialect.js';
  *   in the transaction of every insert and delete of a conversation (cascades from the contact
  *   included) and of a change of its `contact_id`. The exact `total` of a search without a status
  *   or platform filter is then the sum of this column over the matching contacts, where it was
- *   one probe of `conversations_contact_idx` per contact (`tin`: 1,006 contacts, 3 ms).
+ *   one probe of `conversations_contact_idx` per contact.
  *   Sending a message changes neither, so the hot write path never touches contacts.
  * - `conversations_activity_idx` carries `contact_id`, so the walk in activity order that finds
  *   a common search's page reads the index alone (SQLite: a column after the key; Postgres:

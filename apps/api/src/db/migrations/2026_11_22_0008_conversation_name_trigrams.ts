@@ -10,8 +10,7 @@ import { isPostgres } from '../dialect.js';
  *   contact is renamed), and carried by `conversations_activity_idx` (SQLite: a last column;
  *   Postgres: `INCLUDE`). The page of such a search walks the account's conversations newest
  *   first and keeps those whose copy contains the fragment, from the index alone, where it first
- *   read every matching contact to build the set their conversations were checked against
- *   (`tin`: 1,006 contacts, 0.3 ms on SQLite, before the walk).
+ *   read every matching contact to build the set their conversations were checked against.
  * - `conversation_name_trigrams`: per account and trigram (three consecutive characters of a
  *   `name_search`), the number of conversations whose contact's name contains it, kept by
  *   triggers on the copy above (a conversation created, deleted, moved to another contact, its

@@ -11,9 +11,8 @@ import { isPostgres } from '../dialect.js';
  * contains `5559745` are the rows from `suffix >= '5559745'` to `suffix < '5559745:'` (`:` sorts
  * right after `9`): one range of the primary key. The FTS5 trigram table answered the same
  * question by reading the doclists of each of the fragment's trigrams (five for seven digits) and
- * checking their positions; digit trigrams are few (a thousand) and so their doclists long, and
- * the match took 0.15 ms at 50,000 contacts and 0.48 ms at 250,000, most of a phone search
- * (bench/README.md).
+ * checking their positions; digit trigrams are few and so their doclists long, and the match
+ * was most of a phone search's time (bench/README.md).
  *
  * The digits leave the FTS table, which is rebuilt over the name and e-mail alone: a digits-only
  * search still asks it whether a name contains the digits, and its trigram doclists are shared by
