@@ -109,12 +109,3 @@ export function lockedForUpdate<Q extends { forUpdate(): Q; skipLocked(): Q }>(d
   if (!dialectOf(db).rowLocks) return query;
   return options.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
 }
-
-/**
- * Holds a lock named by `key` until the transaction ends, so that transactions of one kind run one
- * at a time across processes (a Postgres advisory lock); SQLite's write transactions already do.
- */
-export async function lockUntilCommit(db: AnyKysely, key: number): Promise<void> {
-  if (!dialectOf(db).rowLocks) return;
-  await sql`select pg_advisory_xact_lock(${key}::bigint)`.execute(db);
-}

@@ -145,8 +145,6 @@ export interface JobTable {
   id: string;
   kind: string;
   account_id: string | null;
-  /** Jobs of one lane (a webhook endpoint's deliveries) run at most a few at a time. */
-  lane: string | null;
   /** JSON. */
   payload: string;
   run_at: string;

@@ -551,15 +551,16 @@ describeEachDialect('webhook endpoints', (server) => {
       const route = receiver.route(() => 500);
       const endpoint = await createEndpoint({ url: route.url, events: ['order.placed'] });
       await placeOrder((await newContact()).id);
-      await settledDelivery(endpoint.id, (d) => d.attempts.length >= 1);
+      const delivery = await settledDelivery(endpoint.id, (d) => d.attempts.length >= 1);
       // Park the retry while no worker holds it, so that no attempt is under way at the deletion.
       const { db } = server().database;
-      const retry = () => db.selectFrom('jobs').select(['id', 'locked_by']).where('lane', '=', endpoint.id);
+      const ofDelivery = `%${delivery.id}%`;
+      const retry = () => db.selectFrom('jobs').select(['id', 'locked_by']).where('payload', 'like', ofDelivery);
       await vi.waitFor(async () => {
         const parked = await db
           .updateTable('jobs')
           .set({ run_at: '9999-01-01T00:00:00.000Z' })
-          .where('lane', '=', endpoint.id)
+          .where('payload', 'like', ofDelivery)
           .where('locked_by', 'is', null)
           .executeTakeFirst();
         expect(parked.numUpdatedRows).toBe(1n);
@@ -570,7 +571,7 @@ describeEachDialect('webhook endpoints', (server) => {
       await db
         .updateTable('jobs')
         .set({ run_at: new Date(0).toISOString() })
-        .where('lane', '=', endpoint.id)
+        .where('payload', 'like', ofDelivery)
         .execute();
       await vi.waitFor(async () => expect(await retry().execute()).toEqual([]), { timeout: 10_000 });
       expect(receiver.at(route.path)).toHaveLength(sent);

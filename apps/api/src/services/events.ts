@@ -55,7 +55,7 @@ export async function emitEvent<T extends EventType>(scope: TenantScope, type: T
       created_at: row.created_at,
       updated_at: row.created_at,
     });
-    await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, lane: endpoint.id, payload: { deliveryId } });
+    await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId } });
   }
   return toEvent(row);
 }

@@ -145,7 +145,7 @@ export const webhookEndpointsService = {
       const at = now();
       const patch = { status: 'pending' as const, next_attempt_at: at, updated_at: at };
       await webhookDeliveriesRepository.update(scope, deliveryId, patch);
-      await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, lane: endpointId, payload: { deliveryId, manual: true }, runAt: at });
+      await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId, manual: true }, runAt: at });
       return toWebhookDelivery({ ...current, ...patch });
     });
   },

@@ -20,7 +20,7 @@ export type JobKind = keyof JobPayloads;
  */
 export async function enqueue<K extends JobKind>(
   db: Executor,
-  input: { kind: K; accountId: string | null; lane?: string; payload: JobPayloads[K]; runAt?: string; id?: string },
+  input: { kind: K; accountId: string | null; payload: JobPayloads[K]; runAt?: string; id?: string },
 ): Promise<string> {
   const id = input.id ?? `job_${randomUUID()}`;
   const at = now();
@@ -28,7 +28,6 @@ export async function enqueue<K extends JobKind>(
     id,
     kind: input.kind,
     account_id: input.accountId,
-    lane: input.lane ?? null,
     payload: JSON.stringify(input.payload),
     run_at: input.runAt ?? at,
     attempts: 0,

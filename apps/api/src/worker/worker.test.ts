@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { ACCOUNT_RUNNING_MAX, LANE_RUNNING_MAX, jobsRepository } from '../repositories/jobs.js';
+import { jobsRepository } from '../repositories/jobs.js';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
 import { enqueue } from './queue.js';
@@ -94,72 +94,6 @@ for (const dialect of ACTIVE_DIALECTS) {
       await worker.runDue();
       expect(calls).toBe(2);
       expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]);
-    });
-
-    /** Handlers whose run_workflow jobs call `run` with their run id. */
-    const handlersRunning = (run: (runId: string) => Promise<void>): JobHandlers => ({
-      ...recordingHandlers([]),
-      run_workflow: (job) => run(job.payload.runId),
-    });
-    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-    const clearQueue = () => database.db.deleteFrom('jobs').where('kind', '=', 'run_workflow').execute();
-
-    it("takes turns between accounts: one account's flood never stands in front of another's job", async () => {
-      const started: string[] = [];
-      for (let i = 0; i < 300; i++) await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_flood', payload: { runId: `flood${i}` } });
-      const worker = new Worker({
-        database,
-        handlers: handlersRunning(async (runId) => {
-          started.push(runId);
-          await pause(20);
-        }),
-        pollIntervalMs: 10,
-      });
-      await worker.start();
-      try {
-        await vi.waitFor(() => expect(started.length).toBeGreaterThanOrEqual(20), { timeout: 15_000 });
-        const startedBefore = started.length;
-        await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_other', payload: { runId: 'other' } });
-        await vi.waitFor(() => expect(started).toContain('other'), { timeout: 15_000 });
-        // The bound: the other account's job is in the worker's next claim, so no more of the
-        // flood starts before it than the claims already under way hold (one account's share).
-        expect(started.indexOf('other') - startedBefore).toBeLessThanOrEqual(ACCOUNT_RUNNING_MAX);
-      } finally {
-        await worker.stop();
-        await clearQueue();
-      }
-    });
-
-    it('runs at most ACCOUNT_RUNNING_MAX jobs of one account, and LANE_RUNNING_MAX of one lane, at once across workers', async () => {
-      const running = new Map<string, number>();
-      const most = new Map<string, number>();
-      const done: string[] = [];
-      const group = (runId: string) => runId.split(':')[0] as string;
-      for (let i = 0; i < 40; i++) {
-        await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_busy', payload: { runId: `account:${i}` } });
-        await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_lanes', lane: 'whe_slow', payload: { runId: `lane:${i}` } });
-      }
-      const handlers = handlersRunning(async (runId) => {
-        const key = group(runId);
-        running.set(key, (running.get(key) ?? 0) + 1);
-        most.set(key, Math.max(most.get(key) ?? 0, running.get(key) ?? 0));
-        await pause(15);
-        running.set(key, (running.get(key) ?? 0) - 1);
-        done.push(runId);
-      });
-      // Two workers with their own connections, as two processes would have.
-      const other = openDatabase(testDb.url);
-      const workers = [database, other].map((db) => new Worker({ database: db, handlers, pollIntervalMs: 5 }));
-      await Promise.all(workers.map((w) => w.start()));
-      try {
-        await vi.waitFor(() => expect(done).toHaveLength(80), { timeout: 30_000 });
-      } finally {
-        await Promise.all(workers.map((w) => w.stop()));
-        await other.destroy();
-        await clearQueue();
-      }
-      expect(most.get('account')).toBeLessThanOrEqual(ACCOUNT_RUNNING_MAX);
-      expect(most.get('lane')).toBeLessThanOrEqual(LANE_RUNNING_MAX);
     });
 
     if (dialect === 'postgres') {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { DatabaseHandle } from '../db/database.js';
-import { ACCOUNT_RUNNING_MAX, type JobRow, jobsRepository } from '../repositories/jobs.js';
+import { type JobRow, jobsRepository } from '../repositories/jobs.js';
 import { type JobKind, type JobPayloads, enqueue } from './queue.js';
 
 /** What a handler may ask for: nothing (done), or another run of the same job later. */
@@ -31,7 +31,7 @@ export interface WorkerOptions {
   pollIntervalMs?: number;
   /** How long a claim holds; a worker that dies loses its jobs to others after this. */
   leaseMs?: number;
-  /** Jobs run at once by this worker (default twice ACCOUNT_RUNNING_MAX, so one account never fills it). */
+  /** Jobs run at once by this worker. */
   concurrency?: number;
   logger?: WorkerLogger;
 }
@@ -54,7 +54,7 @@ export class Worker {
   private readonly options: Required<Omit<WorkerOptions, 'logger'>> & { logger: WorkerLogger | undefined };
 
   constructor(options: WorkerOptions) {
-    this.options = { pollIntervalMs: 250, leaseMs: 60_000, concurrency: 2 * ACCOUNT_RUNNING_MAX, ...options, logger: options.logger };
+    this.options = { pollIntervalMs: 250, leaseMs: 60_000, concurrency: 4, ...options, logger: options.logger };
   }
 
   async start(): Promise<void> {
