@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
 import { createTestDatabase } from '../testing/databases.js';
 import { DEFAULT_POOL_SIZE, openDatabase } from './database.js';
@@ -109,10 +109,7 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres connection errors
     const admin = openDatabase(target.url);
     const backend = async (db: Kysely<Database>) => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db)).rows[0]?.pid;
     const terminate = (pid: number | undefined) => sql`select pg_terminate_backend(${pid})`.execute(admin.db);
-    const warned = async (count: number) => {
-      for (let i = 0; i < 100 && warnings.length < count; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(warnings.length).toBeGreaterThanOrEqual(count);
-    };
+    const warned = (count: number) => vi.waitFor(() => expect(warnings.length).toBeGreaterThanOrEqual(count), { timeout: 2_000, interval: 20 });
     try {
       await terminate(await backend(database.db));
       await warned(1);

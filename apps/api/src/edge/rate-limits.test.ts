@@ -135,7 +135,7 @@ function redisStore(url = REDIS_URL): Store {
     async endWindow(accountId) {
       // Redis keeps the window's time itself: its counter expires.
       for (const key of await admin.keys(`*:${accountId}`)) await admin.pexpire(key, 1);
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await vi.waitFor(async () => expect(await admin.keys(`*:${accountId}`)).toEqual([]), { interval: 5 });
     },
     async close() {
       for (const limits of opened) await limits.close();

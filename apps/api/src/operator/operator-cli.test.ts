@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConversationList } from '@convo/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../db/database.js';
 import { ApiError } from '../errors.js';
 import { accountsService } from '../services/accounts.js';
@@ -105,16 +105,14 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const base = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}: ${stderr}`);
-      try {
-        const res = await fetch(`${base}/v1/openapi.json`);
-        if (res.ok) return `${base}/v1`;
-      } catch {}
-      if (Date.now() > deadline) throw new Error(`serve did not start: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await vi.waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}: ${stderr}`);
+        expect((await fetch(`${base}/v1/openapi.json`)).ok, `serve did not start: ${stderr}`).toBe(true);
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    return `${base}/v1`;
   }
 
   beforeAll(async () => {
