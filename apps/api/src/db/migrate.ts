@@ -10,6 +10,7 @@ import * as contactConversationCounts from './migrations/2026_11_22_0007_contact
 import * as conversationNameTrigrams from './migrations/2026_11_22_0008_conversation_name_trigrams.js';
 import * as phoneDigitSuffixes from './migrations/2026_11_23_0009_phone_digit_suffixes.js';
 import * as orderNumberKeys from './migrations/2026_11_25_0010_order_number_keys.js';
+import * as jobAccountIndexes from './migrations/2026_11_25_0011_job_account_indexes.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_22_0008_conversation_name_trigrams': conversationNameTrigrams,
   '2026_11_23_0009_phone_digit_suffixes': phoneDigitSuffixes,
   '2026_11_25_0010_order_number_keys': orderNumberKeys,
+  '2026_11_25_0011_job_account_indexes': jobAccountIndexes,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

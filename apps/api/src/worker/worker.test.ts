@@ -96,6 +96,33 @@ for (const dialect of ACTIVE_DIALECTS) {
       expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]);
     });
 
+    it("takes turns between accounts: one account's flood never stands in front of another's job", async () => {
+      const started: string[] = [];
+      for (let i = 0; i < 300; i++) await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_flood', payload: { runId: `flood${i}` } });
+      const handlers: JobHandlers = {
+        ...recordingHandlers([]),
+        run_workflow: async (job) => {
+          started.push(job.payload.runId);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        },
+      };
+      const concurrency = 4;
+      const worker = new Worker({ database, handlers, pollIntervalMs: 10, concurrency });
+      await worker.start();
+      try {
+        await vi.waitFor(() => expect(started.length).toBeGreaterThanOrEqual(20), { timeout: 15_000 });
+        const startedBefore = started.length;
+        await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_other', payload: { runId: 'other' } });
+        await vi.waitFor(() => expect(started).toContain('other'), { timeout: 15_000 });
+        // The other account's job is in the worker's next claim: no more of the flood starts
+        // before it than the worker's slots, which claims under way may fill.
+        expect(started.indexOf('other') - startedBefore).toBeLessThanOrEqual(concurrency);
+      } finally {
+        await worker.stop();
+        await database.db.deleteFrom('jobs').where('kind', '=', 'run_workflow').execute();
+      }
+    });
+
     if (dialect === 'postgres') {
       it('never gives one job to two workers sharing the database', async () => {
         const runs: string[] = [];

@@ -31,7 +31,7 @@ export interface WorkerOptions {
   pollIntervalMs?: number;
   /** How long a claim holds; a worker that dies loses its jobs to others after this. */
   leaseMs?: number;
-  /** Jobs run at once by this worker. */
+  /** Jobs run at once by this worker: deliveries mostly wait on the network (bench/README.md, "Webhook deliveries"). */
   concurrency?: number;
   logger?: WorkerLogger;
 }
@@ -54,7 +54,7 @@ export class Worker {
   private readonly options: Required<Omit<WorkerOptions, 'logger'>> & { logger: WorkerLogger | undefined };
 
   constructor(options: WorkerOptions) {
-    this.options = { pollIntervalMs: 250, leaseMs: 60_000, concurrency: 4, ...options, logger: options.logger };
+    this.options = { pollIntervalMs: 250, leaseMs: 60_000, concurrency: 16, ...options, logger: options.logger };
   }
 
   async start(): Promise<void> {
