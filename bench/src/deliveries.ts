@@ -48,7 +48,11 @@ const receiver = createServer((req: IncomingMessage, res: ServerResponse) => {
     try {
       const event = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: { id?: string } };
       const id = event.data?.id;
-      if (id) arrivals.set(id, [...(arrivals.get(id) ?? []), at]);
+      if (id) {
+        const list = arrivals.get(id) ?? [];
+        list.push(at);
+        arrivals.set(id, list);
+      }
     } catch {}
     res.writeHead(200).end();
   });

@@ -44,22 +44,26 @@ export function preparedStatementsPool(pool: pg.Pool): PostgresPool {
       let inTransaction = false;
       let stale: Error | undefined;
 
+      // pg's result is Kysely's PostgresQueryResult in all but its declared type.
+      const send = <R>(config: pg.QueryConfig) => client.query(config) as unknown as Promise<PostgresQueryResult<R>>;
+
       async function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
         // Kysely's own transaction statements carry no parameters and gain nothing from a name.
         if (parameters.length === 0) {
           if (/^(begin|start transaction)\b/i.test(sql)) inTransaction = true;
           else if (/^(commit|rollback)$/i.test(sql)) inTransaction = false;
-          return (await client.query(sql)) as unknown as PostgresQueryResult<R>;
+          return send<R>({ text: sql });
         }
+        const values = [...parameters];
         const name = sql.includes(PLAN_PER_VALUE) ? undefined : nameOf(sql);
-        if (name === undefined) return (await client.query(sql, [...parameters])) as unknown as PostgresQueryResult<R>;
+        if (name === undefined) return send<R>({ text: sql, values });
         try {
-          return (await client.query({ name, text: sql, values: [...parameters] })) as unknown as PostgresQueryResult<R>;
+          return await send<R>({ name, text: sql, values });
         } catch (error) {
           if (!isStaleResultType(error)) throw error;
           stale = error as Error;
           if (inTransaction) throw error;
-          return (await client.query(sql, [...parameters])) as unknown as PostgresQueryResult<R>;
+          return send<R>({ text: sql, values });
         }
       }
 

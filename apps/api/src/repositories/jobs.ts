@@ -1,9 +1,13 @@
-import { type Selectable, sql } from 'kysely';
+import { type Selectable, type SqlBool, sql } from 'kysely';
 import { lockedForUpdate } from '../db/dialect.js';
 import type { JobTable } from '../db/schema.js';
 import type { Executor } from './tenant.js';
 
 export type JobRow = Selectable<JobTable>;
+
+/** The job of `alias` is due at `now` and nobody holds it (or its holder's lease ran out). */
+const isDue = (alias: string, now: string) =>
+  sql<SqlBool>`${sql.ref(`${alias}.run_at`)} <= ${now} and (${sql.ref(`${alias}.locked_until`)} is null or ${sql.ref(`${alias}.locked_until`)} < ${now})`;
 
 /** Ranks an oldest-of-all candidate after every account's oldest (whose rank is its number of running jobs). */
 const NOT_A_HEAD = 1_000_000_000;
@@ -17,8 +21,7 @@ const NOT_A_HEAD = 1_000_000_000;
  * whole queue.
  */
 function fairlyDue(now: string, limit: number) {
-  const due = (alias: string) =>
-    sql`${sql.ref(`${alias}.run_at`)} <= ${now} and (${sql.ref(`${alias}.locked_until`)} is null or ${sql.ref(`${alias}.locked_until`)} < ${now})`;
+  const due = (alias: string) => isDue(alias, now);
   return sql<string>`
     with recursive accounts(account_id) as (
       select (select j.account_id from jobs j where j.account_id is not null and ${due('j')} order by j.account_id limit 1)
@@ -62,8 +65,8 @@ export const jobsRepository = {
           .selectFrom('jobs')
           .select('id')
           .where('id', 'in', sql<string>`(${fairlyDue(input.now, input.limit)})`)
-          .where('run_at', '<=', input.now)
-          .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', input.now)])),
+          // Checked again on the locked row: another claim may have taken it since.
+          .where(isDue('jobs', input.now)),
         { skipLocked: true },
       ).execute();
       if (candidates.length === 0) return [];

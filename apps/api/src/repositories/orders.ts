@@ -4,6 +4,12 @@ import type { TenantScope } from './tenant.js';
 
 export type OrderRow = Selectable<OrderTable>;
 
+/** Digits of the longest all-digits order number (CreateOrderBody's `number` has at most 64 characters). */
+export const ORDER_NUMBER_DIGITS = 64;
+
+/** The key automatic numbering counts on: an all-digits number, zero-padded so that text order is numeric order. */
+export const orderNumberKey = (number: string): string | null => (/^\d+$/.test(number) ? number.padStart(ORDER_NUMBER_DIGITS, '0') : null);
+
 export interface OrderFilter {
   contactId?: string | undefined;
   status?: OrderRow['status'] | undefined;

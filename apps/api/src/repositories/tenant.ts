@@ -9,7 +9,7 @@ import {
   type DeleteResult,
   sql,
 } from 'kysely';
-import { isPostgres } from '../db/dialect.js';
+import { dialectOf } from '../db/dialect.js';
 import type { Database, TenantTable } from '../db/schema.js';
 
 export type Executor = Kysely<Database> | Transaction<Database>;
@@ -41,7 +41,7 @@ export class TenantScope {
    * gets the plain condition.
    */
   selectFromFound<T extends TenantTable>(table: T): SelectQueryBuilder<Database, T, NoSelection> {
-    if (isPostgres(this.db as never)) return this.selectFrom(table);
+    if (!dialectOf(this.db).steeredPlans) return this.selectFrom(table);
     return (this.db.selectFrom(table) as unknown as SelectQueryBuilder<Database, T, NoSelection>).where(
       sql`+${sql.ref(`${table}.account_id`)}`,
       '=',

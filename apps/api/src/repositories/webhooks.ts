@@ -6,6 +6,17 @@ import type { TenantScope } from './tenant.js';
 export type WebhookEndpointRow = Selectable<WebhookEndpointTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;
 
+/** The account's number of webhook endpoints. */
+const countEndpoints = async (scope: TenantScope): Promise<number> =>
+  Number(
+    (
+      await scope
+        .selectFrom('webhook_endpoints')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+
 export const webhookEndpointsRepository = {
   insert: (scope: TenantScope, row: Omit<WebhookEndpointRow, 'account_id'>) => scope.insert('webhook_endpoints', row),
 
@@ -15,23 +26,21 @@ export const webhookEndpointsRepository = {
   listEnabled: (scope: TenantScope) => scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.status', '=', 'enabled').execute(),
 
   async list(scope: TenantScope, page: { limit: number; offset: number }) {
-    const base = scope.selectFrom('webhook_endpoints');
-    const [rows, count] = await Promise.all([
-      base.selectAll().orderBy('webhook_endpoints.created_at', 'desc').orderBy('webhook_endpoints.id', 'desc').limit(page.limit).offset(page.offset).execute(),
-      base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+    const [rows, total] = await Promise.all([
+      scope
+        .selectFrom('webhook_endpoints')
+        .selectAll()
+        .orderBy('webhook_endpoints.created_at', 'desc')
+        .orderBy('webhook_endpoints.id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
+      countEndpoints(scope),
     ]);
-    return { rows, total: Number(count.total) };
+    return { rows, total };
   },
 
-  count: async (scope: TenantScope) =>
-    Number(
-      (
-        await scope
-          .selectFrom('webhook_endpoints')
-          .select((eb) => eb.fn.countAll<number>().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    ),
+  count: countEndpoints,
 
   update: (scope: TenantScope, id: string, patch: Updateable<WebhookEndpointTable>) =>
     scope.updateTable('webhook_endpoints').set(patch).where('webhook_endpoints.id', '=', id).execute(),

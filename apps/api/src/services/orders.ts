@@ -1,11 +1,10 @@
 import type { CreateOrderBody, ListOrdersQuery, Order } from '@convo/core';
 import type * as z from 'zod';
-import { ORDER_NUMBER_DIGITS } from '../db/migrations/2026_11_25_0010_order_number_keys.js';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { accountsRepository } from '../repositories/accounts.js';
 import { contactsRepository } from '../repositories/contacts.js';
-import { type OrderRow, ordersRepository } from '../repositories/orders.js';
+import { ORDER_NUMBER_DIGITS, type OrderRow, orderNumberKey, ordersRepository } from '../repositories/orders.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
 import { emitEvent } from './events.js';
 
@@ -25,13 +24,11 @@ export const toOrder = (row: OrderRow): Order => ({
   updated_at: row.updated_at,
 });
 
-/** The key automatic numbering counts on: an all-digits number, zero-padded so that text order is numeric order. */
-const numberKeyOf = (number: string): string | null => (/^\d+$/.test(number) ? number.padStart(ORDER_NUMBER_DIGITS, '0') : null);
-
 /** One above the highest all-digits number (`max`, its key), at least FIRST_ORDER_NUMBER; any length. */
 function nextNumber(max: string | null): string {
-  const next = max === null ? BigInt(FIRST_ORDER_NUMBER) : BigInt(max) + 1n;
-  const number = String(next > BigInt(FIRST_ORDER_NUMBER) ? next : BigInt(FIRST_ORDER_NUMBER));
+  const first = BigInt(FIRST_ORDER_NUMBER);
+  const next = max === null ? first : BigInt(max) + 1n;
+  const number = String(next > first ? next : first);
   if (number.length > ORDER_NUMBER_DIGITS) {
     throw ApiError.badRequest(
       'number',
@@ -92,7 +89,7 @@ export const ordersService = {
             const existing = await ordersRepository.findByNumber(scope, number);
             if (existing) throw numberTaken(existing.id);
           }
-          const row = { ...base, id: newId('order'), number, number_key: numberKeyOf(number) };
+          const row = { ...base, id: newId('order'), number, number_key: orderNumberKey(number) };
           await ordersRepository.insert(scope, row);
           const order = toOrder({ ...row, account_id: ctx.accountId });
           await emitEvent(scope, 'order.placed', order);

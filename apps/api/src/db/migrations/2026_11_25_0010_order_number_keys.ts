@@ -1,8 +1,8 @@
 import { type Kysely, sql } from 'kysely';
 import { isPostgres } from '../dialect.js';
 
-/** Digits of the longest order number a request may give (CreateOrderBody's `number`). */
-export const ORDER_NUMBER_DIGITS = 64;
+/** Digits of the longest order number a request may give (CreateOrderBody's `number`), as of this migration. */
+const ORDER_NUMBER_DIGITS = 64;
 
 /**
  * Automatic order numbers count on from the highest all-digits number of any length: each order's
