@@ -49,6 +49,8 @@ export interface Dialect {
   contains(column: string, fragment: string): Expression<SqlBool>;
   /** `column in (matches)` checked against the matches, hashed once, on each entry of an index walk. */
   checkedAgainst(column: string, matches: Expression<unknown>): Expression<SqlBool>;
+  /** The number a bound JSON object (`{"key": 3}`) holds under the value of `column`; null when it has none. */
+  numberIn(object: string, column: string): RawBuilder<number | null>;
 }
 
 const postgres: Dialect = {
@@ -71,6 +73,7 @@ const postgres: Dialect = {
   // `or false` keeps the planner from turning the subquery into a join: it is folded away only
   // after that choice, so each index entry is checked against a hashed subplan.
   checkedAgainst: (column, matches) => sql<SqlBool>`(${sql.ref(column)} in (${matches}) or false)`,
+  numberIn: (object, column) => sql<number | null>`(${object}::jsonb ->> ${sql.ref(column)})::int`,
 };
 
 const sqlite: Dialect = {
@@ -89,6 +92,7 @@ const sqlite: Dialect = {
   contains: (column, fragment) => sql<SqlBool>`instr(${sql.ref(column)}, ${fragment}) > 0`,
   // `+column` is no index's: SQLite checks each entry against the matches instead of starting from them.
   checkedAgainst: (column, matches) => sql<SqlBool>`+${sql.ref(column)} in (${matches})`,
+  numberIn: (object, column) => sql<number | null>`json_extract(${object}, '$."' || ${sql.ref(column)} || '"')`,
 };
 
 /** The dialect of a Kysely instance or transaction (migrations too: they receive a bare Kysely). */

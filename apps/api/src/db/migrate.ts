@@ -11,6 +11,7 @@ import * as conversationNameTrigrams from './migrations/2026_11_22_0008_conversa
 import * as phoneDigitSuffixes from './migrations/2026_11_23_0009_phone_digit_suffixes.js';
 import * as orderNumberKeys from './migrations/2026_11_25_0010_order_number_keys.js';
 import * as jobAccountIndexes from './migrations/2026_11_25_0011_job_account_indexes.js';
+import * as jobLanes from './migrations/2026_11_25_0012_job_lanes.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_23_0009_phone_digit_suffixes': phoneDigitSuffixes,
   '2026_11_25_0010_order_number_keys': orderNumberKeys,
   '2026_11_25_0011_job_account_indexes': jobAccountIndexes,
+  '2026_11_25_0012_job_lanes': jobLanes,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

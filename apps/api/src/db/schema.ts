@@ -152,6 +152,8 @@ export interface JobTable {
   locked_by: string | null;
   locked_until: string | null;
   created_at: string;
+  /** `endpoint:<id>`, `account:<id>` or `system`: jobs of one endpoint's lane run only so many at once (migration 0012). */
+  lane: string;
 }
 
 export interface WorkflowTable {

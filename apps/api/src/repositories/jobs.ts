@@ -1,47 +1,74 @@
 import { type Selectable, type SqlBool, sql } from 'kysely';
-import { lockedForUpdate } from '../db/dialect.js';
+import { dialectOf } from '../db/dialect.js';
 import type { JobTable } from '../db/schema.js';
 import type { Executor } from './tenant.js';
 
 export type JobRow = Selectable<JobTable>;
 
+/** Deliveries to one endpoint running at once, across all workers: a slow receiver ties up no more. */
+export const MAX_RUNNING_PER_ENDPOINT = 8;
+
 /** The job of `alias` is due at `now` and nobody holds it (or its holder's lease ran out). */
 const isDue = (alias: string, now: string) =>
   sql<SqlBool>`${sql.ref(`${alias}.run_at`)} <= ${now} and (${sql.ref(`${alias}.locked_until`)} is null or ${sql.ref(`${alias}.locked_until`)} < ${now})`;
 
-/** Ranks an oldest-of-all candidate after every account's oldest (whose rank is its number of running jobs). */
-const NOT_A_HEAD = 1_000_000_000;
+export interface ClaimInput {
+  workerId: string;
+  /** Jobs to claim at most: the worker's free slots. */
+  limit: number;
+  now: string;
+  leaseUntil: string;
+  /** Jobs of one account this claim may take at most (the worker's per-account slots); `limit` by default. */
+  perAccount?: number;
+  /** Fewer for the accounts that already run jobs on this worker: account id → jobs it may still take. */
+  accountRoom?: Record<string, number>;
+}
 
 /**
- * The ids of the due jobs to claim next: the oldest due job of every account first, those of
- * accounts with the fewest jobs running before the others, then the oldest due jobs of all. One
- * account's flood therefore never stands in front of another account's job: that job is in the
- * next claim. The accounts with due jobs are found by stepping through `jobs_account_due_idx` from
- * one account to the next (a recursive query, one index probe per account), never by reading the
- * whole queue.
+ * The ids of the jobs to claim, in turns: every account's oldest due job first, then every
+ * account's second, and so on, so a flood of one account never stands in front of another
+ * account's job. Candidates are found lane by lane (queue.ts: an endpoint's deliveries, an
+ * account's other jobs), stepping from one lane to the next and along each lane's due jobs
+ * through `jobs_lane_due_idx`, never by reading the whole queue; an endpoint's lane yields only
+ * what keeps it within MAX_RUNNING_PER_ENDPOINT (its running jobs counted through
+ * `jobs_lane_lease_idx`). Each lane yields up to twice the claim, so that workers claiming at the
+ * same moment each find their share past the rows another has locked (FOR UPDATE SKIP LOCKED).
  */
-function fairlyDue(now: string, limit: number) {
-  const due = (alias: string) => isDue(alias, now);
+function claimable(db: Executor, input: ClaimInput) {
+  const dialect = dialectOf(db);
+  const due = (alias: string) => isDue(alias, input.now);
+  const perLane = sql.lit(2 * input.limit);
+  const endpointCap = sql.lit(MAX_RUNNING_PER_ENDPOINT);
+  const accountRoom = dialect.numberIn(JSON.stringify(input.accountRoom ?? {}), 'j.account_id');
   return sql<string>`
-    with recursive accounts(account_id) as (
-      select (select j.account_id from jobs j where j.account_id is not null and ${due('j')} order by j.account_id limit 1)
+    with recursive lanes(lane) as (
+      select min(lane) from jobs
       union all
-      select (select j.account_id from jobs j where j.account_id > a.account_id and ${due('j')} order by j.account_id limit 1)
-      from accounts a where a.account_id is not null
+      select (select min(j.lane) from jobs j where j.lane > l.lane) from lanes l where l.lane is not null
     ),
-    heads(id, running) as (
-      select
-        (select j.id from jobs j where j.account_id = a.account_id and ${due('j')} order by j.run_at, j.id limit 1),
-        (select count(*) from jobs r where r.account_id = a.account_id and r.locked_until >= ${now})
-      from accounts a where a.account_id is not null
-    ),
-    candidates(id, pass, running) as (
-      select id, 0, running from heads
+    walk(lane, id, n, room) as (
+      select l.lane,
+        (select j.id from jobs j where j.lane = l.lane and ${due('j')} order by j.run_at, j.id limit 1),
+        1,
+        case when l.lane like 'endpoint:%'
+          then ${endpointCap} - (select count(*) from jobs r where r.lane = l.lane and r.locked_until >= ${input.now})
+          else ${perLane} end
+      from lanes l where l.lane is not null
       union all
-      select oldest.id, 1, ${NOT_A_HEAD} from (select j.id from jobs j where ${due('j')} order by j.run_at, j.id limit ${limit}) oldest
+      select w.lane,
+        (select j.id from jobs j join jobs p on p.id = w.id
+          where j.lane = w.lane and (j.run_at, j.id) > (p.run_at, p.id) and ${due('j')} order by j.run_at, j.id limit 1),
+        w.n + 1, w.room
+      from walk w where w.id is not null and w.n < w.room and w.n < ${perLane}
+    ),
+    turns as (
+      select j.id, j.run_at, row_number() over (partition by j.account_id order by j.run_at, j.id) as turn
+      from walk w join jobs j on j.id = w.id where w.n <= w.room
     )
-    select c.id from candidates c join jobs j on j.id = c.id
-    group by c.id, j.run_at order by min(c.pass), min(c.running), j.run_at, c.id limit ${limit}`;
+    select j.id from turns t join jobs j on j.id = t.id
+    where ${due('j')} and (j.account_id is null or t.turn <= coalesce(${accountRoom}, ${sql.lit(input.perAccount ?? input.limit)}))
+    order by t.turn, t.run_at, t.id limit ${sql.lit(input.limit)}
+    ${dialect.rowLocks ? sql`for update of j skip locked` : sql``}`;
 }
 
 /**
@@ -52,40 +79,17 @@ export const jobsRepository = {
   insert: (db: Executor, row: JobRow) => db.insertInto('jobs').values(row).execute(),
 
   /**
-   * Claims up to `limit` due jobs whose lease is free or expired: every account's oldest due job
-   * first (fairlyDue), then the oldest of all. On Postgres the candidates are read with FOR UPDATE
-   * SKIP LOCKED, so concurrent workers never claim the same job; SQLite runs one writer at a time,
-   * so the claim is atomic there as it is.
+   * Claims up to `limit` due jobs whose lease is free or expired, in the order of claimable(), in
+   * one statement: on Postgres the chosen rows are locked with SKIP LOCKED, so concurrent workers
+   * never claim the same job; SQLite runs one writer at a time, so the statement is atomic there.
    */
-  async claim(db: Executor, input: { workerId: string; limit: number; now: string; leaseUntil: string }): Promise<JobRow[]> {
-    return db.transaction().execute(async (trx) => {
-      const candidates = await lockedForUpdate(
-        trx,
-        trx
-          .selectFrom('jobs')
-          .select('id')
-          .where('id', 'in', sql<string>`(${fairlyDue(input.now, input.limit)})`)
-          // Checked again on the locked row: another claim may have taken it since.
-          .where(isDue('jobs', input.now)),
-        { skipLocked: true },
-      ).execute();
-      if (candidates.length === 0) return [];
-      return trx
-        .updateTable('jobs')
-        .set((eb) => ({ locked_by: input.workerId, locked_until: input.leaseUntil, attempts: eb('attempts', '+', 1) }))
-        .where(
-          'id',
-          'in',
-          candidates.map((c) => c.id),
-        )
-        .returningAll()
-        .execute();
-    });
-  },
-
-  /** When the current claim on the job runs out; null when nobody holds it. */
-  leaseOf: async (db: Executor, id: string): Promise<string | null> =>
-    (await db.selectFrom('jobs').select('locked_until').where('id', '=', id).executeTakeFirst())?.locked_until ?? null,
+  claim: (db: Executor, input: ClaimInput): Promise<JobRow[]> =>
+    db
+      .updateTable('jobs')
+      .set((eb) => ({ locked_by: input.workerId, locked_until: input.leaseUntil, attempts: eb('attempts', '+', 1) }))
+      .where('id', 'in', sql<string>`(${claimable(db, input)})`)
+      .returningAll()
+      .execute(),
 
   /** Done: the job leaves the queue (only if this worker still holds it). */
   complete: (db: Executor, id: string, workerId: string) => db.deleteFrom('jobs').where('id', '=', id).where('locked_by', '=', workerId).execute(),

@@ -82,6 +82,50 @@ export const webhookDeliveriesRepository = {
   findByIdAnyEndpoint: (scope: TenantScope, id: string) =>
     scope.selectFrom('webhook_deliveries').selectAll().where('webhook_deliveries.id', '=', id).executeTakeFirst(),
 
+  /**
+   * What one attempt needs, in one query: the delivery, its endpoint's URL and status (null when
+   * the endpoint is gone) and its event (null once pruned).
+   */
+  async findForAttempt(scope: TenantScope, id: string) {
+    const row = await scope
+      .selectFrom('webhook_deliveries')
+      .leftJoin('webhook_endpoints as e', (join) =>
+        join.onRef('e.account_id', '=', 'webhook_deliveries.account_id').onRef('e.id', '=', 'webhook_deliveries.endpoint_id'),
+      )
+      .leftJoin('events as ev', (join) => join.onRef('ev.account_id', '=', 'webhook_deliveries.account_id').onRef('ev.id', '=', 'webhook_deliveries.event_id'))
+      .selectAll('webhook_deliveries')
+      .select([
+        'e.url as endpoint_url',
+        'e.status as endpoint_status',
+        'ev.id as ev_id',
+        'ev.type as ev_type',
+        'ev.conversation_id as ev_conversation_id',
+        'ev.sequence as ev_sequence',
+        'ev.data as ev_data',
+        'ev.created_at as ev_created_at',
+      ])
+      .where('webhook_deliveries.id', '=', id)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const { endpoint_url, endpoint_status, ev_id, ev_type, ev_conversation_id, ev_sequence, ev_data, ev_created_at, ...delivery } = row;
+    return {
+      delivery,
+      endpoint: endpoint_url === null || endpoint_status === null ? null : { url: endpoint_url, status: endpoint_status },
+      event:
+        ev_id === null || ev_type === null || ev_data === null || ev_created_at === null
+          ? null
+          : {
+              account_id: delivery.account_id,
+              id: ev_id,
+              type: ev_type,
+              conversation_id: ev_conversation_id,
+              sequence: ev_sequence,
+              data: ev_data,
+              created_at: ev_created_at,
+            },
+    };
+  },
+
   /** The delivery, locked until the transaction ends, to record an attempt without losing another. */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
     lockedForUpdate(scope.db, scope.selectFrom('webhook_deliveries').selectAll().where('webhook_deliveries.id', '=', id)).executeTakeFirst(),

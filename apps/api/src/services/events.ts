@@ -5,7 +5,7 @@ import { conversationsRepository } from '../repositories/conversations.js';
 import { type EventRow, eventsRepository } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
-import { enqueue } from '../worker/queue.js';
+import { endpointLane, enqueue } from '../worker/queue.js';
 import { type ServiceContext, page, scopeOf } from './context.js';
 
 /** Events are kept, and listed, for 30 days. */
@@ -55,7 +55,7 @@ export async function emitEvent<T extends EventType>(scope: TenantScope, type: T
       created_at: row.created_at,
       updated_at: row.created_at,
     });
-    await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId } });
+    await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId }, lane: endpointLane(endpoint.id) });
   }
   return toEvent(row);
 }

@@ -13,7 +13,7 @@ import { accountsRepository } from '../repositories/accounts.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type WebhookDeliveryRow, type WebhookEndpointRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
-import { enqueue } from '../worker/queue.js';
+import { endpointLane, enqueue } from '../worker/queue.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
 
 /**
@@ -145,7 +145,13 @@ export const webhookEndpointsService = {
       const at = now();
       const patch = { status: 'pending' as const, next_attempt_at: at, updated_at: at };
       await webhookDeliveriesRepository.update(scope, deliveryId, patch);
-      await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId, manual: true }, runAt: at });
+      await enqueue(scope.db, {
+        kind: 'deliver_webhook',
+        accountId: scope.accountId,
+        payload: { deliveryId, manual: true },
+        runAt: at,
+        lane: endpointLane(endpointId),
+      });
       return toWebhookDelivery({ ...current, ...patch });
     });
   },

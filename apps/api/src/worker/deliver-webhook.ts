@@ -1,8 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.js';
 import { now } from '../ids.js';
-import { eventsRepository } from '../repositories/events.js';
-import { jobsRepository } from '../repositories/jobs.js';
+import type { EventRow } from '../repositories/events.js';
 import { TenantScope } from '../repositories/tenant.js';
 import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository, webhookSigningSecretsRepository } from '../repositories/webhooks.js';
 import { toEvent } from '../services/events.js';
@@ -12,9 +11,6 @@ import { type WebhookResponse, postWebhook } from './post-webhook.js';
 import type { JobContext, JobOutcome } from './worker.js';
 
 export const WEBHOOK_USER_AGENT = 'Convo-Webhooks/1';
-
-/** Without a claim to go by (never in the worker), an attempt is held this long past its deadline. */
-const ATTEMPT_LEASE_MARGIN_MS = 5_000;
 
 /** Retry waits vary by ±10 % so that failed deliveries do not all come back at once. */
 const JITTER = 0.1;
@@ -46,21 +42,19 @@ export function signatureHeader(secrets: readonly string[], id: string, timestam
  * take the same attempt.
  */
 export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'deliver_webhook'>): Promise<JobOutcome> {
-  const { settings } = deps;
   const { deliveryId } = job.payload;
   const manual = job.payload.manual === true;
   if (job.accountId === null) return;
   const scope = new TenantScope(deps.database.db, job.accountId);
 
-  const delivery = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
-  if (delivery?.status !== 'pending') return;
+  const found = await webhookDeliveriesRepository.findForAttempt(scope, deliveryId);
+  if (found?.delivery.status !== 'pending') return;
+  const { delivery, endpoint, event } = found;
   // Not due yet: the attempt was rescheduled, or another job has it in flight. Whatever runs
   // later is an automatic attempt.
   if (delivery.next_attempt_at !== null && Date.parse(delivery.next_attempt_at) > Date.now()) {
     return { retryAt: delivery.next_attempt_at, payload: { deliveryId } };
   }
-
-  const endpoint = await webhookEndpointsRepository.findById(scope, delivery.endpoint_id);
   if (!endpoint) return;
   if (endpoint.status === 'disabled' && !manual) {
     const patch = { status: 'failed' as const, next_attempt_at: null, updated_at: now() };
@@ -68,23 +62,21 @@ export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'delive
     return;
   }
 
-  const leaseUntil =
-    (await jobsRepository.leaseOf(deps.database.db, job.id)) ?? new Date(Date.now() + settings.webhookTimeoutMs + ATTEMPT_LEASE_MARGIN_MS).toISOString();
-  if (!(await webhookDeliveriesRepository.updateIfUnchanged(scope, deliveryId, delivery.next_attempt_at, { next_attempt_at: leaseUntil }))) {
+  const taken = { next_attempt_at: job.leaseUntil };
+  if (!(await webhookDeliveriesRepository.updateIfUnchanged(scope, deliveryId, delivery.next_attempt_at, taken))) {
     const current = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
     if (current?.status !== 'pending') return;
     return { retryAt: current.next_attempt_at ?? now(), payload: { deliveryId } };
   }
 
   const at = now();
-  const response = await send(deps, scope, delivery, endpoint.url);
+  const response = await send(deps, scope, event, endpoint.url);
   const attempt: StoredDeliveryAttempt = { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error };
-  return record(deps, scope, deliveryId, manual ? { ...attempt, manual } : attempt);
+  return record(deps, scope, { ...delivery, ...taken }, manual ? { ...attempt, manual } : attempt);
 }
 
 /** Signs and sends the event; an attempt that cannot be made is a failed one. */
-async function send(deps: DeliveryDeps, scope: TenantScope, delivery: WebhookDeliveryRow, url: string): Promise<WebhookResponse> {
-  const eventRow = await eventsRepository.findById(scope, delivery.event_id);
+async function send(deps: DeliveryDeps, scope: TenantScope, eventRow: EventRow | null, url: string): Promise<WebhookResponse> {
   if (!eventRow) return { statusCode: null, error: 'event_expired', durationMs: 0 };
   const secrets = await webhookSigningSecretsRepository.listActive(scope);
   if (secrets.length === 0) return { statusCode: null, error: 'no_signing_key', durationMs: 0 };
@@ -107,8 +99,45 @@ async function send(deps: DeliveryDeps, scope: TenantScope, delivery: WebhookDel
   });
 }
 
+/** What the delivery becomes after this attempt; `retryAt` when another automatic one follows. */
+function outcomeOf(
+  deps: DeliveryDeps,
+  previous: StoredDeliveryAttempt[],
+  attempt: StoredDeliveryAttempt,
+): { status: WebhookDeliveryRow['status']; nextAttemptAt: string | null; disableEndpoint: boolean } {
+  const succeeded = attempt.error === null && attempt.status_code !== null && attempt.status_code >= 200 && attempt.status_code < 300;
+  if (succeeded) return { status: 'succeeded', nextAttemptAt: null, disableEndpoint: false };
+  // 410 Gone: the receiver asks for no more deliveries.
+  if (attempt.status_code === 410 || attempt.error === 'event_expired') {
+    return { status: 'failed', nextAttemptAt: null, disableEndpoint: attempt.status_code === 410 };
+  }
+  const failedAutomatic = previous.filter((a) => a.error !== null && a.manual !== true).length;
+  const waitMs = deps.settings.webhookRetryScheduleMs[failedAutomatic];
+  if (waitMs === undefined) return { status: 'failed', nextAttemptAt: null, disableEndpoint: false };
+  const jittered = waitMs * (1 - JITTER + Math.random() * 2 * JITTER);
+  return { status: 'pending', nextAttemptAt: new Date(Date.now() + jittered).toISOString(), disableEndpoint: false };
+}
+
+/**
+ * Appends the attempt and decides what comes next. The delivery as read before the attempt still
+ * holds when its `next_attempt_at` is the one this attempt set, so one conditional update records
+ * it; otherwise (a manual retry or a duplicate job meanwhile) the delivery is read again, locked.
+ */
+async function record(deps: DeliveryDeps, scope: TenantScope, taken: WebhookDeliveryRow, attempt: StoredDeliveryAttempt): Promise<JobOutcome> {
+  const previous = parseAttempts(taken);
+  const next = outcomeOf(deps, previous, attempt);
+  if (!next.disableEndpoint) {
+    const patch = { attempts: JSON.stringify([...previous, attempt]), status: next.status, next_attempt_at: next.nextAttemptAt, updated_at: now() };
+    if (await webhookDeliveriesRepository.updateIfUnchanged(scope, taken.id, taken.next_attempt_at, patch)) {
+      // The next attempt is an automatic one, even after a manual retry.
+      return next.nextAttemptAt === null ? undefined : { retryAt: next.nextAttemptAt, payload: { deliveryId: taken.id } };
+    }
+  }
+  return recordLocked(deps, scope, taken.id, attempt);
+}
+
 /** Appends the attempt and decides what comes next, in one transaction with the delivery locked. */
-async function record(deps: DeliveryDeps, scope: TenantScope, deliveryId: string, attempt: StoredDeliveryAttempt): Promise<JobOutcome> {
+async function recordLocked(deps: DeliveryDeps, scope: TenantScope, deliveryId: string, attempt: StoredDeliveryAttempt): Promise<JobOutcome> {
   return deps.database.db.transaction().execute(async (trx) => {
     const txScope = scope.with(trx);
     const current = await webhookDeliveriesRepository.findByIdForUpdate(txScope, deliveryId);
@@ -121,29 +150,11 @@ async function record(deps: DeliveryDeps, scope: TenantScope, deliveryId: string
       await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, updated_at: at });
       return;
     }
-
-    const succeeded = attempt.error === null && attempt.status_code !== null && attempt.status_code >= 200 && attempt.status_code < 300;
-    if (succeeded) {
-      await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, status: 'succeeded', next_attempt_at: null, updated_at: at });
-      return;
+    const next = outcomeOf(deps, previous, attempt);
+    if (next.disableEndpoint) {
+      await webhookEndpointsRepository.update(txScope, current.endpoint_id, { status: 'disabled', updated_at: at });
     }
-    if (attempt.status_code === 410 || attempt.error === 'event_expired') {
-      // 410 Gone: the receiver asks for no more deliveries.
-      if (attempt.status_code === 410) await webhookEndpointsRepository.update(txScope, current.endpoint_id, { status: 'disabled', updated_at: at });
-      await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, status: 'failed', next_attempt_at: null, updated_at: at });
-      return;
-    }
-
-    const failedAutomatic = previous.filter((a) => a.error !== null && a.manual !== true).length;
-    const waitMs = deps.settings.webhookRetryScheduleMs[failedAutomatic];
-    if (waitMs === undefined) {
-      await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, status: 'failed', next_attempt_at: null, updated_at: at });
-      return;
-    }
-    const jittered = waitMs * (1 - JITTER + Math.random() * 2 * JITTER);
-    const nextAttemptAt = new Date(Date.now() + jittered).toISOString();
-    await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, next_attempt_at: nextAttemptAt, updated_at: at });
-    // The next attempt is an automatic one, even after a manual retry.
-    return { retryAt: nextAttemptAt, payload: { deliveryId } };
+    await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, status: next.status, next_attempt_at: next.nextAttemptAt, updated_at: at });
+    return next.nextAttemptAt === null ? undefined : { retryAt: next.nextAttemptAt, payload: { deliveryId } };
   });
 }

@@ -25,6 +25,20 @@ export interface WebhookResponse {
 
 const MAX_ERROR_LENGTH = 500;
 
+/** An idle connection to a receiver is closed after this; a busy receiver's connections are reused. */
+const IDLE_CONNECTION_MS = 4_000;
+
+/**
+ * Connections are kept open between attempts (opening one per delivery cost a third of the worker's
+ * time: bench/README.md, "Webhook deliveries"). The address check runs when a connection is opened,
+ * and a kept connection stays with the address that passed it. Private addresses, when allowed, get
+ * agents of their own, so a connection opened under that setting never serves a checked request.
+ */
+const agents = {
+  checked: { http: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }), https: new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }) },
+  private: { http: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }), https: new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }) },
+};
+
 /**
  * POSTs one webhook with node:http(s), not fetch, because the request must be held to the rules
  * fetch cannot express: the DNS answer is checked before connecting (no private addresses), no
@@ -46,20 +60,21 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookResponse> {
   return new Promise((resolve) => {
     let statusCode: number | null = null;
     let settled = false;
-    const finish = (error: string | null) => {
+    /** `complete`: the whole answer was read, so the connection may serve the next attempt. */
+    const finish = (error: string | null, complete = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
       resolve({ statusCode, error: error === null ? null : error.slice(0, MAX_ERROR_LENGTH), durationMs: elapsed() });
-      req.destroy();
+      if (!complete) req.destroy();
     };
 
-    const transport = url.protocol === 'https:' ? https : http;
-    const req = transport.request(url, {
+    const secure = url.protocol === 'https:';
+    const pool = request.allowPrivate ? agents.private : agents.checked;
+    const req = (secure ? https : http).request(url, {
       method: 'POST',
       headers: { ...request.headers, 'content-length': String(Buffer.byteLength(request.body)) },
-      // A fresh connection per attempt: the address check runs every time, nothing lingers.
-      agent: false,
+      agent: secure ? pool.https : pool.http,
       ...(request.allowPrivate ? {} : { lookup: publicOnlyLookup }),
     });
     const deadline = setTimeout(() => finish(`timeout after ${request.timeoutMs} ms`), request.timeoutMs);
@@ -68,12 +83,12 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookResponse> {
     req.on('response', (res) => {
       statusCode = res.statusCode ?? null;
       let received = 0;
-      const done = () => finish(errorForStatus(statusCode, res.statusMessage));
+      const outcome = () => errorForStatus(statusCode, res.statusMessage);
       res.on('data', (chunk: Buffer) => {
         received += chunk.length;
-        if (received >= MAX_RESPONSE_BYTES) done();
+        if (received >= MAX_RESPONSE_BYTES) finish(outcome());
       });
-      res.on('end', done);
+      res.on('end', () => finish(outcome(), true));
       res.on('error', (error) => finish(error.message));
       res.on('aborted', () => finish('the answer was cut off'));
     });

@@ -14,13 +14,16 @@ export interface JobPayloads {
 }
 export type JobKind = keyof JobPayloads;
 
+/** The lane of an endpoint's deliveries: at most MAX_RUNNING_PER_ENDPOINT of them run at once. */
+export const endpointLane = (endpointId: string) => `endpoint:${endpointId}`;
+
 /**
  * Puts a job in the queue. Called inside the transaction of the change that needs it, so the job
  * exists exactly when the change does.
  */
 export async function enqueue<K extends JobKind>(
   db: Executor,
-  input: { kind: K; accountId: string | null; payload: JobPayloads[K]; runAt?: string; id?: string },
+  input: { kind: K; accountId: string | null; payload: JobPayloads[K]; runAt?: string; id?: string; lane?: string },
 ): Promise<string> {
   const id = input.id ?? `job_${randomUUID()}`;
   const at = now();
@@ -34,6 +37,7 @@ export async function enqueue<K extends JobKind>(
     locked_by: null,
     locked_until: null,
     created_at: at,
+    lane: input.lane ?? (input.accountId === null ? 'system' : `account:${input.accountId}`),
   });
   return id;
 }

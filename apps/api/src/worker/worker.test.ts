@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { jobsRepository } from '../repositories/jobs.js';
+import { MAX_RUNNING_PER_ENDPOINT, jobsRepository } from '../repositories/jobs.js';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
-import { enqueue } from './queue.js';
+import { endpointLane, enqueue } from './queue.js';
 import { type JobHandlers, Worker } from './worker.js';
 
 /** Handlers that record which job ran where; only run_workflow jobs are used here. */
@@ -121,6 +121,59 @@ for (const dialect of ACTIVE_DIALECTS) {
         await worker.stop();
         await database.db.deleteFrom('jobs').where('kind', '=', 'run_workflow').execute();
       }
+    });
+
+    it("keeps a share of a worker's slots for other accounts: a flood of jobs that do not end never holds them all", async () => {
+      const started: string[] = [];
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      for (let i = 0; i < 50; i++) await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_stuck', payload: { runId: `stuck${i}` } });
+      const handlers: JobHandlers = {
+        ...recordingHandlers([]),
+        run_workflow: async (job) => {
+          started.push(job.payload.runId);
+          if (job.payload.runId.startsWith('stuck')) await gate;
+        },
+      };
+      const worker = new Worker({ database, handlers, pollIntervalMs: 10, concurrency: 8 });
+      await worker.start();
+      try {
+        await vi.waitFor(() => expect(started.length).toBe(6), { timeout: 15_000 });
+        await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_waiting', payload: { runId: 'waiting' } });
+        // Not one of the flood's jobs has ended, and the other account's job starts all the same.
+        await vi.waitFor(() => expect(started).toContain('waiting'), { timeout: 15_000 });
+        expect(started.filter((id) => id.startsWith('stuck'))).toHaveLength(6);
+      } finally {
+        release();
+        await worker.stop();
+        await database.db.deleteFrom('jobs').where('kind', '=', 'run_workflow').execute();
+      }
+    });
+
+    it(`runs at most ${MAX_RUNNING_PER_ENDPOINT} deliveries to one endpoint at once, across claims and workers`, async () => {
+      for (let i = 0; i < 30; i++) {
+        await enqueue(database.db, { kind: 'deliver_webhook', accountId: 'acct_busy', payload: { deliveryId: `busy${i}` }, lane: endpointLane('we_busy') });
+        await enqueue(database.db, { kind: 'deliver_webhook', accountId: 'acct_busy', payload: { deliveryId: `calm${i}` }, lane: endpointLane('we_calm') });
+      }
+      const now = Date.now();
+      const claim = (workerId: string) =>
+        jobsRepository.claim(database.db, { workerId, limit: 100, now: new Date(now).toISOString(), leaseUntil: new Date(now + 60_000).toISOString() });
+      const lanes = async (workerId: string) => (await claim(workerId)).map((job) => job.lane).sort();
+      const eight = (id: string) => Array.from({ length: MAX_RUNNING_PER_ENDPOINT }, () => endpointLane(id));
+      expect(await lanes('w1')).toEqual([...eight('we_busy'), ...eight('we_calm')]);
+      expect(await lanes('w2')).toEqual([]);
+      // One delivery ends: its endpoint has room for one more.
+      const done = await database.db
+        .selectFrom('jobs')
+        .select('id')
+        .where('lane', '=', endpointLane('we_busy'))
+        .where('locked_by', '=', 'w1')
+        .executeTakeFirstOrThrow();
+      await jobsRepository.complete(database.db, done.id, 'w1');
+      expect(await lanes('w2')).toEqual([endpointLane('we_busy')]);
+      await database.db.deleteFrom('jobs').where('kind', '=', 'deliver_webhook').execute();
     });
 
     if (dialect === 'postgres') {

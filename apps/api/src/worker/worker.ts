@@ -15,6 +15,8 @@ export interface JobContext<K extends JobKind> {
   payload: JobPayloads[K];
   /** 1 on the first claim. */
   attempts: number;
+  /** When this claim runs out: past it, another worker may take the job. */
+  leaseUntil: string;
 }
 
 export type JobHandlers = { [K in JobKind]: (job: JobContext<K>) => Promise<JobOutcome> };
@@ -36,6 +38,12 @@ export interface WorkerOptions {
   logger?: WorkerLogger;
 }
 
+/**
+ * The share of a worker's slots one account may hold: the rest stay free for other accounts, so a
+ * flood of slow jobs never keeps another account's job from starting at the next claim.
+ */
+const ACCOUNT_SHARE = 3 / 4;
+
 /** A job whose handler throws is tried again later, at most this many times. */
 const MAX_FAILED_ATTEMPTS = 20;
 const PRUNE_JOB_ID = 'job_prune_events';
@@ -50,6 +58,8 @@ export class Worker {
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Jobs running on this worker by account. */
+  private readonly runningByAccount = new Map<string, number>();
   private wakeUp: (() => void) | undefined;
   private readonly options: Required<Omit<WorkerOptions, 'logger'>> & { logger: WorkerLogger | undefined };
 
@@ -76,31 +86,44 @@ export class Worker {
 
   /** Claims and runs the jobs due now, once; resolves when they are done. For tests and tools. */
   async runDue(): Promise<number> {
-    const jobs = await this.claim(this.options.concurrency);
-    await Promise.all(jobs.map((job) => this.process(job)));
+    const { jobs, leaseUntil } = await this.claim(this.options.concurrency - this.inFlight.size);
+    for (const job of jobs) this.launch(job, leaseUntil);
+    await Promise.allSettled([...this.inFlight]);
     return jobs.length;
   }
 
   private async run(): Promise<void> {
     while (this.running) {
       const free = this.options.concurrency - this.inFlight.size;
-      let claimed: JobRow[] = [];
       if (free > 0) {
         try {
-          claimed = await this.claim(free);
+          const { jobs, leaseUntil } = await this.claim(free);
+          for (const job of jobs) this.launch(job, leaseUntil);
         } catch (error) {
           this.options.logger?.error({ err: error }, 'worker: claiming jobs failed');
         }
       }
-      for (const job of claimed) {
-        const task = this.process(job).finally(() => {
-          this.inFlight.delete(task);
-          this.wakeUp?.();
-        });
-        this.inFlight.add(task);
-      }
-      if (claimed.length === 0 || this.inFlight.size >= this.options.concurrency) await this.sleep();
+      await this.sleep();
     }
+  }
+
+  /**
+   * Runs a claimed job in a slot; when it ends, the loop claims again once a quarter of the slots
+   * are free (or at the next poll): one claim for several finished jobs, not one per job.
+   */
+  private launch(job: JobRow, leaseUntil: string): void {
+    const account = job.account_id;
+    if (account !== null) this.runningByAccount.set(account, (this.runningByAccount.get(account) ?? 0) + 1);
+    const task = this.process(job, leaseUntil).finally(() => {
+      this.inFlight.delete(task);
+      if (account !== null) {
+        const left = (this.runningByAccount.get(account) ?? 1) - 1;
+        if (left === 0) this.runningByAccount.delete(account);
+        else this.runningByAccount.set(account, left);
+      }
+      if (this.options.concurrency - this.inFlight.size >= Math.max(1, Math.floor(this.options.concurrency / 4))) this.wakeUp?.();
+    });
+    this.inFlight.add(task);
   }
 
   private sleep(): Promise<void> {
@@ -114,17 +137,24 @@ export class Worker {
     });
   }
 
-  private claim(limit: number): Promise<JobRow[]> {
+  private async claim(limit: number): Promise<{ jobs: JobRow[]; leaseUntil: string }> {
     const now = Date.now();
-    return jobsRepository.claim(this.options.database.db, {
+    const leaseUntil = new Date(now + this.options.leaseMs).toISOString();
+    const perAccount = Math.max(1, Math.floor(this.options.concurrency * ACCOUNT_SHARE));
+    const accountRoom: Record<string, number> = {};
+    for (const [account, running] of this.runningByAccount) accountRoom[account] = Math.max(0, perAccount - running);
+    const jobs = await jobsRepository.claim(this.options.database.db, {
       workerId: this.id,
       limit,
       now: new Date(now).toISOString(),
-      leaseUntil: new Date(now + this.options.leaseMs).toISOString(),
+      leaseUntil,
+      perAccount,
+      accountRoom,
     });
+    return { jobs, leaseUntil };
   }
 
-  private async process(job: JobRow): Promise<void> {
+  private async process(job: JobRow, leaseUntil: string): Promise<void> {
     const db = this.options.database.db;
     const handler = this.options.handlers[job.kind as JobKind] as ((job: JobContext<JobKind>) => Promise<JobOutcome>) | undefined;
     try {
@@ -135,6 +165,7 @@ export class Worker {
         accountId: job.account_id,
         payload: JSON.parse(job.payload),
         attempts: job.attempts,
+        leaseUntil,
       });
       if (outcome) {
         await jobsRepository.reschedule(db, job.id, this.id, outcome.retryAt, outcome.payload === undefined ? undefined : JSON.stringify(outcome.payload));
