@@ -4,7 +4,9 @@
  * how long an event waits between its commit and its delivery to one endpoint at a steady 200 events
  * a second, with and without another account flooding the queue.
  *
- *   node --import tsx src/deliveries.ts [--postgres-url URL] [--events 1000] [--endpoints 8] [--rate 200] [--seconds 10] [--flood 3000]
+ *   node --import tsx src/deliveries.ts [--postgres-url URL] [--events 1000] [--endpoints 8] [--rate 200] [--seconds 10] [--flood 3000] [--profile DIR]
+ *
+ * `--profile DIR` writes a V8 CPU profile of every worker process into DIR (node --cpu-prof).
  *
  * Events are orders placed through a real `convo-server serve` (worker off): an order's response
  * comes after its commit, and its `order.placed` event then fans out to every endpoint of the
@@ -27,6 +29,7 @@ const ENDPOINTS = Number(args.get('endpoints') ?? 8);
 const RATE = Number(args.get('rate') ?? 200);
 const SECONDS = Number(args.get('seconds') ?? 10);
 const FLOOD = Number(args.get('flood') ?? 3000);
+const PROFILE_DIR = args.get('profile');
 const DATABASE = 'convo_bench_deliveries';
 const BIN = join(REPO_DIR, 'apps/api/dist/bin.js');
 const SERVER_PORT = 3951;
@@ -60,7 +63,8 @@ const receiver = createServer((req: IncomingMessage, res: ServerResponse) => {
 
 const children = new Set<ChildProcess>();
 function spawnApi(command: 'serve' | 'worker', url: string): ChildProcess {
-  const child = spawn(process.execPath, [BIN, command], {
+  const profile = PROFILE_DIR && command === 'worker' ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...profile, BIN, command], {
     cwd: REPO_DIR,
     env: {
       ...process.env,

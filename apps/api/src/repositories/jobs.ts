@@ -1,12 +1,16 @@
-import { type Selectable, type SqlBool, sql } from 'kysely';
+import { type RawBuilder, type Selectable, type SqlBool, sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { JobTable } from '../db/schema.js';
 import type { Executor } from './tenant.js';
 
 export type JobRow = Selectable<JobTable>;
 
-/** Deliveries to one endpoint running at once, across all workers: a slow receiver ties up no more. */
-export const MAX_RUNNING_PER_ENDPOINT = 8;
+/**
+ * Deliveries to one endpoint running at once, across all workers: a slow receiver ties up no more,
+ * and no receiver gets more connections from us however many workers run. Two workers claiming at
+ * the same instant may each fill the room they saw.
+ */
+export const MAX_RUNNING_PER_ENDPOINT = 16;
 
 /** The job of `alias` is due at `now` and nobody holds it (or its holder's lease ran out). */
 const isDue = (alias: string, now: string) =>
@@ -28,48 +32,81 @@ export interface ClaimInput {
  * The ids of the jobs to claim, in turns: every account's oldest due job first, then every
  * account's second, and so on, so a flood of one account never stands in front of another
  * account's job. Candidates are found lane by lane (queue.ts: an endpoint's deliveries, an
- * account's other jobs), stepping from one lane to the next and along each lane's due jobs
- * through `jobs_lane_due_idx`, never by reading the whole queue; an endpoint's lane yields only
- * what keeps it within MAX_RUNNING_PER_ENDPOINT (its running jobs counted through
- * `jobs_lane_lease_idx`). Each lane yields up to twice the claim, so that workers claiming at the
- * same moment each find their share past the rows another has locked (FOR UPDATE SKIP LOCKED).
+ * account's other jobs): a recursive query steps from one lane to the next through
+ * `jobs_lane_due_idx`, and each lane yields its oldest due jobs from the same index, never the
+ * whole queue. An endpoint's lane yields only what keeps it within MAX_RUNNING_PER_ENDPOINT (its
+ * running jobs counted through `jobs_lane_lease_idx`); any lane yields at most twice the claim, so
+ * that workers claiming at the same moment each find their share past the rows another has locked
+ * (FOR UPDATE SKIP LOCKED).
  */
 function claimable(db: Executor, input: ClaimInput) {
   const dialect = dialectOf(db);
   const due = (alias: string) => isDue(alias, input.now);
   const perLane = sql.lit(2 * input.limit);
-  const endpointCap = sql.lit(MAX_RUNNING_PER_ENDPOINT);
-  const accountRoom = dialect.numberIn(JSON.stringify(input.accountRoom ?? {}), 'j.account_id');
+  const accountRoom = dialect.numberIn(JSON.stringify(input.accountRoom ?? {}), 'account_id');
   return sql<string>`
     with recursive lanes(lane) as (
       select min(lane) from jobs
       union all
       select (select min(j.lane) from jobs j where j.lane > l.lane) from lanes l where l.lane is not null
     ),
-    walk(lane, id, n, room) as (
-      select l.lane,
-        (select j.id from jobs j where j.lane = l.lane and ${due('j')} order by j.run_at, j.id limit 1),
-        1,
-        case when l.lane like 'endpoint:%'
-          then ${endpointCap} - (select count(*) from jobs r where r.lane = l.lane and r.locked_until >= ${input.now})
-          else ${perLane} end
+    rooms(lane, room) as (
+      select l.lane, case when l.lane like 'endpoint:%'
+        then ${sql.lit(MAX_RUNNING_PER_ENDPOINT)} - (select count(*) from jobs r where r.lane = l.lane and r.locked_until >= ${input.now})
+        else ${perLane} end
       from lanes l where l.lane is not null
-      union all
-      select w.lane,
-        (select j.id from jobs j join jobs p on p.id = w.id
-          where j.lane = w.lane and (j.run_at, j.id) > (p.run_at, p.id) and ${due('j')} order by j.run_at, j.id limit 1),
-        w.n + 1, w.room
-      from walk w where w.id is not null and w.n < w.room and w.n < ${perLane}
     ),
+    ${dialect.lateralJoins ? laneHeadsByLateralJoin(due, perLane) : laneHeadsByWalk(due)},
     turns as (
-      select j.id, j.run_at, row_number() over (partition by j.account_id order by j.run_at, j.id) as turn
-      from walk w join jobs j on j.id = w.id where w.n <= w.room
+      select id, run_at, account_id, row_number() over (partition by account_id order by run_at, id) as turn from candidates
+    ),
+    ranked as (
+      select id, run_at, turn from turns
+      where account_id is null or turn <= coalesce(${accountRoom}, ${sql.lit(input.perAccount ?? input.limit)})
+      order by turn, run_at, id limit ${perLane}
     )
-    select j.id from turns t join jobs j on j.id = t.id
-    where ${due('j')} and (j.account_id is null or t.turn <= coalesce(${accountRoom}, ${sql.lit(input.perAccount ?? input.limit)}))
+    select j.id from ranked t join jobs j on j.id = t.id
+    -- checked again on the locked row: another claim may have taken it since
+    where ${due('j')}
     order by t.turn, t.run_at, t.id limit ${sql.lit(input.limit)}
     ${dialect.rowLocks ? sql`for update of j skip locked` : sql``}`;
 }
+
+type DueCondition = (alias: string) => RawBuilder<SqlBool>;
+
+/**
+ * `candidates`: each lane's oldest due jobs, as many as its room, read by one index scan per lane.
+ * The scan's limit is a constant, so that the planner sees how few rows it reads (with a limit it
+ * cannot know, it plans for many and may compile the statement, which costs more than the claim).
+ */
+const laneHeadsByLateralJoin = (due: DueCondition, perLane: RawBuilder<unknown>) => sql`
+    candidates as (
+      select c.id, c.run_at, c.account_id from (
+        select j.id, j.run_at, j.account_id, r.room, row_number() over (partition by r.lane order by j.run_at, j.id) as n
+        from rooms r cross join lateral (
+          select j.id, j.run_at, j.account_id from jobs j where j.lane = r.lane and ${due('j')} order by j.run_at, j.id limit ${perLane}
+        ) j
+      ) c where c.n <= c.room
+    )`;
+
+/**
+ * `candidates` where there are no lateral joins (SQLite): each lane walked one due job at a time,
+ * each step an index probe past the last.
+ */
+const laneHeadsByWalk = (due: DueCondition) => {
+  const next = (column: 'id' | 'run_at') => sql`(select ${sql.ref(`j.${column}`)} from jobs j
+      where j.lane = w.lane and (j.run_at, j.id) > (w.run_at, w.id) and ${due('j')} order by j.run_at, j.id limit 1)`;
+  return sql`
+    walk(lane, account_id, id, run_at, n, room) as (
+      select r.lane, j.account_id, j.id, j.run_at, 1, r.room
+      from rooms r join jobs j on j.id = (select j.id from jobs j where j.lane = r.lane and ${due('j')} order by j.run_at, j.id limit 1)
+      where r.room > 0
+      union all
+      select w.lane, w.account_id, ${next('id')}, ${next('run_at')}, w.n + 1, w.room
+      from walk w where w.id is not null and w.n < w.room
+    ),
+    candidates as (select id, run_at, account_id from walk where id is not null)`;
+};
 
 /**
  * The worker's queue. Jobs are claimed by setting a lease (locked_by, locked_until); a worker

@@ -161,8 +161,8 @@ for (const dialect of ACTIVE_DIALECTS) {
       const claim = (workerId: string) =>
         jobsRepository.claim(database.db, { workerId, limit: 100, now: new Date(now).toISOString(), leaseUntil: new Date(now + 60_000).toISOString() });
       const lanes = async (workerId: string) => (await claim(workerId)).map((job) => job.lane).sort();
-      const eight = (id: string) => Array.from({ length: MAX_RUNNING_PER_ENDPOINT }, () => endpointLane(id));
-      expect(await lanes('w1')).toEqual([...eight('we_busy'), ...eight('we_calm')]);
+      const full = (id: string) => Array.from({ length: MAX_RUNNING_PER_ENDPOINT }, () => endpointLane(id));
+      expect(await lanes('w1')).toEqual([...full('we_busy'), ...full('we_calm')]);
       expect(await lanes('w2')).toEqual([]);
       // One delivery ends: its endpoint has room for one more.
       const done = await database.db

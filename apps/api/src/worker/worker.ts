@@ -44,6 +44,13 @@ export interface WorkerOptions {
  */
 const ACCOUNT_SHARE = 3 / 4;
 
+/**
+ * After a claim that found fewer jobs than free slots, the next waits at least this long: claiming
+ * on every finished job kept Postgres too busy to hold the latency target (bench/README.md,
+ * "Webhook deliveries").
+ */
+const SHORT_CLAIM_PAUSE_MS = 20;
+
 /** A job whose handler throws is tried again later, at most this many times. */
 const MAX_FAILED_ATTEMPTS = 20;
 const PRUNE_JOB_ID = 'job_prune_events';
@@ -60,7 +67,9 @@ export class Worker {
   private readonly inFlight = new Set<Promise<void>>();
   /** Jobs running on this worker by account. */
   private readonly runningByAccount = new Map<string, number>();
+  /** Ends the loop's sleep; a wake-up while the loop is claiming ends the next sleep at once. */
   private wakeUp: (() => void) | undefined;
+  private woken = false;
   private readonly options: Required<Omit<WorkerOptions, 'logger'>> & { logger: WorkerLogger | undefined };
 
   constructor(options: WorkerOptions) {
@@ -78,7 +87,7 @@ export class Worker {
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    this.wakeUp?.();
+    this.wake();
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
     await jobsRepository.release(this.options.database.db, this.id);
@@ -95,14 +104,18 @@ export class Worker {
   private async run(): Promise<void> {
     while (this.running) {
       const free = this.options.concurrency - this.inFlight.size;
+      let short = false;
       if (free > 0) {
         try {
           const { jobs, leaseUntil } = await this.claim(free);
           for (const job of jobs) this.launch(job, leaseUntil);
+          short = jobs.length < free;
         } catch (error) {
           this.options.logger?.error({ err: error }, 'worker: claiming jobs failed');
         }
       }
+      // The queue had no more to give: claim again only after a pause, not once per finished job.
+      if (short) await new Promise((resolve) => setTimeout(resolve, Math.min(SHORT_CLAIM_PAUSE_MS, this.options.pollIntervalMs)));
       await this.sleep();
     }
   }
@@ -121,18 +134,28 @@ export class Worker {
         if (left === 0) this.runningByAccount.delete(account);
         else this.runningByAccount.set(account, left);
       }
-      if (this.options.concurrency - this.inFlight.size >= Math.max(1, Math.floor(this.options.concurrency / 4))) this.wakeUp?.();
+      if (this.options.concurrency - this.inFlight.size >= Math.max(1, Math.floor(this.options.concurrency / 4))) this.wake();
     });
     this.inFlight.add(task);
   }
 
+  private wake(): void {
+    if (this.wakeUp) this.wakeUp();
+    else this.woken = true;
+  }
+
   private sleep(): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
-      const timer = setTimeout(done, this.options.pollIntervalMs);
-      function done() {
+      const done = () => {
         clearTimeout(timer);
+        this.wakeUp = undefined;
         resolve();
-      }
+      };
+      const timer = setTimeout(done, this.options.pollIntervalMs);
       this.wakeUp = done;
     });
   }
