@@ -48,10 +48,8 @@ const searchedContacts = (scope: TenantScope, filter: ConversationFilter & { sea
  * - `probe`: from the contacts, one probe of `conversations_contact_idx` each (a count, a rare
  *   search's rows);
  * - `walk`: newest first along an activity index, keeping the conversations whose contact is among
- *   the matches, until the page is full (a common search's page). The matches are found once and
- *   hashed: SQLite's `+contact_id` keeps it from starting at the contacts instead, Postgres'
- *   `or false` keeps the planner from turning the subquery into a join (it is folded away only
- *   after that choice), so it checks each index entry against a hashed subplan.
+ *   the matches (found once and hashed: dialect.checkedAgainst), until the page is full (a common
+ *   search's page).
  */
 export type Reach = { by: 'given'; contactIds: string[] | string } | { by: 'probe' | 'walk' };
 

@@ -1,5 +1,5 @@
-import type { Selectable, Updateable } from 'kysely';
-import { lockedForUpdate } from '../db/dialect.js';
+import { type Selectable, type Updateable, sql } from 'kysely';
+import { dialectOf, lockedForUpdate } from '../db/dialect.js';
 import type { WebhookDeliveryTable, WebhookEndpointTable } from '../db/schema.js';
 import type { TenantScope } from './tenant.js';
 
@@ -84,9 +84,14 @@ export const webhookDeliveriesRepository = {
 
   /**
    * What one attempt needs, in one query: the delivery, its endpoint's URL and status (null when
-   * the endpoint is gone) and its event (null once pruned).
+   * the endpoint is gone), its event (null once pruned) and the secrets that sign it (those of the
+   * account's active webhook keys, oldest first).
    */
   async findForAttempt(scope: TenantScope, id: string) {
+    const secrets = sql<string[] | string | null>`(select ${dialectOf(scope.db).listOf('s.signing_secret')} from (
+      select k.signing_secret from api_keys k
+      where k.account_id = webhook_deliveries.account_id and k.type = 'webhook' and k.revoked_at is null and k.signing_secret is not null
+      order by k.created_at, k.id) s)`;
     const row = await scope
       .selectFrom('webhook_deliveries')
       .leftJoin('webhook_endpoints as e', (join) =>
@@ -103,13 +108,16 @@ export const webhookDeliveriesRepository = {
         'ev.sequence as ev_sequence',
         'ev.data as ev_data',
         'ev.created_at as ev_created_at',
+        secrets.as('signing_secrets'),
       ])
       .where('webhook_deliveries.id', '=', id)
       .executeTakeFirst();
     if (!row) return undefined;
-    const { endpoint_url, endpoint_status, ev_id, ev_type, ev_conversation_id, ev_sequence, ev_data, ev_created_at, ...delivery } = row;
+    const { endpoint_url, endpoint_status, ev_id, ev_type, ev_conversation_id, ev_sequence, ev_data, ev_created_at, signing_secrets, ...delivery } = row;
     return {
       delivery,
+      // An array on Postgres, the JSON text of one on SQLite (dialect.listOf); null without keys.
+      secrets: (typeof signing_secrets === 'string' ? JSON.parse(signing_secrets) : (signing_secrets ?? [])) as string[],
       endpoint: endpoint_url === null || endpoint_status === null ? null : { url: endpoint_url, status: endpoint_status },
       event:
         ev_id === null || ev_type === null || ev_data === null || ev_created_at === null
@@ -143,21 +151,5 @@ export const webhookDeliveriesRepository = {
       .where('webhook_deliveries.next_attempt_at', expectedNextAttemptAt === null ? 'is' : '=', expectedNextAttemptAt)
       .executeTakeFirst();
     return Number(result.numUpdatedRows) === 1;
-  },
-};
-
-/** The secrets of the account's active (not revoked) webhook keys, which sign its deliveries. */
-export const webhookSigningSecretsRepository = {
-  listActive: async (scope: TenantScope): Promise<string[]> => {
-    const rows = await scope
-      .selectFrom('api_keys')
-      .select('api_keys.signing_secret')
-      .where('api_keys.type', '=', 'webhook')
-      .where('api_keys.revoked_at', 'is', null)
-      .where('api_keys.signing_secret', 'is not', null)
-      .orderBy('api_keys.created_at')
-      .orderBy('api_keys.id')
-      .execute();
-    return rows.flatMap((row) => (row.signing_secret === null ? [] : [row.signing_secret]));
   },
 };

@@ -3,7 +3,7 @@ import type { DatabaseHandle } from '../db/database.js';
 import { now } from '../ids.js';
 import type { EventRow } from '../repositories/events.js';
 import { TenantScope } from '../repositories/tenant.js';
-import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository, webhookSigningSecretsRepository } from '../repositories/webhooks.js';
+import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { toEvent } from '../services/events.js';
 import { type StoredDeliveryAttempt, parseAttempts } from '../services/webhooks.js';
 import type { Settings } from '../settings.js';
@@ -49,7 +49,7 @@ export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'delive
 
   const found = await webhookDeliveriesRepository.findForAttempt(scope, deliveryId);
   if (found?.delivery.status !== 'pending') return;
-  const { delivery, endpoint, event } = found;
+  const { delivery, endpoint, event, secrets } = found;
   // Not due yet: the attempt was rescheduled, or another job has it in flight. Whatever runs
   // later is an automatic attempt.
   if (delivery.next_attempt_at !== null && Date.parse(delivery.next_attempt_at) > Date.now()) {
@@ -70,15 +70,14 @@ export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'delive
   }
 
   const at = now();
-  const response = await send(deps, scope, event, endpoint.url);
+  const response = await send(deps, event, secrets, endpoint.url);
   const attempt: StoredDeliveryAttempt = { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error };
   return record(deps, scope, { ...delivery, ...taken }, manual ? { ...attempt, manual } : attempt);
 }
 
 /** Signs and sends the event; an attempt that cannot be made is a failed one. */
-async function send(deps: DeliveryDeps, scope: TenantScope, eventRow: EventRow | null, url: string): Promise<WebhookResponse> {
+async function send(deps: DeliveryDeps, eventRow: EventRow | null, secrets: readonly string[], url: string): Promise<WebhookResponse> {
   if (!eventRow) return { statusCode: null, error: 'event_expired', durationMs: 0 };
-  const secrets = await webhookSigningSecretsRepository.listActive(scope);
   if (secrets.length === 0) return { statusCode: null, error: 'no_signing_key', durationMs: 0 };
 
   // The same bytes on every attempt: the event as GET /v1/events returns it.
