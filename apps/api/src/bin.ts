@@ -40,7 +40,8 @@ const program = new Command('convo-server').description('Run and operate the Con
 
 /** Stops `stop` on the first SIGTERM or SIGINT, then exits. */
 function onShutdown(stop: () => Promise<void>) {
-  const handler = () => {
+  const handler = (signal: NodeJS.Signals) => {
+    process.stderr.write(`convo-server: ${signal}: stopping (finishing requests and jobs under way)\n`);
     stop().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -77,6 +78,7 @@ program
       rateLimits,
       // `silent` is no logger at all: pino would still make a child logger for every request.
       logger: env.logLevel === 'silent' ? false : { level: env.logLevel },
+      publicUrl: env.publicUrl,
     });
     const worker = env.workerInServe ? await startWorker(database, app.log) : undefined;
     // Stop accepting, finish in-flight requests, counts and jobs, then close the pool.
@@ -87,7 +89,7 @@ program
       await database.destroy();
     });
     await app.listen({ port: env.port, host: env.host });
-    process.stderr.write(`Convo API on http://${env.host}:${env.port}/v1 (${database.dialect}); reference at http://${env.host}:${env.port}/docs\n`);
+    process.stderr.write(`Convo API on ${env.publicUrl}/v1 (${database.dialect}); reference at ${env.publicUrl}/docs\n`);
   });
 
 program
@@ -188,12 +190,13 @@ program
   .action((options: { json?: boolean }) =>
     withDatabase(async (database) => {
       await migrateToLatest(database.db);
-      const { account, key, created } = await seedDemo(database);
+      const { account, key, created, revoked } = await seedDemo(database);
       if (options.json) return print({ account, key });
-      const base = `http://${env.host}:${env.port}/v1`;
+      const base = `${env.publicUrl}/v1`;
       process.stdout.write(
         `${created ? 'Created' : 'Reusing'} demo account ${account.id} (${account.name}).\n` +
           `API key (full access; shown once): ${key.key}\n` +
+          (revoked > 0 ? `The demo key printed before is revoked: each start prints a new one.\n` : '') +
           `Try: curl -H "Authorization: Bearer ${key.key}" ${base}/conversations\n`,
       );
     }),
@@ -202,7 +205,7 @@ program
 program
   .command('openapi')
   .description('Print the OpenAPI document')
-  .action(() => print(buildOpenApiDocument()));
+  .action(() => print(buildOpenApiDocument({ serverUrl: env.publicUrl })));
 
 program.parseAsync().catch((error: unknown) => {
   process.stderr.write(`convo-server: ${error instanceof Error ? error.message : String(error)}\n`);

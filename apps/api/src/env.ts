@@ -7,6 +7,11 @@ export interface Env {
   nodeEnv: 'development' | 'test' | 'production';
   port: number;
   host: string;
+  /**
+   * Where clients reach the API (CONVO_PUBLIC_URL, e.g. `https://api.example.com`; default from
+   * HOST and PORT): the OpenAPI document's server and the URLs the commands print.
+   */
+  publicUrl: string;
   databaseUrl: string | undefined;
   /** Connections of the Postgres pool per process (DATABASE_POOL_SIZE; default: openDatabase's). */
   databasePoolSize: number | undefined;
@@ -35,10 +40,12 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   if (databasePoolSize !== undefined && (!Number.isInteger(databasePoolSize) || databasePoolSize < 1)) {
     throw new Error(`DATABASE_POOL_SIZE must be a whole number of connections, 1 or more, got "${source.DATABASE_POOL_SIZE}"`);
   }
+  const host = source.HOST || '127.0.0.1';
   return {
     nodeEnv,
     port,
-    host: source.HOST || '127.0.0.1',
+    host,
+    publicUrl: publicUrlOf(source.CONVO_PUBLIC_URL, host, port),
     databaseUrl: source.DATABASE_URL || undefined,
     databasePoolSize,
     redisUrl: source.REDIS_URL || undefined,
@@ -52,6 +59,23 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
       ...(source.CONVO_WEBHOOK_RETRY_SCHEDULE ? { webhookRetryScheduleMs: parseSchedule(source.CONVO_WEBHOOK_RETRY_SCHEDULE) } : {}),
     }),
   };
+}
+
+/** CONVO_PUBLIC_URL without a trailing `/` or `/v1`, else the address the server listens on. */
+function publicUrlOf(value: string | undefined, host: string, port: number): string {
+  if (value) {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      throw new Error(`CONVO_PUBLIC_URL must be an http(s) URL, got "${value}"`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`CONVO_PUBLIC_URL must be an http(s) URL, got "${value}"`);
+    return value.replace(/\/+$/, '').replace(/\/v1$/, '');
+  }
+  // A wildcard address is where the server listens, not where a client connects.
+  const reachable = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `http://${reachable}:${port}`;
 }
 
 /** `CONVO_WEBHOOK_RETRY_SCHEDULE=5s,5m,30m` (or plain milliseconds): shorter schedules for tests. */

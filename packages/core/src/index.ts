@@ -10,3 +10,4 @@ export * from './webhooks.js';
 export * from './workflows.js';
 export * from './endpoints.js';
 export * from './openapi.js';
+export * from './version.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildOpenApiDocument, endpoints, toOpenApiPath } from './index.js';
+import packageJson from '../package.json' with { type: 'json' };
+import { CONTRACT_VERSION, buildOpenApiDocument, endpoints, toOpenApiPath } from './index.js';
 
 describe('buildOpenApiDocument', () => {
   const doc = buildOpenApiDocument();
@@ -33,6 +34,37 @@ describe('buildOpenApiDocument', () => {
     expect(body.required).toEqual(['phone']);
     expect(body.additionalProperties).toBe(false);
     expect(body.properties.phone?.format).toBe('e164');
+  });
+
+  it("gives the contract's version, which is the packages' version", () => {
+    expect(doc.info.version).toBe(CONTRACT_VERSION);
+    expect(CONTRACT_VERSION).toBe(packageJson.version);
+  });
+
+  it('names the server only when told where it is, without the /v1 the paths carry', () => {
+    expect(doc).not.toHaveProperty('servers');
+    expect(buildOpenApiDocument({ serverUrl: 'https://api.example.com/v1/' }).servers).toEqual([{ url: 'https://api.example.com' }]);
+    expect(buildOpenApiDocument({ serverUrl: 'http://localhost:4100' }).servers).toEqual([{ url: 'http://localhost:4100' }]);
+  });
+
+  it('documents the headers: Idempotency-Key on every POST, the request id and rate-limit state on responses, Retry-After on 429', () => {
+    type Operation = { parameters: { $ref?: string }[]; responses: Record<string, { headers?: Record<string, { $ref: string }> }> };
+    for (const [operationId, op] of Object.entries(endpoints)) {
+      const operation = (doc.paths[`/v1${toOpenApiPath(op.path)}`] as Record<string, Operation>)[op.method.toLowerCase()] as Operation;
+      const refs = operation.parameters.map((p) => p.$ref);
+      expect(refs.includes('#/components/parameters/Idempotency-Key'), operationId).toBe(op.method === 'POST');
+      expect(refs, operationId).toContain('#/components/parameters/X-Request-Id');
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const headers = Object.keys(response.headers ?? {});
+        expect(headers, `${operationId} ${status}`).toContain('X-Request-Id');
+        const rateLimited = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
+        if (status === '401') expect(headers, `${operationId} ${status}`).not.toContain('X-RateLimit-Limit');
+        else expect(headers, `${operationId} ${status}`).toEqual(expect.arrayContaining(rateLimited));
+        expect(headers.includes('Retry-After'), `${operationId} ${status}`).toBe(status === '429');
+      }
+    }
+    const idempotencyKey = doc.components.parameters['Idempotency-Key'];
+    expect(idempotencyKey).toMatchObject({ in: 'header', required: false, schema: { type: 'string', maxLength: 255 } });
   });
 
   it('leaves out excluded operations', () => {

@@ -1,13 +1,16 @@
 import * as z from 'zod';
 import { ERROR_STATUS, ErrorBody } from './errors.js';
 import { type EndpointDefinition, endpoints, toOpenApiPath } from './endpoints.js';
+import { CONTRACT_VERSION } from './version.js';
 
 type JsonSchema = Record<string, unknown>;
 
 export interface OpenApiOptions {
-  /** Server URL that ends with `/v1`, e.g. `https://api.example.com/v1`. */
+  /**
+   * Where the API is served, e.g. `https://api.example.com` (a trailing `/v1` is dropped: the
+   * paths carry it). Without it the document has no `servers`: paths are relative to its origin.
+   */
   serverUrl?: string;
-  version?: string;
   /** Operation ids to leave out (features switched off on this server). */
   exclude?: readonly string[];
   /** Extra operations served beside the table (none yet). */
@@ -79,6 +82,20 @@ function parameters(collector: SchemaCollector, schema: z.ZodType | undefined, l
   });
 }
 
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/**
+ * The headers of a response with this status: every response has its request id; every
+ * authenticated one (all but a 401) the account's rate-limit state, and a 429 `Retry-After`.
+ */
+function headersOf(status: number): Record<string, unknown> {
+  const headers: Record<string, unknown> = { 'X-Request-Id': headerRef('X-Request-Id') };
+  if (status === 401) return headers;
+  for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) headers[name] = headerRef(name);
+  if (status === 429) headers['Retry-After'] = headerRef('Retry-After');
+  return headers;
+}
+
 /** The OpenAPI 3.1 document of /v1, generated from the endpoint table. */
 export function buildOpenApiDocument(options: OpenApiOptions = {}) {
   const collector = new SchemaCollector();
@@ -92,16 +109,12 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
     if (exclude.has(operationId)) continue;
     const responses: Record<string, unknown> = {
       [op.status]: op.response
-        ? {
-            description: op.summary,
-            headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
-            content: { 'application/json': { schema: collector.convert(op.response, 'output') } },
-          }
-        : { description: `${op.summary}: no content.`, headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } } },
+        ? { description: op.summary, headers: headersOf(op.status), content: { 'application/json': { schema: collector.convert(op.response, 'output') } } }
+        : { description: `${op.summary}: no content.`, headers: headersOf(op.status) },
     };
     const errorStatuses = [400, 401, 403, ...(op.params || op.body ? [404] : []), 429, 500];
     for (const status of errorStatuses) {
-      responses[status] = { description: ERROR_DESCRIPTIONS[status], content: { 'application/json': { schema: errorRef } } };
+      responses[status] = { description: ERROR_DESCRIPTIONS[status], headers: headersOf(status), content: { 'application/json': { schema: errorRef } } };
     }
     const path = `/v1${toOpenApiPath(op.path)}`;
     paths[path] ??= {};
@@ -111,7 +124,12 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       ...(op.description ? { description: op.description } : {}),
       tags: [operationId.split('.')[0]],
       security: [{ bearerAuth: [] }],
-      parameters: [...parameters(collector, op.params, 'path'), ...parameters(collector, op.query, 'query'), { $ref: '#/components/parameters/X-Request-Id' }],
+      parameters: [
+        ...parameters(collector, op.params, 'path'),
+        ...parameters(collector, op.query, 'query'),
+        ...(op.method === 'POST' ? [{ $ref: '#/components/parameters/Idempotency-Key' }] : []),
+        { $ref: '#/components/parameters/X-Request-Id' },
+      ],
       ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: collector.convert(op.body, 'input') } } } } : {}),
       responses,
     };
@@ -121,7 +139,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
     openapi: '3.1.0',
     info: {
       title: 'Convo API',
-      version: options.version ?? '1.0.0',
+      version: CONTRACT_VERSION,
       description:
         'Read and answer WhatsApp, Facebook and Instagram conversations, manage contacts, tags and orders. ' +
         'Authenticate with `Authorization: Bearer <key>`. Errors are `{"error": {"code", "message", "details"?}}` with one of the codes ' +
@@ -131,7 +149,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
         'No string of a request (path, query or body, value or name) may contain U+0000: a 400 with constraint `pattern`.',
       license: { name: 'Proprietary', identifier: 'LicenseRef-Convo' },
     },
-    servers: [{ url: (options.serverUrl ?? 'http://127.0.0.1:3000/v1').replace(/\/v1\/?$/, '') }],
+    ...(options.serverUrl ? { servers: [{ url: options.serverUrl.replace(/\/+$/, '').replace(/\/v1$/, '') }] } : {}),
     tags: [
       ...new Set(
         Object.keys(all)
@@ -146,6 +164,15 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: full access, read-only or webhook.' } },
       parameters: {
+        'Idempotency-Key': {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'Makes a POST safe to retry: for 24 hours the same key with the same body replays the first response byte for byte; ' +
+            'with another body it is a 400 (`idempotency_key`). A duplicate that arrives while the first runs waits for it.',
+          schema: { type: 'string', minLength: 1, maxLength: 255 },
+        },
         'X-Request-Id': {
           name: 'X-Request-Id',
           in: 'header',
@@ -156,6 +183,10 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       },
       headers: {
         'X-Request-Id': { description: 'The id of this request.', schema: { type: 'string' } },
+        'X-RateLimit-Limit': { description: "The account's requests per minute (on every response to a known key).", schema: { type: 'integer' } },
+        'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
+        'X-RateLimit-Reset': { description: 'When the window resets, in Unix seconds.', schema: { type: 'integer' } },
+        'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } },
       },
       schemas: collector.components,
     },

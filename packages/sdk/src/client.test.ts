@@ -229,4 +229,27 @@ describe('pagination', () => {
     expect((await convo.contacts.list({ limit: 2 }).toArray({ limit: 3 })).map((c) => c.id)).toEqual(['a', 'b', 'c']);
     expect(sent).toHaveLength(2);
   });
+
+  it('toArray without a limit collects every record; a limit that is no count is refused by name', async () => {
+    const { convo, sent } = client([
+      {
+        status: 200,
+        body: page(
+          [
+            { ...contact, id: 'a' },
+            { ...contact, id: 'b' },
+          ],
+          3,
+          0,
+          2,
+        ),
+      },
+      { status: 200, body: page([{ ...contact, id: 'c' }], 3, 2, 2) },
+    ]);
+    expect((await convo.contacts.list({ limit: 2 }).toArray()).map((c) => c.id)).toEqual(['a', 'b', 'c']);
+    expect(sent).toHaveLength(2);
+    for (const limit of [-1, 1.5, Number.NaN, '3' as unknown as number]) {
+      await expect(convo.contacts.list().toArray({ limit })).rejects.toThrow(/^toArray: limit must be a whole number of records/);
+    }
+  });
 });

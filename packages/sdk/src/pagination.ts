@@ -37,13 +37,17 @@ export class PagePromise<T> implements PromiseLike<Page<T>>, AsyncIterable<T> {
     }
   }
 
-  /** Every record (from this page on), at most `limit` of them. */
-  async toArray(options: { limit: number }): Promise<T[]> {
+  /** Every record from this page on; with `limit`, at most that many (fetching no more pages than needed). */
+  async toArray(options: { limit?: number } = {}): Promise<T[]> {
+    const limit = options.limit ?? Number.POSITIVE_INFINITY;
+    if (limit !== Number.POSITIVE_INFINITY && !(Number.isInteger(limit) && limit >= 0)) {
+      throw new TypeError(`toArray: limit must be a whole number of records, 0 or more (got ${String(options.limit)})`);
+    }
     const out: T[] = [];
-    if (options.limit <= 0) return out;
+    if (limit === 0) return out;
     for await (const item of this) {
       out.push(item);
-      if (out.length >= options.limit) break;
+      if (out.length >= limit) break;
     }
     return out;
   }

@@ -9,6 +9,7 @@ import { messagesService } from '../services/messages.js';
 import { ordersService } from '../services/orders.js';
 
 export const DEMO_ACCOUNT_NAME = 'Convo Demo';
+const DEMO_KEY_NAME = 'demo';
 
 const CONTACTS: { name: string; phone: string; email?: string; tags: string[] }[] = [
   { name: 'Ana Souza', phone: '+5511987654321', email: 'ana.souza@example.com', tags: ['vip', 'returning'] },
@@ -45,8 +46,11 @@ export async function seedDemo(database: DatabaseHandle) {
     account = await accountsService.createAccount(database, { name: DEMO_ACCOUNT_NAME, plan: 'growth' });
     await fill({ database, accountId: account.id, settings: defaultSettings() });
   }
-  const key = await accountsService.createKey(database, { accountId: account.id, type: 'full_access', name: 'demo' });
-  return { account, key, created };
+  // One demo key at a time: the one printed before stops working when a new one is printed.
+  const previous = (await accountsService.listKeys(database, account.id)).filter((k) => k.name === DEMO_KEY_NAME && k.revoked_at === null);
+  for (const old of previous) await accountsService.revokeKey(database, old.id);
+  const key = await accountsService.createKey(database, { accountId: account.id, type: 'full_access', name: DEMO_KEY_NAME });
+  return { account, key, created, revoked: previous.length };
 }
 
 async function fill(ctx: ServiceContext) {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConversationList } from '@convo/core';
+import { CONTRACT_VERSION, ConversationList } from '@convo/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../db/database.js';
 import { ApiError } from '../errors.js';
@@ -93,6 +93,9 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
     }
   }
 
+  /** What each served process wrote to stderr so far. */
+  const stderrOf = new Map<ChildProcess, () => string>();
+
   /** Starts `serve` on a free port and waits until it answers. */
   async function serve(): Promise<string> {
     const port = await freePort();
@@ -104,6 +107,7 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
     servers.push(child);
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    stderrOf.set(child, () => stderr);
     const base = `http://127.0.0.1:${port}`;
     await vi.waitFor(
       async () => {
@@ -294,24 +298,30 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
       expect(list.data.some((c) => c.message_count > 0)).toBe(true);
     }, 60_000);
 
-    it('seed --demo again reuses the account and prints a different key that also works', async () => {
+    it('seed --demo again reuses the account, prints a different key that works and revokes the one before', async () => {
+      const before = ConversationList.parse(
+        await (await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${firstKey}` } })).json(),
+      );
       const result = await cli('seed', '--demo');
       expect(result.code, result.stderr).toBe(0);
       const secondKey = keyIn(result.stdout);
       expect(secondKey).not.toBe(firstKey);
       expect(accountIn(result.stdout)).toBe(demoAccountId);
+      expect(result.stdout).toContain('The demo key printed before is revoked');
 
-      const before = ConversationList.parse(
-        await (await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${firstKey}` } })).json(),
-      );
-      for (const key of [firstKey, secondKey]) {
-        const res = await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${key}` } });
-        expect(res.status).toBe(200);
-        const list = ConversationList.parse(await res.json());
-        // The data is not seeded twice.
-        expect(list.total).toBe(before.total);
-      }
+      const res = await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${secondKey}` } });
+      expect(res.status).toBe(200);
+      // The data is not seeded twice.
+      expect(ConversationList.parse(await res.json()).total).toBe(before.total);
+      expect((await fetch(`${baseUrl}/conversations?limit=1`, { headers: { authorization: `Bearer ${firstKey}` } })).status).toBe(401);
       expect(await authenticates(secondKey)).toBe(true);
+      expect(await authenticates(firstKey)).toBe(false);
+    }, 60_000);
+
+    it("serve names where it is served in its OpenAPI document, with the contract's version", async () => {
+      const document = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as { servers: { url: string }[]; info: { version: string } };
+      expect(document.servers).toEqual([{ url: baseUrl.replace(/\/v1$/, '') }]);
+      expect(document.info.version).toBe(CONTRACT_VERSION);
     }, 60_000);
 
     it('seed --demo --json prints exactly one JSON object with the account and a working key', async () => {
@@ -321,6 +331,15 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
       expect(out.key?.account_id).toBe(demoAccountId);
       const res = await fetch(`${baseUrl}/conversations?limit=1`, { headers: { authorization: `Bearer ${out.key.key}` } });
       expect(res.status).toBe(200);
+    }, 60_000);
+
+    it('serve says so when SIGTERM stops it, and exits cleanly', async () => {
+      await serve();
+      const child = servers.at(-1) as ChildProcess;
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(stderrOf.get(child)?.()).toContain('convo-server: SIGTERM: stopping');
     }, 60_000);
 
     it('the served API refuses a key revoked by the operator command on the next request', async () => {
