@@ -35,7 +35,10 @@ export interface CommonOptions extends ConnectionFlags {
   json?: boolean;
 }
 
-/** `--json`, `--api-key`, `--base-url`, `--profile`, under their own heading in help. */
+/**
+ * `--json`, `--api-key`, `--base-url`, `--profile`, under their own heading in help. The program
+ * takes them too, before the command (`convo --profile staging tags list`): see program.ts.
+ */
 export function addCommonOptions(command: Command): Command {
   const group = 'Global options:';
   return command

@@ -4,7 +4,7 @@ import { version } from '../package.json';
 import { addAuthCommands } from './commands/auth/index.js';
 import { COMMAND_GROUPS, OPERATION_COMMANDS } from './commands/index.js';
 import { EXIT_CODES_HELP, reportError } from './errors.js';
-import { type CommandContext, addOperationCommand, subcommand } from './operation-commands.js';
+import { type CommandContext, addCommonOptions, addOperationCommand, subcommand } from './operation-commands.js';
 import { loadOperationSpecs } from './operation-spec.js';
 import { type Terminal, processTerminal } from './terminal.js';
 
@@ -21,7 +21,8 @@ Examples:
 
 Configuration (the first that is set wins, for the key and the base URL each):
   --api-key / --base-url, then CONVO_API_KEY / CONVO_BASE_URL, then the profile saved by
-  \`convo login\` (--profile or CONVO_PROFILE, else "default").
+  \`convo login\` (--profile or CONVO_PROFILE, else "default"). Global options go before the
+  command or after it; the base URL ends with /v1.
 
 Output: a table on a terminal; the API's JSON with --json or when stdout is not a terminal;
 --all on a list command prints every record as JSON Lines.
@@ -42,6 +43,18 @@ export async function buildProgram(terminal: Terminal): Promise<Command> {
       outputError: () => {},
     })
     .addHelpText('after', HELP_FOOTER);
+  // Global options before the command are the program's (positional options keep the two apart);
+  // each command that takes them gets them, unless it was given its own after its name.
+  addCommonOptions(program).enablePositionalOptions();
+  program.hook('preAction', (root, action) => {
+    if (action === root) return;
+    for (const option of root.options) {
+      const name = option.attributeName();
+      const value = root.getOptionValue(name);
+      if (value === undefined || action.getOptionValue(name) !== undefined) continue;
+      if (action.options.some((own) => own.attributeName() === name)) action.setOptionValueWithSource(name, value, root.getOptionValueSource(name));
+    }
+  });
 
   for (const group of COMMAND_GROUPS) subcommand(program, group.name, group.summary);
   for (const [id, naming] of Object.entries(OPERATION_COMMANDS)) addOperationCommand(program, id as OperationId, naming, context);
