@@ -6,3 +6,4 @@ export { defaultSettings, type Settings } from './settings.js';
 export { Worker } from './worker/worker.js';
 export { jobHandlers } from './worker/handlers.js';
 export type { AppRouter } from './trpc/router.js';
+export { seedDemo } from './operator/demo-seed.js';

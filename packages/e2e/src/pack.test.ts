@@ -40,12 +40,9 @@ describe('the packed SDK installed into an empty project', () => {
   });
 
   // Asynchronous: the server runs in this process and must keep answering while the script runs.
-  const run = async (file: string, source: string) => {
+  const run = async (file: string, source: string, env = { CONVO_API_KEY: server.keys.full, CONVO_BASE_URL: server.baseUrl }) => {
     writeFileSync(join(project, file), source);
-    const { stdout } = await promisify(execFile)(process.execPath, [file], {
-      cwd: project,
-      env: { ...process.env, CONVO_API_KEY: server.keys.full, CONVO_BASE_URL: server.baseUrl },
-    });
+    const { stdout } = await promisify(execFile)(process.execPath, [file], { cwd: project, env: { ...process.env, ...env } });
     return stdout.trim();
   };
 
@@ -70,11 +67,19 @@ new Convo().contacts.list({ limit: 1 }).then((page) => console.log(JSON.stringif
     expect(JSON.parse(out)).toEqual({ total: expect.any(Number), limit: 1 });
   });
 
-  it('runs the README quick start as written', async () => {
+  it('runs the README quick start as written against the demo account, twice in a row', async () => {
     const readme = readFileSync(join(packages, 'sdk/README.md'), 'utf8');
     const quickStart = /```js\n([\s\S]*?)```/.exec(readme)?.[1];
     expect(quickStart).toContain("from '@convo/sdk'");
-    const out = await run('quick-start.mjs', quickStart as string);
-    expect(out).toMatch(/^conv_\S+ Ana Souza Olá Ana! Your order has shipped\.$/m);
+    const demo = await startServer({ demo: true });
+    try {
+      const env = { CONVO_API_KEY: demo.keys.full, CONVO_BASE_URL: demo.baseUrl };
+      for (let time = 0; time < 2; time++) {
+        const out = await run('quick-start.mjs', quickStart as string, env);
+        expect(out).toMatch(/^conv_\S+ Ana Souza Olá Ana! Your order has shipped\.$/m);
+      }
+    } finally {
+      await demo.close();
+    }
   });
 });

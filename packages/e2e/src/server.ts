@@ -1,10 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { accountsService, buildServer, defaultSettings, migrateToLatest, openDatabase } from '@convo/api';
+import { accountsService, buildServer, defaultSettings, migrateToLatest, openDatabase, seedDemo } from '@convo/api';
 
-/** A real Convo server on a fresh SQLite file, with one account and keys of each type. */
-export async function startServer() {
+/**
+ * A real Convo server on a fresh SQLite file, with one account and keys of each type; with `demo`,
+ * the account is `pnpm start`'s demo account and its data.
+ */
+export async function startServer(options: { demo?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'convo-e2e-'));
   const database = openDatabase(`file:${join(dir, 'convo.db')}`);
   await migrateToLatest(database.db);
@@ -13,7 +16,7 @@ export async function startServer() {
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
-  const account = await accountsService.createAccount(database, { name: 'E2E', plan: 'business' });
+  const account = options.demo ? (await seedDemo(database)).account : await accountsService.createAccount(database, { name: 'E2E', plan: 'business' });
   const key = async (type: 'full_access' | 'read_only' | 'webhook') => (await accountsService.createKey(database, { accountId: account.id, type })).key;
   return {
     baseUrl: `http://127.0.0.1:${address.port}/v1`,
