@@ -359,6 +359,55 @@ describe('the convo CLI against a real server', () => {
     }
   });
 
+  it('imports with one rule for every column (blank leaves a field, "-" clears it) and exports what it imports back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'convo-cli-roundtrip-'));
+    try {
+      const first = join(dir, 'first.csv');
+      writeFileSync(first, ['name,phone,email,tags,attr.tier,attr.city', 'Eva,+5521900000011,eva@example.com,roundtrip;vip,gold,Recife'].join('\n'));
+      expect((await convo(['contacts', 'import', first])).code).toBe(0);
+      const second = join(dir, 'second.csv');
+      writeFileSync(second, ['name,phone,email,tags,attr.tier,attr.city', ',+5521900000011,-,,,Rio'].join('\n'));
+      const changed = await convo(['contacts', 'import', second, '--json']);
+      expect(JSON.parse(changed.stdout)).toEqual({ created: 0, updated: 1, unchanged: 0, failed: 0 });
+      const [eva] = ContactList.parse(JSON.parse((await convo(['contacts', 'list', '--tag', 'roundtrip', '--json'])).stdout)).data;
+      expect(eva).toMatchObject({ name: 'Eva', email: null, tags: ['roundtrip', 'vip'], attributes: { tier: 'gold', city: 'Rio' } });
+
+      for (const format of ['jsonl', 'csv'] as const) {
+        const exported = await convo(['contacts', 'export', '--tag', 'roundtrip', '--format', format]);
+        expect(exported.code, exported.stderr).toBe(0);
+        const file = join(dir, `export.${format}`);
+        writeFileSync(file, exported.stdout);
+        if (format === 'jsonl') {
+          expect(lines(exported.stdout).map((line) => JSON.parse(line))).toEqual([
+            { name: 'Eva', phone: '+5521900000011', email: null, tags: ['roundtrip', 'vip'], attributes: { city: 'Rio', tier: 'gold' } },
+          ]);
+        } else {
+          expect(exported.stdout).toBe('name,phone,email,tags,attr.city,attr.tier\nEva,+5521900000011,,roundtrip;vip,Rio,gold\n');
+        }
+        const back = await convo(['contacts', 'import', file, '--json']);
+        expect(JSON.parse(back.stdout), format).toEqual({ created: 0, updated: 0, unchanged: 1, failed: 0 });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('exports conversations with their messages', async () => {
+    const contact = Contact.parse(JSON.parse((await convo(['contacts', 'create', '--phone', '+4420700000099', '--json'])).stdout));
+    const conversation = Conversation.parse(
+      JSON.parse((await convo(['conversations', 'create', '--contact', contact.id, '--platform', 'instagram', '--json'])).stdout),
+    );
+    for (const content of ['first', 'second']) await convo(['messages', 'send', '--conversation', conversation.id, '--content', content]);
+    const exported = await convo(['conversations', 'export', '--platform', 'instagram', '--messages']);
+    expect(exported.code, exported.stderr).toBe(0);
+    const records = lines(exported.stdout).map((line) => JSON.parse(line) as { id: string; messages: unknown[] });
+    const mine = records.find((r) => r.id === conversation.id);
+    const messages = MessageList.parse(JSON.parse((await convo(['conversations', 'messages', conversation.id, '--json'])).stdout)).data;
+    expect(mine?.messages).toEqual(messages);
+    expect(messages.map((m) => m.content)).toEqual(['first', 'second']);
+    for (const record of records) expect(Array.isArray(record.messages)).toBe(true);
+  });
+
   it('exports every matching conversation as JSON Lines', async () => {
     for (let i = 0; i < 3; i++) {
       const contact = Contact.parse(JSON.parse((await convo(['contacts', 'create', '--phone', `+4420700000${10 + i}`, '--json'])).stdout));

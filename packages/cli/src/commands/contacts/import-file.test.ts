@@ -23,6 +23,14 @@ describe('CSV', () => {
     ]);
   });
 
+  it('leaves a field as it is for a blank cell in every column, and clears it for "-"', () => {
+    const csv = ['name,phone,email,tags,attr.tier,attr.city', 'Ana,+1555000001,,,,Rio', ' - ,+1555000002, - ,-,-,'].join('\n');
+    expect(parseContactsCsv(csv)).toEqual([
+      { line: 2, body: { name: 'Ana', phone: '+1555000001', attributes: { city: 'Rio' } } },
+      { line: 3, body: { name: null, phone: '+1555000002', email: null, tags: [], attributes: { tier: null } } },
+    ]);
+  });
+
   it('counts lines the same with CR LF line ends and a byte-order mark', () => {
     const csv = '\ufeffphone,name\r\n+1555000001,"A\r\nB"\r\n+1555000002,C\r\n';
     expect(parseContactsCsv(csv).map((r) => r.line)).toEqual([2, 4]);
@@ -77,6 +85,12 @@ describe('rerunning an import', () => {
 
   it('changes nothing when the row matches the contact', () => {
     expect(changedFields(contact, { name: 'Ana', phone: '+1555000001', tags: ['new', 'vip'], attributes: { visits: 3, tier: 'gold' } })).toEqual({});
+  });
+
+  it("merges a row's attributes into the contact's: the others stay, null removes one", () => {
+    expect(changedFields(contact, { phone: '+1555000001', attributes: { tier: 'gold' } })).toEqual({});
+    expect(changedFields(contact, { phone: '+1555000001', attributes: { city: 'Rio', tier: null } })).toEqual({ attributes: { visits: 3, city: 'Rio' } });
+    expect(changedFields(contact, { phone: '+1555000001', email: null, tags: [] })).toEqual({ tags: [] });
   });
 
   it('sends only the fields that differ', () => {

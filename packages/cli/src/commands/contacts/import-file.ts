@@ -29,12 +29,19 @@ export function parseContactsFile(text: string, format: ImportFormat): ImportRow
 
 /** Separators of the `tags` column: `vip;new` or `vip|new`. */
 const TAG_SEPARATOR = /[;|]/;
+/** The separator `contacts export` writes. */
+export const TAG_SEPARATOR_OUT = ';';
 const ATTRIBUTE_PREFIX = 'attr.';
 const SCALAR_COLUMNS = ['name', 'phone', 'email'] as const;
 
+/** The cell that clears a field (`name`, `email`, `tags`, an attribute): a blank cell leaves it as it is. */
+export const CLEAR_CELL = '-';
+
 /**
  * CSV with a header row. Columns: `name`, `phone`, `email`, `tags` (separated by `;` or `|`) and
- * `attr.<key>` for each attribute. Empty cells are left out of the body; blank lines are skipped.
+ * `attr.<key>` for each attribute. One rule for every column: a blank cell leaves the field as it
+ * is (it is left out of the body), `-` clears it (null, no tags, the attribute null: removed on
+ * import). Blank lines are skipped.
  */
 export function parseContactsCsv(text: string): ImportRow[] {
   // Plain LF line ends keep csv-parse's line count exact (it counts CR LF inside quotes twice).
@@ -67,10 +74,17 @@ export function parseContactsCsv(text: string): ImportRow[] {
       continue;
     }
     const body: Record<string, unknown> = {};
-    const attributes: Record<string, string> = {};
+    const attributes: Record<string, string | null> = {};
     columns.forEach((column, index) => {
       const value = (record[index] ?? '').trim();
       if (value === '') return;
+      if (value === CLEAR_CELL) {
+        if (column.kind === 'phone') body.phone = value;
+        else if (column.kind === 'tags') body.tags = [];
+        else if (column.kind === 'attribute') attributes[column.key] = null;
+        else body[column.key] = null;
+        return;
+      }
       if (column.kind === 'tags') {
         const tags = value
           .split(TAG_SEPARATOR)

@@ -113,10 +113,14 @@ export async function importContacts(
   return summary;
 }
 
-/** Creates the contact; when its phone is taken, brings the existing contact in line with the row instead. */
+/**
+ * Creates the contact; when its phone is taken, brings the existing contact in line with the row
+ * instead. A row's attributes are merged into the contact's (null removes one), as its other
+ * fields are: what the row leaves out stays as it is.
+ */
 export async function importContact(client: Convo, body: Record<string, unknown>): Promise<ImportOutcome> {
   try {
-    await client.contacts.create(body as Parameters<Convo['contacts']['create']>[0]);
+    await client.contacts.create(withoutRemovedAttributes(body) as Parameters<Convo['contacts']['create']>[0]);
     return 'created';
   } catch (error) {
     const existingId = isConvoError(error) && error.details?.constraint === 'unique' && error.details.field === 'phone' ? error.details.existing_id : undefined;
@@ -129,15 +133,37 @@ export async function importContact(client: Convo, body: Record<string, unknown>
   }
 }
 
-/** The fields of `body` that differ from the contact (tags as a set, attributes as a map). */
+/** A new contact's body: attributes the row removes (null) are simply not there. */
+function withoutRemovedAttributes(body: Record<string, unknown>): Record<string, unknown> {
+  if (!isRecord(body.attributes)) return body;
+  return { ...body, attributes: Object.fromEntries(Object.entries(body.attributes).filter(([, value]) => value !== null)) };
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The fields of `body` that differ from the contact (tags as a set), as a PATCH body. Attributes
+ * are merged: the row's set or replace the contact's, null removes one, the others stay (a PATCH
+ * replaces the whole object, so the merged object is sent).
+ */
 export function changedFields(contact: Contact, body: Record<string, unknown>): Record<string, unknown> {
   const changes: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(body)) {
     if (key === 'phone') continue;
     const current = (contact as unknown as Record<string, unknown>)[key];
-    if (!sameValue(key, current, value)) changes[key] = value;
+    const wanted = key === 'attributes' && isRecord(value) ? mergedAttributes(contact.attributes, value) : value;
+    if (!sameValue(key, current, wanted)) changes[key] = wanted;
   }
   return changes;
+}
+
+function mergedAttributes(current: Contact['attributes'], row: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...current };
+  for (const [key, value] of Object.entries(row)) {
+    if (value === null) delete merged[key];
+    else merged[key] = value;
+  }
+  return merged;
 }
 
 function sameValue(key: string, current: unknown, wanted: unknown): boolean {

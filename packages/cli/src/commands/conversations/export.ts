@@ -1,4 +1,5 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
+import type { Conversation, Convo, Message } from '@convo/sdk';
 import { openClient } from '../../client.js';
 import { type CommandContext, type CommonOptions, addCommonOptions, fieldValues, optionFor } from '../../operation-commands.js';
 import { writeJsonLines } from '../../output.js';
@@ -16,10 +17,11 @@ export function addExportCommand(group: Command, context: CommandContext): void 
     .summary('Write every matching conversation to stdout as JSON Lines')
     .description(
       [
-        'Write every matching conversation to stdout as JSON Lines, one conversation per line, in the order of `conversations list`. A progress bar shows on stderr when it is a terminal (not with --json).',
-        'Example: convo conversations export --status active > active.jsonl',
+        'Write every matching conversation to stdout as JSON Lines, one conversation per line, in the order of `conversations list`; with --messages, each with all its messages (oldest first) as `messages`. A progress bar shows on stderr when it is a terminal (not with --json).',
+        'Examples:\n  convo conversations export --status active > active.jsonl\n  convo conversations export --status resolved --messages > transcripts.jsonl',
       ].join('\n\n'),
-    );
+    )
+    .addOption(new Option('--messages', "include each conversation's messages, oldest first (one more request per 100 messages)"));
   const filters = spec.query
     .filter((field) => field.name !== 'offset')
     .map((field) => {
@@ -31,7 +33,7 @@ export function addExportCommand(group: Command, context: CommandContext): void 
     });
   addCommonOptions(command);
 
-  command.action(async (options: CommonOptions & Record<string, unknown>) => {
+  command.action(async (options: CommonOptions & { messages?: boolean } & Record<string, unknown>) => {
     const { terminal } = context;
     const query = { limit: EXPORT_PAGE_SIZE, ...fieldValues(options, filters) };
 
@@ -39,8 +41,17 @@ export function addExportCommand(group: Command, context: CommandContext): void 
     const progress = createProgress(terminal.stderr, { label: 'Exporting conversations', enabled: progressEnabled(options, terminal.stderr) });
     const conversations = client.conversations.list(query);
     progress.setTotal((await conversations).total);
-    const count = await writeJsonLines(terminal.stdout, conversations, () => progress.tick());
+    const records = options.messages ? withMessages(client, conversations) : conversations;
+    const count = await writeJsonLines(terminal.stdout, records, () => progress.tick());
     progress.done();
     if (progressEnabled(options, terminal.stderr)) await writeOut(terminal.stderr, `Exported ${count} conversations.\n`);
   });
+}
+
+/** Each conversation with all its messages, fetched as the conversation comes up. */
+async function* withMessages(client: Convo, conversations: AsyncIterable<Conversation>): AsyncIterable<Conversation & { messages: Message[] }> {
+  for await (const conversation of conversations) {
+    const messages = await client.conversations.listMessages(conversation.id, { limit: EXPORT_PAGE_SIZE }).toArray();
+    yield { ...conversation, messages };
+  }
 }
