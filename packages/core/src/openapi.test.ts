@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import packageJson from '../package.json' with { type: 'json' };
-import { CONTRACT_VERSION, buildOpenApiDocument, endpoints, toOpenApiPath } from './index.js';
+import { CONTRACT_VERSION, type EndpointDefinition, buildOpenApiDocument, endpoints, toOpenApiPath } from './index.js';
 
 describe('buildOpenApiDocument', () => {
   const doc = buildOpenApiDocument();
@@ -65,6 +65,24 @@ describe('buildOpenApiDocument', () => {
     }
     const idempotencyKey = doc.components.parameters['Idempotency-Key'];
     expect(idempotencyKey).toMatchObject({ in: 'header', required: false, schema: { type: 'string', maxLength: 255 } });
+  });
+
+  it('gives every operation an example of its body and of its answer, which the contract accepts', () => {
+    type Media = { example?: unknown };
+    type Operation = { requestBody?: { content: { 'application/json': Media } }; responses: Record<string, { content?: { 'application/json': Media } }> };
+    for (const [operationId, op] of Object.entries(endpoints as Record<string, EndpointDefinition>)) {
+      const operation = (doc.paths[`/v1${toOpenApiPath(op.path)}`] as Record<string, Operation>)[op.method.toLowerCase()] as Operation;
+      if (op.body) {
+        const example = operation.requestBody?.content['application/json'].example;
+        expect(example, `${operationId} body`).toBeDefined();
+        expect(op.body.safeParse(example).error, `${operationId} body`).toBeUndefined();
+      }
+      if (op.response) {
+        const example = operation.responses[op.status]?.content?.['application/json'].example;
+        expect(example, `${operationId} response`).toBeDefined();
+        expect(op.response.safeParse(example).error, `${operationId} response`).toBeUndefined();
+      }
+    }
   });
 
   it('leaves out excluded operations', () => {

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ERROR_STATUS, ErrorBody } from './errors.js';
 import { type EndpointDefinition, endpoints, toOpenApiPath } from './endpoints.js';
+import { exampleOf } from './examples.js';
 import { CONTRACT_VERSION } from './version.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -82,6 +83,12 @@ function parameters(collector: SchemaCollector, schema: z.ZodType | undefined, l
   });
 }
 
+type MediaObject = { schema: JsonSchema; example?: unknown };
+type OperationObject = {
+  requestBody?: { content: Record<string, MediaObject> };
+  responses: Record<string, { content?: Record<string, MediaObject> }>;
+};
+
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /**
@@ -133,6 +140,18 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: collector.convert(op.body, 'input') } } } } : {}),
       responses,
     };
+  }
+
+  // Examples last: they follow $refs into components that later operations may have added.
+  for (const methods of Object.values(paths)) {
+    for (const operation of Object.values(methods) as OperationObject[]) {
+      const body = operation.requestBody?.content['application/json'];
+      if (body) body.example = exampleOf(body.schema, collector.components);
+      for (const response of Object.values(operation.responses)) {
+        const media = response.content?.['application/json'];
+        if (media && media.schema !== errorRef) media.example = exampleOf(media.schema, collector.components);
+      }
+    }
   }
 
   return {

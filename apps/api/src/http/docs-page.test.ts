@@ -38,6 +38,16 @@ describe('the /docs page', () => {
     expect(section('schema-Contact')).toContain('map of string');
   });
 
+  it('shows an example request and answer for every operation, from the contract', () => {
+    for (const [id, op] of Object.entries(endpoints)) {
+      const text = section(`op-${id}`);
+      expect(text, id).toContain('<h4>Example</h4>');
+      if ('body' in op) expect(text, id).toMatch(/<h4>Example<\/h4><pre>[A-Z]+ [^<]+<\/pre><pre>\{/);
+      if ('response' in op) expect(text, id).toMatch(new RegExp(`<p>Answer <code>${op.status}</code></p><pre>\\{`));
+    }
+    expect(section('op-contacts.create')).toContain('&quot;phone&quot;: &quot;+14155550123&quot;');
+  });
+
   it('names the headers of each response', () => {
     expect(section('op-contacts.create')).toContain('<code>X-RateLimit-Remaining</code>');
   });

@@ -92,6 +92,18 @@ function fieldsOf(schema: Json | undefined): string {
   return table(fieldRows(schema));
 }
 
+const pretty = (value: unknown) => `<pre>${escapeHtml(JSON.stringify(value, null, 2))}</pre>`;
+
+/** The operation's example request (path parameters as placeholders) and its successful answer. */
+function exampleOf(method: string, path: string, op: Json): string {
+  const body = op.requestBody?.content?.['application/json']?.example;
+  const [status, success] = Object.entries(op.responses as Record<string, Json>)[0] ?? [];
+  const answer = success?.content?.['application/json']?.example;
+  return `<h4>Example</h4><pre>${escapeHtml(`${method.toUpperCase()} ${path}`)}</pre>${body === undefined ? '' : pretty(body)}<p>Answer <code>${escapeHtml(status)}</code></p>${
+    answer === undefined ? '' : pretty(answer)
+  }`;
+}
+
 /**
  * The API reference at /docs: one self-contained page rendered on the server from the OpenAPI
  * document, with no scripts and nothing fetched from elsewhere.
@@ -126,6 +138,7 @@ export function renderDocsPage(doc: OpenApiDocument): string {
 ${parameters.length ? `<h4>Parameters</h4><table><tr><th>Name</th><th>In</th><th>Type</th><th></th></tr>${parameters.map((p) => `<tr><td><code>${escapeHtml(p.name)}</code>${p.required ? ' <b>required</b>' : ''}</td><td>${escapeHtml(p.in)}</td><td>${typeOf(p.schema)}</td><td>${prose(p.description ?? '')}</td></tr>`).join('')}</table>` : ''}
 ${body ? `<h4>Body: ${typeOf(body)}</h4>${fieldsOf(resolve(body))}` : ''}
 <h4>Responses</h4><ul>${responses}</ul>
+${exampleOf(method, path, op)}
 </section>`);
     }
   }
@@ -144,7 +157,7 @@ body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding
 code{background:#f1f3f7;padding:0 .25em;border-radius:3px}table{border-collapse:collapse;width:100%;margin:.5rem 0;display:block;overflow-x:auto}
 td,th{border-bottom:1px solid #e3e6ec;text-align:left;padding:.3rem .5rem;vertical-align:top}section{margin:1.5rem 0;padding-bottom:1rem;border-bottom:2px solid #eef0f4}
 .m{font:bold 12px monospace;padding:.15em .5em;border-radius:3px;color:#fff}.get{background:#2f7d32}.post{background:#1565c0}.patch{background:#b26a00}.delete{background:#b71c1c}
-nav ul{padding-left:1.2rem}
+nav ul{padding-left:1.2rem}pre{background:#f6f8fa;padding:.5rem;overflow-x:auto;font-size:13px}
 </style></head><body>
 <h1>${escapeHtml(doc.info.title)} <small>v${escapeHtml(doc.info.version)}</small></h1>
 <p>${prose(doc.info.description)}</p>

@@ -1,0 +1,121 @@
+/**
+ * Examples for the OpenAPI document and /docs, made from the JSON Schema of a request or a
+ * response: the schema's own `example` or `default` where it has one, else the first choice of
+ * an enum or union, else a value of its type within its bounds. A test parses every example
+ * with the operation's zod schema, so an example the contract would refuse fails the build.
+ */
+type JsonSchema = Record<string, unknown>;
+
+const BY_FORMAT: Record<string, string> = {
+  'date-time': '2026-11-22T10:15:30.123Z',
+  email: 'ana@example.com',
+  e164: '+14155550123',
+  uri: 'https://example.com/webhooks/convo',
+  url: 'https://example.com/webhooks/convo',
+};
+
+const MAX_DEPTH = 12;
+
+/** Ids look like ids: the prefix of the resource (CONTRACT.md) and a ULID. */
+const ID_PREFIXES: Record<string, string> = {
+  Contact: 'ct',
+  Conversation: 'conv',
+  Message: 'msg',
+  Order: 'ord',
+  Workflow: 'wf',
+  WorkflowRun: 'run',
+  Event: 'evt',
+  WebhookEndpoint: 'whe',
+  WebhookDelivery: 'whd',
+};
+const ULID = '01JD5Q3R8Z6X4W2V0T9S7P5N3M';
+
+/** Plain strings named like these get a value that reads as one. */
+const BY_NAME: Record<string, unknown> = {
+  contact_id: `ct_${ULID}`,
+  conversation_id: `conv_${ULID}`,
+  endpoint_id: `whe_${ULID}`,
+  event_id: `evt_${ULID}`,
+  workflow_id: `wf_${ULID}`,
+  name: 'Ana Souza',
+  phone: '+14155550123',
+  content: 'Hi Ana! Your order has shipped.',
+  url: 'https://example.com/webhooks/convo',
+  description: 'Order notifications',
+  number: '1001',
+  currency: 'USD',
+  events: ['order.placed'],
+};
+
+/** An inline object under `contact` is a contact (its id a contact's); other fields stay in their component. */
+function nestedComponent(property: string, component: string | undefined): string | undefined {
+  const named = property.charAt(0).toUpperCase() + property.slice(1);
+  return ID_PREFIXES[named] ? named : component;
+}
+
+interface Context {
+  /** The component whose fields are being filled. */
+  component?: string | undefined;
+  property?: string | undefined;
+}
+
+export function exampleOf(schema: JsonSchema | undefined, components: Record<string, JsonSchema>, depth = 0, context: Context = {}): unknown {
+  if (!schema || depth > MAX_DEPTH) return null;
+  if (typeof schema.$ref === 'string') {
+    const component = schema.$ref.split('/').pop() as string;
+    return exampleOf(components[component], components, depth + 1, { component, property: context.property });
+  }
+  if (schema.example !== undefined) return schema.example;
+  if (schema.default !== undefined) return schema.default;
+  if (schema.const !== undefined) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  const variants = (schema.oneOf ?? schema.anyOf) as JsonSchema[] | undefined;
+  const alternatives = variants?.every((v) => Array.isArray(v.required) && Object.keys(v).length === 1);
+  if (variants && !alternatives) {
+    const chosen = variants.find((v) => v.type !== 'null') ?? variants[0];
+    return exampleOf(chosen, components, depth + 1, context);
+  }
+  const type = Array.isArray(schema.type) ? (schema.type as string[]).find((t) => t !== 'null') : schema.type;
+  switch (type) {
+    case 'string': {
+      if (typeof schema.format === 'string' && BY_FORMAT[schema.format]) return BY_FORMAT[schema.format];
+      if (context.property === 'id' && context.component && ID_PREFIXES[context.component]) return `${ID_PREFIXES[context.component]}_${ULID}`;
+      const named = context.property === undefined ? undefined : BY_NAME[context.property];
+      if (typeof named === 'string') return named;
+      const min = typeof schema.minLength === 'number' ? schema.minLength : 1;
+      return 'example'.padEnd(min, 'x');
+    }
+    case 'integer':
+    case 'number':
+      return typeof schema.minimum === 'number' ? Math.max(schema.minimum, Math.min(1, Number(schema.maximum ?? 1))) : 1;
+    case 'boolean':
+      return true;
+    case 'null':
+      return null;
+    case 'array': {
+      const named = context.property === undefined ? undefined : BY_NAME[context.property];
+      if (Array.isArray(named)) return named;
+      const item = exampleOf(schema.items as JsonSchema, components, depth + 1, { component: context.component });
+      return Array.from({ length: Math.max(1, Number(schema.minItems ?? 1)) }, () => item);
+    }
+    case 'object': {
+      const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
+      if (!schema.properties && schema.additionalProperties && typeof schema.additionalProperties === 'object') {
+        const key = exampleOf((schema.propertyNames as JsonSchema) ?? { type: 'string' }, components, depth + 1);
+        return { [String(key)]: exampleOf(schema.additionalProperties as JsonSchema, components, depth + 1, { component: context.component }) };
+      }
+      // Every required field, and the first of the fields one of which is required.
+      const wanted = new Set([...((schema.required as string[] | undefined) ?? []), ...(alternatives ? ((variants?.[0]?.required as string[]) ?? []) : [])]);
+      return Object.fromEntries(
+        Object.entries(properties)
+          .filter(([name]) => wanted.has(name))
+          .map(([name, property]) => [
+            name,
+            exampleOf(property, components, depth + 1, { component: nestedComponent(name, context.component), property: name }),
+          ]),
+      );
+    }
+    default:
+      return null;
+  }
+}
