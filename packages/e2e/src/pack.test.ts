@@ -1,5 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestServer, startServer } from './server.js';
 
 const packages = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The workspace's TypeScript compiler, run as a user's project would run its own. */
+const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const pnpm = process.env.npm_execpath?.includes('pnpm') ? [process.execPath, process.env.npm_execpath] : ['npx', '-y', 'pnpm@10.34.8'];
 
 /** Packs a workspace package as it would be published (workspace and catalog versions resolved). */
@@ -22,17 +25,51 @@ function pack(name: 'core' | 'sdk', into: string): string {
 describe('the packed SDK installed into an empty project', () => {
   let server: TestServer;
   let project: string;
+  let tarball: string;
 
   beforeAll(async () => {
     server = await startServer();
     project = mkdtempSync(join(tmpdir(), 'convo-pack-'));
-    const core = pack('core', project);
-    const sdk = pack('sdk', project);
-    writeFileSync(
-      join(project, 'package.json'),
-      JSON.stringify({ name: 'scratch', private: true, dependencies: { '@convo/sdk': `file:${sdk}` }, overrides: { '@convo/core': `file:${core}` } }),
-    );
+    // The SDK alone: nothing else of the workspace, from no registry but npm's own.
+    tarball = pack('sdk', project);
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'scratch', private: true, dependencies: { '@convo/sdk': `file:${tarball}` } }));
     execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: project, stdio: 'pipe' });
+  });
+
+  it('installs with no dependency of its own', () => {
+    expect(readdirSync(join(project, 'node_modules')).filter((entry) => !entry.startsWith('.'))).toEqual(['@convo']);
+    expect(readdirSync(join(project, 'node_modules/@convo'))).toEqual(['sdk']);
+    const manifest = JSON.parse(readFileSync(join(project, 'node_modules/@convo/sdk/package.json'), 'utf8')) as Record<string, unknown>;
+    expect(manifest.dependencies ?? {}).toEqual({});
+  });
+
+  it('states its packed size in its README, to within a quarter', () => {
+    const readme = readFileSync(join(packages, 'sdk/README.md'), 'utf8');
+    const stated = /Packed size: about (\d+) kB/.exec(readme)?.[1];
+    expect(stated, 'the README says "Packed size: about N kB"').toBeDefined();
+    const actual = statSync(tarball).size / 1000;
+    expect(Math.abs(Number(stated) - actual) / actual, `packed ${actual.toFixed(0)} kB`).toBeLessThan(0.25);
+  });
+
+  it('type-checks the README quick start with tsc --strict', () => {
+    const readme = readFileSync(join(packages, 'sdk/README.md'), 'utf8');
+    const quickStart = /```js\n([\s\S]*?)```/.exec(readme)?.[1] as string;
+    writeFileSync(join(project, 'quick-start.ts'), quickStart);
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { strict: true, noEmit: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', skipLibCheck: false },
+        files: ['quick-start.ts'],
+      }),
+    );
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ ...JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')), type: 'module' }));
+    try {
+      execFileSync(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: project, stdio: 'pipe' });
+    } catch (error) {
+      throw new Error(`tsc --strict failed:\n${(error as { stdout?: Buffer }).stdout?.toString() ?? String(error)}`);
+    } finally {
+      writeFileSync(join(project, 'package.json'), JSON.stringify({ ...JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')), type: undefined }));
+    }
   });
   afterAll(async () => {
     await server.close();

@@ -1,4 +1,4 @@
-import type { ErrorCode, ErrorDetails } from '@convo/core';
+import type { ErrorCode, ErrorDetails } from './contract.js';
 
 /** Every error the SDK throws is a ConvoError. API errors carry the response's code and status. */
 export class ConvoError extends Error {

@@ -23,4 +23,5 @@ export type { Events } from './resources/events.js';
 export type { Sandbox } from './resources/sandbox.js';
 export type { WebhookEndpoints } from './resources/webhook-endpoints.js';
 export type { Workflows } from './resources/workflows.js';
-export type * from '@convo/core';
+export type * from './contract.js';
+export { fillPath } from './contract.js';

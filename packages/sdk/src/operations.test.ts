@@ -1,4 +1,4 @@
-import type { OperationId } from '@convo/core';
+import type { OperationId } from './contract.js';
 import { expectTypeOf, it } from 'vitest';
 import { SDK_METHODS } from './operations.js';
 

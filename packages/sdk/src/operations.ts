@@ -1,4 +1,4 @@
-import type { OperationId } from '@convo/core';
+import type { OperationId } from './contract.js';
 
 /**
  * Where each operation of the endpoint table lives on the client. Typed over every operation id:

@@ -1,4 +1,4 @@
-import type { Page as PageShape } from '@convo/core';
+import type { Page as PageShape } from './contract.js';
 
 export type Page<T> = PageShape<T>;
 

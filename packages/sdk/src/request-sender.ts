@@ -1,4 +1,5 @@
-import { type OperationId, type OperationInput, type OperationResult, endpoints, fillPath } from '@convo/core';
+import { type OperationId, type OperationInput, type OperationResult, fillPath } from './contract.js';
+import { ROUTES } from './generated/contract.js';
 import { ConnectionError, type ConvoError, RateLimitedError, ServerError, TimeoutError, errorFromResponse } from './errors.js';
 
 export interface RequestOptions {
@@ -36,7 +37,7 @@ export class RequestSender {
   constructor(private readonly config: SenderConfig) {}
 
   async send<K extends OperationId>(operationId: K, input: OperationInput<K>, options: RequestOptions = {}): Promise<OperationResult<K>> {
-    const operation = endpoints[operationId];
+    const operation = ROUTES[operationId];
     const parts = input as { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
     const url = new URL(this.config.baseUrl.replace(/\/+$/, '') + fillPath(operation.path, parts.params));
     for (const [name, value] of Object.entries(parts.query ?? {})) {

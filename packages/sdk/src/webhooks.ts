@@ -1,4 +1,4 @@
-import type { Event } from '@convo/core';
+import type { Event } from './contract.js';
 
 export class WebhookVerificationError extends Error {
   constructor(message: string) {

@@ -1,4 +1,4 @@
-import type { Contact, CreateContactBody, ListContactsQuery, UpdateContactBody } from '@convo/core';
+import type { Contact, CreateContactBody, ListContactsQuery, UpdateContactBody } from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions, RequestSender } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';

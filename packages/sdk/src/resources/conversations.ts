@@ -1,4 +1,4 @@
-import type { Conversation, CreateConversationBody, ListConversationsQuery, ListMessagesQuery, Message, UpdateConversationBody } from '@convo/core';
+import type { Conversation, CreateConversationBody, ListConversationsQuery, ListMessagesQuery, Message, UpdateConversationBody } from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';

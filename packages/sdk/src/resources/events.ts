@@ -1,4 +1,4 @@
-import type { Event, ListEventsQuery } from '@convo/core';
+import type { Event, ListEventsQuery } from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';

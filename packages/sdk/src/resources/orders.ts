@@ -1,4 +1,4 @@
-import type { CreateOrderBody, ListOrdersQuery, Order } from '@convo/core';
+import type { CreateOrderBody, ListOrdersQuery, Order } from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';

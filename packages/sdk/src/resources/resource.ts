@@ -1,4 +1,4 @@
-import type { OperationId, OperationInput, OperationResult } from '@convo/core';
+import type { OperationId, OperationInput, OperationResult } from '../contract.js';
 import { PagePromise } from '../pagination.js';
 import type { RequestOptions, RequestSender } from '../request-sender.js';
 

@@ -1,4 +1,4 @@
-import type { Message, SandboxInboundBody } from '@convo/core';
+import type { Message, SandboxInboundBody } from '../contract.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource } from './resource.js';
 

@@ -1,4 +1,4 @@
-import type { ListTagsQuery, Tag } from '@convo/core';
+import type { ListTagsQuery, Tag } from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';

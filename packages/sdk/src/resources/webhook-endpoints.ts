@@ -5,7 +5,7 @@ import type {
   UpdateWebhookEndpointBody,
   WebhookDelivery,
   WebhookEndpoint,
-} from '@convo/core';
+} from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';

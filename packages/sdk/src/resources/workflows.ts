@@ -1,4 +1,4 @@
-import type { CreateWorkflowBody, ListRunsQuery, ListWorkflowsQuery, TriggerWorkflowBody, Workflow, WorkflowRun } from '@convo/core';
+import type { CreateWorkflowBody, ListRunsQuery, ListWorkflowsQuery, TriggerWorkflowBody, Workflow, WorkflowRun } from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';
