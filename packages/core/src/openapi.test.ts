@@ -85,6 +85,21 @@ describe('buildOpenApiDocument', () => {
     }
   });
 
+  it('lists a 404 only where one can happen: a record in the path, or one the body names', () => {
+    const statuses = (path: string, method: string) => Object.keys((doc.paths[path] as Record<string, { responses: object }>)[method]?.responses ?? {});
+    expect(statuses('/v1/contacts', 'get')).not.toContain('404');
+    expect(statuses('/v1/contacts', 'post')).not.toContain('404');
+    expect(statuses('/v1/webhook_endpoints', 'post')).not.toContain('404');
+    for (const [path, method] of [
+      ['/v1/contacts/{id}', 'get'],
+      ['/v1/orders', 'post'],
+      ['/v1/conversations', 'post'],
+      ['/v1/messages', 'post'],
+    ] as const) {
+      expect(statuses(path, method), `${method} ${path}`).toContain('404');
+    }
+  });
+
   it('leaves out excluded operations', () => {
     const trimmed = buildOpenApiDocument({ exclude: ['orders.create'] });
     expect(trimmed.paths['/v1/orders']?.post).toBeUndefined();

@@ -60,8 +60,8 @@ function rewriteRefs(value: unknown): unknown {
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: `details.field` and `details.constraint` say what to fix.',
   401: 'Missing or invalid API key.',
-  403: 'The key lacks permission for this operation.',
-  404: 'No such resource in this account.',
+  403: 'The key may not do this: a read-only key writing, or a webhook signing secret used as an API key.',
+  404: 'No such record in this account: the one in the path, or one the body names.',
   429: 'Too many requests: retry after `Retry-After` seconds.',
   500: 'Internal error: the message names the request id.',
 };
@@ -88,6 +88,14 @@ type OperationObject = {
   requestBody?: { content: Record<string, MediaObject> };
   responses: Record<string, { content?: Record<string, MediaObject> }>;
 };
+
+/** A body field naming another record (`contact_id`, `conversation_id`): an unknown one is a 404. */
+function refersToRecords(collector: SchemaCollector, op: EndpointDefinition): boolean {
+  if (!op.body) return false;
+  let schema = collector.convert(op.body, 'input');
+  if (typeof schema.$ref === 'string') schema = collector.components[schema.$ref.slice(REF_PREFIX.length)] ?? {};
+  return Object.keys((schema.properties ?? {}) as Record<string, unknown>).some((name) => name.endsWith('_id'));
+}
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
@@ -119,7 +127,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
         ? { description: op.summary, headers: headersOf(op.status), content: { 'application/json': { schema: collector.convert(op.response, 'output') } } }
         : { description: `${op.summary}: no content.`, headers: headersOf(op.status) },
     };
-    const errorStatuses = [400, 401, 403, ...(op.params || op.body ? [404] : []), 429, 500];
+    const errorStatuses = [400, 401, 403, ...(op.params || refersToRecords(collector, op) ? [404] : []), 429, 500];
     for (const status of errorStatuses) {
       responses[status] = { description: ERROR_DESCRIPTIONS[status], headers: headersOf(status), content: { 'application/json': { schema: errorRef } } };
     }
