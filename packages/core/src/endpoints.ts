@@ -309,7 +309,9 @@ export const endpoints = {
     permission: 'write',
     summary: 'Register a webhook endpoint',
     description:
-      'Deliveries follow Standard Webhooks: `webhook-id`, `webhook-timestamp` and `webhook-signature` (one `v1,` signature per active webhook key of the account).',
+      'Deliveries follow Standard Webhooks: `webhook-id`, `webhook-timestamp` and `webhook-signature` (one `v1,` signature per active webhook key of the account). ' +
+      'Signing needs a webhook key (`whsec_…`, generated like any other key; verify deliveries with its value): while the account has none, every attempt fails with ' +
+      "`no_signing_key` in the delivery's `attempts` and is retried on schedule, so generate one before or right after registering the endpoint.",
     body: CreateWebhookEndpointBody,
     status: 201,
     response: WebhookEndpoint,
