@@ -36,6 +36,8 @@ export default defineConfig({
               test: {
                 name: 'pgbouncer',
                 include: ['src/http/*.test.ts', 'src/resilience/pgbouncer.test.ts'],
+                // The /docs page never touches the database.
+                exclude: [...configDefaults.exclude, 'src/http/docs-page*.test.ts'],
                 globalSetup: ['src/resilience/pgbouncer.ts'],
                 runner: 'src/resilience/through-pgbouncer.ts',
                 maxWorkers: 2,
