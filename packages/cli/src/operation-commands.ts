@@ -30,6 +30,9 @@ export interface CommandContext {
   specs: Record<OperationId, OperationSpec>;
 }
 
+/** The API's largest page: exports ask for it, to take as few requests as they can. */
+export const EXPORT_PAGE_SIZE = 100;
+
 /** Options every command that calls the API takes. */
 export interface CommonOptions extends ConnectionFlags {
   json?: boolean;

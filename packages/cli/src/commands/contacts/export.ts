@@ -1,11 +1,8 @@
 import { type Command, Option } from 'commander';
 import { openClient } from '../../client.js';
-import { type CommandContext, type CommonOptions, addCommonOptions, fieldValues, optionFor } from '../../operation-commands.js';
+import { type CommandContext, type CommonOptions, EXPORT_PAGE_SIZE, addCommonOptions, fieldValues, optionFor } from '../../operation-commands.js';
 import { createProgress, progressEnabled } from '../../progress.js';
 import { writeOut } from '../../terminal.js';
-
-/** The API's largest page, so an export takes as few requests as it can. */
-const EXPORT_PAGE_SIZE = 100;
 
 /** `convo contacts export [filters] [--format csv] > contacts.jsonl`: what `contacts import` reads back. */
 export function addContactsExportCommand(group: Command, context: CommandContext): void {

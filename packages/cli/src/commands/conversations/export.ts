@@ -1,13 +1,10 @@
 import { type Command, Option } from 'commander';
 import type { Conversation, Convo, Message } from '@convo/sdk';
 import { openClient } from '../../client.js';
-import { type CommandContext, type CommonOptions, addCommonOptions, fieldValues, optionFor } from '../../operation-commands.js';
+import { type CommandContext, type CommonOptions, EXPORT_PAGE_SIZE, addCommonOptions, fieldValues, optionFor } from '../../operation-commands.js';
 import { writeJsonLines } from '../../output.js';
 import { createProgress, progressEnabled } from '../../progress.js';
 import { writeOut } from '../../terminal.js';
-
-/** The API's largest page, so an export takes as few requests as it can. */
-const EXPORT_PAGE_SIZE = 100;
 
 /** `convo conversations export [filters] > out.jsonl`: every matching conversation, one JSON object per line. */
 export function addExportCommand(group: Command, context: CommandContext): void {
