@@ -77,17 +77,9 @@ export function addOperationCommand(root: Command, id: OperationId, naming: Oper
     return field;
   });
 
-  const queryOptions = spec.query.map((field) => {
-    const option = optionFor(field).helpGroup(spec.list ? 'Filters and paging:' : 'Query options:');
-    command.addOption(option);
-    return { field, key: option.attributeName() };
-  });
+  const queryOptions = addFieldOptions(command, spec.query, spec.list ? 'Filters and paging:' : 'Query options:');
   const bodyFields = (spec.body ?? []).filter((f) => !positional.includes(f));
-  const bodyOptions = bodyFields.map((field) => {
-    const option = optionFor(field).helpGroup('Body options:');
-    command.addOption(option);
-    return { field, key: option.attributeName() };
-  });
+  const bodyOptions = addFieldOptions(command, bodyFields, 'Body options:');
   if (bodyFields.length > 0) {
     command.addOption(
       new Option('--body <json>', 'the request body as JSON, @FILE or - for stdin; the options above override its fields').helpGroup('Body options:'),
@@ -150,6 +142,15 @@ export function sdkMethod(client: Convo, path: string): (...args: unknown[]) => 
 }
 
 /** The commander option of a schema field: flag, help, choices and the parser of its values. */
+/** Adds an option for each field under the help heading `group`; fieldValues reads them back. */
+export function addFieldOptions(command: Command, fields: readonly FieldSpec[], group: string): { field: FieldSpec; key: string }[] {
+  return fields.map((field) => {
+    const option = optionFor(field).helpGroup(group);
+    command.addOption(option);
+    return { field, key: option.attributeName() };
+  });
+}
+
 export function optionFor(field: FieldSpec): Option {
   const description = `${field.description}${field.required ? `${field.description ? ' ' : ''}(required)` : ''}`;
   // A boolean alone means true; `--flag false` sends false.

@@ -1,6 +1,9 @@
+import type { Contact } from '@convo/sdk';
 import { type Command, Option } from 'commander';
 import { openClient } from '../../client.js';
-import { type CommandContext, type CommonOptions, EXPORT_PAGE_SIZE, addCommonOptions, fieldValues, optionFor } from '../../operation-commands.js';
+import type { ExportFormat } from './export-file.js';
+import { type CommandContext, type CommonOptions, EXPORT_PAGE_SIZE, addCommonOptions, addFieldOptions, fieldValues } from '../../operation-commands.js';
+import { writeJsonLines } from '../../output.js';
 import { createProgress, progressEnabled } from '../../progress.js';
 import { writeOut } from '../../terminal.js';
 
@@ -17,33 +20,38 @@ export function addContactsExportCommand(group: Command, context: CommandContext
       ].join('\n\n'),
     )
     .addOption(new Option('--format <format>', 'jsonl (default) or csv').choices(['jsonl', 'csv']).default('jsonl'));
-  const filters = spec.query
-    .filter((field) => field.name !== 'offset' && field.name !== 'limit')
-    .map((field) => {
-      const option = optionFor(field);
-      command.addOption(option.helpGroup('Filters:'));
-      return { field, key: option.attributeName() };
-    });
+  const filters = addFieldOptions(
+    command,
+    spec.query.filter((field) => field.name !== 'offset' && field.name !== 'limit'),
+    'Filters:',
+  );
   addCommonOptions(command);
 
-  command.action(async (options: CommonOptions & { format: 'jsonl' | 'csv' } & Record<string, unknown>) => {
+  command.action(async (options: CommonOptions & { format: ExportFormat } & Record<string, unknown>) => {
     const { terminal } = context;
     const { contactsCsv, importableBody } = await import('./export-file.js');
     const client = await openClient(options, terminal);
     const progress = createProgress(terminal.stderr, { label: 'Exporting contacts', enabled: progressEnabled(options, terminal.stderr) });
     const contacts = client.contacts.list({ limit: EXPORT_PAGE_SIZE, ...fieldValues(options, filters) });
     progress.setTotal((await contacts).total);
-    let count = 0;
-    // CSV needs every contact's attribute keys for its header, so it is written at the end.
-    const kept = [];
-    for await (const contact of contacts) {
-      if (options.format === 'csv') kept.push(contact);
-      else await writeOut(terminal.stdout, `${JSON.stringify(importableBody(contact))}\n`);
-      progress.tick();
-      count++;
+    let count: number;
+    if (options.format === 'csv') {
+      // CSV needs every contact's attribute keys for its header, so it is written at the end.
+      const kept: Contact[] = [];
+      for await (const contact of contacts) {
+        kept.push(contact);
+        progress.tick();
+      }
+      await writeOut(terminal.stdout, contactsCsv(kept));
+      count = kept.length;
+    } else {
+      count = await writeJsonLines(terminal.stdout, mapAsync(contacts, importableBody), () => progress.tick());
     }
-    if (options.format === 'csv') await writeOut(terminal.stdout, contactsCsv(kept));
     progress.done();
     if (progressEnabled(options, terminal.stderr)) await writeOut(terminal.stderr, `Exported ${count} contacts.\n`);
   });
+}
+
+async function* mapAsync<T, U>(records: AsyncIterable<T>, map: (record: T) => U): AsyncIterable<U> {
+  for await (const record of records) yield map(record);
 }

@@ -78,9 +78,9 @@ export function parseContactsCsv(text: string): ImportRow[] {
     columns.forEach((column, index) => {
       const value = (record[index] ?? '').trim();
       if (value === '') return;
-      if (value === CLEAR_CELL) {
-        if (column.kind === 'phone') body.phone = value;
-        else if (column.kind === 'tags') body.tags = [];
+      // A phone cannot be cleared: `-` there is sent as it is (and refused as no phone number).
+      if (value === CLEAR_CELL && column.kind !== 'phone') {
+        if (column.kind === 'tags') body.tags = [];
         else if (column.kind === 'attribute') attributes[column.key] = null;
         else body[column.key] = null;
         return;

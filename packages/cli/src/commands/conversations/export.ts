@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { Conversation, Convo, Message } from '@convo/sdk';
 import { openClient } from '../../client.js';
-import { type CommandContext, type CommonOptions, EXPORT_PAGE_SIZE, addCommonOptions, fieldValues, optionFor } from '../../operation-commands.js';
+import { type CommandContext, type CommonOptions, EXPORT_PAGE_SIZE, addCommonOptions, addFieldOptions, fieldValues } from '../../operation-commands.js';
 import { writeJsonLines } from '../../output.js';
 import { createProgress, progressEnabled } from '../../progress.js';
 import { writeOut } from '../../terminal.js';
@@ -19,15 +19,15 @@ export function addExportCommand(group: Command, context: CommandContext): void 
       ].join('\n\n'),
     )
     .addOption(new Option('--messages', "include each conversation's messages, oldest first (one more request per 100 messages)"));
-  const filters = spec.query
-    .filter((field) => field.name !== 'offset')
-    .map((field) => {
-      const option = optionFor(
+  const filters = addFieldOptions(
+    command,
+    spec.query
+      .filter((field) => field.name !== 'offset')
+      .map((field) =>
         field.name === 'limit' ? { ...field, description: `Records per request, 1 to ${EXPORT_PAGE_SIZE}; default: ${EXPORT_PAGE_SIZE}` } : field,
-      );
-      command.addOption(option.helpGroup('Filters:'));
-      return { field, key: option.attributeName() };
-    });
+      ),
+    'Filters:',
+  );
   addCommonOptions(command);
 
   command.action(async (options: CommonOptions & { messages?: boolean } & Record<string, unknown>) => {
