@@ -4,6 +4,8 @@
  * an enum or union, else a value of its type within its bounds. A test parses every example
  * with the operation's zod schema, so an example the contract would refuse fails the build.
  */
+import { requiredAlternatives } from './json-schema.js';
+
 type JsonSchema = Record<string, unknown>;
 
 const BY_FORMAT: Record<string, string> = {
@@ -69,8 +71,8 @@ export function exampleOf(schema: JsonSchema | undefined, components: Record<str
   if (schema.default !== undefined) return schema.default;
   if (schema.const !== undefined) return schema.const;
   if (Array.isArray(schema.enum)) return schema.enum[0];
+  const alternatives = requiredAlternatives(schema);
   const variants = (schema.oneOf ?? schema.anyOf) as JsonSchema[] | undefined;
-  const alternatives = variants?.every((v) => Array.isArray(v.required) && Object.keys(v).length === 1);
   if (variants && !alternatives) {
     const chosen = variants.find((v) => v.type !== 'null') ?? variants[0];
     return exampleOf(chosen, components, depth + 1, context);
@@ -105,7 +107,7 @@ export function exampleOf(schema: JsonSchema | undefined, components: Record<str
         return { [String(key)]: exampleOf(schema.additionalProperties as JsonSchema, components, depth + 1, { component: context.component }) };
       }
       // Every required field, and the first of the fields one of which is required.
-      const wanted = new Set([...((schema.required as string[] | undefined) ?? []), ...(alternatives ? ((variants?.[0]?.required as string[]) ?? []) : [])]);
+      const wanted = new Set([...((schema.required as string[] | undefined) ?? []), ...(alternatives?.[0] ?? [])]);
       return Object.fromEntries(
         Object.entries(properties)
           .filter(([name]) => wanted.has(name))

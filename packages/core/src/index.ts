@@ -11,3 +11,4 @@ export * from './workflows.js';
 export * from './endpoints.js';
 export * from './openapi.js';
 export * from './version.js';
+export * from './json-schema.js';

@@ -17,10 +17,10 @@ const { buildOpenApiDocument, endpoints } = core;
 function withoutRequiredAlternatives(value) {
   if (Array.isArray(value)) return value.map(withoutRequiredAlternatives);
   if (!value || typeof value !== 'object') return value;
+  const alternatives = core.requiredAlternatives(value) !== undefined;
   const out = {};
   for (const [key, inner] of Object.entries(value)) {
-    const alternatives = (key === 'anyOf' || key === 'oneOf') && inner.every((v) => Array.isArray(v.required) && Object.keys(v).length === 1);
-    if (!alternatives) out[key] = withoutRequiredAlternatives(inner);
+    if (!(alternatives && (key === 'anyOf' || key === 'oneOf'))) out[key] = withoutRequiredAlternatives(inner);
   }
   return out;
 }

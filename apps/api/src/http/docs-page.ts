@@ -1,4 +1,4 @@
-import type { OpenApiDocument } from '@convo/core';
+import { type OpenApiDocument, requiredAlternatives } from '@convo/core';
 
 const escapeHtml = (value: unknown): string =>
   String(value).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
@@ -10,13 +10,6 @@ const prose = (text: unknown): string => escapeHtml(text ?? '').replace(/`([^`]+
 type Json = Record<string, any>;
 
 const literal = (value: unknown) => `<code>${escapeHtml(JSON.stringify(value))}</code>`;
-
-/** `anyOf: [{required: [a]}, {required: [b]}]` beside the properties: one of these fields is needed. */
-const requiredAlternatives = (schema: Json): string[][] | undefined => {
-  const variants = (schema.anyOf ?? schema.oneOf) as Json[] | undefined;
-  if (!variants?.every((v) => Array.isArray(v.required) && Object.keys(v).length === 1)) return undefined;
-  return variants.map((v) => v.required as string[]);
-};
 
 /** The value of the property every variant of a union fixes with `const` (`type` of a step or an event). */
 function discriminatorOf(variants: Json[]): string | undefined {
