@@ -4,6 +4,8 @@ import type { JobTable } from '../db/schema.js';
 import type { Executor } from './tenant.js';
 
 export type JobRow = Selectable<JobTable>;
+/** A job as a claim returns it: held by the claiming worker until `locked_until`. */
+export type ClaimedJob = JobRow & { locked_until: string };
 
 /**
  * Deliveries to one endpoint running at once, across all workers: a slow receiver ties up no more,
@@ -120,13 +122,13 @@ export const jobsRepository = {
    * one statement: on Postgres the chosen rows are locked with SKIP LOCKED, so concurrent workers
    * never claim the same job; SQLite runs one writer at a time, so the statement is atomic there.
    */
-  claim: (db: Executor, input: ClaimInput): Promise<JobRow[]> =>
-    db
+  claim: async (db: Executor, input: ClaimInput): Promise<ClaimedJob[]> =>
+    (await db
       .updateTable('jobs')
       .set((eb) => ({ locked_by: input.workerId, locked_until: input.leaseUntil, attempts: eb('attempts', '+', 1) }))
       .where('id', 'in', sql<string>`(${claimable(db, input)})`)
       .returningAll()
-      .execute(),
+      .execute()) as ClaimedJob[],
 
   /** Done: the job leaves the queue (only if this worker still holds it). */
   complete: (db: Executor, id: string, workerId: string) => db.deleteFrom('jobs').where('id', '=', id).where('locked_by', '=', workerId).execute(),

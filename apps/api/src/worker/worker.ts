@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { DatabaseHandle } from '../db/database.js';
-import { type JobRow, jobsRepository } from '../repositories/jobs.js';
+import { type ClaimedJob, jobsRepository } from '../repositories/jobs.js';
 import { type JobKind, type JobPayloads, enqueue } from './queue.js';
 
 /** What a handler may ask for: nothing (done), or another run of the same job later. */
@@ -95,8 +95,8 @@ export class Worker {
 
   /** Claims and runs the jobs due now, once; resolves when they are done. For tests and tools. */
   async runDue(): Promise<number> {
-    const { jobs, leaseUntil } = await this.claim(this.options.concurrency - this.inFlight.size);
-    for (const job of jobs) this.launch(job, leaseUntil);
+    const jobs = await this.claim(this.options.concurrency - this.inFlight.size);
+    for (const job of jobs) this.launch(job);
     await Promise.allSettled([...this.inFlight]);
     return jobs.length;
   }
@@ -107,8 +107,8 @@ export class Worker {
       let short = false;
       if (free > 0) {
         try {
-          const { jobs, leaseUntil } = await this.claim(free);
-          for (const job of jobs) this.launch(job, leaseUntil);
+          const jobs = await this.claim(free);
+          for (const job of jobs) this.launch(job);
           short = jobs.length < free;
         } catch (error) {
           this.options.logger?.error({ err: error }, 'worker: claiming jobs failed');
@@ -124,10 +124,10 @@ export class Worker {
    * Runs a claimed job in a slot; when it ends, the loop claims again once a quarter of the slots
    * are free (or at the next poll): one claim for several finished jobs, not one per job.
    */
-  private launch(job: JobRow, leaseUntil: string): void {
+  private launch(job: ClaimedJob): void {
     const account = job.account_id;
     if (account !== null) this.runningByAccount.set(account, (this.runningByAccount.get(account) ?? 0) + 1);
-    const task = this.process(job, leaseUntil).finally(() => {
+    const task = this.process(job).finally(() => {
       this.inFlight.delete(task);
       if (account !== null) {
         const left = (this.runningByAccount.get(account) ?? 1) - 1;
@@ -160,24 +160,22 @@ export class Worker {
     });
   }
 
-  private async claim(limit: number): Promise<{ jobs: JobRow[]; leaseUntil: string }> {
+  private claim(limit: number): Promise<ClaimedJob[]> {
     const now = Date.now();
-    const leaseUntil = new Date(now + this.options.leaseMs).toISOString();
     const perAccount = Math.max(1, Math.floor(this.options.concurrency * ACCOUNT_SHARE));
     const accountRoom: Record<string, number> = {};
     for (const [account, running] of this.runningByAccount) accountRoom[account] = Math.max(0, perAccount - running);
-    const jobs = await jobsRepository.claim(this.options.database.db, {
+    return jobsRepository.claim(this.options.database.db, {
       workerId: this.id,
       limit,
       now: new Date(now).toISOString(),
-      leaseUntil,
+      leaseUntil: new Date(now + this.options.leaseMs).toISOString(),
       perAccount,
       accountRoom,
     });
-    return { jobs, leaseUntil };
   }
 
-  private async process(job: JobRow, leaseUntil: string): Promise<void> {
+  private async process(job: ClaimedJob): Promise<void> {
     const db = this.options.database.db;
     const handler = this.options.handlers[job.kind as JobKind] as ((job: JobContext<JobKind>) => Promise<JobOutcome>) | undefined;
     try {
@@ -188,7 +186,7 @@ export class Worker {
         accountId: job.account_id,
         payload: JSON.parse(job.payload),
         attempts: job.attempts,
-        leaseUntil,
+        leaseUntil: job.locked_until,
       });
       if (outcome) {
         await jobsRepository.reschedule(db, job.id, this.id, outcome.retryAt, outcome.payload === undefined ? undefined : JSON.stringify(outcome.payload));
