@@ -90,11 +90,9 @@ type OperationObject = {
 };
 
 /** A body field naming another record (`contact_id`, `conversation_id`): an unknown one is a 404. */
-function refersToRecords(collector: SchemaCollector, op: EndpointDefinition): boolean {
-  if (!op.body) return false;
-  let schema = collector.convert(op.body, 'input');
-  if (typeof schema.$ref === 'string') schema = collector.components[schema.$ref.slice(REF_PREFIX.length)] ?? {};
-  return Object.keys((schema.properties ?? {}) as Record<string, unknown>).some((name) => name.endsWith('_id'));
+function refersToRecords(collector: SchemaCollector, body: JsonSchema | undefined): boolean {
+  const schema = typeof body?.$ref === 'string' ? collector.components[body.$ref.slice(REF_PREFIX.length)] : body;
+  return Object.keys((schema?.properties ?? {}) as Record<string, unknown>).some((name) => name.endsWith('_id'));
 }
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
@@ -127,7 +125,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
         ? { description: op.summary, headers: headersOf(op.status), content: { 'application/json': { schema: collector.convert(op.response, 'output') } } }
         : { description: `${op.summary}: no content.`, headers: headersOf(op.status) },
     };
-    const errorStatuses = [400, 401, 403, ...(op.params || refersToRecords(collector, op) ? [404] : []), 429, 500];
+    const body = op.body ? collector.convert(op.body, 'input') : undefined;
+    const errorStatuses = [400, 401, 403, ...(op.params || refersToRecords(collector, body) ? [404] : []), 429, 500];
     for (const status of errorStatuses) {
       responses[status] = { description: ERROR_DESCRIPTIONS[status], headers: headersOf(status), content: { 'application/json': { schema: errorRef } } };
     }
@@ -145,7 +144,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
         ...(op.method === 'POST' ? [{ $ref: '#/components/parameters/Idempotency-Key' }] : []),
         { $ref: '#/components/parameters/X-Request-Id' },
       ],
-      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: collector.convert(op.body, 'input') } } } } : {}),
+      ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body } } } } : {}),
       responses,
     };
   }
