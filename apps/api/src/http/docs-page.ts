@@ -9,6 +9,9 @@ const prose = (text: unknown): string => escapeHtml(text ?? '').replace(/`([^`]+
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document's JSON Schema, walked key by key.
 type Json = Record<string, any>;
 
+/** The component a `$ref` names: `#/components/schemas/Contact` → `Contact`. */
+const refName = (schema: Json): string => String(schema.$ref).split('/').pop() as string;
+
 const literal = (value: unknown) => `<code>${escapeHtml(JSON.stringify(value))}</code>`;
 
 /** The value of the property every variant of a union fixes with `const` (`type` of a step or an event). */
@@ -26,7 +29,7 @@ function discriminatorOf(variants: Json[]): string | undefined {
 function typeOf(schema: Json | undefined): string {
   if (!schema) return '';
   if (schema.$ref) {
-    const name = String(schema.$ref).split('/').pop();
+    const name = refName(schema);
     return `<a href="#schema-${escapeHtml(name)}">${escapeHtml(name)}</a>`;
   }
   const variants = requiredAlternatives(schema) ? undefined : ((schema.anyOf ?? schema.oneOf) as Json[] | undefined);
@@ -103,7 +106,7 @@ function exampleOf(method: string, path: string, op: Json): string {
  */
 export function renderDocsPage(doc: OpenApiDocument): string {
   const schemasById = doc.components.schemas as Record<string, Json>;
-  const resolve = (schema: Json | undefined): Json | undefined => (schema?.$ref ? schemasById[String(schema.$ref).split('/').pop() as string] : schema);
+  const resolve = (schema: Json | undefined): Json | undefined => (schema?.$ref ? schemasById[refName(schema)] : schema);
   const operations: string[] = [];
   const contents = new Map<string, string[]>();
   for (const [path, methods] of Object.entries(doc.paths)) {
@@ -113,9 +116,7 @@ export function renderDocsPage(doc: OpenApiDocument): string {
         ...(contents.get(tag) ?? []),
         `<li><a href="#op-${escapeHtml(op.operationId)}">${escapeHtml(method.toUpperCase())} ${escapeHtml(path)}</a> ${prose(op.summary)}</li>`,
       ]);
-      const parameters = ((op.parameters ?? []) as Json[]).map((p) =>
-        p.$ref ? (doc.components.parameters as Record<string, Json>)[String(p.$ref).split('/').pop() as string] : p,
-      ) as Json[];
+      const parameters = ((op.parameters ?? []) as Json[]).map((p) => (p.$ref ? (doc.components.parameters as Record<string, Json>)[refName(p)] : p)) as Json[];
       const body = op.requestBody?.content?.['application/json']?.schema as Json | undefined;
       const responses = Object.entries(op.responses as Record<string, Json>)
         .map(([status, r]) => {
