@@ -4,6 +4,7 @@
  * an enum or union, else a value of its type within its bounds. A test parses every example
  * with the operation's zod schema, so an example the contract would refuse fails the build.
  */
+import { ID_PREFIXES, type IdKind } from './common.js';
 import { requiredAlternatives } from './json-schema.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -18,27 +19,21 @@ const BY_FORMAT: Record<string, string> = {
 
 const MAX_DEPTH = 12;
 
-/** Ids look like ids: the prefix of the resource (CONTRACT.md) and a ULID. */
-const ID_PREFIXES: Record<string, string> = {
-  Contact: 'ct',
-  Conversation: 'conv',
-  Message: 'msg',
-  Order: 'ord',
-  Workflow: 'wf',
-  WorkflowRun: 'run',
-  Event: 'evt',
-  WebhookEndpoint: 'whe',
-  WebhookDelivery: 'whd',
-};
 const ULID = '01JD5Q3R8Z6X4W2V0T9S7P5N3M';
+
+/** An id that reads as one: the prefix of the resource (`Contact` → `ct_…`) and a ULID; none for other components. */
+function exampleId(component: string | undefined): string | undefined {
+  const kind = component && `${component.charAt(0).toLowerCase()}${component.slice(1)}`;
+  return kind && kind in ID_PREFIXES ? `${ID_PREFIXES[kind as IdKind]}_${ULID}` : undefined;
+}
 
 /** Plain strings named like these get a value that reads as one. */
 const BY_NAME: Record<string, unknown> = {
-  contact_id: `ct_${ULID}`,
-  conversation_id: `conv_${ULID}`,
-  endpoint_id: `whe_${ULID}`,
-  event_id: `evt_${ULID}`,
-  workflow_id: `wf_${ULID}`,
+  contact_id: exampleId('Contact'),
+  conversation_id: exampleId('Conversation'),
+  endpoint_id: exampleId('WebhookEndpoint'),
+  event_id: exampleId('Event'),
+  workflow_id: exampleId('Workflow'),
   name: 'Ana Souza',
   phone: '+14155550123',
   content: 'Hi Ana! Your order has shipped.',
@@ -52,7 +47,7 @@ const BY_NAME: Record<string, unknown> = {
 /** An inline object under `contact` is a contact (its id a contact's); other fields stay in their component. */
 function nestedComponent(property: string, component: string | undefined): string | undefined {
   const named = property.charAt(0).toUpperCase() + property.slice(1);
-  return ID_PREFIXES[named] ? named : component;
+  return exampleId(named) ? named : component;
 }
 
 interface Context {
@@ -81,7 +76,8 @@ export function exampleOf(schema: JsonSchema | undefined, components: Record<str
   switch (type) {
     case 'string': {
       if (typeof schema.format === 'string' && BY_FORMAT[schema.format]) return BY_FORMAT[schema.format];
-      if (context.property === 'id' && context.component && ID_PREFIXES[context.component]) return `${ID_PREFIXES[context.component]}_${ULID}`;
+      const id = context.property === 'id' ? exampleId(context.component) : undefined;
+      if (id) return id;
       const named = context.property === undefined ? undefined : BY_NAME[context.property];
       if (typeof named === 'string') return named;
       const min = typeof schema.minLength === 'number' ? schema.minLength : 1;
