@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -26,7 +25,7 @@ import {
   endpoints,
 } from '@convo/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestServer, startServer } from './server.js';
+import { type TestServer, freePort, startServer } from './server.js';
 
 /** The built CLI (`cd packages/cli && npx tsup`), run as a user runs it. */
 const BIN = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
@@ -261,12 +260,7 @@ describe('the convo CLI against a real server', () => {
     expect((await convo(['orders', 'create', '--currency', 'BRL'])).code).toBe(2);
     expect((await convo(['nope'])).code).toBe(2);
 
-    const closedPort = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = probe.address() as { port: number };
-        probe.close(() => resolve(port));
-      });
-    });
+    const closedPort = await freePort();
     const network = await convo(['tags', 'list'], { env: { CONVO_BASE_URL: `http://127.0.0.1:${closedPort}/v1` } });
     expect(network.code).toBe(6);
     expect(network.stderr).toMatch(/^convo: Could not reach http:\/\/127\.0\.0\.1:\d+.*ECONNREFUSED.*\n$/);

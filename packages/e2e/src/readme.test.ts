@@ -1,11 +1,11 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { freePort } from './server.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -18,14 +18,6 @@ const shellLines = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((block)
     .map((line) => line.replace(/\s+#.*$/, '').trim())
     .filter(Boolean),
 );
-
-const freePort = () =>
-  new Promise<number>((done) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
 
 describe("the top README's commands, as written", () => {
   let dir: string;

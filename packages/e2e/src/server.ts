@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { accountsService, buildServer, defaultSettings, migrateToLatest, openDatabase, seedDemo } from '@convo/api';
@@ -31,3 +32,12 @@ export async function startServer(options: { demo?: boolean } = {}) {
   };
 }
 export type TestServer = Awaited<ReturnType<typeof startServer>>;
+
+/** A port nothing listens on now: bound, read and released. */
+export const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
