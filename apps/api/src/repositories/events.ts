@@ -7,8 +7,6 @@ export type EventRow = Selectable<EventTable>;
 export const eventsRepository = {
   insert: (scope: TenantScope, row: Omit<EventRow, 'account_id'>) => scope.insert('events', row),
 
-  findById: (scope: TenantScope, id: string) => scope.selectFrom('events').selectAll().where('events.id', '=', id).executeTakeFirst(),
-
   /** Newest first, ties by id descending; only events since `since`. */
   async list(scope: TenantScope, filter: { type?: EventRow['type'] | undefined; since: string }, page: { limit: number; offset: number }) {
     let base = scope.selectFrom('events').where('events.created_at', '>=', filter.since);
