@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/bin.ts', 'src/index.ts'],
+  entry: { bin: 'src/bin.ts', index: 'src/index.ts', 'fake-graph-api': 'src/testing/fake-graph-api-cli.ts' },
   format: ['esm'],
   clean: true,
   sourcemap: true,

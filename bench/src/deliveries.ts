@@ -70,6 +70,7 @@ function spawnApi(command: 'serve' | 'worker', url: string): ChildProcess {
       ...process.env,
       DATABASE_URL: url,
       NODE_ENV: 'production',
+      CONVO_SECRET_KEY: '0'.repeat(64),
       LOG_LEVEL: 'silent',
       CONVO_WORKER: 'false',
       CONVO_ALLOW_PRIVATE_WEBHOOKS: 'true',

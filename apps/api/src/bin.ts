@@ -55,6 +55,7 @@ function onShutdown(stop: () => Promise<void>) {
 }
 
 const startWorker = async (database: DatabaseHandle, logger?: { info(o: object, m?: string): void; error(o: object, m?: string): void }) => {
+  env.settings.secretKey();
   const worker = new Worker({
     database,
     handlers: jobHandlers({ database, settings: env.settings }),
@@ -69,6 +70,8 @@ program
   .command('serve')
   .description('Serve the API (PORT, HOST, DATABASE_URL) with the background worker (unless CONVO_WORKER=false); migrates first unless NODE_ENV=production')
   .action(async () => {
+    // A missing CONVO_SECRET_KEY in production stops the server here, not at the first channel.
+    env.settings.secretKey();
     const database = openConfiguredDatabase();
     if (env.nodeEnv !== 'production') await migrateToLatest(database.db);
     const rateLimits = RateLimits.create({ database, redisUrl: env.redisUrl, authFailuresPerMinute: env.settings.authFailuresPerMinute });

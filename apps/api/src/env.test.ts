@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readEnv } from './env.js';
 
@@ -25,5 +28,45 @@ describe('environment', () => {
     for (const value of ['api.example.com', 'ftp://api.example.com']) {
       expect(() => readEnv({ CONVO_PUBLIC_URL: value })).toThrow(`CONVO_PUBLIC_URL must be an http(s) URL, got "${value}"`);
     }
+  });
+
+  it('takes the secret key from CONVO_SECRET_KEY, requires it in production, and keeps one in the data folder elsewhere', () => {
+    const hex = 'ab'.repeat(32);
+    expect(readEnv({ CONVO_SECRET_KEY: hex }).settings.secretKey()).toEqual(Buffer.from(hex, 'hex'));
+    expect(readEnv({ CONVO_SECRET_KEY: Buffer.alloc(32, 3).toString('base64') }).settings.secretKey()).toEqual(Buffer.alloc(32, 3));
+    expect(() => readEnv({ CONVO_SECRET_KEY: 'too-short' }).settings.secretKey()).toThrow('CONVO_SECRET_KEY must be 32 bytes');
+    // Read when first needed: commands that seal nothing run without it.
+    const production = readEnv({ NODE_ENV: 'production' });
+    expect(() => production.settings.secretKey()).toThrow('CONVO_SECRET_KEY is required when NODE_ENV=production');
+
+    const dir = mkdtempSync(join(tmpdir(), 'convo-key-'));
+    try {
+      const url = `file:${join(dir, 'data', 'convo.db')}`;
+      const first = readEnv({ DATABASE_URL: url }).settings.secretKey();
+      expect(first).toHaveLength(32);
+      expect(statSync(join(dir, 'data', 'secret.key')).mode & 0o777).toBe(0o600);
+      expect(readEnv({ DATABASE_URL: url }).settings.secretKey()).toEqual(first);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads the Graph API address and version, and the channel send settings', () => {
+    const env = readEnv({
+      CONVO_GRAPH_API_URL: 'http://127.0.0.1:4010/',
+      CONVO_GRAPH_API_VERSION: 'v21.0',
+      CONVO_CHANNEL_SENDS_PER_SECOND: '5',
+      CONVO_CHANNEL_SEND_RETRY_SCHEDULE: '100ms,1s',
+    });
+    expect(env.settings).toMatchObject({
+      graphApiUrl: 'http://127.0.0.1:4010',
+      graphApiVersion: 'v21.0',
+      channelSendsPerSecond: 5,
+      channelSendRetryScheduleMs: [100, 1000],
+    });
+    expect(readEnv({}).settings).toMatchObject({ graphApiUrl: 'https://graph.facebook.com', channelSendsPerSecond: 80 });
+    expect(() => readEnv({ CONVO_GRAPH_API_URL: 'graph.facebook.com' })).toThrow('CONVO_GRAPH_API_URL must be an http(s) URL');
+    expect(() => readEnv({ CONVO_GRAPH_API_VERSION: '23' })).toThrow('CONVO_GRAPH_API_VERSION must look like v23.0');
+    expect(() => readEnv({ CONVO_CHANNEL_SENDS_PER_SECOND: '0' })).toThrow('CONVO_CHANNEL_SENDS_PER_SECOND must be a positive number');
   });
 });

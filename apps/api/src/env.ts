@@ -1,3 +1,6 @@
+import { dirname } from 'node:path';
+import { parseDatabaseUrl } from './db/database.js';
+import { developmentSecretKey, parseSecretKey } from './secret-box.js';
 import { type Settings, defaultSettings } from './settings.js';
 
 /**
@@ -41,12 +44,14 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     throw new Error(`DATABASE_POOL_SIZE must be a whole number of connections, 1 or more, got "${source.DATABASE_POOL_SIZE}"`);
   }
   const host = source.HOST || '127.0.0.1';
+  const publicUrl = publicUrlOf(source.CONVO_PUBLIC_URL, host, port);
+  const databaseUrl = source.DATABASE_URL || undefined;
   return {
     nodeEnv,
     port,
     host,
-    publicUrl: publicUrlOf(source.CONVO_PUBLIC_URL, host, port),
-    databaseUrl: source.DATABASE_URL || undefined,
+    publicUrl,
+    databaseUrl,
     databasePoolSize,
     redisUrl: source.REDIS_URL || undefined,
     logLevel: source.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
@@ -57,9 +62,51 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
       allowPrivateWebhooks: nodeEnv !== 'production' || flag(source.CONVO_ALLOW_PRIVATE_WEBHOOKS, false),
       sandboxEnabled: flag(source.CONVO_SANDBOX, nodeEnv !== 'production'),
       ...(source.CONVO_WEBHOOK_RETRY_SCHEDULE ? { webhookRetryScheduleMs: parseSchedule(source.CONVO_WEBHOOK_RETRY_SCHEDULE) } : {}),
+      ...(source.CONVO_CHANNEL_SEND_RETRY_SCHEDULE ? { channelSendRetryScheduleMs: parseSchedule(source.CONVO_CHANNEL_SEND_RETRY_SCHEDULE) } : {}),
+      ...(source.CONVO_CHANNEL_SENDS_PER_SECOND
+        ? { channelSendsPerSecond: positiveNumber('CONVO_CHANNEL_SENDS_PER_SECOND', source.CONVO_CHANNEL_SENDS_PER_SECOND) }
+        : {}),
+      ...(source.CONVO_GRAPH_API_URL ? { graphApiUrl: httpUrl('CONVO_GRAPH_API_URL', source.CONVO_GRAPH_API_URL) } : {}),
+      ...(source.CONVO_GRAPH_API_VERSION ? { graphApiVersion: graphVersion(source.CONVO_GRAPH_API_VERSION) } : {}),
+      publicUrl,
+      secretKey: secretKeyOf(source.CONVO_SECRET_KEY, nodeEnv, databaseUrl),
     }),
   };
 }
+
+/**
+ * CONVO_SECRET_KEY, required in production; elsewhere a key kept in the data folder (beside the
+ * SQLite file, else `data/`). Read when first needed, so commands that seal nothing need no key.
+ */
+function secretKeyOf(value: string | undefined, nodeEnv: Env['nodeEnv'], databaseUrl: string | undefined): () => Buffer {
+  let key: Buffer | undefined;
+  return () => {
+    if (key) return key;
+    if (value) key = parseSecretKey(value);
+    else if (nodeEnv === 'production') throw new Error('CONVO_SECRET_KEY is required when NODE_ENV=production (openssl rand -hex 32)');
+    else {
+      const target = parseDatabaseUrl(databaseUrl);
+      key = developmentSecretKey(target.dialect === 'sqlite' && target.path !== ':memory:' ? dirname(target.path) : 'data');
+    }
+    return key;
+  };
+}
+
+const positiveNumber = (name: string, value: string): number => {
+  const number = Number(value);
+  if (!Number.isFinite(number) || number <= 0) throw new Error(`${name} must be a positive number, got "${value}"`);
+  return number;
+};
+
+const httpUrl = (name: string, value: string): string => {
+  if (!/^https?:\/\/[^/]/.test(value) || !URL.canParse(value)) throw new Error(`${name} must be an http(s) URL, got "${value}"`);
+  return value.replace(/\/+$/, '');
+};
+
+const graphVersion = (value: string): string => {
+  if (!/^v\d+\.\d+$/.test(value)) throw new Error(`CONVO_GRAPH_API_VERSION must look like v23.0, got "${value}"`);
+  return value;
+};
 
 /** CONVO_PUBLIC_URL without a trailing `/` or `/v1`, else the address the server listens on. */
 function publicUrlOf(value: string | undefined, host: string, port: number): string {

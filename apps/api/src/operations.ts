@@ -2,6 +2,7 @@ import { type OperationId, type OperationParsedInput, type OperationResult, endp
 import { type OperationResponse, idempotently, requestHashOf } from './edge/idempotency.js';
 import { ApiError } from './errors.js';
 import { serializeResponse } from './serializers.js';
+import { channelsService } from './services/channels.js';
 import { contactsService } from './services/contacts.js';
 import { type ServiceContext, withinTransaction } from './services/context.js';
 import { conversationsService } from './services/conversations.js';
@@ -58,6 +59,14 @@ export const handlers: Handlers = {
   },
   'webhookEndpoints.listDeliveries': (ctx, input) => webhookEndpointsService.listDeliveries(ctx, input.params.id, input.query),
   'webhookEndpoints.retryDelivery': (ctx, input) => webhookEndpointsService.retryDelivery(ctx, input.params.id, input.params.delivery_id),
+  'channels.list': (ctx, input) => channelsService.list(ctx, input.query),
+  'channels.create': (ctx, input) => channelsService.create(ctx, input.body),
+  'channels.retrieve': (ctx, input) => channelsService.retrieve(ctx, input.params.id),
+  'channels.update': (ctx, input) => channelsService.update(ctx, input.params.id, input.body),
+  'channels.delete': async (ctx, input) => {
+    await channelsService.delete(ctx, input.params.id);
+    return undefined;
+  },
   'sandbox.inbound': (ctx, input) => {
     // Also refused through /trpc when the sandbox is off (REST does not route it at all).
     if (!ctx.settings.sandboxEnabled) throw new ApiError('not_found', 'The sandbox is not enabled on this server');

@@ -20,10 +20,12 @@ const timestamp = fc
 const id = (prefix: string) => fc.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/).map((body) => `${prefix}_${body}`);
 const count = fc.nat({ max: Number.MAX_SAFE_INTEGER });
 
+const platform = fc.constantFrom('whatsapp', 'facebook', 'instagram');
 const conversation = fc.record({
   id: id('conv'),
-  contact: fc.record({ id: id('ct'), name: nullableText, phone: text }),
-  platform: fc.constantFrom('whatsapp', 'facebook', 'instagram'),
+  contact: fc.record({ id: id('ct'), name: nullableText, phone: nullableText }),
+  platform,
+  channel_id: fc.option(id('ch'), { nil: null }),
   status: fc.constantFrom('active', 'resolved', 'archived'),
   message_count: count,
   last_message: fc.option(fc.record({ content: text, timestamp }), { nil: null }),
@@ -33,10 +35,11 @@ const conversation = fc.record({
 const contact = fc.record({
   id: id('ct'),
   name: nullableText,
-  phone: text,
+  phone: nullableText,
   email: nullableText,
   tags: fc.array(text, { maxLength: 5 }),
   attributes: fc.dictionary(text, fc.oneof(text, fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), fc.boolean()), { maxKeys: 5 }),
+  identities: fc.array(fc.record({ platform, channel_id: id('ch'), external_id: text }), { maxLength: 3 }),
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -44,10 +47,16 @@ const message = fc.record({
   id: id('msg'),
   conversation_id: id('conv'),
   direction: fc.constantFrom('inbound', 'outbound'),
-  type: fc.constant('text'),
+  type: fc.constantFrom('text', 'template', 'image', 'video', 'audio', 'document', 'sticker', 'location', 'reaction', 'unsupported'),
   content: text,
   status: fc.constantFrom('queued', 'sent', 'delivered', 'read', 'failed'),
+  platform_message_id: nullableText,
+  error: fc.option(fc.record({ code: text, message: text }), { nil: null }),
+  media: fc.option(fc.record({ id: text, mime_type: text, filename: fc.option(text, { nil: undefined }) }, { requiredKeys: ['id', 'mime_type'] }), {
+    nil: null,
+  }),
   created_at: timestamp,
+  updated_at: timestamp,
 });
 const listOf = <T>(item: fc.Arbitrary<T>) =>
   fc.record({ data: fc.array(item, { maxLength: 5 }), total: count, limit: fc.integer({ min: 1, max: 100 }), offset: count, has_more: fc.boolean() });
@@ -91,6 +100,7 @@ describe('hot-route serializers', () => {
       email: null,
       tags: [],
       attributes: JSON.parse('{"__proto__":"","plan":"gold"}') as Record<string, string>,
+      identities: [],
       created_at: '2000-01-01T00:00:00.000Z',
       updated_at: '2000-01-01T00:00:00.000Z',
     };

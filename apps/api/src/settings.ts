@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+
 /**
  * Behaviour the operator can switch, as the server and worker receive it (env.ts reads it from
  * the environment; tests build it directly).
@@ -13,10 +15,30 @@ export interface Settings {
   webhookTimeoutMs: number;
   /** Failed authentications allowed per client address and minute before 429 (brute-force guard). */
   authFailuresPerMinute: number;
+  /** Where clients and Meta reach the server (a channel's `webhook_url` starts with it). */
+  publicUrl: string;
+  /** The key that seals channels' secrets at rest (secret-box.ts); read when first needed. */
+  secretKey: () => Buffer;
+  /** The Graph API's origin (CONVO_GRAPH_API_URL): Meta's, or a local fake in tests. */
+  graphApiUrl: string;
+  /** The Graph API version in every call's path. */
+  graphApiVersion: string;
+  /** Sends per second and channel, across workers (WhatsApp's default throughput is 80 messages a second). */
+  channelSendsPerSecond: number;
+  /** Waits before each retry of a send the platform may take later; after the last, the message fails. */
+  channelSendRetryScheduleMs: readonly number[];
+  /** How often a status for a message not yet known (its send not yet recorded) is looked at again. */
+  channelPayloadRetryScheduleMs: readonly number[];
 }
 
 /** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (CONTRACT: Events and webhooks). */
 export const WEBHOOK_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000] as const;
+
+/** 1 s, 5 s, 30 s, 2 min, 10 min, 30 min: a platform's outage of up to about 45 minutes loses no message. */
+export const CHANNEL_SEND_RETRY_SCHEDULE_MS = [1_000, 5_000, 30_000, 120_000, 600_000, 1_800_000] as const;
+
+/** Without a configured key (tests that build settings directly), one key per process. */
+const processSecretKey = randomBytes(32);
 
 export const defaultSettings = (overrides: Partial<Settings> = {}): Settings => ({
   allowPrivateWebhooks: false,
@@ -24,5 +46,12 @@ export const defaultSettings = (overrides: Partial<Settings> = {}): Settings => 
   webhookRetryScheduleMs: WEBHOOK_RETRY_SCHEDULE_MS,
   webhookTimeoutMs: 15_000,
   authFailuresPerMinute: 30,
+  publicUrl: 'http://127.0.0.1:3000',
+  secretKey: () => processSecretKey,
+  graphApiUrl: 'https://graph.facebook.com',
+  graphApiVersion: 'v23.0',
+  channelSendsPerSecond: 80,
+  channelSendRetryScheduleMs: CHANNEL_SEND_RETRY_SCHEDULE_MS,
+  channelPayloadRetryScheduleMs: [2_000, 10_000, 60_000],
   ...overrides,
 });

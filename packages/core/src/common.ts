@@ -13,6 +13,7 @@ export const ID_PREFIXES = {
   event: 'evt',
   webhookEndpoint: 'whe',
   webhookDelivery: 'whd',
+  channel: 'ch',
 } as const;
 export type IdKind = keyof typeof ID_PREFIXES;
 

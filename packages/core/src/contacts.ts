@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { Id, Phone, Search, Timestamp, listOf, pagination, text } from './common.js';
+import { Id, Phone, Platform, Search, Timestamp, listOf, pagination, text } from './common.js';
 
 export const MAX_TAGS_PER_CONTACT = 50;
 
@@ -24,14 +24,19 @@ export const Attributes = z
   })
   .meta({ description: 'Free-form attributes: up to 50 keys, values string, number or boolean.', maxProperties: 50 });
 
+/** Who the contact is on a channel: its WhatsApp id, page-scoped id or Instagram-scoped id. */
+export const ContactIdentity = z.object({ platform: Platform, channel_id: Id, external_id: z.string() }).meta({ id: 'ContactIdentity' });
+export type ContactIdentity = z.infer<typeof ContactIdentity>;
+
 export const Contact = z
   .object({
     id: Id,
     name: z.string().nullable(),
-    phone: z.string(),
+    phone: z.string().nullable().meta({ description: '`null` for a contact known only by a Messenger or Instagram identity.' }),
     email: z.string().nullable(),
     tags: z.array(z.string()),
     attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    identities: z.array(ContactIdentity).meta({ description: 'The channels the contact has written from, oldest first.' }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })

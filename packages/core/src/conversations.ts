@@ -7,9 +7,10 @@ export const Conversation = z
     contact: z.object({
       id: Id,
       name: z.string().nullable(),
-      phone: z.string(),
+      phone: z.string().nullable(),
     }),
     platform: Platform,
+    channel_id: Id.nullable().meta({ description: 'The channel the conversation runs on; `null` when opened through the API or the sandbox.' }),
     status: ConversationStatus,
     message_count: z.int().min(0),
     last_message: z

@@ -10,6 +10,7 @@ import {
 } from './conversations.js';
 import { ListMessagesQuery, Message, MessageList, SendMessageBody } from './messages.js';
 import { CreateOrderBody, ListOrdersQuery, Order, OrderIdParams, OrderList } from './orders.js';
+import { Channel, ChannelIdParams, ChannelList, CreateChannelBody, ListChannelsQuery, UpdateChannelBody } from './channels.js';
 import { EventList, ListEventsQuery, SandboxInboundBody } from './events.js';
 import { ListTagsQuery, TagList } from './tags.js';
 import {
@@ -119,6 +120,10 @@ export const endpoints = {
     path: '/messages',
     permission: 'write',
     summary: 'Send a message into a conversation',
+    description:
+      'Stored `queued`. In a conversation on a channel it is sent to the platform in the background and moves to `sent`, `delivered` and `read` (or `failed`), ' +
+      "each change emitting `message.updated`. `text` may be sent only within 24 hours of the contact's last inbound message on that channel " +
+      '(else 400 `window`); a WhatsApp `template` at any time. Without a channel the message stays `queued`.',
     body: SendMessageBody,
     status: 201,
     response: Message,
@@ -363,6 +368,58 @@ export const endpoints = {
     params: WebhookDeliveryParams,
     status: 202,
     response: WebhookDelivery,
+  }),
+  'channels.list': endpoint({
+    method: 'GET',
+    path: '/channels',
+    permission: 'read',
+    summary: 'List channels',
+    description: 'Newest first, ties by id descending.',
+    query: ListChannelsQuery,
+    status: 200,
+    response: ChannelList,
+  }),
+  'channels.create': endpoint({
+    method: 'POST',
+    path: '/channels',
+    permission: 'write',
+    summary: 'Connect a WhatsApp number, a Facebook Page or an Instagram account',
+    description:
+      "Enter the answer's `webhook_url` and `verify_token` in the Meta app's webhook settings. `access_token` and `app_secret` are stored encrypted and never returned. " +
+      '`external_id` is unique per account and platform.',
+    body: CreateChannelBody,
+    status: 201,
+    response: Channel,
+  }),
+  'channels.retrieve': endpoint({
+    method: 'GET',
+    path: '/channels/:id',
+    permission: 'read',
+    summary: 'Retrieve a channel',
+    params: ChannelIdParams,
+    status: 200,
+    response: Channel,
+  }),
+  'channels.update': endpoint({
+    method: 'PATCH',
+    path: '/channels/:id',
+    permission: 'write',
+    summary: 'Update a channel',
+    description: 'Renames it, rotates its `access_token` or `app_secret`, disables it or re-enables it (`status: "active"` also clears an `error`).',
+    params: ChannelIdParams,
+    body: UpdateChannelBody,
+    status: 200,
+    response: Channel,
+  }),
+  'channels.delete': endpoint({
+    method: 'DELETE',
+    path: '/channels/:id',
+    permission: 'write',
+    summary: 'Delete a channel',
+    description:
+      'Its conversations and messages stay (with their `channel_id`); nothing more is sent or received through it. Messages still queued for it fail with `channel_deleted`.',
+    params: ChannelIdParams,
+    status: 204,
   }),
   'sandbox.inbound': endpoint({
     method: 'POST',

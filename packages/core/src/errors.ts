@@ -30,6 +30,7 @@ export const CONSTRAINTS = [
   'max_bytes',
   'transition',
   'idempotency_key',
+  'window',
 ] as const;
 export type Constraint = (typeof CONSTRAINTS)[number];
 export const Constraint = z.enum(CONSTRAINTS).meta({ id: 'Constraint' });

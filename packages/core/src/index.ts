@@ -7,6 +7,7 @@ export * from './orders.js';
 export * from './tags.js';
 export * from './events.js';
 export * from './webhooks.js';
+export * from './channels.js';
 export * from './workflows.js';
 export * from './endpoints.js';
 export * from './openapi.js';

@@ -5,10 +5,12 @@ import { CONTRACT_VERSION, type EndpointDefinition, buildOpenApiDocument, endpoi
 describe('buildOpenApiDocument', () => {
   const doc = buildOpenApiDocument();
 
-  it('lists exactly the operations of the endpoint table, under /v1 with {param} paths', () => {
+  it('lists exactly the operations of the endpoint table, under /v1 with {param} paths, and the Meta webhook routes outside it', () => {
     const listed = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
     const expected = Object.values(endpoints).map((op) => `${op.method} /v1${toOpenApiPath(op.path)}`);
-    expect(listed.sort()).toEqual(expected.sort());
+    expect(listed.sort()).toEqual([...expected, 'GET /hooks/meta/{channel_id}', 'POST /hooks/meta/{channel_id}'].sort());
+    const hooks = buildOpenApiDocument({ exclude: ['hooks'] });
+    expect(Object.keys(hooks.paths).filter((path) => !path.startsWith('/v1/'))).toEqual([]);
   });
 
   it('resolves every $ref to a component', () => {

@@ -149,6 +149,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
     };
   }
 
+  if (!exclude.has('hooks')) Object.assign(paths, metaHookPaths(errorRef));
+
   // Examples last: they follow $refs into components that later operations may have added.
   for (const methods of Object.values(paths)) {
     for (const operation of Object.values(methods) as OperationObject[]) {
@@ -182,10 +184,16 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
           .filter((id) => !exclude.has(id))
           .map((id) => id.split('.')[0] as string),
       ),
-    ].map((name) => ({
-      name,
-      description: `Operations on ${name}.`,
-    })),
+    ]
+      .map((name) => ({
+        name,
+        description: `Operations on ${name}.`,
+      }))
+      .concat(
+        exclude.has('hooks')
+          ? []
+          : [{ name: 'hooks', description: "Meta's webhooks, outside /v1: called by Meta, never by you (enter a channel's `webhook_url` in the Meta app)." }],
+      ),
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: full access, read-only or webhook.' } },
@@ -219,3 +227,111 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
   };
 }
 export type OpenApiDocument = ReturnType<typeof buildOpenApiDocument>;
+
+const WHATSAPP_WEBHOOK_EXAMPLE = {
+  object: 'whatsapp_business_account',
+  entry: [
+    {
+      id: '102290129340398',
+      changes: [
+        {
+          field: 'messages',
+          value: {
+            messaging_product: 'whatsapp',
+            metadata: { display_phone_number: '15550783881', phone_number_id: '106540352242922' },
+            contacts: [{ profile: { name: 'Ana Souza' }, wa_id: '14155550123' }],
+            messages: [
+              {
+                from: '14155550123',
+                id: 'wamid.HBgLMTQxNTU1NTAxMjMVAgASGBQzQTdBRTc2QUMyQjlBNzk2NjA2MgA=',
+                timestamp: '1764110130',
+                type: 'text',
+                text: { body: 'Hi! Where is my order?' },
+              },
+            ],
+          },
+        },
+      ],
+    },
+  ],
+};
+
+/**
+ * The two routes Meta calls for a channel (CONTRACT: Channels): the subscription handshake and the
+ * signed webhooks. No API key: the channel's verify token and app secret stand in for one.
+ */
+function metaHookPaths(errorRef: { $ref: string }): Record<string, Record<string, unknown>> {
+  const error = (description: string) => ({ description, content: { 'application/json': { schema: errorRef } } });
+  const channelId = {
+    name: 'channel_id',
+    in: 'path',
+    required: true,
+    description: 'The channel, as its `webhook_url` names it.',
+    schema: { type: 'string' },
+    example: 'ch_01JD5Q3R8Z6X4W2V0T9S7P5N3M',
+  };
+  const query = (name: string, description: string, example: string) => ({
+    name,
+    in: 'query',
+    required: true,
+    description,
+    schema: { type: 'string' },
+    example,
+  });
+  return {
+    '/hooks/meta/{channel_id}': {
+      get: {
+        operationId: 'hooks.meta.verify',
+        summary: "Meta's subscription handshake",
+        description:
+          "Meta calls it when you save the channel's `webhook_url` and `verify_token` in the Meta app: the challenge is echoed when the token matches.",
+        tags: ['hooks'],
+        security: [],
+        parameters: [
+          channelId,
+          query('hub.mode', 'Always `subscribe`.', 'subscribe'),
+          query('hub.verify_token', "The channel's `verify_token`.", 'q8sd7f6g5h4j3k2l1'),
+          query('hub.challenge', 'Echoed back.', '1158201444'),
+        ],
+        responses: {
+          200: { description: 'The challenge.', content: { 'text/plain': { schema: { type: 'string' }, example: '1158201444' } } },
+          403: error('Not `subscribe`, or not the verify token.'),
+          404: error('No such channel.'),
+        },
+      },
+      post: {
+        operationId: 'hooks.meta.receive',
+        summary: "Meta's webhooks for a channel",
+        description:
+          '`X-Hub-Signature-256` (`sha256=` and the hex HMAC-SHA256 of the raw body under the app secret) is checked before anything else; ' +
+          'a signed body is stored and answered 200 at once, and processed in the background: messages, statuses, deliveries and reads ' +
+          '(WhatsApp `entry[].changes[].value`, Messenger and Instagram `entry[].messaging[]`). A disabled channel stores nothing.',
+        tags: ['hooks'],
+        security: [],
+        parameters: [
+          channelId,
+          {
+            name: 'X-Hub-Signature-256',
+            in: 'header',
+            required: true,
+            description: 'Set by Meta.',
+            schema: { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' },
+            example: 'sha256=6f0bd2c6a2a5d1b2e0b8c7d2b49b7d3f0c1e4e1b2e5d8a4f7c3b9e2d1a0f5c7e',
+          },
+        ],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': { schema: { type: 'object', description: "Meta's webhook body, as Meta documents it." }, example: WHATSAPP_WEBHOOK_EXAMPLE },
+          },
+        },
+        responses: {
+          200: { description: 'Stored.', content: { 'text/plain': { schema: { type: 'string' }, example: 'EVENT_RECEIVED' } } },
+          400: error('The body is not a JSON object (constraint `json`), or over 1 MiB.'),
+          401: error('Missing or wrong signature: nothing is stored.'),
+          404: error('No such channel.'),
+        },
+      },
+    },
+  };
+}

@@ -20,7 +20,9 @@ function withoutRequiredAlternatives(value) {
   const alternatives = core.requiredAlternatives(value) !== undefined;
   const out = {};
   for (const [key, inner] of Object.entries(value)) {
-    if (!(alternatives && (key === 'anyOf' || key === 'oneOf'))) out[key] = withoutRequiredAlternatives(inner);
+    // Conditions between fields (`if`/`then`) have no TypeScript form either; the server checks them.
+    const conditions = key === 'allOf' && Array.isArray(inner) && inner.every((part) => part && typeof part === 'object' && 'if' in part);
+    if (!(alternatives && (key === 'anyOf' || key === 'oneOf')) && !conditions) out[key] = withoutRequiredAlternatives(inner);
   }
   return out;
 }
@@ -31,7 +33,7 @@ function exportedName(schema) {
 }
 
 export async function generateContract() {
-  const document = withoutRequiredAlternatives(buildOpenApiDocument());
+  const document = withoutRequiredAlternatives(buildOpenApiDocument({ exclude: ['hooks'] }));
   // Fields with a default stay optional in requests (the server fills them in).
   const types = astToString(await openapiTS(document, { exportType: false, rootTypes: false, defaultNonNullable: false }));
   const schemaAliases = Object.keys(document.components.schemas).map((name) => `export type ${name} = components['schemas']['${name}'];`);

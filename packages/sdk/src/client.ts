@@ -1,4 +1,5 @@
 import { RequestSender } from './request-sender.js';
+import { Channels } from './resources/channels.js';
 import { Contacts } from './resources/contacts.js';
 import { Conversations } from './resources/conversations.js';
 import { Messages } from './resources/messages.js';
@@ -45,6 +46,7 @@ export class Convo {
   readonly workflows: Workflows;
   readonly events: Events;
   readonly webhookEndpoints: WebhookEndpoints;
+  readonly channels: Channels;
   readonly sandbox: Sandbox;
 
   constructor(options: ConvoOptions = {}) {
@@ -67,6 +69,7 @@ export class Convo {
     this.workflows = new Workflows(sender);
     this.events = new Events(sender);
     this.webhookEndpoints = new WebhookEndpoints(sender);
+    this.channels = new Channels(sender);
     this.sandbox = new Sandbox(sender);
   }
 }

@@ -14,6 +14,7 @@ export { type Page, PagePromise } from './pagination.js';
 export type { RequestOptions } from './request-sender.js';
 export { SDK_METHODS } from './operations.js';
 export { WebhookVerificationError, verifyWebhook } from './webhooks.js';
+export type { Channels } from './resources/channels.js';
 export type { Contacts, ContactTags } from './resources/contacts.js';
 export type { Conversations } from './resources/conversations.js';
 export type { Messages } from './resources/messages.js';

@@ -36,5 +36,10 @@ export const SDK_METHODS: Record<OperationId, string> = {
   'webhookEndpoints.delete': 'webhookEndpoints.del',
   'webhookEndpoints.listDeliveries': 'webhookEndpoints.deliveries',
   'webhookEndpoints.retryDelivery': 'webhookEndpoints.retryDelivery',
+  'channels.list': 'channels.list',
+  'channels.create': 'channels.create',
+  'channels.retrieve': 'channels.retrieve',
+  'channels.update': 'channels.update',
+  'channels.delete': 'channels.del',
   'sandbox.inbound': 'sandbox.inbound',
 };

@@ -12,6 +12,7 @@ import * as phoneDigitSuffixes from './migrations/2026_11_23_0009_phone_digit_su
 import * as orderNumberKeys from './migrations/2026_11_25_0010_order_number_keys.js';
 import * as jobAccountIndexes from './migrations/2026_11_25_0011_job_account_indexes.js';
 import * as jobLanes from './migrations/2026_11_25_0012_job_lanes.js';
+import * as channels from './migrations/2026_11_25_0013_channels.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_25_0010_order_number_keys': orderNumberKeys,
   '2026_11_25_0011_job_account_indexes': jobAccountIndexes,
   '2026_11_25_0012_job_lanes': jobLanes,
+  '2026_11_25_0013_channels': channels,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

@@ -1,3 +1,4 @@
+import type { EventType, MessageType } from '@convo/core';
 import type { Generated } from 'kysely';
 
 /**
@@ -35,8 +36,9 @@ export interface ContactTable {
   name: string | null;
   /** Lower-cased name, for case-insensitive search. */
   name_search: string | null;
-  phone: string;
-  /** The phone's digits only, for digit search. */
+  /** Null for a contact known only by a Messenger or Instagram identity (migration 0013). */
+  phone: string | null;
+  /** The phone's digits only, for digit search ('' without a phone). */
   phone_digits: string;
   email: string | null;
   email_search: string | null;
@@ -44,6 +46,8 @@ export interface ContactTable {
   tags: string;
   /** JSON object. */
   attributes: string;
+  /** JSON array of {platform, channel_id, external_id}, oldest first: contact_identities again, as `tags` is contact_tags. */
+  identities: Generated<string>;
   created_at: string;
   updated_at: string;
   /** The contact's conversations, kept by triggers (migration 0007); not part of the resource. */
@@ -74,6 +78,8 @@ export interface ConversationTable {
   updated_at: string;
   /** The contact's `name_search`, copied and kept by triggers (migration 0008); never written by the API. */
   contact_name_search: Generated<string | null>;
+  /** The channel the conversation runs on; null when opened through the API or the sandbox. */
+  channel_id: string | null;
 }
 
 export interface MessageTable {
@@ -81,10 +87,16 @@ export interface MessageTable {
   id: string;
   conversation_id: string;
   direction: 'inbound' | 'outbound';
-  type: 'text';
+  type: MessageType;
   content: string;
   status: 'queued' | 'sent' | 'delivered' | 'read' | 'failed';
+  platform_message_id: string | null;
+  /** JSON {code, message}. */
+  error: string | null;
+  /** JSON {id, mime_type, filename?}. */
+  media: string | null;
   created_at: string;
+  updated_at: string;
 }
 
 export interface OrderTable {
@@ -107,7 +119,7 @@ export interface OrderTable {
 export interface EventTable {
   account_id: string;
   id: string;
-  type: 'conversation.created' | 'message.received' | 'order.placed' | 'conversation.resolved';
+  type: EventType;
   conversation_id: string | null;
   sequence: number | null;
   /** JSON of the resource as the API returned it when the event happened. */
@@ -195,6 +207,46 @@ export interface IdempotencyKeyTable {
   updated_at: string;
 }
 
+export interface ChannelTable {
+  account_id: string;
+  id: string;
+  platform: 'whatsapp' | 'facebook' | 'instagram';
+  name: string;
+  external_id: string;
+  status: 'active' | 'error' | 'disabled';
+  verify_token: string;
+  /** Sealed by secret-box.ts; never the plain token. */
+  access_token_sealed: string;
+  app_secret_sealed: string;
+  /** JSON {code, message, at}. */
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A webhook body Meta posted, stored before the 200 and processed by the worker. */
+export interface ChannelPayloadTable {
+  account_id: string;
+  id: string;
+  channel_id: string;
+  body: string;
+  received_at: string;
+  processed_at: string | null;
+  /** JSON array of {path, error} for the parts that could not be processed, in body order. */
+  errors: string | null;
+}
+
+export interface ContactIdentityTable {
+  account_id: string;
+  channel_id: string;
+  external_id: string;
+  contact_id: string;
+  platform: ChannelTable['platform'];
+  /** When the contact last wrote on this channel: the 24-hour window starts there. */
+  last_inbound_at: string | null;
+  created_at: string;
+}
+
 export interface Database {
   accounts: AccountTable;
   api_keys: ApiKeyTable;
@@ -210,6 +262,9 @@ export interface Database {
   workflows: WorkflowTable;
   workflow_runs: WorkflowRunTable;
   idempotency_keys: IdempotencyKeyTable;
+  channels: ChannelTable;
+  channel_payloads: ChannelPayloadTable;
+  contact_identities: ContactIdentityTable;
   rate_limits: RateLimitTable;
   conversation_counts: ConversationCountTable;
   conversation_name_trigrams: ConversationNameTrigramTable;

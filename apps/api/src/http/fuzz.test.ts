@@ -237,6 +237,7 @@ const RESOURCE_POOLS: Record<string, string> = {
   orders: 'orders',
   workflows: 'workflows',
   webhook_endpoints: 'endpoints',
+  channels: 'channels',
 };
 
 /** The pool a path parameter draws real ids from. */
@@ -294,7 +295,7 @@ function pathParamArbitrary(operation: Operation, param: string, fixtures: Fixtu
       return { encoded, owner, odd: encoded === '' || encoded === '.' || encoded === '..' };
     };
   const prefix =
-    { contacts: 'ct', taggedContacts: 'ct', conversations: 'conv', orders: 'ord', workflows: 'wf', endpoints: 'whe', deliveries: 'whd' }[
+    { contacts: 'ct', taggedContacts: 'ct', conversations: 'conv', orders: 'ord', workflows: 'wf', endpoints: 'whe', deliveries: 'whd', channels: 'ch' }[
       pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())
     ] ?? 'x';
   const options: [number, fc.Arbitrary<PathParam>][] = [
@@ -879,6 +880,10 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
     );
   }
   for (let i = 0; i < 25; i++) push(a, 'disposableContacts', (await call('POST', '/contacts', { phone: phone() })).id);
+  const channel = (i: number, key?: string) =>
+    call('POST', '/channels', { platform: 'whatsapp', external_id: String(900_000 + i), access_token: `token-${i}`, app_secret: `secret-${i}` }, key);
+  for (let i = 0; i < 3; i++) push(a, 'channels', (await channel(i)).id);
+  for (let i = 3; i < 15; i++) push(a, 'disposableChannels', (await channel(i)).id);
   for (let i = 0; i < 4; i++) push(a, 'taggedContacts', (await call('POST', '/contacts', { phone: phone(), tags })).id);
   push(
     a,
@@ -922,6 +927,10 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
   await call('DELETE', `/webhook_endpoints/${goneEndpoint}`, undefined);
   push(gone, 'endpoints', goneEndpoint);
   push(gone, 'disposableEndpoints', goneEndpoint);
+  const goneChannel = (await channel(99)).id;
+  await call('DELETE', `/channels/${goneChannel}`, undefined);
+  push(gone, 'channels', goneChannel);
+  push(gone, 'disposableChannels', goneChannel);
 
   // The other account: one of each.
   const other = server.keys.otherFull;
@@ -934,6 +943,7 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
   push(b, 'conversationsToChange', bConversation);
   push(b, 'orders', (await call('POST', '/orders', { contact_id: bContact, currency: 'USD', items: [{ name: 'B', quantity: 1, unit_amount: 1 }] }, other)).id);
   push(b, 'workflows', (await call('POST', '/workflows', { name: 'B', steps: [{ type: 'wait', seconds: 1 }] }, other)).id);
+  push(b, 'channels', (await channel(0, other)).id);
   for (const delivery of (await call('GET', `/webhook_endpoints/${b.endpoints?.[0]}/deliveries`, undefined, other)).data) push(b, 'deliveries', delivery.id);
 
   const ownedByA = new Set(Object.values(a).flat());

@@ -28,7 +28,21 @@ describeEachDialect('messages', (server) => {
       const message = expectBody(res, 201, Message);
       expect(message.id).toMatch(/^msg_[0-9A-Z]{26}$/);
       expect(message).toMatchObject({ conversation_id: conversation.id, direction: 'outbound', type: 'text', content: 'Hello there' });
-      expect(Object.keys(message).sort()).toEqual(['content', 'conversation_id', 'created_at', 'direction', 'id', 'status', 'type']);
+      expect(Object.keys(message).sort()).toEqual([
+        'content',
+        'conversation_id',
+        'created_at',
+        'direction',
+        'error',
+        'id',
+        'media',
+        'platform_message_id',
+        'status',
+        'type',
+        'updated_at',
+      ]);
+      // Without a channel nothing sends it: it stays queued, with nothing from a platform.
+      expect(message).toMatchObject({ status: 'queued', platform_message_id: null, error: null, media: null, updated_at: message.created_at });
       expect(message.created_at >= conversation.created_at).toBe(true);
     });
 

@@ -2,10 +2,11 @@ import type { OpenApiDocument } from '@convo/core';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
 import { defaultSettings } from '../settings.js';
+import { META_HOOKS_PATH } from './meta-hooks.js';
 import { buildServer } from './server.js';
 
 describe('OpenAPI drift', () => {
-  it.each([true, false])('documents exactly the /v1 routes the server registers (sandbox on: %s)', async (sandboxEnabled) => {
+  it.each([true, false])('documents exactly the routes the server registers (sandbox on: %s)', async (sandboxEnabled) => {
     const database = openDatabase('file::memory:');
     const app = await buildServer({ database, settings: defaultSettings({ sandboxEnabled }) });
     await app.ready();
@@ -14,7 +15,7 @@ describe('OpenAPI drift', () => {
       Object.keys(methods).map((method) => `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`),
     );
     // The document need not list itself (CONTRACT: Documentation).
-    const routes = app.apiRoutes.filter((route) => route !== 'GET /v1/openapi.json');
+    const routes = [...app.apiRoutes.filter((route) => route !== 'GET /v1/openapi.json'), `GET ${META_HOOKS_PATH}`, `POST ${META_HOOKS_PATH}`];
     expect(routes.sort()).toEqual(documented.sort());
     expect(routes.includes('POST /v1/sandbox/inbound')).toBe(sandboxEnabled);
     await app.close();

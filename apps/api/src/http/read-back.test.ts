@@ -49,6 +49,13 @@ const messageReads = (r: Resource): ReadBack => ({
   ],
 });
 const endpointReads = (r: Resource): ReadBack => ({ retrieve: ['webhookEndpoints.retrieve', { id: r.id }], lists: [['webhookEndpoints.list', {}]] });
+const channelReads = (r: Resource): ReadBack => ({
+  retrieve: ['channels.retrieve', { id: r.id }],
+  lists: [
+    ['channels.list', {}],
+    ['channels.list', {}, { platform: String(r.platform) }],
+  ],
+});
 
 /** Every operation that creates or changes a record, and where its record is read back. */
 const WRITES: Partial<Record<OperationId, (record: Resource) => ReadBack>> = {
@@ -71,6 +78,8 @@ const WRITES: Partial<Record<OperationId, (record: Resource) => ReadBack>> = {
   'workflows.trigger': (r) => ({ lists: [['workflows.listRuns', { id: String(r.workflow_id) }]] }),
   'webhookEndpoints.create': endpointReads,
   'webhookEndpoints.update': endpointReads,
+  'channels.create': channelReads,
+  'channels.update': channelReads,
 };
 
 /** The records an operation's requests refer to, made in an account of their own. */
@@ -80,6 +89,7 @@ interface Fixtures {
   conversation: string;
   workflow: string;
   endpoint: string;
+  channel: string;
   tag: string;
 }
 
@@ -96,15 +106,25 @@ async function createFixtures(server: TestServer, operationId: string): Promise<
   const conversation = await call('POST', '/conversations', { contact_id: contact.id, platform: 'whatsapp' });
   const workflow = await call('POST', '/workflows', { name: 'Tag', steps: [{ type: 'add_tag', tag: 'run' }] });
   const endpoint = await call('POST', '/webhook_endpoints', { url: 'http://127.0.0.1:9/read-back', events: ['*'] });
-  return { key, contact: contact.id, conversation: conversation.id, workflow: workflow.id, endpoint: endpoint.id, tag };
+  const channel = await call('POST', '/channels', {
+    platform: 'whatsapp',
+    external_id: '1000001',
+    access_token: 'read-back-token',
+    app_secret: 'read-back-secret',
+  });
+  return { key, contact: contact.id, conversation: conversation.id, workflow: workflow.id, endpoint: endpoint.id, channel: channel.id, tag };
 }
 
 /** The id a path parameter takes: the fixture of the operation's own resource. */
 function pathParameters(operationId: OperationId, fixtures: Fixtures, tag: string): Record<string, string> {
   const resource = operationId.split('.')[0];
-  const id = { contacts: fixtures.contact, conversations: fixtures.conversation, workflows: fixtures.workflow, webhookEndpoints: fixtures.endpoint }[
-    resource as string
-  ];
+  const id = {
+    contacts: fixtures.contact,
+    conversations: fixtures.conversation,
+    workflows: fixtures.workflow,
+    webhookEndpoints: fixtures.endpoint,
+    channels: fixtures.channel,
+  }[resource as string];
   return { ...(id ? { id } : {}), tag };
 }
 

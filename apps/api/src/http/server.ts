@@ -16,6 +16,7 @@ import { trpcErrorShape } from '../trpc/error-shape.js';
 import { type AppRouter, appRouter } from '../trpc/router.js';
 import { validatePart } from '../validation.js';
 import { renderDocsPage } from './docs-page.js';
+import { metaHooks } from './meta-hooks.js';
 import { registerOperationRoutes } from './routes.js';
 
 export interface ServerOptions {
@@ -24,8 +25,8 @@ export interface ServerOptions {
   rateLimits?: RateLimits;
   /** Defaults to defaultSettings(): https-only webhooks, no sandbox. */
   settings?: Settings;
-  /** A pino logger, or false for none. */
-  logger?: FastifyBaseLogger | boolean | { level: string };
+  /** A pino logger, or false for none; `stream` receives its lines (tests read them). */
+  logger?: FastifyBaseLogger | boolean | { level: string; stream?: { write(line: string): void } };
   /** Public base address ending in /v1, for the OpenAPI document. */
   publicUrl?: string;
 }
@@ -133,6 +134,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   registerOperationRoutes(app, { database, settings, disabled });
+  await app.register(metaHooks, { database, settings });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {

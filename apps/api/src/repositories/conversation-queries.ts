@@ -144,6 +144,7 @@ export const columns = [
   'conversations.id',
   'conversations.contact_id',
   'conversations.platform',
+  'conversations.channel_id',
   'conversations.status',
   'conversations.message_count',
   'conversations.last_message_content',

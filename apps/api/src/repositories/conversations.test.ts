@@ -20,6 +20,7 @@ describeEachDialect('recording messages on a conversation', (server) => {
       email_search: null,
       tags: '[]',
       attributes: '{}',
+      identities: '[]',
       created_at: at,
       updated_at: at,
     });
@@ -47,7 +48,11 @@ describeEachDialect('recording messages on a conversation', (server) => {
     type: 'text' as const,
     content,
     status: 'queued' as const,
+    platform_message_id: null,
+    error: null,
+    media: null,
     created_at: at,
+    updated_at: at,
   });
 
   it('never lets an older message replace a newer last message (sends that arrive out of order)', async () => {

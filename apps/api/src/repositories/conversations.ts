@@ -23,7 +23,7 @@ import { type Executor, TenantScope } from './tenant.js';
 /** A conversation as the API writes and reads it (without the search copy of its contact's name, migration 0008). */
 export type ConversationRow = Omit<Selectable<ConversationTable>, 'contact_name_search'>;
 /** A conversation with the summary of its contact. */
-export type ConversationWithContact = ConversationRow & { contact_name: string | null; contact_phone: string };
+export type ConversationWithContact = ConversationRow & { contact_name: string | null; contact_phone: string | null };
 
 export interface ConversationFilter {
   status?: ConversationRow['status'] | undefined;
@@ -126,10 +126,29 @@ export const conversationsRepository = {
   /** Counts a new message and makes it the last one. */
   recordMessage: (scope: TenantScope, id: string, message: { content: string; at: string }) => messageRecorded(scope, id, message).execute(),
 
-  /** Why a message could not be recorded: the conversation is archived, or not this account's. */
-  async whyNotOpen(scope: TenantScope, id: string): Promise<'archived' | 'missing'> {
-    const existing = await scope.selectFrom('conversations').select('conversations.status').where('conversations.id', '=', id).executeTakeFirst();
-    return existing ? 'archived' : 'missing';
+  /** The open conversation of a contact on a channel, the latest active first. */
+  findOpenOnChannel: (scope: TenantScope, contactId: string, channelId: string) =>
+    withContact(scope)
+      .select(columns)
+      .where('conversations.channel_id', '=', channelId)
+      .where('conversations.contact_id', '=', contactId)
+      .where('conversations.status', '!=', 'archived')
+      .orderBy('conversations.last_activity_at', 'desc')
+      .orderBy('conversations.id', 'desc')
+      .executeTakeFirst() as Promise<ConversationWithContact | undefined>,
+
+  /**
+   * Why a message could not be recorded without a channel: the conversation is archived, runs on a
+   * channel (its sends take the channel's path), or is not this account's.
+   */
+  async whyNotOpen(scope: TenantScope, id: string): Promise<'archived' | 'channel' | 'missing'> {
+    const existing = await scope
+      .selectFrom('conversations')
+      .select(['conversations.status', 'conversations.channel_id'])
+      .where('conversations.id', '=', id)
+      .executeTakeFirst();
+    if (!existing) return 'missing';
+    return existing.status === 'archived' ? 'archived' : existing.channel_id === null ? 'missing' : 'channel';
   },
 };
 

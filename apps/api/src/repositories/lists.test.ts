@@ -15,8 +15,8 @@ import { TenantScope } from './tenant.js';
 describeEachDialect('list queries', (server) => {
   const statuses = ['active', 'resolved', 'archived'] as const;
   const platforms = ['whatsapp', 'facebook', 'instagram'] as const;
-  const contacts: Omit<ContactRow, 'conversation_count'>[] = [];
-  const conversations: ConversationRow[] = [];
+  const contacts: ReturnType<typeof contactRow>[] = [];
+  const conversations: ReturnType<typeof conversationRow>[] = [];
   const tagsOf = new Map<string, string[]>();
   let seeded = false;
 
@@ -73,7 +73,7 @@ describeEachDialect('list queries', (server) => {
     for (let i = 0; i < tagRows.length; i += 200) await scope().insert('contact_tags', tagRows.slice(i, i + 200));
   }
 
-  const byActivity = (a: ConversationRow, b: ConversationRow) =>
+  const byActivity = (a: Omit<ConversationRow, 'channel_id'>, b: Omit<ConversationRow, 'channel_id'>) =>
     a.last_activity_at === b.last_activity_at ? (a.id < b.id ? 1 : -1) : a.last_activity_at < b.last_activity_at ? 1 : -1;
 
   describe('conversations', () => {

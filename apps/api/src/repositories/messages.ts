@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import type { Selectable, Updateable } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { MessageTable } from '../db/schema.js';
 import { conversationsRepository, messageRecorded } from './conversations.js';
@@ -18,13 +18,20 @@ type MessageValues = [
   createdAt: string,
 ];
 
-/** Counts a message on its conversation and makes it the last one, unless the conversation is archived. */
+/**
+ * Counts a message on its conversation and makes it the last one, unless the conversation is
+ * archived or runs on a channel (whose sends need the channel's checks and a job: messagesService).
+ */
 const recordIntoOpenConversation = prepared((db: Executor, accountId: string, conversationId: string, content: string, at: string) =>
-  messageRecorded(new TenantScope(db, accountId), conversationId, { content, at }).where('conversations.status', '!=', 'archived'),
+  messageRecorded(new TenantScope(db, accountId), conversationId, { content, at })
+    .where('conversations.status', '!=', 'archived')
+    .where('conversations.channel_id', 'is', null),
 );
 
 const insertMessage = prepared((db: Executor, ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues) =>
-  db.insertInto('messages').values({ account_id: accountId, id, conversation_id: conversationId, direction, type, content, status, created_at: createdAt }),
+  db
+    .insertInto('messages')
+    .values({ account_id: accountId, id, conversation_id: conversationId, direction, type, content, status, created_at: createdAt, updated_at: createdAt }),
 );
 
 /** Postgres: both in one statement (the update in a CTE, the insert selecting from it). */
@@ -33,10 +40,11 @@ const sendIntoOpenConversation = prepared((db: Executor, ...[accountId, id, conv
     .with('recorded', () =>
       messageRecorded(new TenantScope(db, accountId), conversationId, { content, at: createdAt })
         .where('conversations.status', '!=', 'archived')
+        .where('conversations.channel_id', 'is', null)
         .returning('conversations.id as conversation_id'),
     )
     .insertInto('messages')
-    .columns(['account_id', 'id', 'conversation_id', 'direction', 'type', 'content', 'status', 'created_at'])
+    .columns(['account_id', 'id', 'conversation_id', 'direction', 'type', 'content', 'status', 'created_at', 'updated_at'])
     .expression((eb) =>
       eb
         .selectFrom('recorded')
@@ -49,6 +57,7 @@ const sendIntoOpenConversation = prepared((db: Executor, ...[accountId, id, conv
           eb.val(content).as('content'),
           eb.val(status).as('status'),
           eb.val(createdAt).as('created_at'),
+          eb.val(createdAt).as('updated_at'),
         ]),
     )
     .returning('messages.id'),
@@ -57,13 +66,33 @@ const sendIntoOpenConversation = prepared((db: Executor, ...[accountId, id, conv
 export const messagesRepository = {
   insert: (scope: TenantScope, row: Omit<MessageRow, 'account_id'>) => scope.insert('messages', row),
 
+  findById: (scope: TenantScope, id: string) => scope.selectFrom('messages').selectAll().where('messages.id', '=', id).executeTakeFirst(),
+
+  findByPlatformId: (scope: TenantScope, platformMessageId: string) =>
+    scope.selectFrom('messages').selectAll().where('messages.platform_message_id', '=', platformMessageId).executeTakeFirst(),
+
+  /**
+   * Changes a message only while it is in one of `from` (statuses move forward only, so a late or
+   * repeated status finds it moved on and changes nothing). The row as it is now, or undefined.
+   */
+  async updateFrom(scope: TenantScope, id: string, from: readonly MessageRow['status'][], patch: Updateable<MessageTable>): Promise<MessageRow | undefined> {
+    return scope
+      .updateTable('messages')
+      .set(patch)
+      .where('messages.id', '=', id)
+      .where('messages.status', 'in', from)
+      .returningAll()
+      .executeTakeFirst() as Promise<MessageRow | undefined>;
+  },
+
   /**
    * Stores a message and records it on its conversation (count, last message, activity), both or
-   * neither, unless the conversation is archived or missing. Postgres does it in one statement
+   * neither, unless the conversation is archived, missing or on a channel (then 'channel': the
+   * caller sends it through channelConversationRecorded in its transaction). Postgres does it in one statement
    * (the update in a CTE, the insert selecting from it: atomic without BEGIN/COMMIT round trips);
    * SQLite in a transaction of the two.
    */
-  async insertIntoOpenConversation(scope: TenantScope, row: Omit<MessageRow, 'account_id'>): Promise<'recorded' | 'archived' | 'missing'> {
+  async insertIntoOpenConversation(scope: TenantScope, row: Omit<MessageRow, 'account_id'>): Promise<'recorded' | 'archived' | 'channel' | 'missing'> {
     const values = [scope.accountId, row.id, row.conversation_id, row.direction, row.type, row.content, row.status, row.created_at] as const;
     let done: boolean;
     if (dialectOf(scope.db).dataModifyingCtes) {

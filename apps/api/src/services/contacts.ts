@@ -16,6 +16,7 @@ export const toContact = (row: Omit<ContactRow, 'conversation_count'>): Contact 
   email: row.email,
   tags: JSON.parse(row.tags) as string[],
   attributes: JSON.parse(row.attributes) as Contact['attributes'],
+  identities: JSON.parse(row.identities) as Contact['identities'],
   created_at: row.created_at,
   updated_at: row.updated_at,
 });
@@ -79,6 +80,7 @@ export const contactsService = {
       email_search: searchable(body.email),
       tags: JSON.stringify(tags),
       attributes: JSON.stringify(body.attributes ?? {}),
+      identities: '[]',
       created_at: at,
       updated_at: at,
     };

@@ -14,6 +14,7 @@ export const toConversation = (row: ConversationWithContact): Conversation => ({
   id: row.id,
   contact: { id: row.contact_id, name: row.contact_name, phone: row.contact_phone },
   platform: row.platform,
+  channel_id: row.channel_id,
   status: row.status,
   message_count: row.message_count,
   last_message: row.last_message_at === null ? null : { content: row.last_message_content ?? '', timestamp: row.last_message_at },
@@ -28,7 +29,11 @@ export const toMessage = (row: MessageRow): Message => ({
   type: row.type,
   content: row.content,
   status: row.status,
+  platform_message_id: row.platform_message_id,
+  error: row.error === null ? null : (JSON.parse(row.error) as Message['error']),
+  media: row.media === null ? null : (JSON.parse(row.media) as Message['media']),
   created_at: row.created_at,
+  updated_at: row.updated_at,
 });
 
 export async function findConversationOrThrow(scope: TenantScope, id: string): Promise<ConversationWithContact> {
@@ -48,7 +53,8 @@ export const conversationsService = {
     return toConversation(await findConversationOrThrow(scopeOf(ctx), id));
   },
 
-  async create(ctx: ServiceContext, body: z.output<typeof CreateConversationBody>): Promise<Conversation> {
+  /** `channelId` when a channel's inbound message opens it; the API's conversations have none. */
+  async create(ctx: ServiceContext, body: z.output<typeof CreateConversationBody>, channelId: string | null = null): Promise<Conversation> {
     return inTransaction(ctx, async (scope) => {
       const contact = await contactsRepository.findById(scope, body.contact_id);
       if (!contact) throw ApiError.notFound('contact', body.contact_id);
@@ -57,6 +63,7 @@ export const conversationsService = {
         id: newId('conversation'),
         contact_id: contact.id,
         platform: body.platform,
+        channel_id: channelId,
         status: 'active' as const,
         message_count: 0,
         last_message_content: null,

@@ -71,7 +71,9 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings =>
 /** Accounts of the test servers: enterprise with a limit no suite reaches (rate limits have their own tests). */
 export const TEST_ACCOUNT_RPM = 1_000_000;
 
-export async function startTestServer(dialect: 'sqlite' | 'postgres', settings: Settings = testSettings()): Promise<TestServer> {
+export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSettings: Settings = testSettings()): Promise<TestServer> {
+  // Its own copy: the public URL below is this server's.
+  const settings: Settings = { ...givenSettings };
   const testDatabase: TestDatabase = await createTestDatabase(dialect);
   const database = openDatabase(testDatabase.url);
   await migrateToLatest(database.db);
@@ -81,6 +83,8 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', settings: 
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
   const baseUrl = `http://127.0.0.1:${address.port}/v1`;
+  // Only now is the port known: channels' webhook_url names it.
+  settings.publicUrl = `http://127.0.0.1:${address.port}`;
 
   const a = await accountsService.createAccount(database, { name: 'Account A', plan: 'enterprise', rateLimitRpm: TEST_ACCOUNT_RPM });
   const b = await accountsService.createAccount(database, { name: 'Account B', plan: 'enterprise', rateLimitRpm: TEST_ACCOUNT_RPM });

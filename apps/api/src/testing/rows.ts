@@ -11,7 +11,7 @@ import type { ConversationRow } from '../repositories/conversations.js';
 export const contactRow = (
   accountId: string,
   fields: { id: string; name: string | null; phone: string; at: string; tags?: string[] },
-): Omit<ContactRow, 'conversation_count'> => ({
+): Omit<ContactRow, 'conversation_count' | 'identities'> => ({
   account_id: accountId,
   id: fields.id,
   name: fields.name,
@@ -30,7 +30,7 @@ export const contactRow = (
 export const conversationRow = (
   accountId: string,
   fields: { id: string; contact_id: string; at: string; platform?: ConversationRow['platform']; status?: ConversationRow['status'] },
-): ConversationRow => ({
+): Omit<ConversationRow, 'channel_id'> => ({
   account_id: accountId,
   id: fields.id,
   contact_id: fields.contact_id,

@@ -41,6 +41,13 @@ export const appRouter = t.router({
     listDeliveries: query('webhookEndpoints.listDeliveries'),
     retryDelivery: mutation('webhookEndpoints.retryDelivery'),
   },
+  channels: {
+    list: query('channels.list'),
+    create: mutation('channels.create'),
+    retrieve: query('channels.retrieve'),
+    update: mutation('channels.update'),
+    delete: mutation('channels.delete'),
+  },
   sandbox: { inbound: mutation('sandbox.inbound') },
 });
 

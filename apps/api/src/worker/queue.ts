@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Executor } from '../repositories/tenant.js';
 import { jobsRepository } from '../repositories/jobs.js';
 import { now } from '../ids.js';
+import type { SendJob } from '../services/messages.js';
 
 /** The kinds of background work and what each job carries. */
 export interface JobPayloads {
@@ -11,11 +12,18 @@ export interface JobPayloads {
   run_workflow: { runId: string };
   /** Deletes events past their retention; reschedules itself. */
   prune_events: Record<string, never>;
+  /** Sends an outbound message through its conversation's channel (worker/send-message.ts). */
+  send_message: SendJob;
+  /** Processes a webhook body Meta posted to a channel (worker/process-channel-payload.ts). */
+  process_channel_payload: { payloadId: string };
 }
 export type JobKind = keyof JobPayloads;
 
 /** The lane of an endpoint's deliveries: at most MAX_RUNNING_PER_ENDPOINT of them run at once. */
 export const endpointLane = (endpointId: string) => `endpoint:${endpointId}`;
+
+/** The lane of a channel's sends, whose pace the channel's send rate sets (worker/send-message.ts). */
+export const channelLane = (channelId: string) => `channel:${channelId}`;
 
 /**
  * Puts a job in the queue. Called inside the transaction of the change that needs it, so the job

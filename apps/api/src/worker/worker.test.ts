@@ -15,6 +15,8 @@ function recordingHandlers(runs: string[], delayMs = 5): JobHandlers {
       runs.push(job.payload.runId);
     },
     deliver_webhook: async () => {},
+    send_message: async () => {},
+    process_channel_payload: async () => {},
     prune_events: async () => ({ retryAt: new Date(Date.now() + 3_600_000).toISOString() }),
   };
 }

@@ -1,6 +1,7 @@
 import type { OperationId } from '@convo/sdk';
 import type { Command } from 'commander';
 import type { CommandContext, OperationCommand } from '../operation-commands.js';
+import { channelsGroup } from './channels/index.js';
 import { contactsGroup } from './contacts/index.js';
 import { conversationsGroup } from './conversations/index.js';
 import { eventsGroup } from './events/index.js';
@@ -50,6 +51,11 @@ export const OPERATION_COMMANDS = {
   'webhookEndpoints.delete': { command: 'webhooks delete', done: 'Deleted.' },
   'webhookEndpoints.listDeliveries': { command: 'webhooks deliveries' },
   'webhookEndpoints.retryDelivery': { command: 'webhooks retry' },
+  'channels.list': { command: 'channels list', columns: ['id', 'platform', 'name', 'external_id', 'status', 'webhook_url'] },
+  'channels.retrieve': { command: 'channels get' },
+  'channels.create': { command: 'channels create' },
+  'channels.update': { command: 'channels update' },
+  'channels.delete': { command: 'channels delete', done: 'Deleted.' },
   'sandbox.inbound': { command: 'sandbox inbound' },
 } as const satisfies Record<OperationId, OperationCommand>;
 
@@ -72,5 +78,6 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   workflowsGroup,
   eventsGroup,
   webhooksGroup,
+  channelsGroup,
   sandboxGroup,
 ];

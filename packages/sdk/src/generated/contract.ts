@@ -72,7 +72,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a message into a conversation */
+        /**
+         * Send a message into a conversation
+         * @description Stored `queued`. In a conversation on a channel it is sent to the platform in the background and moves to `sent`, `delivered` and `read` (or `failed`), each change emitting `message.updated`. `text` may be sent only within 24 hours of the contact's last inbound message on that channel (else 400 `window`); a WhatsApp `template` at any time. Without a channel the message stays `queued`.
+         */
         post: operations["messages.send"];
         delete?: never;
         options?: never;
@@ -411,6 +414,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List channels
+         * @description Newest first, ties by id descending.
+         */
+        get: operations["channels.list"];
+        put?: never;
+        /**
+         * Connect a WhatsApp number, a Facebook Page or an Instagram account
+         * @description Enter the answer's `webhook_url` and `verify_token` in the Meta app's webhook settings. `access_token` and `app_secret` are stored encrypted and never returned. `external_id` is unique per account and platform.
+         */
+        post: operations["channels.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/channels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a channel */
+        get: operations["channels.retrieve"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a channel
+         * @description Its conversations and messages stay (with their `channel_id`); nothing more is sent or received through it. Messages still queued for it fail with `channel_deleted`.
+         */
+        delete: operations["channels.delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a channel
+         * @description Renames it, rotates its `access_token` or `app_secret`, disables it or re-enables it (`status: "active"` also clears an `error`).
+         */
+        patch: operations["channels.update"];
+        trace?: never;
+    };
     "/v1/sandbox/inbound": {
         parameters: {
             query?: never;
@@ -454,7 +506,7 @@ export interface components {
             existing_id?: string;
         };
         /** @enum {string} */
-        Constraint: "required" | "type" | "enum" | "format" | "min" | "max" | "min_length" | "max_length" | "pattern" | "unique" | "unknown" | "json" | "content_type" | "max_bytes" | "transition" | "idempotency_key";
+        Constraint: "required" | "type" | "enum" | "format" | "min" | "max" | "min_length" | "max_length" | "pattern" | "unique" | "unknown" | "json" | "content_type" | "max_bytes" | "transition" | "idempotency_key" | "window";
         ValidationIssue: {
             field: string;
             constraint: components["schemas"]["Constraint"];
@@ -472,9 +524,11 @@ export interface components {
             contact: {
                 id: string;
                 name: string | null;
-                phone: string;
+                phone: string | null;
             };
             platform: components["schemas"]["Platform"];
+            /** @description The channel the conversation runs on; `null` when opened through the API or the sandbox. */
+            channel_id: string | null;
             status: components["schemas"]["ConversationStatus"];
             message_count: number;
             last_message: {
@@ -520,19 +574,41 @@ export interface components {
             /** @enum {string} */
             direction: "inbound" | "outbound";
             type: components["schemas"]["MessageType"];
+            /** @description The text, a media's caption, a reaction's emoji, a template's name; may be empty. */
             content: string;
             /** @enum {string} */
             status: "queued" | "sent" | "delivered" | "read" | "failed";
+            /** @description The id the platform gave the message; `null` until it accepts it. */
+            platform_message_id: string | null;
+            error: components["schemas"]["MessageError"] | null;
+            media: components["schemas"]["MessageMedia"] | null;
             /**
              * Format: date-time
              * @example 2026-11-22T10:15:30.123Z
              */
             created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            updated_at: string;
         };
         /** @enum {string} */
-        MessageType: "text";
+        MessageType: "text" | "template" | "image" | "video" | "audio" | "document" | "sticker" | "location" | "reaction" | "unsupported";
+        MessageError: {
+            code: string;
+            message: string;
+        };
+        MessageMedia: {
+            /** @description WhatsApp's media id; for Messenger and Instagram, which send a link, the attachment's URL. */
+            id: string;
+            /** @description As the platform gave it; for Messenger and Instagram the kind of media (`image/*`, …). */
+            mime_type: string;
+            filename?: string;
+        };
         SendMessageBody: {
             conversation_id: string;
+            /** @description Required for `text`. */
             content?: string;
             /**
              * @deprecated
@@ -540,7 +616,31 @@ export interface components {
              */
             message?: string;
             /** @default text */
-            type?: components["schemas"]["MessageType"];
+            type?: components["schemas"]["SendableMessageType"];
+            /** @description Required for `template` (WhatsApp only); not allowed otherwise. */
+            template?: components["schemas"]["MessageTemplate"];
+        };
+        /** @enum {string} */
+        SendableMessageType: "text" | "template";
+        MessageTemplate: {
+            name: string;
+            /** @example en_US */
+            language: string;
+            /** @description The values of the template's variables, passed to WhatsApp as they are. */
+            components?: components["schemas"]["TemplateComponent"][];
+        };
+        TemplateComponent: {
+            /** @enum {string} */
+            type: "header" | "body" | "button";
+            /** @description For a button: `quick_reply`, `url`, … */
+            sub_type?: string;
+            /** @description For a button: its position. */
+            index?: number | string;
+            parameters?: {
+                [key: string]: (string | number | boolean) | {
+                    [key: string]: string | number | boolean;
+                };
+            }[];
         };
         ContactList: {
             data: components["schemas"]["Contact"][];
@@ -552,12 +652,15 @@ export interface components {
         Contact: {
             id: string;
             name: string | null;
-            phone: string;
+            /** @description `null` for a contact known only by a Messenger or Instagram identity. */
+            phone: string | null;
             email: string | null;
             tags: string[];
             attributes: {
                 [key: string]: string | number | boolean;
             };
+            /** @description The channels the contact has written from, oldest first. */
+            identities: components["schemas"]["ContactIdentity"][];
             /**
              * Format: date-time
              * @example 2026-11-22T10:15:30.123Z
@@ -568,6 +671,11 @@ export interface components {
              * @example 2026-11-22T10:15:30.123Z
              */
             updated_at: string;
+        };
+        ContactIdentity: {
+            platform: components["schemas"]["Platform"];
+            channel_id: string;
+            external_id: string;
         };
         CreateContactBody: {
             name?: string | null;
@@ -822,9 +930,21 @@ export interface components {
             /** @description Per-conversation order of events that concern a conversation. */
             sequence?: number;
             data: components["schemas"]["Conversation"];
+        } | {
+            id: string;
+            /** @constant */
+            type: "message.updated";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            /** @description Per-conversation order of events that concern a conversation. */
+            sequence?: number;
+            data: components["schemas"]["Message"];
         };
         /** @enum {string} */
-        EventType: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved";
+        EventType: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated";
         WebhookEndpointList: {
             data: components["schemas"]["WebhookEndpoint"][];
             total: number;
@@ -858,7 +978,7 @@ export interface components {
              */
             url: string;
             /** @description Event types to receive, or `["*"]` for every type. */
-            events: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "*")[];
+            events: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "*")[];
             description?: string | null;
         };
         UpdateWebhookEndpointBody: {
@@ -868,7 +988,7 @@ export interface components {
              */
             url?: string;
             /** @description Event types to receive, or `["*"]` for every type. */
-            events?: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "*")[];
+            events?: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "*")[];
             description?: string | null;
             /** @description `enabled` re-enables an endpoint that was disabled (by hand or by a 410). */
             status?: components["schemas"]["WebhookEndpointStatus"];
@@ -907,6 +1027,75 @@ export interface components {
             duration_ms: number;
             /** @description Why the attempt failed; null for a 2xx. */
             error: string | null;
+        };
+        ChannelList: {
+            data: components["schemas"]["Channel"][];
+            total: number;
+            limit: number;
+            offset: number;
+            has_more: boolean;
+        };
+        Channel: {
+            id: string;
+            platform: components["schemas"]["Platform"];
+            name: string;
+            /** @description The WhatsApp phone number id, the Facebook Page id or the Instagram account id. */
+            external_id: string;
+            status: components["schemas"]["ChannelStatus"];
+            /** @description The callback URL to enter in the Meta app's webhook settings. */
+            webhook_url: string;
+            /** @description The verify token to enter beside `webhook_url`. */
+            verify_token: string;
+            last_error: components["schemas"]["ChannelError"] | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            updated_at: string;
+        };
+        /** @enum {string} */
+        ChannelStatus: "active" | "error" | "disabled";
+        ChannelError: {
+            /** @description The Graph API error's code, as a string (`190` for an invalid token). */
+            code: string;
+            message: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            at: string;
+        };
+        CreateChannelBody: {
+            platform: components["schemas"]["Platform"];
+            /** @description Defaults to the platform and the external id. */
+            name?: string;
+            /** @example 106540352242922 */
+            external_id: string;
+            /** @description A system-user or page access token. Write-only: never returned. */
+            access_token: string;
+            /** @description The Meta app's secret, which signs its webhooks. Write-only: never returned. */
+            app_secret: string;
+            /** @description Generated when not given. */
+            verify_token?: string;
+        };
+        UpdateChannelBody: {
+            name?: string;
+            /** @description A system-user or page access token. Write-only: never returned. */
+            access_token?: string;
+            /** @description The Meta app's secret, which signs its webhooks. Write-only: never returned. */
+            app_secret?: string;
+            /** @description Generated when not given. */
+            verify_token?: string;
+            /**
+             * @description `disabled` stops sending and receiving; `active` re-enables a disabled channel or one in `error`.
+             * @enum {string}
+             */
+            status?: "active" | "disabled";
         };
         SandboxInboundBody: {
             platform: components["schemas"]["Platform"];
@@ -987,6 +1176,7 @@ export interface operations {
                      *             "phone": "+14155550123"
                      *           },
                      *           "platform": "whatsapp",
+                     *           "channel_id": "example",
                      *           "status": "active",
                      *           "message_count": 1,
                      *           "last_message": {
@@ -1114,6 +1304,7 @@ export interface operations {
                      *         "phone": "+14155550123"
                      *       },
                      *       "platform": "whatsapp",
+                     *       "channel_id": "example",
                      *       "status": "active",
                      *       "message_count": 1,
                      *       "last_message": {
@@ -1238,6 +1429,7 @@ export interface operations {
                      *         "phone": "+14155550123"
                      *       },
                      *       "platform": "whatsapp",
+                     *       "channel_id": "example",
                      *       "status": "active",
                      *       "message_count": 1,
                      *       "last_message": {
@@ -1367,6 +1559,7 @@ export interface operations {
                      *         "phone": "+14155550123"
                      *       },
                      *       "platform": "whatsapp",
+                     *       "channel_id": "example",
                      *       "status": "active",
                      *       "message_count": 1,
                      *       "last_message": {
@@ -1497,7 +1690,17 @@ export interface operations {
                      *           "type": "text",
                      *           "content": "Hi Ana! Your order has shipped.",
                      *           "status": "queued",
-                     *           "created_at": "2026-11-22T10:15:30.123Z"
+                     *           "platform_message_id": "example",
+                     *           "error": {
+                     *             "code": "example",
+                     *             "message": "example"
+                     *           },
+                     *           "media": {
+                     *             "id": "example",
+                     *             "mime_type": "example"
+                     *           },
+                     *           "created_at": "2026-11-22T10:15:30.123Z",
+                     *           "updated_at": "2026-11-22T10:15:30.123Z"
                      *         }
                      *       ],
                      *       "total": 1,
@@ -1629,7 +1832,17 @@ export interface operations {
                      *       "type": "text",
                      *       "content": "Hi Ana! Your order has shipped.",
                      *       "status": "queued",
-                     *       "created_at": "2026-11-22T10:15:30.123Z"
+                     *       "platform_message_id": "example",
+                     *       "error": {
+                     *         "code": "example",
+                     *         "message": "example"
+                     *       },
+                     *       "media": {
+                     *         "id": "example",
+                     *         "mime_type": "example"
+                     *       },
+                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Message"];
@@ -1758,6 +1971,13 @@ export interface operations {
                      *           "attributes": {
                      *             "example": "example"
                      *           },
+                     *           "identities": [
+                     *             {
+                     *               "platform": "whatsapp",
+                     *               "channel_id": "example",
+                     *               "external_id": "example"
+                     *             }
+                     *           ],
                      *           "created_at": "2026-11-22T10:15:30.123Z",
                      *           "updated_at": "2026-11-22T10:15:30.123Z"
                      *         }
@@ -1881,6 +2101,13 @@ export interface operations {
                      *       "attributes": {
                      *         "example": "example"
                      *       },
+                     *       "identities": [
+                     *         {
+                     *           "platform": "whatsapp",
+                     *           "channel_id": "example",
+                     *           "external_id": "example"
+                     *         }
+                     *       ],
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -1989,6 +2216,13 @@ export interface operations {
                      *       "attributes": {
                      *         "example": "example"
                      *       },
+                     *       "identities": [
+                     *         {
+                     *           "platform": "whatsapp",
+                     *           "channel_id": "example",
+                     *           "external_id": "example"
+                     *         }
+                     *       ],
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -2218,6 +2452,13 @@ export interface operations {
                      *       "attributes": {
                      *         "example": "example"
                      *       },
+                     *       "identities": [
+                     *         {
+                     *           "platform": "whatsapp",
+                     *           "channel_id": "example",
+                     *           "external_id": "example"
+                     *         }
+                     *       ],
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -2350,6 +2591,13 @@ export interface operations {
                      *       "attributes": {
                      *         "example": "example"
                      *       },
+                     *       "identities": [
+                     *         {
+                     *           "platform": "whatsapp",
+                     *           "channel_id": "example",
+                     *           "external_id": "example"
+                     *         }
+                     *       ],
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -2472,6 +2720,13 @@ export interface operations {
                      *       "attributes": {
                      *         "example": "example"
                      *       },
+                     *       "identities": [
+                     *         {
+                     *           "platform": "whatsapp",
+                     *           "channel_id": "example",
+                     *           "external_id": "example"
+                     *         }
+                     *       ],
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -3739,6 +3994,7 @@ export interface operations {
                      *               "phone": "+14155550123"
                      *             },
                      *             "platform": "whatsapp",
+                     *             "channel_id": "example",
                      *             "status": "active",
                      *             "message_count": 1,
                      *             "last_message": {
@@ -4666,6 +4922,617 @@ export interface operations {
             };
         };
     };
+    "channels.list": {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Zero-based position of the first record. */
+                offset?: number;
+                platform?: components["schemas"]["Platform"];
+            };
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List channels */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "ch_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *           "platform": "whatsapp",
+                     *           "name": "Ana Souza",
+                     *           "external_id": "example",
+                     *           "status": "active",
+                     *           "webhook_url": "example",
+                     *           "verify_token": "example",
+                     *           "last_error": {
+                     *             "code": "example",
+                     *             "message": "example",
+                     *             "at": "2026-11-22T10:15:30.123Z"
+                     *           },
+                     *           "created_at": "2026-11-22T10:15:30.123Z",
+                     *           "updated_at": "2026-11-22T10:15:30.123Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "limit": 1,
+                     *       "offset": 1,
+                     *       "has_more": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ChannelList"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "channels.create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a POST safe to retry: for 24 hours the same key with the same body replays the first response byte for byte; with another body it is a 400 (`idempotency_key`). A duplicate that arrives while the first runs waits for it. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "platform": "whatsapp",
+                 *       "external_id": "106540352242922",
+                 *       "access_token": "example",
+                 *       "app_secret": "example"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateChannelBody"];
+            };
+        };
+        responses: {
+            /** @description Connect a WhatsApp number, a Facebook Page or an Instagram account */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ch_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "platform": "whatsapp",
+                     *       "name": "Ana Souza",
+                     *       "external_id": "example",
+                     *       "status": "active",
+                     *       "webhook_url": "example",
+                     *       "verify_token": "example",
+                     *       "last_error": {
+                     *         "code": "example",
+                     *         "message": "example",
+                     *         "at": "2026-11-22T10:15:30.123Z"
+                     *       },
+                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Channel"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, or one the body names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "channels.retrieve": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Retrieve a channel */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ch_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "platform": "whatsapp",
+                     *       "name": "Ana Souza",
+                     *       "external_id": "example",
+                     *       "status": "active",
+                     *       "webhook_url": "example",
+                     *       "verify_token": "example",
+                     *       "last_error": {
+                     *         "code": "example",
+                     *         "message": "example",
+                     *         "at": "2026-11-22T10:15:30.123Z"
+                     *       },
+                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Channel"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, or one the body names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "channels.delete": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a channel: no content. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, or one the body names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "channels.update": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["UpdateChannelBody"];
+            };
+        };
+        responses: {
+            /** @description Update a channel */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ch_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "platform": "whatsapp",
+                     *       "name": "Ana Souza",
+                     *       "external_id": "example",
+                     *       "status": "active",
+                     *       "webhook_url": "example",
+                     *       "verify_token": "example",
+                     *       "last_error": {
+                     *         "code": "example",
+                     *         "message": "example",
+                     *         "at": "2026-11-22T10:15:30.123Z"
+                     *       },
+                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Channel"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, or one the body names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "sandbox.inbound": {
         parameters: {
             query?: never;
@@ -4711,7 +5578,17 @@ export interface operations {
                      *       "type": "text",
                      *       "content": "Hi Ana! Your order has shipped.",
                      *       "status": "queued",
-                     *       "created_at": "2026-11-22T10:15:30.123Z"
+                     *       "platform_message_id": "example",
+                     *       "error": {
+                     *         "code": "example",
+                     *         "message": "example"
+                     *       },
+                     *       "media": {
+                     *         "id": "example",
+                     *         "mime_type": "example"
+                     *       },
+                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Message"];
@@ -4906,6 +5783,26 @@ export const ROUTES = {
     "method": "POST",
     "path": "/webhook_endpoints/:id/deliveries/:delivery_id/retry"
   },
+  "channels.list": {
+    "method": "GET",
+    "path": "/channels"
+  },
+  "channels.create": {
+    "method": "POST",
+    "path": "/channels"
+  },
+  "channels.retrieve": {
+    "method": "GET",
+    "path": "/channels/:id"
+  },
+  "channels.update": {
+    "method": "PATCH",
+    "path": "/channels/:id"
+  },
+  "channels.delete": {
+    "method": "DELETE",
+    "path": "/channels/:id"
+  },
   "sandbox.inbound": {
     "method": "POST",
     "path": "/sandbox/inbound"
@@ -4927,9 +5824,15 @@ export type UpdateConversationBody = components['schemas']['UpdateConversationBo
 export type MessageList = components['schemas']['MessageList'];
 export type Message = components['schemas']['Message'];
 export type MessageType = components['schemas']['MessageType'];
+export type MessageError = components['schemas']['MessageError'];
+export type MessageMedia = components['schemas']['MessageMedia'];
 export type SendMessageBody = components['schemas']['SendMessageBody'];
+export type SendableMessageType = components['schemas']['SendableMessageType'];
+export type MessageTemplate = components['schemas']['MessageTemplate'];
+export type TemplateComponent = components['schemas']['TemplateComponent'];
 export type ContactList = components['schemas']['ContactList'];
 export type Contact = components['schemas']['Contact'];
+export type ContactIdentity = components['schemas']['ContactIdentity'];
 export type CreateContactBody = components['schemas']['CreateContactBody'];
 export type TagName = components['schemas']['TagName'];
 export type UpdateContactBody = components['schemas']['UpdateContactBody'];
@@ -4962,6 +5865,12 @@ export type WebhookDeliveryList = components['schemas']['WebhookDeliveryList'];
 export type WebhookDelivery = components['schemas']['WebhookDelivery'];
 export type DeliveryStatus = components['schemas']['DeliveryStatus'];
 export type DeliveryAttempt = components['schemas']['DeliveryAttempt'];
+export type ChannelList = components['schemas']['ChannelList'];
+export type Channel = components['schemas']['Channel'];
+export type ChannelStatus = components['schemas']['ChannelStatus'];
+export type ChannelError = components['schemas']['ChannelError'];
+export type CreateChannelBody = components['schemas']['CreateChannelBody'];
+export type UpdateChannelBody = components['schemas']['UpdateChannelBody'];
 export type SandboxInboundBody = components['schemas']['SandboxInboundBody'];
 
 /** The query of each list operation. */
@@ -4975,3 +5884,4 @@ export type ListRunsQuery = NonNullable<operations['workflows.listRuns']['parame
 export type ListEventsQuery = NonNullable<operations['events.list']['parameters']['query']>;
 export type ListWebhookEndpointsQuery = NonNullable<operations['webhookEndpoints.list']['parameters']['query']>;
 export type ListDeliveriesQuery = NonNullable<operations['webhookEndpoints.listDeliveries']['parameters']['query']>;
+export type ListChannelsQuery = NonNullable<operations['channels.list']['parameters']['query']>;

@@ -79,6 +79,7 @@ describe('rerunning an import', () => {
     email: null,
     tags: ['vip', 'new'],
     attributes: { tier: 'gold', visits: 3 },
+    identities: [],
     created_at: '2026-11-22T10:15:30.123Z',
     updated_at: '2026-11-22T10:15:30.123Z',
   };

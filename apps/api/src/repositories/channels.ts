@@ -1,0 +1,99 @@
+import type { Selectable, Updateable } from 'kysely';
+import type { ChannelPayloadTable, ChannelTable, ContactIdentityTable, MessageTable } from '../db/schema.js';
+import type { Executor, TenantScope } from './tenant.js';
+
+export type ChannelRow = Selectable<ChannelTable>;
+export type ChannelPayloadRow = Selectable<ChannelPayloadTable>;
+export type ContactIdentityRow = Selectable<ContactIdentityTable>;
+
+export const channelsRepository = {
+  insert: (scope: TenantScope, row: Omit<ChannelRow, 'account_id'>) => scope.insert('channels', row),
+
+  findById: (scope: TenantScope, id: string) => scope.selectFrom('channels').selectAll().where('channels.id', '=', id).executeTakeFirst(),
+
+  /** A channel named by Meta's webhook path, whatever its account (ids are unique across accounts). */
+  findByIdInAnyAccount: (db: Executor, id: string) => db.selectFrom('channels').selectAll().where('channels.id', '=', id).executeTakeFirst(),
+
+  findByExternalId: (scope: TenantScope, platform: ChannelRow['platform'], externalId: string) =>
+    scope.selectFrom('channels').selectAll().where('channels.platform', '=', platform).where('channels.external_id', '=', externalId).executeTakeFirst(),
+
+  async list(scope: TenantScope, filter: { platform?: ChannelRow['platform'] | undefined }, page: { limit: number; offset: number }) {
+    let base = scope.selectFrom('channels');
+    if (filter.platform) base = base.where('channels.platform', '=', filter.platform);
+    const [rows, count] = await Promise.all([
+      base.selectAll().orderBy('channels.created_at', 'desc').orderBy('channels.id', 'desc').limit(page.limit).offset(page.offset).execute(),
+      base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.total) };
+  },
+
+  update: (scope: TenantScope, id: string, patch: Updateable<ChannelTable>) => scope.updateTable('channels').set(patch).where('channels.id', '=', id).execute(),
+
+  delete: (scope: TenantScope, id: string) => scope.deleteFrom('channels').where('channels.id', '=', id).executeTakeFirst(),
+};
+
+export const channelPayloadsRepository = {
+  insert: (scope: TenantScope, row: Omit<ChannelPayloadRow, 'account_id'>) => scope.insert('channel_payloads', row),
+
+  findById: (scope: TenantScope, id: string) => scope.selectFrom('channel_payloads').selectAll().where('channel_payloads.id', '=', id).executeTakeFirst(),
+
+  markProcessed: (scope: TenantScope, id: string, at: string, errors: string | null) =>
+    scope.updateTable('channel_payloads').set({ processed_at: at, errors }).where('channel_payloads.id', '=', id).execute(),
+
+  /** Processed payloads received before `before` (kept as long as events). */
+  prune: (db: Executor, before: string) =>
+    db.deleteFrom('channel_payloads').where('received_at', '<', before).where('processed_at', 'is not', null).executeTakeFirst(),
+};
+
+export const contactIdentitiesRepository = {
+  insert: (scope: TenantScope, row: Omit<ContactIdentityRow, 'account_id'>) => scope.insert('contact_identities', row),
+
+  find: (scope: TenantScope, channelId: string, externalId: string) =>
+    scope
+      .selectFrom('contact_identities')
+      .selectAll()
+      .where('contact_identities.channel_id', '=', channelId)
+      .where('contact_identities.external_id', '=', externalId)
+      .executeTakeFirst(),
+
+  /** The contact's identity on a channel (the address its messages go to). */
+  findForContact: (scope: TenantScope, contactId: string, channelId: string) =>
+    scope
+      .selectFrom('contact_identities')
+      .selectAll()
+      .where('contact_identities.contact_id', '=', contactId)
+      .where('contact_identities.channel_id', '=', channelId)
+      .orderBy('contact_identities.created_at', 'asc')
+      .executeTakeFirst(),
+
+  touchInbound: (scope: TenantScope, channelId: string, externalId: string, at: string) =>
+    scope
+      .updateTable('contact_identities')
+      .set({ last_inbound_at: at })
+      .where('contact_identities.channel_id', '=', channelId)
+      .where('contact_identities.external_id', '=', externalId)
+      .where((eb) => eb.or([eb('last_inbound_at', 'is', null), eb('last_inbound_at', '<', at)]))
+      .execute(),
+};
+
+export const channelMessagesRepository = {
+  /**
+   * The outbound messages to a contact on a channel created at or before `upTo` and in one of
+   * `statuses`, oldest first: what a platform's watermark receipt (delivered or read up to a time) covers.
+   */
+  outboundUpTo: (scope: TenantScope, channelId: string, contactId: string, upTo: string, statuses: readonly MessageTable['status'][]) =>
+    scope
+      .selectFrom('messages')
+      .innerJoin('conversations', (join) =>
+        join.onRef('conversations.account_id', '=', 'messages.account_id').onRef('conversations.id', '=', 'messages.conversation_id'),
+      )
+      .select('messages.id')
+      .where('conversations.channel_id', '=', channelId)
+      .where('conversations.contact_id', '=', contactId)
+      .where('messages.direction', '=', 'outbound')
+      .where('messages.status', 'in', statuses)
+      .where('messages.created_at', '<=', upTo)
+      .orderBy('messages.created_at', 'asc')
+      .orderBy('messages.id', 'asc')
+      .execute(),
+};
