@@ -19,6 +19,8 @@ describe('options derived from the contract', () => {
     expect(field('conversations.create', 'body', 'contact_id')).toMatchObject({ option: 'contact', required: true });
     expect(field('orders.list', 'query', 'contact_id')).toMatchObject({ option: 'contact', required: false });
     expect(field('orders.create', 'body', 'placed_at').option).toBe('placed-at');
+    // Meta's id of a channel is no Convo resource: it keeps its name, where contact_id becomes --contact.
+    expect(field('channels.create', 'body', 'external_id').option).toBe('external-id');
   });
 
   it('takes enum choices, defaults and descriptions from the schemas', () => {

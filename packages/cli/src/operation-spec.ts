@@ -175,8 +175,9 @@ function fieldOf(name: string, property: JsonSchema, required: boolean): FieldSp
   } else if (type === 'array' && schema.items) kind = 'json-items';
   else if (type === 'object' && isObjectOfScalars(schema)) kind = 'record';
 
-  // `contact_id` → --contact, `contact_ids` → --contact (repeatable).
-  const idField = /_ids?$/.test(name);
+  // `contact_id` → --contact, `contact_ids` → --contact (repeatable); an id of something outside
+  // Convo (a channel's `external_id`, Meta's) keeps its whole name.
+  const idField = /_ids?$/.test(name) && name !== 'external_id';
   const base = idField ? name.replace(/_ids?$/, '') : name;
   const repeatable = kind === 'strings' || kind === 'record' || kind === 'objects' || kind === 'json-items';
   const option = (repeatable && !idField ? singular(base) : base).replaceAll('_', '-');

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
+  Channel,
+  ChannelList,
   Contact,
   ContactList,
   Conversation,
@@ -205,6 +207,18 @@ describe('the convo CLI against a real server', () => {
     const deletedEndpoint = await convo(['webhooks', 'delete', endpoint.id, '--json']);
     expect(deletedEndpoint).toEqual({ code: 0, stdout: '', stderr: '' });
     called.add('webhookEndpoints.delete');
+
+    const channel = await operation(
+      'channels.create',
+      ['channels', 'create', '--platform', 'facebook', '--external-id', '104827365012345', '--access-token', 'cli-token', '--app-secret', 'cli-secret'],
+      Channel,
+    );
+    expect(channel).toMatchObject({ platform: 'facebook', external_id: '104827365012345', status: 'active' });
+    expect(await operation('channels.retrieve', ['channels', 'get', channel.id], Channel)).toEqual(channel);
+    expect((await operation('channels.update', ['channels', 'update', channel.id, '--name', 'Support page'], Channel)).name).toBe('Support page');
+    expect((await operation('channels.list', ['channels', 'list'], ChannelList)).data.map((c) => c.id)).toEqual([channel.id]);
+    expect(await convo(['channels', 'delete', channel.id, '--json'])).toEqual({ code: 0, stdout: '', stderr: '' });
+    called.add('channels.delete');
 
     // 204: no JSON to print.
     expect(await convo(['contacts', 'delete', ana.id, '--json'])).toEqual({ code: 0, stdout: '', stderr: '' });

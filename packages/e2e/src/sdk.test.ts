@@ -1,4 +1,6 @@
 import {
+  Channel,
+  ChannelList,
   Contact,
   ContactList,
   Conversation,
@@ -112,6 +114,20 @@ describe('the SDK against a real server', () => {
     called.add('webhookEndpoints.retryDelivery');
     await expect(convo.webhookEndpoints.del(endpoint.id)).resolves.toBeUndefined();
     called.add('webhookEndpoints.delete');
+
+    const channel = Channel.parse(
+      await convo.channels.create({ platform: 'whatsapp', external_id: '106540352242922', access_token: 'sdk-token', app_secret: 'sdk-secret' }),
+    );
+    expect(channel).toMatchObject({ platform: 'whatsapp', status: 'active', last_error: null });
+    called.add('channels.create');
+    expect(Channel.parse(await convo.channels.retrieve(channel.id))).toEqual(channel);
+    called.add('channels.retrieve');
+    expect(Channel.parse(await convo.channels.update(channel.id, { status: 'disabled' })).status).toBe('disabled');
+    called.add('channels.update');
+    expect(ChannelList.parse(await convo.channels.list({ platform: 'whatsapp' })).data.map((c) => c.id)).toEqual([channel.id]);
+    called.add('channels.list');
+    await expect(convo.channels.del(channel.id)).resolves.toBeUndefined();
+    called.add('channels.delete');
 
     await expect(convo.contacts.del(ana.id)).resolves.toBeUndefined();
     called.add('contacts.delete');
