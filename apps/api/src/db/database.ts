@@ -67,9 +67,11 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
     const pool = new pg.Pool({
       connectionString: connectionUrl.toString(),
       max: options.poolSize ?? DEFAULT_POOL_SIZE,
-      // No parallel query plans, unless the URL's `options` say otherwise: the API runs many small
-      // queries at once, and a query that starts worker processes is slower when the server is busy.
-      ...(connectionUrl.searchParams.has('options') ? {} : { options: '-c max_parallel_workers_per_gather=0' }),
+      // No parallel query plans and no JIT, unless the URL's `options` say otherwise: the API runs
+      // many small queries at once, and a query that starts worker processes is slower when the
+      // server is busy. JIT compiles any statement estimated costly, which the job claim is with a
+      // deep queue (hundreds of ms to compile a few-ms query: the channel backlog's target).
+      ...(connectionUrl.searchParams.has('options') ? {} : { options: '-c max_parallel_workers_per_gather=0 -c jit=off' }),
       // int8 (counts, amounts) as numbers: every value we store fits in 2^53.
       types: {
         getTypeParser: (oid: number, format?: 'text' | 'binary') =>
