@@ -1,5 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=50 --no-allocation-site-pretenuring
-import { buildOpenApiDocument } from '@convo/core';
+import { Email, ROLES, type Role, buildOpenApiDocument } from '@convo/core';
+import { randomBytes } from 'node:crypto';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { type DatabaseHandle, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -8,6 +9,7 @@ import { RateLimits } from './edge/rate-limits.js';
 import { buildServer } from './http/server.js';
 import { DEMO_ACCOUNT_NAME, seedDemo } from './operator/demo-seed.js';
 import { KEY_TYPES, PLANS, type Plan, accountsService } from './services/accounts.js';
+import { peopleService } from './services/people.js';
 import { jobHandlers } from './worker/handlers.js';
 import { Worker } from './worker/worker.js';
 
@@ -92,7 +94,7 @@ program
       await database.destroy();
     });
     await app.listen({ port: env.port, host: env.host });
-    process.stderr.write(`Convo API on ${env.publicUrl}/v1 (${database.dialect}); reference at ${env.publicUrl}/docs\n`);
+    process.stderr.write(`Convo API on ${env.publicUrl}/v1 (${database.dialect}); reference at ${env.publicUrl}/docs; console at ${env.publicUrl}/console/\n`);
   });
 
 program
@@ -185,6 +187,51 @@ keys
     }),
   );
 
+const users = program.command('users').description('Manage the people who sign in to the console');
+users
+  .command('create')
+  .description('Give a person a role in an account (creating them, with a printed password, if they are new)')
+  .requiredOption('--email <address>', 'their e-mail address')
+  .requiredOption('--account <id>', 'account id')
+  .addOption(new Option('--role <role>', 'their role in the account').choices(ROLES).makeOptionMandatory())
+  .option('--name <name>', 'their name')
+  .option('--json', 'print the user as one JSON object')
+  .action((options: { email: string; account: string; role: Role; name?: string; json?: boolean }) =>
+    withDatabase(async (database) => {
+      await migrateToLatest(database.db);
+      const email = Email.safeParse(options.email.trim());
+      if (!email.success) throw new InvalidArgumentError(`not an e-mail address: ${options.email}`);
+      const password = randomBytes(12).toString('base64url');
+      const user = await peopleService.createUser(database, {
+        email: email.data,
+        password,
+        accountId: options.account,
+        role: options.role,
+        name: options.name,
+      });
+      const result = { id: user.id, email: user.email, account_id: options.account, role: options.role, ...(user.created ? { password } : {}) };
+      if (options.json) return print(result);
+      process.stdout.write(
+        user.created
+          ? `Created ${user.email} (${options.role} of ${options.account}). Password (shown once): ${password}\nSign in at ${env.publicUrl}/console/\n`
+          : `${user.email} is now ${options.role} of ${options.account} (their password is unchanged)\n`,
+      );
+    }),
+  );
+users
+  .command('reset-password')
+  .description('Print a one-time link (valid one hour) where the person sets a new password')
+  .requiredOption('--email <address>', 'their e-mail address')
+  .option('--json', 'print the link as one JSON object')
+  .action((options: { email: string; json?: boolean }) =>
+    withDatabase(async (database) => {
+      const { token, expiresAt } = await peopleService.createPasswordReset(database, options.email);
+      const url = `${env.publicUrl}/console/reset-password/${token}`;
+      if (options.json) return print({ url, expires_at: expiresAt });
+      process.stdout.write(`One-time link to set a new password (until ${expiresAt}):\n${url}\n`);
+    }),
+  );
+
 program
   .command('seed')
   .description('Load data')
@@ -193,14 +240,15 @@ program
   .action((options: { json?: boolean }) =>
     withDatabase(async (database) => {
       await migrateToLatest(database.db);
-      const { account, key, created, revoked } = await seedDemo(database);
-      if (options.json) return print({ account, key });
+      const { account, key, created, revoked, signIn } = await seedDemo(database);
+      if (options.json) return print({ account, key, sign_in: signIn });
       const base = `${env.publicUrl}/v1`;
       process.stdout.write(
         `${created ? 'Created' : 'Reusing'} demo account ${account.id} (${account.name}).\n` +
           `API key (full access; shown once): ${key.key}\n` +
           (revoked > 0 ? `The demo key printed before is revoked: each start prints a new one.\n` : '') +
-          `Try: curl -H "Authorization: Bearer ${key.key}" ${base}/conversations\n`,
+          `Try: curl -H "Authorization: Bearer ${key.key}" ${base}/conversations\n` +
+          `Console: ${env.publicUrl}/console/ (sign in as ${signIn.email} with password ${signIn.password}; a new one at each start)\n`,
       );
     }),
   );

@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseDatabaseUrl } from './db/database.js';
 import { developmentSecretKey, parseSecretKey } from './secret-box.js';
 import { type Settings, defaultSettings } from './settings.js';
@@ -70,6 +72,8 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
       ...(source.CONVO_GRAPH_API_VERSION ? { graphApiVersion: graphVersion(source.CONVO_GRAPH_API_VERSION) } : {}),
       publicUrl,
       secretKey: secretKeyOf(source.CONVO_SECRET_KEY, nodeEnv, databaseUrl),
+      secureCookies: nodeEnv === 'production',
+      consoleDir: source.CONVO_CONSOLE_DIR || consoleBuild(),
     }),
   };
 }
@@ -133,4 +137,13 @@ function parseSchedule(value: string): number[] {
     if (!match) throw new Error(`CONVO_WEBHOOK_RETRY_SCHEDULE: "${part}" is not a duration like 5s, 5m or 250ms`);
     return Number(match[1]) * (units[match[2] ?? 'ms'] as number);
   });
+}
+
+/**
+ * The console's build in this workspace (apps/console/dist), from this module's place: src/ when
+ * run from source, dist/ when bundled, both one level under apps/api.
+ */
+function consoleBuild(): string | undefined {
+  const dir = fileURLToPath(new URL('../../console/dist', import.meta.url));
+  return existsSync(dir) ? dir : undefined;
 }

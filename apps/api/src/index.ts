@@ -7,3 +7,5 @@ export { Worker } from './worker/worker.js';
 export { jobHandlers } from './worker/handlers.js';
 export type { AppRouter } from './trpc/router.js';
 export { seedDemo } from './operator/demo-seed.js';
+export type { ConsoleRouter } from './console/router.js';
+export { peopleService } from './services/people.js';

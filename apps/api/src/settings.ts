@@ -29,6 +29,10 @@ export interface Settings {
   channelSendRetryScheduleMs: readonly number[];
   /** How often a status for a message not yet known (its send not yet recorded) is looked at again. */
   channelPayloadRetryScheduleMs: readonly number[];
+  /** The console's session cookie is `Secure` (production: served over https). */
+  secureCookies: boolean;
+  /** The console's build served at /console (apps/console/dist), if there is one. */
+  consoleDir: string | undefined;
 }
 
 /** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (CONTRACT: Events and webhooks). */
@@ -53,5 +57,7 @@ export const defaultSettings = (overrides: Partial<Settings> = {}): Settings => 
   channelSendsPerSecond: 80,
   channelSendRetryScheduleMs: CHANNEL_SEND_RETRY_SCHEDULE_MS,
   channelPayloadRetryScheduleMs: [2_000, 10_000, 60_000],
+  secureCookies: false,
+  consoleDir: undefined,
   ...overrides,
 });

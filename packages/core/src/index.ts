@@ -8,6 +8,7 @@ export * from './tags.js';
 export * from './events.js';
 export * from './webhooks.js';
 export * from './channels.js';
+export * from './console.js';
 export * from './workflows.js';
 export * from './endpoints.js';
 export * from './openapi.js';

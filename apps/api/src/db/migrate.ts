@@ -13,6 +13,7 @@ import * as orderNumberKeys from './migrations/2026_11_25_0010_order_number_keys
 import * as jobAccountIndexes from './migrations/2026_11_25_0011_job_account_indexes.js';
 import * as jobLanes from './migrations/2026_11_25_0012_job_lanes.js';
 import * as channels from './migrations/2026_11_25_0013_channels.js';
+import * as people from './migrations/2026_11_26_0014_people.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_25_0011_job_account_indexes': jobAccountIndexes,
   '2026_11_25_0012_job_lanes': jobLanes,
   '2026_11_25_0013_channels': channels,
+  '2026_11_26_0014_people': people,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

@@ -268,6 +268,62 @@ export interface Database {
   rate_limits: RateLimitTable;
   conversation_counts: ConversationCountTable;
   conversation_name_trigrams: ConversationNameTrigramTable;
+  users: UserTable;
+  memberships: MembershipTable;
+  sessions: SessionTable;
+  invitations: InvitationTable;
+  password_resets: PasswordResetTable;
+}
+
+export type Role = 'owner' | 'admin' | 'member';
+
+/** A person who signs in to the console (migration 0014); belongs to accounts through memberships. */
+export interface UserTable {
+  id: string;
+  /** Lower case. */
+  email: string;
+  name: string | null;
+  /** scrypt, in passwords.ts's format. */
+  password_hash: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MembershipTable {
+  account_id: string;
+  user_id: string;
+  role: Role;
+  created_at: string;
+}
+
+/** A signed-in browser: the SHA-256 of its cookie's token, never the token. */
+export interface SessionTable {
+  token_hash: string;
+  user_id: string;
+  account_id: string;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface InvitationTable {
+  account_id: string;
+  id: string;
+  token_hash: string;
+  role: Exclude<Role, 'owner'>;
+  created_by: string;
+  created_at: string;
+  expires_at: string;
+  accepted_at: string | null;
+  accepted_by: string | null;
+  revoked_at: string | null;
+}
+
+export interface PasswordResetTable {
+  token_hash: string;
+  user_id: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
 }
 
 /**

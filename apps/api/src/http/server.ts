@@ -9,6 +9,7 @@ import type { DatabaseHandle } from '../db/database.js';
 import { admission, admittedCall } from '../edge/admission.js';
 import { RateLimits } from '../edge/rate-limits.js';
 import { MAX_BODY_BYTES, acceptJsonBodies } from '../edge/request-body.js';
+import { consolePlugin } from '../console/plugin.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import { nextUlid } from '../ids.js';
 import { type Settings, defaultSettings } from '../settings.js';
@@ -159,6 +160,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       .send(docsHtml),
   );
 
+  await app.register(consolePlugin, { prefix: '/console', database, settings, staticDir: settings.consoleDir });
+
   await app.register(fastifyTRPCPlugin, {
     prefix: '/trpc',
     trpcOptions: {
@@ -194,7 +197,7 @@ function apiErrorOf(error: unknown, request: FastifyRequest): ApiError {
  */
 function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   reply.code(error.status).headers(error.headers).type('application/json; charset=utf-8');
-  if (request.url.startsWith('/trpc/')) {
+  if (request.url.startsWith('/trpc/') || request.url.startsWith('/console/trpc/')) {
     const path = (request.params as { path?: string } | undefined)?.path;
     return reply.send({ error: trpcErrorShape(error, path) });
   }

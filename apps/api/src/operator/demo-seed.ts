@@ -1,4 +1,5 @@
 import type { Platform } from '@convo/core';
+import { randomBytes } from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.js';
 import { accountsService } from '../services/accounts.js';
 import { defaultSettings } from '../settings.js';
@@ -7,9 +8,12 @@ import type { ServiceContext } from '../services/context.js';
 import { conversationsService } from '../services/conversations.js';
 import { messagesService } from '../services/messages.js';
 import { ordersService } from '../services/orders.js';
+import { peopleService } from '../services/people.js';
 
 export const DEMO_ACCOUNT_NAME = 'Convo Demo';
 const DEMO_KEY_NAME = 'demo';
+/** The demo account's owner, who signs in to the console; a new password is printed at each start. */
+export const DEMO_EMAIL = 'demo@example.com';
 
 const CONTACTS: { name: string; phone: string; email?: string; tags: string[] }[] = [
   { name: 'Ana Souza', phone: '+5511987654321', email: 'ana.souza@example.com', tags: ['vip', 'returning'] },
@@ -50,7 +54,11 @@ export async function seedDemo(database: DatabaseHandle) {
   const previous = (await accountsService.listKeys(database, account.id)).filter((k) => k.name === DEMO_KEY_NAME && k.revoked_at === null);
   for (const old of previous) await accountsService.revokeKey(database, old.id);
   const key = await accountsService.createKey(database, { accountId: account.id, type: 'full_access', name: DEMO_KEY_NAME });
-  return { account, key, created, revoked: previous.length };
+  // Like the key, the password is shown once: each start sets a new one and ends the old sessions.
+  const password = randomBytes(12).toString('base64url');
+  await peopleService.createUser(database, { email: DEMO_EMAIL, password, accountId: account.id, role: 'owner', name: 'Demo' });
+  await peopleService.setPassword(database, DEMO_EMAIL, password);
+  return { account, key, created, revoked: previous.length, signIn: { email: DEMO_EMAIL, password } };
 }
 
 async function fill(ctx: ServiceContext) {

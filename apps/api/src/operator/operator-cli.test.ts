@@ -318,6 +318,66 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
       expect(await authenticates(firstKey)).toBe(false);
     }, 60_000);
 
+    it("prints the console's address and a demo sign-in that works there; the next start's password replaces it", async () => {
+      const signInOf = (stdout: string) => {
+        const match = /Console: (\S+) \(sign in as (\S+) with password (\S+);/.exec(stdout);
+        if (!match) throw new Error(`no console sign-in in:\n${stdout}`);
+        return { url: match[1] as string, email: match[2] as string, password: match[3] as string };
+      };
+      const first = signInOf((await cli('seed', '--demo')).stdout);
+      const origin = baseUrl.replace(/\/v1$/, '');
+      expect(first.url).toMatch(/^http:\/\/[^/]+\/console\/$/);
+      const signIn = (password: string) =>
+        fetch(`${origin}/console/trpc/session.signIn`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin, 'x-convo-csrf': '1' },
+          body: JSON.stringify({ email: first.email, password }),
+        });
+      const answer = await signIn(first.password);
+      expect(answer.status, await answer.clone().text()).toBe(200);
+      expect(((await answer.json()) as { result: { data: { account: { id: string }; role: string } } }).result.data).toMatchObject({
+        account: { id: demoAccountId },
+        role: 'owner',
+      });
+      const second = signInOf((await cli('seed', '--demo')).stdout);
+      expect(second.password).not.toBe(first.password);
+      expect((await signIn(first.password)).status).toBe(401);
+      expect((await signIn(second.password)).status).toBe(200);
+    }, 60_000);
+
+    it('users create gives a person a role with a printed password; users reset-password prints a one-time link', async () => {
+      const origin = baseUrl.replace(/\/v1$/, '');
+      const created = jsonObjectOf(await cli('users', 'create', '--email', 'Ops@Example.com', '--account', demoAccountId, '--role', 'admin', '--json'));
+      expect(created).toMatchObject({ email: 'ops@example.com', account_id: demoAccountId, role: 'admin' });
+      expect(created.password).toMatch(/^[A-Za-z0-9_-]{16}$/);
+      const signIn = (password: string) =>
+        fetch(`${origin}/console/trpc/session.signIn`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin, 'x-convo-csrf': '1' },
+          body: JSON.stringify({ email: 'ops@example.com', password }),
+        });
+      expect((await signIn(created.password)).status).toBe(200);
+      // Again: the role changes, the password does not, and none is printed.
+      const again = jsonObjectOf(await cli('users', 'create', '--email', 'ops@example.com', '--account', demoAccountId, '--role', 'member', '--json'));
+      expect(again.password).toBeUndefined();
+      expect((await signIn(created.password)).status).toBe(200);
+      expect((await cli('users', 'create', '--email', 'not-an-address', '--account', demoAccountId, '--role', 'member')).code).not.toBe(0);
+
+      const reset = jsonObjectOf(await cli('users', 'reset-password', '--email', 'ops@example.com', '--json'));
+      expect(reset.url).toMatch(/^http:\/\/[^/]+\/console\/reset-password\/[A-Za-z0-9_-]{43}$/);
+      const token = reset.url.split('/').pop();
+      const resetCall = () =>
+        fetch(`${origin}/console/trpc/session.resetPassword`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin, 'x-convo-csrf': '1' },
+          body: JSON.stringify({ token, new_password: 'a brand new password' }),
+        });
+      expect((await resetCall()).status).toBe(200);
+      expect((await resetCall()).status).toBe(404);
+      expect((await signIn(created.password)).status).toBe(401);
+      expect((await signIn('a brand new password')).status).toBe(200);
+    }, 60_000);
+
     it("serve names where it is served in its OpenAPI document, with the contract's version", async () => {
       const document = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as { servers: { url: string }[]; info: { version: string } };
       expect(document.servers).toEqual([{ url: baseUrl.replace(/\/v1$/, '') }]);

@@ -100,6 +100,14 @@ export const accountsService = {
     return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
   },
 
+  /** Revokes a key of `accountId` (the console's revoke); another account's key is 404, as in the API. */
+  async revokeAccountKey(database: DatabaseHandle, accountId: string, keyId: string): Promise<KeyRecord> {
+    const existing = await apiKeysRepository.findById(database.db, keyId);
+    if (!existing || existing.account_id !== accountId || existing.revoked_at !== null) throw ApiError.notFound('key', keyId);
+    await apiKeysRepository.revoke(database.db, keyId, now());
+    return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
+  },
+
   /**
    * Who is calling, from the `Authorization` header: `Bearer <key>`, the scheme in any case. One
    * lookup of the key by its hash on every request, so a revoked key fails on the very next

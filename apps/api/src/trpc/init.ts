@@ -24,7 +24,7 @@ export interface TrpcContext {
 }
 
 /** The ApiError a tRPC error stands for: the one a procedure threw, or tRPC's own refusal. */
-function apiErrorOf(error: { code: string; message: string; cause?: unknown }, path: string | undefined, requestId: string | undefined): ApiError {
+export function apiErrorOf(error: { code: string; message: string; cause?: unknown }, path: string | undefined, requestId: string | undefined): ApiError {
   if (error.cause instanceof ApiError) return error.cause;
   switch (error.code) {
     case 'NOT_FOUND':
@@ -50,7 +50,7 @@ export const t = initTRPC.context<TrpcContext>().create({
  * the first part with a problem answering for all. Typed for tRPC clients as the operation's
  * input and parsed input.
  */
-function operationInput<K extends OperationId>(operationId: K) {
+export function operationInput<K extends OperationId>(operationId: K) {
   const operation: EndpointDefinition = endpoints[operationId];
   const parts = { params: operation.params, body: operation.body, query: querySchemaOf(operation) };
   const parse = (raw: unknown): OperationParsedInput<K> => {
@@ -72,7 +72,11 @@ function operationInput<K extends OperationId>(operationId: K) {
 }
 
 /** Runs the operation as REST does; a replayed refusal is thrown again. */
-async function call<K extends OperationId>(operationId: K, ctx: TrpcContext, input: OperationParsedInput<K>): Promise<OperationResult<K>> {
+export async function call<K extends OperationId>(
+  operationId: K,
+  ctx: Pick<TrpcContext, 'service' | 'idempotencyKey' | 'reply'>,
+  input: OperationParsedInput<K>,
+): Promise<OperationResult<K>> {
   const response = await runOperation(operationId, { service: ctx.service, input, idempotencyKey: ctx.idempotencyKey });
   if (response.replayed) ctx.reply.header('Idempotent-Replayed', 'true');
   if (response.status >= 400) throw ApiError.fromBody(JSON.parse(response.body));
@@ -80,8 +84,8 @@ async function call<K extends OperationId>(operationId: K, ctx: TrpcContext, inp
 }
 
 type MethodOf<K extends OperationId> = (typeof endpoints)[K]['method'];
-type QueryId = { [K in OperationId]: MethodOf<K> extends 'GET' ? K : never }[OperationId];
-type MutationId = Exclude<OperationId, QueryId>;
+export type QueryId = { [K in OperationId]: MethodOf<K> extends 'GET' ? K : never }[OperationId];
+export type MutationId = Exclude<OperationId, QueryId>;
 
 /** The procedure of a read operation (GET in REST). */
 export const query = <K extends QueryId>(operationId: K) =>

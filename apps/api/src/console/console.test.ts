@@ -1,0 +1,347 @@
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../db/database.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { buildServer } from '../http/server.js';
+import { peopleService } from '../services/people.js';
+import { describeEachDialect, testSettings } from '../testing/harness.js';
+import { ConsoleClient } from '../testing/console-client.js';
+
+const PASSWORD = 'correct horse battery';
+let people = 0;
+/** A fresh address per person, so that tests sharing a server never meet. */
+const nextEmail = (who: string) => `${who}.${process.pid}.${++people}@example.com`;
+
+describeEachDialect('console', (server) => {
+  const origin = () => new URL(server().baseUrl).origin;
+  const api = (key: string, method = 'GET', path = '/conversations') => server().request(method, path, { key, ...(method === 'POST' ? { body: {} } : {}) });
+
+  /** A person who signed up with their own account, signed in. */
+  async function owner(accountName = 'Acme') {
+    const client = new ConsoleClient(origin());
+    const email = nextEmail('owner');
+    const answer = await client.mutate('session.signUp', { email, password: PASSWORD, name: 'Olive Owner', account_name: accountName });
+    expect(answer.status, JSON.stringify(answer.error)).toBe(200);
+    return { client, email, session: answer.data };
+  }
+
+  /** A person invited into `inviter`'s account in `role`, signed in. */
+  async function invited(inviter: ConsoleClient, role: 'admin' | 'member') {
+    const invitation = await inviter.mutate('invitations.create', { role });
+    expect(invitation.status).toBe(200);
+    const token = new URL(invitation.data.url).pathname.split('/').pop();
+    const client = new ConsoleClient(origin());
+    const email = nextEmail(role);
+    const answer = await client.mutate('session.signUp', { email, password: PASSWORD, invitation: token });
+    expect(answer.status, JSON.stringify(answer.error)).toBe(200);
+    return { client, email, session: answer.data, token };
+  }
+
+  describe('sign-up, sign-in and sign-out', () => {
+    it('creates an account on the free plan and its owner, signed in by an HttpOnly SameSite=Lax cookie', async () => {
+      const { client, email, session } = await owner('Sign-up Ltd');
+      expect(session).toMatchObject({ user: { email, name: 'Olive Owner' }, role: 'owner', account: { name: 'Sign-up Ltd', plan: 'free', rate_limit: 60 } });
+      expect(session.accounts).toEqual([{ id: session.account.id, name: 'Sign-up Ltd', role: 'owner' }]);
+      expect(client.lastSetCookie).toMatch(/^convo_session=[A-Za-z0-9_-]{43};/);
+      expect(client.lastSetCookie).toMatch(/; HttpOnly/);
+      expect(client.lastSetCookie).toMatch(/; SameSite=Lax/);
+      expect(client.lastSetCookie).toMatch(/; Path=\/console/);
+      expect(client.lastSetCookie).not.toMatch(/; Secure/);
+      expect((await client.query('session.get')).data).toEqual(session);
+      // Stored hashed: the cookie's token is nowhere in the sessions table.
+      const token = client.cookie?.split('=')[1] as string;
+      const rows = await server().database.db.selectFrom('sessions').selectAll().execute();
+      expect(JSON.stringify(rows)).not.toContain(token);
+      const users = await server().database.db.selectFrom('users').select('password_hash').where('email', '=', email).execute();
+      expect(users[0]?.password_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
+      expect(users[0]?.password_hash).not.toContain(PASSWORD);
+    });
+
+    it('refuses a taken e-mail, a short password and a missing account name with the field and the constraint', async () => {
+      const { email } = await owner();
+      const client = new ConsoleClient(origin());
+      const taken = await client.mutate('session.signUp', { email: email.toUpperCase(), password: PASSWORD, account_name: 'Again' });
+      expect(taken.status).toBe(400);
+      expect(taken.error.error.details).toMatchObject({ field: 'email', constraint: 'unique' });
+      const short = await client.mutate('session.signUp', { email: nextEmail('short'), password: 'short', account_name: 'X' });
+      expect(short.status).toBe(400);
+      expect(short.error.error.details).toMatchObject({ field: 'password', constraint: 'min_length' });
+      const invalid = await client.mutate('session.signUp', { email: 'not-an-address', password: PASSWORD, account_name: 'X' });
+      expect(invalid.error.error.details).toMatchObject({ field: 'email', constraint: 'format' });
+      const noAccount = await client.mutate('session.signUp', { email: nextEmail('noaccount'), password: PASSWORD });
+      expect(noAccount.status).toBe(400);
+      expect(noAccount.error.error.details).toMatchObject({ field: 'account_name', constraint: 'required' });
+      expect(client.cookie).toBeUndefined();
+    });
+
+    it('signs in with the right password only, and sign-out ends the session on the server', async () => {
+      const { email } = await owner();
+      const client = new ConsoleClient(origin());
+      const wrong = await client.mutate('session.signIn', { email, password: 'wrong password!' });
+      expect(wrong.status).toBe(401);
+      expect(wrong.error.error.code).toBe('unauthorized');
+      const unknown = await client.mutate('session.signIn', { email: nextEmail('nobody'), password: PASSWORD });
+      expect(unknown.status).toBe(401);
+      expect(unknown.error.error.message).toBe(wrong.error.error.message);
+      expect(client.cookie).toBeUndefined();
+
+      const signedIn = await client.mutate('session.signIn', { email: ` ${email.toUpperCase()} `, password: PASSWORD });
+      expect(signedIn.status).toBe(200);
+      expect(signedIn.data.user.email).toBe(email);
+      const cookie = client.cookie;
+      expect((await client.mutate('session.signOut')).status).toBe(200);
+      expect(client.lastSetCookie).toMatch(/^convo_session=;/);
+      // The old cookie, replayed, opens nothing: the session is gone from the server.
+      client.cookie = cookie;
+      expect((await client.query('session.get')).data).toBeNull();
+      expect((await client.query('keys.list')).status).toBe(401);
+    });
+
+    it('limits failed sign-ins per e-mail address: past ten, even the right password is 429 with Retry-After', async () => {
+      const { email } = await owner();
+      const client = new ConsoleClient(origin());
+      for (let i = 0; i < 10; i++) expect((await client.mutate('session.signIn', { email, password: `wrong ${i} password` })).status).toBe(401);
+      const blocked = await client.mutate('session.signIn', { email, password: PASSWORD });
+      expect(blocked.status).toBe(429);
+      expect(blocked.error.error.code).toBe('rate_limited');
+      expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(client.cookie).toBeUndefined();
+    });
+
+    it('a password change ends every session of the person and keeps this browser signed in', async () => {
+      const { client, email } = await owner();
+      const elsewhere = new ConsoleClient(origin());
+      expect((await elsewhere.mutate('session.signIn', { email, password: PASSWORD })).status).toBe(200);
+      const wrong = await client.mutate('session.changePassword', { current_password: 'not it at all', new_password: 'a new password 123' });
+      expect(wrong.status).toBe(400);
+      expect(wrong.error.error.details).toMatchObject({ field: 'current_password' });
+      const changed = await client.mutate('session.changePassword', { current_password: PASSWORD, new_password: 'a new password 123' });
+      expect(changed.status).toBe(200);
+      expect((await client.query('session.get')).data.user.email).toBe(email);
+      expect((await elsewhere.query('session.get')).data).toBeNull();
+      expect((await new ConsoleClient(origin()).mutate('session.signIn', { email, password: PASSWORD })).status).toBe(401);
+      expect((await new ConsoleClient(origin()).mutate('session.signIn', { email, password: 'a new password 123' })).status).toBe(200);
+    });
+
+    it("an operator's reset link sets a new password once and ends the old sessions", async () => {
+      const { client, email } = await owner();
+      const { token } = await peopleService.createPasswordReset(server().database, email);
+      const browser = new ConsoleClient(origin());
+      const reset = await browser.mutate('session.resetPassword', { token, new_password: 'reset password 456' });
+      expect(reset.status).toBe(200);
+      expect(reset.data.user.email).toBe(email);
+      expect((await client.query('session.get')).data).toBeNull();
+      expect((await browser.mutate('session.resetPassword', { token, new_password: 'another one 789' })).status).toBe(404);
+      expect((await new ConsoleClient(origin()).mutate('session.signIn', { email, password: 'reset password 456' })).status).toBe(200);
+    });
+  });
+
+  describe('API keys', () => {
+    it('generates a key shown once that answers the API, lists it without its value, and revokes it for the very next request', async () => {
+      const { client } = await owner();
+      const created = await client.mutate('keys.create', { name: 'Production', type: 'full_access' });
+      expect(created.status).toBe(200);
+      const { key, ...listed } = created.data;
+      expect(key).toMatch(/^convo_sk_/);
+      expect(listed.last_four).toBe(key.slice(-4));
+      expect((await api(key)).status).toBe(200);
+
+      const list = await client.query('keys.list');
+      expect(list.data).toEqual([{ ...listed, last_used_at: expect.any(String) }]);
+      expect(JSON.stringify(list.data)).not.toContain(key);
+      expect(Object.keys(list.data[0]).sort()).toEqual(['created_at', 'id', 'last_four', 'last_used_at', 'name', 'redacted', 'type']);
+
+      expect((await client.mutate('keys.revoke', { id: listed.id })).status).toBe(200);
+      expect((await api(key)).status).toBe(401);
+      expect((await client.query('keys.list')).data).toEqual([]);
+      expect((await client.mutate('keys.revoke', { id: listed.id })).status).toBe(404);
+    });
+
+    it('read-only keys cannot write and webhook keys cannot call the API', async () => {
+      const { client } = await owner();
+      const readOnly = (await client.mutate('keys.create', { name: 'Reports', type: 'read_only' })).data.key;
+      expect(readOnly).toMatch(/^convo_rk_/);
+      expect((await api(readOnly)).status).toBe(200);
+      expect((await api(readOnly, 'POST', '/contacts')).status).toBe(403);
+      const webhook = (await client.mutate('keys.create', { name: 'Signing', type: 'webhook' })).data.key;
+      expect(webhook).toMatch(/^whsec_/);
+      expect((await api(webhook)).status).toBe(403);
+    });
+
+    it('refuses a key without a name or of an unknown type with the field and the constraint', async () => {
+      const { client } = await owner();
+      const unnamed = await client.mutate('keys.create', { name: '  ', type: 'full_access' });
+      expect(unnamed.status).toBe(400);
+      expect(unnamed.error.error.details).toMatchObject({ field: 'name', constraint: 'min_length' });
+      const badType = await client.mutate('keys.create', { name: 'x', type: 'root' });
+      expect(badType.error.error.details).toMatchObject({ field: 'type', constraint: 'enum' });
+    });
+
+    it('an API key opens no console call, and the API router has none of them', async () => {
+      const { client } = await owner();
+      const key = (await client.mutate('keys.create', { name: 'k', type: 'full_access' })).data.key;
+      const withKey = new ConsoleClient(origin());
+      const listed = await withKey.query('keys.list', undefined, { authorization: `Bearer ${key}` });
+      expect(listed.status).toBe(401);
+      const made = await withKey.mutate('keys.create', { name: 'x', type: 'full_access' }, { headers: { authorization: `Bearer ${key}` } });
+      expect(made.status).toBe(401);
+      const viaApiRouter = await fetch(`${origin()}/trpc/keys.list`, { headers: { authorization: `Bearer ${key}` } });
+      expect(viaApiRouter.status).toBe(404);
+      expect((await fetch(`${origin()}/v1/keys`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(404);
+    });
+  });
+
+  describe('CSRF', () => {
+    it('refuses a state-changing call without the console Origin or without its header', async () => {
+      const { client } = await owner();
+      for (const options of [{ origin: null }, { origin: 'https://evil.example' }, { csrf: false }]) {
+        const answer = await client.mutate('keys.create', { name: 'csrf', type: 'full_access' }, options);
+        expect(answer.status, JSON.stringify(options)).toBe(403);
+        expect(answer.error.error.code).toBe('forbidden');
+      }
+      const signIn = await new ConsoleClient(origin()).mutate(
+        'session.signIn',
+        { email: 'a@example.com', password: PASSWORD },
+        { origin: 'https://evil.example' },
+      );
+      expect(signIn.status).toBe(403);
+      expect((await client.query('keys.list')).data).toEqual([]);
+    });
+  });
+
+  describe('roles, members and invitations', () => {
+    it('an invitation link adds a member once; the member sees keys but cannot generate or revoke them', async () => {
+      const { client: ownerClient, session } = await owner('Invites Inc');
+      const ownerKey = (await ownerClient.mutate('keys.create', { name: 'Owner key', type: 'full_access' })).data;
+      const invitation = await ownerClient.mutate('invitations.create', { role: 'member' });
+      expect(invitation.data.url).toMatch(new RegExp(`^${server().settings.publicUrl}/console/invite/[A-Za-z0-9_-]{43}$`));
+      const token = invitation.data.url.split('/').pop();
+      const looked = await new ConsoleClient(origin()).query('invitations.lookup', { token });
+      expect(looked.data).toMatchObject({ account_name: 'Invites Inc', role: 'member' });
+      expect((await ownerClient.query('invitations.list')).data.map((i: { id: string }) => i.id)).toEqual([invitation.data.id]);
+
+      const member = new ConsoleClient(origin());
+      const joined = await member.mutate('session.signUp', { email: nextEmail('member'), password: PASSWORD, invitation: token });
+      expect(joined.data).toMatchObject({ role: 'member', account: { id: session.account.id, name: 'Invites Inc' } });
+      expect((await new ConsoleClient(origin()).query('invitations.lookup', { token })).status).toBe(404);
+      const again = await new ConsoleClient(origin()).mutate('session.signUp', { email: nextEmail('late'), password: PASSWORD, invitation: token });
+      expect(again.status).toBe(404);
+
+      expect((await member.query('keys.list')).data.map((k: { id: string }) => k.id)).toEqual([ownerKey.id]);
+      expect((await member.mutate('keys.create', { name: 'x', type: 'full_access' })).status).toBe(403);
+      expect((await member.mutate('keys.revoke', { id: ownerKey.id })).status).toBe(403);
+      expect((await member.query('invitations.list')).status).toBe(403);
+      expect((await member.mutate('invitations.create', { role: 'admin' })).status).toBe(403);
+      expect((await member.mutate('webhookEndpoints.create', { body: { url: 'http://127.0.0.1:9/hook', events: ['message.received'] } })).status).toBe(403);
+      expect((await member.query('webhookEndpoints.list', { query: {} })).status).toBe(200);
+      expect((await api(ownerKey.key)).status).toBe(200);
+
+      const members = (await ownerClient.query('members.list')).data;
+      expect(members.map((m: { role: string }) => m.role)).toEqual(['owner', 'member']);
+    });
+
+    it('an admin manages keys; an owner removes a member, whose session then opens nothing', async () => {
+      const { client: ownerClient, session } = await owner();
+      const admin = await invited(ownerClient, 'admin');
+      expect(admin.session.role).toBe('admin');
+      expect((await admin.client.mutate('keys.create', { name: 'Admin key', type: 'read_only' })).status).toBe(200);
+      const member = await invited(ownerClient, 'member');
+      // An admin cannot remove the owner; nobody removes the last owner.
+      expect((await admin.client.mutate('members.remove', { user_id: session.user.id })).status).toBe(403);
+      const last = await ownerClient.mutate('members.remove', { user_id: session.user.id });
+      expect(last.status).toBe(400);
+      expect(last.error.error.details).toMatchObject({ field: 'user_id' });
+
+      expect((await ownerClient.mutate('members.remove', { user_id: member.session.user.id })).status).toBe(200);
+      expect((await member.client.query('session.get')).data).toBeNull();
+      expect((await member.client.query('keys.list')).status).toBe(401);
+      expect((await ownerClient.query('members.list')).data.map((m: { role: string }) => m.role)).toEqual(['owner', 'admin']);
+    });
+
+    it('a revoked invitation opens nothing; a signed-in person accepts one into a second account and switches', async () => {
+      const first = await owner('First');
+      const second = await owner('Second');
+      const revoked = await second.client.mutate('invitations.create', { role: 'member' });
+      expect((await second.client.mutate('invitations.revoke', { id: revoked.data.id })).status).toBe(200);
+      expect((await first.client.mutate('invitations.accept', { token: revoked.data.url.split('/').pop() })).status).toBe(404);
+
+      const invitation = await second.client.mutate('invitations.create', { role: 'admin' });
+      const accepted = await first.client.mutate('invitations.accept', { token: invitation.data.url.split('/').pop() });
+      expect(accepted.data).toMatchObject({ role: 'admin', account: { name: 'Second' } });
+      expect(accepted.data.accounts.map((a: { name: string }) => a.name)).toEqual(['First', 'Second']);
+      const back = await first.client.mutate('session.switchAccount', { account_id: first.session.account.id });
+      expect(back.data).toMatchObject({ role: 'owner', account: { name: 'First' } });
+      const foreign = await first.client.mutate('session.switchAccount', { account_id: server().accountId });
+      expect(foreign.status).toBe(404);
+    });
+  });
+
+  describe('another account', () => {
+    it('is 404, as in the API: its keys, webhook endpoints and channels cannot be read or changed', async () => {
+      const mine = await owner('Mine');
+      const theirs = await owner('Theirs');
+      const theirKey = (await theirs.client.mutate('keys.create', { name: 'Theirs', type: 'full_access' })).data;
+      const endpoint = await theirs.client.mutate('webhookEndpoints.create', { body: { url: 'http://127.0.0.1:9/hook', events: ['message.received'] } });
+      expect(endpoint.status, JSON.stringify(endpoint.error)).toBe(200);
+      const channel = await theirs.client.mutate('channels.create', {
+        body: { platform: 'whatsapp', external_id: '1065', access_token: 'EAAG-token-1234567890', app_secret: 'app-secret-123456' },
+      });
+      expect(channel.status, JSON.stringify(channel.error)).toBe(200);
+      expect(JSON.stringify(channel.data)).not.toContain('EAAG-token-1234567890');
+      expect(channel.data.webhook_url).toBe(`${server().settings.publicUrl}/hooks/meta/${channel.data.id}`);
+
+      expect((await mine.client.mutate('keys.revoke', { id: theirKey.id })).status).toBe(404);
+      expect((await api(theirKey.key)).status).toBe(200);
+      expect((await mine.client.query('webhookEndpoints.retrieve', { params: { id: endpoint.data.id } })).status).toBe(404);
+      expect((await mine.client.mutate('webhookEndpoints.delete', { params: { id: endpoint.data.id } })).status).toBe(404);
+      expect((await mine.client.query('channels.retrieve', { params: { id: channel.data.id } })).status).toBe(404);
+      expect((await mine.client.query('channels.list', { query: {} })).data.data).toEqual([]);
+      expect((await mine.client.query('keys.list')).data).toEqual([]);
+    });
+  });
+
+  describe('signed out', () => {
+    it('every call but sign-up, sign-in, sign-out, reset and an invitation lookup is 401', async () => {
+      const client = new ConsoleClient(origin());
+      expect((await client.query('session.get')).data).toBeNull();
+      for (const path of ['keys.list', 'members.list', 'invitations.list', 'account.get']) expect((await client.query(path)).status, path).toBe(401);
+      expect((await client.query('webhookEndpoints.list', { query: {} })).status).toBe(401);
+      expect((await client.mutate('keys.create', { name: 'x', type: 'full_access' })).status).toBe(401);
+      expect((await client.mutate('session.changePassword', { current_password: 'x', new_password: 'yyyyyyyyyyyy' })).status).toBe(401);
+    });
+  });
+});
+
+describe('console pages', () => {
+  it('serves the single page for every console path with a strict Content-Security-Policy, and 404 for a missing asset', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'convo-console-'));
+    mkdirSync(join(dir, 'assets'));
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><title>Convo console</title><script type="module" src="/console/assets/app.js"></script>');
+    writeFileSync(join(dir, 'assets', 'app.js'), 'console.log(1)');
+    const database = openDatabase('file::memory:');
+    await migrateToLatest(database.db);
+    const app = await buildServer({ database, settings: testSettings({ consoleDir: dir }) });
+    try {
+      for (const url of ['/console', '/console/', '/console/api-keys', '/console/invite/abc']) {
+        const page = await app.inject({ method: 'GET', url });
+        expect(page.statusCode, url).toBe(200);
+        expect(page.headers['content-type']).toMatch(/^text\/html/);
+        expect(page.body).toContain('<title>Convo console</title>');
+        const csp = String(page.headers['content-security-policy']);
+        expect(csp).toContain("frame-ancestors 'none'");
+        expect(csp).toContain("script-src 'self'");
+        expect(csp).not.toContain('unsafe');
+        expect(page.headers['x-content-type-options']).toBe('nosniff');
+      }
+      const asset = await app.inject({ method: 'GET', url: '/console/assets/app.js' });
+      expect(asset.statusCode).toBe(200);
+      expect(asset.headers['content-type']).toMatch(/javascript/);
+      expect((await app.inject({ method: 'GET', url: '/console/assets/missing.js' })).statusCode).toBe(404);
+    } finally {
+      await app.close();
+      await database.destroy();
+    }
+  });
+});

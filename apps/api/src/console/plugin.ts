@@ -1,0 +1,125 @@
+import fastifyCookie from '@fastify/cookie';
+import fastifyStatic from '@fastify/static';
+import { type FastifyTRPCPluginOptions, fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { DatabaseHandle } from '../db/database.js';
+import { ApiError } from '../errors.js';
+import { SESSION_TTL_MS, peopleService } from '../services/people.js';
+import type { Settings } from '../settings.js';
+import type { ConsoleContext } from './init.js';
+import { type ConsoleRouter, consoleRouter } from './router.js';
+import { SignInGuard } from './sign-in-guard.js';
+
+export const SESSION_COOKIE = 'convo_session';
+/** The header every state-changing console call carries: a cross-site form or image cannot set it. */
+export const CSRF_HEADER = 'x-convo-csrf';
+
+/**
+ * The console's pages may run only the scripts and styles served with them, talk only to this
+ * origin and be framed by nobody.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export interface ConsoleOptions {
+  database: DatabaseHandle;
+  settings: Settings;
+  /** The console's build (apps/console/dist); without one, its pages answer 404 and the calls still work. */
+  staticDir: string | undefined;
+  signInGuard?: SignInGuard;
+}
+
+/**
+ * The web console at /console (CONTRACT: Console and people): its pages (the React build) and its
+ * calls, tRPC at /console/trpc, authenticated by the session cookie and never by an API key.
+ * Registered with the prefix /console, so that its cookie parser, CSRF check and security headers
+ * apply to the console's routes only.
+ */
+export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, options) => {
+  const { database, settings } = options;
+  const signInGuard = options.signInGuard ?? new SignInGuard();
+  const allowedOrigins = new Set([new URL(settings.publicUrl).origin]);
+
+  await app.register(fastifyCookie);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    reply.header('X-Content-Type-Options', 'nosniff');
+    reply.header('Referrer-Policy', 'same-origin');
+    reply.header('Cache-Control', 'no-store');
+    if (request.method === 'POST') checkSameSite(request, allowedOrigins);
+  });
+
+  const cookieOptions = { path: '/console', httpOnly: true, sameSite: 'lax', secure: settings.secureCookies } as const;
+
+  await app.register(fastifyTRPCPlugin, {
+    prefix: '/trpc',
+    trpcOptions: {
+      router: consoleRouter,
+      allowBatching: false,
+      createContext: async ({ req, res }): Promise<ConsoleContext> => {
+        let token = req.cookies[SESSION_COOKIE];
+        return {
+          database,
+          settings,
+          session: await peopleService.resolve(database, token),
+          requestId: req.id,
+          address: req.ip,
+          reply: res,
+          signInGuard,
+          setSessionCookie: (next) => {
+            token = next ?? undefined;
+            if (next === null) res.clearCookie(SESSION_COOKIE, cookieOptions);
+            else res.setCookie(SESSION_COOKIE, next, { ...cookieOptions, maxAge: SESSION_TTL_MS / 1000 });
+          },
+          cookieToken: () => token,
+        };
+      },
+      // An error's own headers (a refused sign-in's Retry-After) go out with it.
+      responseMeta: ({ errors }) => ({
+        headers: new Headers(errors.flatMap((error) => (error.cause instanceof ApiError ? Object.entries(error.cause.headers) : []))),
+      }),
+      onError: ({ error, req }) => {
+        if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
+          req.log.error({ err: error.cause ?? error, requestId: req.id }, 'unexpected error');
+      },
+    } satisfies FastifyTRPCPluginOptions<ConsoleRouter>['trpcOptions'],
+  });
+
+  const index = options.staticDir && join(options.staticDir, 'index.html');
+  if (options.staticDir && index && existsSync(index)) {
+    // Hashed assets under /console/assets; every other page path is the single page's index.
+    await app.register(fastifyStatic, { root: options.staticDir, prefix: '/', index: false, wildcard: false, serveDotFiles: false });
+    const page = (_request: FastifyRequest, reply: FastifyReply) => reply.type('text/html; charset=utf-8').sendFile('index.html');
+    app.get('/', page);
+    app.get('/*', (request, reply) => {
+      if (request.url.startsWith('/console/assets/') || request.url.startsWith('/console/trpc/')) throw new ApiError('not_found', 'Not found');
+      return page(request, reply);
+    });
+  }
+};
+
+/**
+ * CSRF guard of every state-changing call: the browser's Origin must be the console's own, and the
+ * call must carry CSRF_HEADER, which only a script of that origin can add (a custom header makes a
+ * cross-site request preflighted, and nobody is allowed through CORS).
+ */
+function checkSameSite(request: FastifyRequest, allowedOrigins: Set<string>): void {
+  const origin = request.headers.origin;
+  const ownOrigin = `${request.protocol}://${request.host}`;
+  if (typeof origin !== 'string' || (origin !== ownOrigin && !allowedOrigins.has(origin)))
+    throw ApiError.forbidden('Cross-site request refused: the console only accepts calls from its own pages');
+  if (request.headers[CSRF_HEADER] !== '1') throw ApiError.forbidden(`Cross-site request refused: the ${CSRF_HEADER} header is missing`);
+}

@@ -1,0 +1,194 @@
+import {
+  ById,
+  ChangePasswordInput,
+  CreateInvitationInput,
+  CreateKeyInput,
+  InvitationTokenInput,
+  RemoveMemberInput,
+  ResetPasswordInput,
+  SignInInput,
+  SignUpInput,
+  SwitchAccountInput,
+} from '@convo/core';
+import type { OperationParsedInput, OperationResult } from '@convo/core';
+import { accountsService } from '../services/accounts.js';
+import { type SessionView, peopleService } from '../services/people.js';
+import { type MutationId, type QueryId, call, operationInput } from '../trpc/init.js';
+import { type ConsoleContext, c, consoleInput, managerProcedure, memberProcedure, publicProcedure } from './init.js';
+
+/** The session as the console shows it, without its token's hash. */
+const viewOf = (session: SessionView | undefined): SessionView | null =>
+  session ? { user: session.user, account: session.account, role: session.role, accounts: session.accounts } : null;
+
+/** After a call that set a new cookie: the session that cookie now opens. */
+async function sessionOf(ctx: ConsoleContext, token: string): Promise<SessionView | null> {
+  ctx.setSessionCookie(token);
+  return viewOf(await peopleService.resolve(ctx.database, token));
+}
+
+const publicUrlOf = (ctx: ConsoleContext, path: string) => `${ctx.settings.publicUrl.replace(/\/+$/, '')}${path}`;
+
+/** An API operation (the endpoint table's) run for the session's account, read by any member. */
+const readOperation = <K extends QueryId>(operationId: K) =>
+  memberProcedure
+    .input(operationInput(operationId))
+    .query(({ ctx, input }): Promise<OperationResult<K>> => call(operationId, ctx, input as OperationParsedInput<K>));
+
+/** An API operation that changes something, for owners and admins. */
+const changeOperation = <K extends MutationId>(operationId: K) =>
+  managerProcedure
+    .input(operationInput(operationId))
+    .mutation(({ ctx, input }): Promise<OperationResult<K>> => call(operationId, ctx, input as OperationParsedInput<K>));
+
+/**
+ * The console's calls (CONTRACT: Console and people), served at /console/trpc to the session of
+ * the `convo_session` cookie only: an API key opens none of them. Webhook endpoints and channels
+ * are the API's own operations, run for the session's account.
+ */
+export const consoleRouter = c.router({
+  session: {
+    get: publicProcedure.query(({ ctx }) => viewOf(ctx.session)),
+    signUp: publicProcedure.input(consoleInput(SignUpInput)).mutation(async ({ ctx, input }) => {
+      const { token } = await peopleService.signUp(ctx.database, {
+        email: input.email,
+        password: input.password,
+        name: input.name,
+        accountName: input.account_name,
+        invitation: input.invitation,
+      });
+      return sessionOf(ctx, token);
+    }),
+    signIn: publicProcedure.input(consoleInput(SignInInput)).mutation(async ({ ctx, input }) => {
+      const email = input.email.trim().toLowerCase();
+      await ctx.signInGuard.check(email, ctx.address);
+      try {
+        const { token } = await peopleService.signIn(ctx.database, input);
+        await ctx.signInGuard.succeeded(email);
+        return await sessionOf(ctx, token);
+      } catch (error) {
+        await ctx.signInGuard.failed(email, ctx.address);
+        throw error;
+      }
+    }),
+    signOut: publicProcedure.mutation(async ({ ctx }) => {
+      if (ctx.session) await peopleService.signOut(ctx.database, ctx.session);
+      ctx.setSessionCookie(null);
+      return null;
+    }),
+    changePassword: memberProcedure.input(consoleInput(ChangePasswordInput)).mutation(async ({ ctx, input }) => {
+      const { token } = await peopleService.changePassword(ctx.database, ctx.session, {
+        currentPassword: input.current_password,
+        newPassword: input.new_password,
+      });
+      return sessionOf(ctx, token);
+    }),
+    resetPassword: publicProcedure.input(consoleInput(ResetPasswordInput)).mutation(async ({ ctx, input }) => {
+      const { token } = await peopleService.resetPassword(ctx.database, { token: input.token, newPassword: input.new_password });
+      return sessionOf(ctx, token);
+    }),
+    switchAccount: memberProcedure.input(consoleInput(SwitchAccountInput)).mutation(async ({ ctx, input }) => {
+      await peopleService.switchAccount(ctx.database, ctx.session, input.account_id);
+      return viewOf(await peopleService.resolve(ctx.database, ctx.cookieToken()));
+    }),
+  },
+
+  keys: {
+    /** The account's keys that still work, newest first: never their values. */
+    list: memberProcedure.query(async ({ ctx }) =>
+      (await accountsService.listKeys(ctx.database, ctx.session.account.id))
+        .filter((key) => key.revoked_at === null)
+        .map((key) => ({
+          id: key.id,
+          name: key.name,
+          type: key.type,
+          redacted: key.redacted,
+          last_four: key.redacted.slice(-4),
+          created_at: key.created_at,
+          last_used_at: key.last_used_at,
+        })),
+    ),
+    /** The key's value is in this answer and nowhere else, ever. */
+    create: managerProcedure.input(consoleInput(CreateKeyInput)).mutation(async ({ ctx, input }) => {
+      const key = await accountsService.createKey(ctx.database, { accountId: ctx.session.account.id, type: input.type, name: input.name });
+      return {
+        id: key.id,
+        name: key.name,
+        type: key.type,
+        redacted: key.redacted,
+        last_four: key.redacted.slice(-4),
+        created_at: key.created_at,
+        last_used_at: key.last_used_at,
+        key: key.key,
+      };
+    }),
+    revoke: managerProcedure.input(consoleInput(ById)).mutation(async ({ ctx, input }) => {
+      const key = await accountsService.revokeAccountKey(ctx.database, ctx.session.account.id, input.id);
+      return { id: key.id, revoked_at: key.revoked_at };
+    }),
+  },
+
+  webhookEndpoints: {
+    list: readOperation('webhookEndpoints.list'),
+    retrieve: readOperation('webhookEndpoints.retrieve'),
+    listDeliveries: readOperation('webhookEndpoints.listDeliveries'),
+    create: changeOperation('webhookEndpoints.create'),
+    update: changeOperation('webhookEndpoints.update'),
+    delete: changeOperation('webhookEndpoints.delete'),
+    retryDelivery: changeOperation('webhookEndpoints.retryDelivery'),
+  },
+
+  channels: {
+    list: readOperation('channels.list'),
+    retrieve: readOperation('channels.retrieve'),
+    create: changeOperation('channels.create'),
+    update: changeOperation('channels.update'),
+    delete: changeOperation('channels.delete'),
+  },
+
+  account: {
+    get: memberProcedure.query(({ ctx }) => ctx.session.account),
+  },
+
+  members: {
+    list: memberProcedure.query(async ({ ctx }) =>
+      (await peopleService.listMembers(ctx.database, ctx.session.account.id)).map((m) => ({
+        user_id: m.user_id,
+        email: m.email,
+        name: m.name,
+        role: m.role,
+        created_at: m.created_at,
+      })),
+    ),
+    remove: managerProcedure.input(consoleInput(RemoveMemberInput)).mutation(async ({ ctx, input }) => {
+      await peopleService.removeMember(ctx.database, ctx.session, input.user_id);
+      return { user_id: input.user_id, removed: true };
+    }),
+  },
+
+  invitations: {
+    list: managerProcedure.query(async ({ ctx }) =>
+      (await peopleService.listInvitations(ctx.database, ctx.session.account.id)).map((row) => ({
+        id: row.id,
+        role: row.role,
+        created_at: row.created_at,
+        expires_at: row.expires_at,
+      })),
+    ),
+    /** The link carries the invitation's token: shown in this answer only. */
+    create: managerProcedure.input(consoleInput(CreateInvitationInput)).mutation(async ({ ctx, input }) => {
+      const { row, token } = await peopleService.createInvitation(ctx.database, ctx.session, input.role);
+      return { id: row.id, role: row.role, created_at: row.created_at, expires_at: row.expires_at, url: publicUrlOf(ctx, `/console/invite/${token}`) };
+    }),
+    revoke: managerProcedure.input(consoleInput(ById)).mutation(async ({ ctx, input }) => {
+      await peopleService.revokeInvitation(ctx.database, ctx.session.account.id, input.id);
+      return { id: input.id, revoked: true };
+    }),
+    lookup: publicProcedure.input(consoleInput(InvitationTokenInput)).query(({ ctx, input }) => peopleService.lookupInvitation(ctx.database, input.token)),
+    accept: memberProcedure.input(consoleInput(InvitationTokenInput)).mutation(async ({ ctx, input }) => {
+      await peopleService.acceptInvitation(ctx.database, ctx.session, input.token);
+      return viewOf(await peopleService.resolve(ctx.database, ctx.cookieToken()));
+    }),
+  },
+});
+
+export type ConsoleRouter = typeof consoleRouter;

@@ -1,0 +1,76 @@
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { type TRPCLink, TRPCClientError } from '@trpc/client';
+import { useState } from 'react';
+import { Redirect, Route, Router, Switch } from 'wouter';
+import { ToastProvider } from './components/toasts';
+import { consoleErrorOf } from './errors';
+import { ConsoleLayout } from './layout/console-layout';
+import { AccountPage } from './pages/account';
+import { ApiKeysPage } from './pages/api-keys';
+import { ChannelsPage } from './pages/channels';
+import { InvitationPage } from './pages/invitation';
+import { NotFoundPage } from './pages/not-found';
+import { SignInPage } from './pages/sign-in';
+import { SignUpPage } from './pages/sign-up';
+import { WebhookEndpointPage } from './pages/webhook-endpoint';
+import { WebhooksPage } from './pages/webhooks';
+import { type ConsoleRouter, TRPCProvider, createConsoleClient } from './trpc';
+
+export function createQueryClient() {
+  return new QueryClient({
+    defaultOptions: {
+      queries: {
+        // A refusal (4xx) stays a refusal; only a server or network failure is worth another try.
+        retry: (failures, error) => failures < 2 && !(error instanceof TRPCClientError && (consoleErrorOf(error).httpStatus ?? 500) < 500),
+        refetchOnWindowFocus: false,
+      },
+    },
+  });
+}
+
+interface AppProps {
+  /** Tests pass their own links (a fake server) and a memory location hook. */
+  links?: TRPCLink<ConsoleRouter>[];
+  routerHook?: Parameters<typeof Router>[0]['hook'];
+}
+
+export function App({ links, routerHook }: AppProps) {
+  const [queryClient] = useState(createQueryClient);
+  const [trpcClient] = useState(() => createConsoleClient(links));
+  return (
+    <QueryClientProvider client={queryClient}>
+      <TRPCProvider trpcClient={trpcClient} queryClient={queryClient}>
+        <ToastProvider>
+          <Router base={routerHook ? '' : '/console'} {...(routerHook ? { hook: routerHook } : {})}>
+            <Routes />
+          </Router>
+        </ToastProvider>
+      </TRPCProvider>
+    </QueryClientProvider>
+  );
+}
+
+export function Routes() {
+  return (
+    <Switch>
+      <Route path="/sign-in" component={SignInPage} />
+      <Route path="/sign-up" component={SignUpPage} />
+      <Route path="/invite/:token">{(params) => <InvitationPage token={params.token} />}</Route>
+      <Route>
+        <ConsoleLayout>
+          <Switch>
+            <Route path="/">
+              <Redirect to="/api-keys" replace />
+            </Route>
+            <Route path="/api-keys" component={ApiKeysPage} />
+            <Route path="/webhooks" component={WebhooksPage} />
+            <Route path="/webhooks/:id">{(params) => <WebhookEndpointPage id={params.id} />}</Route>
+            <Route path="/channels" component={ChannelsPage} />
+            <Route path="/account" component={AccountPage} />
+            <Route component={NotFoundPage} />
+          </Switch>
+        </ConsoleLayout>
+      </Route>
+    </Switch>
+  );
+}

@@ -1,0 +1,202 @@
+import { CreateKeyInput, KeyType } from '@convo/core';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { useForm } from 'react-hook-form';
+import { CopyField } from '../components/copy-field';
+import { FormError, TextField } from '../components/field';
+import { ConfirmDialog, ModalDialog } from '../components/modal';
+import { useToast } from '../components/toasts';
+import { consoleErrorOf, showServerError } from '../errors';
+import { formatDateTime } from '../format';
+import { useSignedIn } from '../layout/console-layout';
+import { KEY_TYPE_LABELS } from '../schemas';
+import { canManage } from '../session';
+import { type Outputs, useTRPC } from '../trpc';
+
+type ApiKey = Outputs['keys']['list'][number];
+
+const KEY_TYPE_HINTS: Record<KeyType, string> = {
+  full_access: 'Reads and writes everything in the account through /v1.',
+  read_only: 'Reads only: every write is refused.',
+  webhook: 'Signs webhook deliveries (whsec_…); it cannot call the API.',
+};
+
+export function ApiKeysPage() {
+  const session = useSignedIn();
+  const trpc = useTRPC();
+  const keys = useQuery(trpc.keys.list.queryOptions());
+  const manager = canManage(session);
+  const [generating, setGenerating] = useState(false);
+  const [revoking, setRevoking] = useState<ApiKey | null>(null);
+  return (
+    <>
+      <div className="page-header">
+        <h1>API keys</h1>
+        {manager ? (
+          <button type="button" className="button button-primary" onClick={() => setGenerating(true)}>
+            Generate key
+          </button>
+        ) : null}
+      </div>
+      <p className="lead">
+        Keys let your apps call the Convo API (<code>/v1</code>). Full-access keys read and write, read-only keys only read. Webhook keys are the signing
+        secrets of webhook deliveries: every delivery is signed with each of the account's webhook keys.
+      </p>
+      {manager ? null : <p className="notice">Only owners and admins can generate and revoke keys.</p>}
+      {keys.isPending ? (
+        <p role="status">Loading keys…</p>
+      ) : keys.isError ? (
+        <p role="alert">Could not load the keys: {consoleErrorOf(keys.error).message}</p>
+      ) : keys.data.length === 0 ? (
+        <p>No keys yet.</p>
+      ) : (
+        <div className="table-wrap">
+          <table>
+            <caption className="visually-hidden">API keys of {session.account.name}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Type</th>
+                <th scope="col">Key</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                {manager ? (
+                  <th scope="col">
+                    <span className="visually-hidden">Actions</span>
+                  </th>
+                ) : null}
+              </tr>
+            </thead>
+            <tbody>
+              {keys.data.map((key) => (
+                <tr key={key.id}>
+                  <td>{key.name}</td>
+                  <td>{KEY_TYPE_LABELS[key.type]}</td>
+                  <td className="mono">…{key.last_four}</td>
+                  <td>{formatDateTime(key.created_at)}</td>
+                  <td>{formatDateTime(key.last_used_at)}</td>
+                  {manager ? (
+                    <td className="actions">
+                      <button type="button" className="button button-small" onClick={() => setRevoking(key)} aria-label={`Revoke ${key.name}`}>
+                        Revoke
+                      </button>
+                    </td>
+                  ) : null}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {manager ? <GenerateKeyDialog isOpen={generating} onClose={() => setGenerating(false)} /> : null}
+      {manager ? <RevokeKeyDialog apiKey={revoking} onClose={() => setRevoking(null)} /> : null}
+    </>
+  );
+}
+
+/** Name and type, then the value, once: it is not kept anywhere once the dialog closes. */
+export function GenerateKeyDialog({ isOpen, onClose }: { isOpen: boolean; onClose: () => void }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const form = useForm<CreateKeyInput>({ resolver: zodResolver(CreateKeyInput), defaultValues: { name: '', type: 'full_access' } });
+  const create = useMutation(
+    trpc.keys.create.mutationOptions({
+      onSuccess: () => queryClient.invalidateQueries(trpc.keys.list.queryFilter()),
+      onError: (error) => showServerError(error, form.setError, ['name', 'type']),
+    }),
+  );
+  const close = () => {
+    create.reset();
+    form.reset();
+    onClose();
+  };
+  const created = create.data;
+  const { errors } = form.formState;
+  return (
+    <ModalDialog
+      title={created ? 'Your new key' : 'Generate key'}
+      isOpen={isOpen}
+      onOpenChange={(open) => (open ? undefined : close())}
+      isDismissable={!created}
+    >
+      {created ? (
+        <div>
+          <p className="warning" role="alert">
+            This key is shown only once. Store it now; you cannot see it again.
+          </p>
+          <CopyField label={`Key ${created.name}`} value={created.key} />
+          <div className="dialog-actions">
+            <button type="button" className="button button-primary" onClick={close}>
+              Done
+            </button>
+          </div>
+        </div>
+      ) : (
+        <form noValidate onSubmit={form.handleSubmit((values) => create.mutate(values))}>
+          <FormError message={errors.root?.server?.message} />
+          <TextField
+            label="Name"
+            maxLength={100}
+            autoComplete="off"
+            hint="What uses it, e.g. “backend” or “Zapier”."
+            error={errors.name?.message}
+            {...form.register('name')}
+          />
+          <fieldset className="field">
+            <legend>Type</legend>
+            {KeyType.options.map((type) => (
+              <label key={type} className="radio">
+                <input type="radio" value={type} {...form.register('type')} />
+                <span>
+                  <strong>{KEY_TYPE_LABELS[type]}</strong> <span className="muted">{KEY_TYPE_HINTS[type]}</span>
+                </span>
+              </label>
+            ))}
+            {errors.type ? <p className="field-error">{errors.type.message}</p> : null}
+          </fieldset>
+          <div className="dialog-actions">
+            <button type="button" className="button" onClick={close}>
+              Cancel
+            </button>
+            <button type="submit" className="button button-primary" disabled={create.isPending}>
+              Generate key
+            </button>
+          </div>
+        </form>
+      )}
+    </ModalDialog>
+  );
+}
+
+export function RevokeKeyDialog({ apiKey, onClose }: { apiKey: ApiKey | null; onClose: () => void }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const toast = useToast();
+  const revoke = useMutation(
+    trpc.keys.revoke.mutationOptions({
+      onSuccess: async () => {
+        toast('Key revoked');
+        close();
+        await queryClient.invalidateQueries(trpc.keys.list.queryFilter());
+      },
+    }),
+  );
+  const close = () => {
+    revoke.reset();
+    onClose();
+  };
+  return (
+    <ConfirmDialog
+      title="Revoke key"
+      isOpen={apiKey !== null}
+      onCancel={close}
+      onConfirm={() => apiKey && revoke.mutate({ id: apiKey.id })}
+      confirmLabel="Revoke"
+      isPending={revoke.isPending}
+      error={revoke.isError ? consoleErrorOf(revoke.error).message : undefined}
+    >
+      <p>Revoke key {apiKey?.name}? Apps using it stop working immediately.</p>
+    </ConfirmDialog>
+  );
+}

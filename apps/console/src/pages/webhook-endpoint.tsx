@@ -1,0 +1,144 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link } from 'wouter';
+import { useToast } from '../components/toasts';
+import { consoleErrorOf } from '../errors';
+import { formatDateTime } from '../format';
+import { useSignedIn } from '../layout/console-layout';
+import { canManage } from '../session';
+import { useTRPC } from '../trpc';
+import { eventsLabel } from './webhooks';
+
+const PAGE_SIZE = 20;
+
+/** `/webhooks/:id`: the endpoint, its deliveries newest first with every attempt, and Retry. */
+export function WebhookEndpointPage({ id }: { id: string }) {
+  const session = useSignedIn();
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const toast = useToast();
+  const [offset, setOffset] = useState(0);
+  const endpoint = useQuery(trpc.webhookEndpoints.retrieve.queryOptions({ params: { id } }));
+  const deliveries = useQuery(trpc.webhookEndpoints.listDeliveries.queryOptions({ params: { id }, query: { limit: PAGE_SIZE, offset } }));
+  const retry = useMutation(
+    trpc.webhookEndpoints.retryDelivery.mutationOptions({
+      onSuccess: async () => {
+        toast('Retry queued');
+        await queryClient.invalidateQueries(trpc.webhookEndpoints.listDeliveries.queryFilter());
+      },
+      onError: (error) => toast(consoleErrorOf(error).message),
+    }),
+  );
+  const manager = canManage(session);
+  return (
+    <>
+      <p className="breadcrumb">
+        <Link href="/webhooks">← Webhooks</Link>
+      </p>
+      <h1>Webhook endpoint</h1>
+      {endpoint.isPending ? (
+        <p role="status">Loading…</p>
+      ) : endpoint.isError ? (
+        <p role="alert">Could not load the endpoint: {consoleErrorOf(endpoint.error).message}</p>
+      ) : (
+        <dl className="facts">
+          <dt>URL</dt>
+          <dd className="mono">{endpoint.data.url}</dd>
+          <dt>Events</dt>
+          <dd>{eventsLabel(endpoint.data.events)}</dd>
+          <dt>Status</dt>
+          <dd>{endpoint.data.status === 'enabled' ? 'Enabled' : 'Disabled'}</dd>
+          {endpoint.data.description ? (
+            <>
+              <dt>Description</dt>
+              <dd>{endpoint.data.description}</dd>
+            </>
+          ) : null}
+        </dl>
+      )}
+      <h2>Deliveries</h2>
+      {deliveries.isPending ? (
+        <p role="status">Loading deliveries…</p>
+      ) : deliveries.isError ? (
+        <p role="alert">Could not load the deliveries: {consoleErrorOf(deliveries.error).message}</p>
+      ) : deliveries.data.data.length === 0 ? (
+        <p>No deliveries yet.</p>
+      ) : (
+        <>
+          <div className="table-wrap">
+            <table>
+              <caption className="visually-hidden">Deliveries</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Event</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Attempts</th>
+                  <th scope="col">Next attempt</th>
+                  {manager ? (
+                    <th scope="col">
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  ) : null}
+                </tr>
+              </thead>
+              <tbody>
+                {deliveries.data.data.map((delivery) => (
+                  <tr key={delivery.id}>
+                    <td>
+                      <span className="mono">{delivery.event_type}</span>
+                      <div className="muted mono">{delivery.event_id}</div>
+                    </td>
+                    <td>
+                      <span className={`badge badge-${delivery.status}`}>{delivery.status}</span>
+                    </td>
+                    <td>{formatDateTime(delivery.created_at)}</td>
+                    <td>
+                      {delivery.attempts.length === 0 ? (
+                        'None yet'
+                      ) : (
+                        <ol className="attempts">
+                          {delivery.attempts.map((attempt) => (
+                            <li key={attempt.at}>
+                              {formatDateTime(attempt.at)}: {attempt.status_code ?? 'no response'} in {attempt.duration_ms} ms
+                              {attempt.error ? <span className="muted"> ({attempt.error})</span> : null}
+                            </li>
+                          ))}
+                        </ol>
+                      )}
+                    </td>
+                    <td>{formatDateTime(delivery.next_attempt_at, '—')}</td>
+                    {manager ? (
+                      <td className="actions">
+                        <button
+                          type="button"
+                          className="button button-small"
+                          disabled={retry.isPending}
+                          onClick={() => retry.mutate({ params: { id, delivery_id: delivery.id } })}
+                          aria-label={`Retry delivery of ${delivery.event_type} ${delivery.event_id}`}
+                        >
+                          Retry
+                        </button>
+                      </td>
+                    ) : null}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <nav className="pager" aria-label="Deliveries pages">
+            <button type="button" className="button button-small" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE_SIZE))}>
+              Newer
+            </button>
+            <span>
+              {offset + 1}–{offset + deliveries.data.data.length} of {deliveries.data.total}
+            </span>
+            <button type="button" className="button button-small" disabled={!deliveries.data.has_more} onClick={() => setOffset(offset + PAGE_SIZE)}>
+              Older
+            </button>
+          </nav>
+        </>
+      )}
+    </>
+  );
+}

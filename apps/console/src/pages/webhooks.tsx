@@ -1,0 +1,261 @@
+import { CreateWebhookEndpointBody, EVENT_TYPES, UpdateWebhookEndpointBody, type WebhookEndpoint } from '@convo/core';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { type FieldError, type UseFormRegisterReturn, useForm } from 'react-hook-form';
+import { Link } from 'wouter';
+import type * as z from 'zod';
+import { FormError, TextField } from '../components/field';
+import { ConfirmDialog, ModalDialog } from '../components/modal';
+import { useToast } from '../components/toasts';
+import { consoleErrorOf, showServerError } from '../errors';
+import { useSignedIn } from '../layout/console-layout';
+import { canManage } from '../session';
+import { useTRPC } from '../trpc';
+
+/** Zod's own wording for the contract's rules, in the console's words. */
+const formMessages: z.core.$ZodErrorMap = (issue) => {
+  if (issue.code === 'too_small' && issue.origin === 'array') return 'Choose at least one event type';
+  if (issue.code === 'invalid_format' || (issue.code === 'invalid_type' && issue.path?.[0] === 'url')) return 'Enter an absolute https URL';
+  return undefined;
+};
+
+export function eventsLabel(events: readonly string[]): string {
+  return events.includes('*') ? 'All events' : events.join(', ');
+}
+
+function EventsFieldset({ register, error }: { register: UseFormRegisterReturn; error: FieldError | undefined }) {
+  return (
+    <fieldset className="field">
+      <legend>Events</legend>
+      <label className="checkbox">
+        <input type="checkbox" value="*" {...register} />
+        <span>All events, including types added later</span>
+      </label>
+      {EVENT_TYPES.map((type) => (
+        <label key={type} className="checkbox">
+          <input type="checkbox" value={type} {...register} />
+          <span className="mono">{type}</span>
+        </label>
+      ))}
+      {error ? <p className="field-error">{error.message}</p> : null}
+    </fieldset>
+  );
+}
+
+export function WebhooksPage() {
+  const session = useSignedIn();
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const toast = useToast();
+  const endpoints = useQuery(trpc.webhookEndpoints.list.queryOptions({ query: { limit: 100 } }));
+  const manager = canManage(session);
+  const [creating, setCreating] = useState(false);
+  const [editing, setEditing] = useState<WebhookEndpoint | null>(null);
+  const [deleting, setDeleting] = useState<WebhookEndpoint | null>(null);
+  const refresh = () => queryClient.invalidateQueries(trpc.webhookEndpoints.list.queryFilter());
+  const update = useMutation(
+    trpc.webhookEndpoints.update.mutationOptions({
+      onSuccess: async (endpoint) => {
+        toast(endpoint.status === 'enabled' ? 'Endpoint enabled' : 'Endpoint disabled');
+        await refresh();
+      },
+      onError: (error) => toast(consoleErrorOf(error).message),
+    }),
+  );
+  const remove = useMutation(
+    trpc.webhookEndpoints.delete.mutationOptions({
+      onSuccess: async () => {
+        toast('Endpoint deleted');
+        setDeleting(null);
+        await refresh();
+      },
+    }),
+  );
+  return (
+    <>
+      <div className="page-header">
+        <h1>Webhooks</h1>
+        {manager ? (
+          <button type="button" className="button button-primary" onClick={() => setCreating(true)}>
+            Add endpoint
+          </button>
+        ) : null}
+      </div>
+      <p className="lead">
+        Convo POSTs each event to every endpoint subscribed to its type. Deliveries are signed with the account's webhook keys (
+        <Link href="/api-keys">API keys page</Link>).
+      </p>
+      {manager ? null : <p className="notice">Only owners and admins can add, change and delete endpoints.</p>}
+      {endpoints.isPending ? (
+        <p role="status">Loading endpoints…</p>
+      ) : endpoints.isError ? (
+        <p role="alert">Could not load the endpoints: {consoleErrorOf(endpoints.error).message}</p>
+      ) : endpoints.data.data.length === 0 ? (
+        <p>No endpoints yet.</p>
+      ) : (
+        <div className="table-wrap">
+          <table>
+            <caption className="visually-hidden">Webhook endpoints</caption>
+            <thead>
+              <tr>
+                <th scope="col">URL</th>
+                <th scope="col">Events</th>
+                <th scope="col">Status</th>
+                {manager ? (
+                  <th scope="col">
+                    <span className="visually-hidden">Actions</span>
+                  </th>
+                ) : null}
+              </tr>
+            </thead>
+            <tbody>
+              {endpoints.data.data.map((endpoint) => (
+                <tr key={endpoint.id}>
+                  <td>
+                    <Link href={`/webhooks/${endpoint.id}`} className="mono">
+                      {endpoint.url}
+                    </Link>
+                    {endpoint.description ? <div className="muted">{endpoint.description}</div> : null}
+                  </td>
+                  <td>{eventsLabel(endpoint.events)}</td>
+                  <td>
+                    <span className={`badge badge-${endpoint.status}`}>{endpoint.status === 'enabled' ? 'Enabled' : 'Disabled'}</span>
+                  </td>
+                  {manager ? (
+                    <td className="actions">
+                      <button type="button" className="button button-small" onClick={() => setEditing(endpoint)} aria-label={`Edit events of ${endpoint.url}`}>
+                        Edit events
+                      </button>
+                      <button
+                        type="button"
+                        className="button button-small"
+                        disabled={update.isPending}
+                        onClick={() => update.mutate({ params: { id: endpoint.id }, body: { status: endpoint.status === 'enabled' ? 'disabled' : 'enabled' } })}
+                        aria-label={`${endpoint.status === 'enabled' ? 'Disable' : 'Enable'} ${endpoint.url}`}
+                      >
+                        {endpoint.status === 'enabled' ? 'Disable' : 'Enable'}
+                      </button>
+                      <button type="button" className="button button-small" onClick={() => setDeleting(endpoint)} aria-label={`Delete ${endpoint.url}`}>
+                        Delete
+                      </button>
+                    </td>
+                  ) : null}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {manager ? (
+        <>
+          <CreateEndpointDialog isOpen={creating} onClose={() => setCreating(false)} />
+          {editing ? <EditEventsDialog endpoint={editing} onClose={() => setEditing(null)} /> : null}
+          <ConfirmDialog
+            title="Delete endpoint"
+            isOpen={deleting !== null}
+            onCancel={() => {
+              remove.reset();
+              setDeleting(null);
+            }}
+            onConfirm={() => deleting && remove.mutate({ params: { id: deleting.id } })}
+            confirmLabel="Delete"
+            isPending={remove.isPending}
+            error={remove.isError ? consoleErrorOf(remove.error).message : undefined}
+          >
+            <p>Delete the endpoint {deleting?.url}? It receives nothing more, and its deliveries are no longer listed.</p>
+          </ConfirmDialog>
+        </>
+      ) : null}
+    </>
+  );
+}
+
+type CreateForm = z.input<typeof CreateWebhookEndpointBody>;
+
+function CreateEndpointDialog({ isOpen, onClose }: { isOpen: boolean; onClose: () => void }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const toast = useToast();
+  const form = useForm<CreateForm>({
+    resolver: zodResolver(CreateWebhookEndpointBody, { error: formMessages }),
+    defaultValues: { url: '', events: [], description: '' },
+  });
+  const close = () => {
+    form.reset();
+    onClose();
+  };
+  const create = useMutation(
+    trpc.webhookEndpoints.create.mutationOptions({
+      onSuccess: async () => {
+        toast('Endpoint added');
+        close();
+        await queryClient.invalidateQueries(trpc.webhookEndpoints.list.queryFilter());
+      },
+      onError: (error) => showServerError(error, form.setError, ['url', 'events', 'description']),
+    }),
+  );
+  const { errors } = form.formState;
+  return (
+    <ModalDialog title="Add endpoint" isOpen={isOpen} onOpenChange={(open) => (open ? undefined : close())}>
+      <form
+        noValidate
+        onSubmit={form.handleSubmit(({ url, events, description }) => create.mutate({ body: { url, events, ...(description ? { description } : {}) } }))}
+      >
+        <FormError message={errors.root?.server?.message} />
+        <TextField label="URL" type="url" placeholder="https://example.com/webhooks/convo" error={errors.url?.message} {...form.register('url')} />
+        <EventsFieldset register={form.register('events')} error={errors.events as FieldError | undefined} />
+        <TextField label="Description (optional)" error={errors.description?.message} {...form.register('description')} />
+        <div className="dialog-actions">
+          <button type="button" className="button" onClick={close}>
+            Cancel
+          </button>
+          <button type="submit" className="button button-primary" disabled={create.isPending}>
+            Add endpoint
+          </button>
+        </div>
+      </form>
+    </ModalDialog>
+  );
+}
+
+const EditEventsForm = UpdateWebhookEndpointBody.pick({ events: true }).required();
+type EditEventsForm = z.input<typeof EditEventsForm>;
+
+function EditEventsDialog({ endpoint, onClose }: { endpoint: WebhookEndpoint; onClose: () => void }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const toast = useToast();
+  const form = useForm<EditEventsForm>({
+    resolver: zodResolver(EditEventsForm, { error: formMessages }),
+    defaultValues: { events: endpoint.events as EditEventsForm['events'] },
+  });
+  const update = useMutation(
+    trpc.webhookEndpoints.update.mutationOptions({
+      onSuccess: async () => {
+        toast('Events saved');
+        onClose();
+        await queryClient.invalidateQueries(trpc.webhookEndpoints.list.queryFilter());
+      },
+      onError: (error) => showServerError(error, form.setError, ['events']),
+    }),
+  );
+  const { errors } = form.formState;
+  return (
+    <ModalDialog title="Edit events" isOpen onOpenChange={(open) => (open ? undefined : onClose())}>
+      <p className="mono">{endpoint.url}</p>
+      <form noValidate onSubmit={form.handleSubmit(({ events }) => update.mutate({ params: { id: endpoint.id }, body: { events } }))}>
+        <FormError message={errors.root?.server?.message} />
+        <EventsFieldset register={form.register('events')} error={errors.events as FieldError | undefined} />
+        <div className="dialog-actions">
+          <button type="button" className="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className="button button-primary" disabled={update.isPending}>
+            Save events
+          </button>
+        </div>
+      </form>
+    </ModalDialog>
+  );
+}
