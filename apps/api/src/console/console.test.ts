@@ -314,6 +314,37 @@ describeEachDialect('console', (server) => {
   });
 });
 
+describe('console secrets and the log', () => {
+  it('never writes a password, a session token or a link token to the request log', async () => {
+    const lines: string[] = [];
+    const database = openDatabase('file::memory:');
+    await migrateToLatest(database.db);
+    const app = await buildServer({ database, settings: testSettings(), logger: { level: 'trace', stream: { write: (line) => lines.push(line) } } });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const address = app.server.address() as { port: number };
+    const origin = `http://127.0.0.1:${address.port}`;
+    try {
+      const client = new ConsoleClient(origin);
+      expect((await client.mutate('session.signUp', { email: 'logged@example.com', password: PASSWORD, account_name: 'Logged' })).status).toBe(200);
+      const sessionToken = client.cookie?.split('=')[1] as string;
+      const invitation = await client.mutate('invitations.create', { role: 'member' });
+      expect(invitation.status).toBe(200);
+      const token = invitation.data.url.split('/').pop();
+      await fetch(`${origin}/console/invite/${token}`);
+      await fetch(`${origin}/console/reset-password/${token}`);
+      await client.query('invitations.lookup', { token });
+      await client.mutate('session.signIn', { email: 'logged@example.com', password: PASSWORD });
+      await client.mutate('session.changePassword', { current_password: PASSWORD, new_password: `${PASSWORD} 2` });
+      const log = lines.join('\n');
+      expect(log).toContain('/console/invite/…');
+      for (const secret of [PASSWORD, sessionToken, token]) expect(log).not.toContain(secret);
+    } finally {
+      await app.close();
+      await database.destroy();
+    }
+  });
+});
+
 describe('console pages', () => {
   it('serves the single page for every console path with a strict Content-Security-Policy, and 404 for a missing asset', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'convo-console-'));

@@ -52,7 +52,7 @@ class RequestLog extends LogController {
         accountId: request.principal?.account.id,
         operation: request.routeOptions.config.operationId,
         method: request.method,
-        url: request.url.split('?')[0],
+        url: loggedPath(request.url),
         status: reply.statusCode,
         durationMs: Math.round(reply.elapsedTime),
       },
@@ -62,6 +62,9 @@ class RequestLog extends LogController {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** A request's path as logged: no query string, and no token of a console link (invitation, password reset). */
+const loggedPath = (url: string): string => (url.split('?')[0] as string).replace(/^(\/console\/(?:invite|reset-password)\/)[^/]+/, '$1…');
 
 /**
  * The server. A request's path, top to bottom: `onRequest` (edge/admission.ts: key, rate limit,
