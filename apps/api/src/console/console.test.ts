@@ -278,6 +278,88 @@ describeEachDialect('console', (server) => {
     });
   });
 
+  describe('every call, by role', () => {
+    it('owners and admins run the webhook and channel operations; members only read them; signed out, nothing', async () => {
+      const { client: ownerClient, session } = await owner('Roles');
+      const admin = await invited(ownerClient, 'admin');
+      const member = await invited(ownerClient, 'member');
+      const signedOut = new ConsoleClient(origin());
+
+      expect((await member.client.query('account.get')).data).toEqual(session.account);
+      const endpoint = await admin.client.mutate('webhookEndpoints.create', { body: { url: 'http://127.0.0.1:9/hook', events: ['conversation.created'] } });
+      expect(endpoint.status, JSON.stringify(endpoint.error)).toBe(200);
+      const id = endpoint.data.id;
+      const updated = await admin.client.mutate('webhookEndpoints.update', {
+        params: { id },
+        body: { events: ['conversation.created', 'order.placed'], status: 'disabled' },
+      });
+      expect(updated.data).toMatchObject({ events: ['conversation.created', 'order.placed'], status: 'disabled' });
+      expect((await member.client.query('webhookEndpoints.retrieve', { params: { id } })).data.id).toBe(id);
+      expect((await member.client.query('webhookEndpoints.listDeliveries', { params: { id }, query: {} })).data.data).toEqual([]);
+      const retry = await ownerClient.mutate('webhookEndpoints.retryDelivery', { params: { id, delivery_id: 'whd_nope' } });
+      expect(retry.status).toBe(404);
+
+      const channel = await ownerClient.mutate('channels.create', {
+        body: { platform: 'facebook', external_id: '4242', access_token: 'EAAG-token-abcdefghij', app_secret: 'app-secret-abcdef' },
+      });
+      expect(channel.status, JSON.stringify(channel.error)).toBe(200);
+      const renamed = await admin.client.mutate('channels.update', { params: { id: channel.data.id }, body: { name: 'Shop page' } });
+      expect(renamed.data.name).toBe('Shop page');
+
+      const changes: [string, unknown][] = [
+        ['keys.create', { name: 'x', type: 'read_only' }],
+        ['keys.revoke', { id: 'key_nope' }],
+        ['webhookEndpoints.create', { body: { url: 'http://127.0.0.1:9/hook', events: ['conversation.created'] } }],
+        ['webhookEndpoints.update', { params: { id }, body: { status: 'enabled' } }],
+        ['webhookEndpoints.delete', { params: { id } }],
+        ['webhookEndpoints.retryDelivery', { params: { id, delivery_id: 'whd_nope' } }],
+        ['channels.create', { body: { platform: 'instagram', external_id: '99', access_token: 'EAAG-token-abcdefghij', app_secret: 'app-secret-abcdef' } }],
+        ['channels.update', { params: { id: channel.data.id }, body: { name: 'x' } }],
+        ['channels.delete', { params: { id: channel.data.id } }],
+        ['members.remove', { user_id: admin.session.user.id }],
+        ['invitations.create', { role: 'member' }],
+        ['invitations.revoke', { id: 'inv_nope' }],
+      ];
+      for (const [path, input] of changes) {
+        expect((await member.client.mutate(path, input)).status, `member ${path}`).toBe(403);
+        expect((await signedOut.mutate(path, input)).status, `signed out ${path}`).toBe(401);
+      }
+      for (const path of ['webhookEndpoints.list', 'channels.list']) {
+        expect((await member.client.query(path, { query: {} })).status, path).toBe(200);
+        expect((await signedOut.query(path, { query: {} })).status, path).toBe(401);
+      }
+      // Nothing the member tried changed anything.
+      expect((await ownerClient.query('webhookEndpoints.retrieve', { params: { id } })).data.status).toBe('disabled');
+      expect((await ownerClient.query('members.list')).data).toHaveLength(3);
+
+      expect((await admin.client.mutate('channels.delete', { params: { id: channel.data.id } })).status).toBe(200);
+      expect((await ownerClient.mutate('webhookEndpoints.delete', { params: { id } })).status).toBe(200);
+      expect((await ownerClient.query('webhookEndpoints.list', { query: {} })).data.data).toEqual([]);
+    });
+
+    it('refuses a malformed call with the field and the constraint, never a 500', async () => {
+      const { client } = await owner();
+      const cases: [string, unknown, string][] = [
+        ['keys.create', { name: 'x', type: 'full_access', extra: 1 }, 'extra'],
+        ['invitations.create', { role: 'owner' }, 'role'],
+        ['session.switchAccount', {}, 'account_id'],
+        ['webhookEndpoints.create', { body: { url: 'not a url', events: ['conversation.created'] } }, 'url'],
+        ['webhookEndpoints.create', { nonsense: {} }, 'nonsense'],
+      ];
+      for (const [path, input, field] of cases) {
+        const answer = await client.mutate(path, input);
+        expect(answer.status, path).toBe(400);
+        expect(answer.error.error.details.field, path).toBe(field);
+      }
+      const notJson = await fetch(`${origin()}/console/trpc/keys.create`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: origin(), 'x-convo-csrf': '1', cookie: client.cookie as string },
+        body: '{"name":',
+      });
+      expect(notJson.status).toBe(400);
+    });
+  });
+
   describe('another account', () => {
     it('is 404, as in the API: its keys, webhook endpoints and channels cannot be read or changed', async () => {
       const mine = await owner('Mine');
