@@ -8,8 +8,8 @@ import {
   ListConversationsQuery,
   UpdateConversationBody,
 } from './conversations.js';
-import { ListMessagesQuery, Message, MessageList, SendMessageBody } from './messages.js';
-import { CreateOrderBody, ListOrdersQuery, Order, OrderIdParams, OrderList } from './orders.js';
+import { ListMessagesQuery, Message, MessageIdParams, MessageList, SendMessageBody } from './messages.js';
+import { CreateOrderBody, ListOrdersQuery, Order, OrderIdParams, OrderList, UpdateOrderBody } from './orders.js';
 import { Channel, ChannelIdParams, ChannelList, CreateChannelBody, ListChannelsQuery, UpdateChannelBody } from './channels.js';
 import { EventList, ListEventsQuery, SandboxInboundBody } from './events.js';
 import { ListTagsQuery, TagList } from './tags.js';
@@ -128,6 +128,16 @@ export const endpoints = {
     status: 201,
     response: Message,
   }),
+  'messages.retrieve': endpoint({
+    method: 'GET',
+    path: '/messages/:id',
+    permission: 'read',
+    summary: 'Retrieve a message',
+    description: 'Any message of the account, inbound or outbound, with its current delivery status.',
+    params: MessageIdParams,
+    status: 200,
+    response: Message,
+  }),
   'contacts.list': endpoint({
     method: 'GET',
     path: '/contacts',
@@ -233,6 +243,19 @@ export const endpoints = {
     permission: 'read',
     summary: 'Retrieve an order',
     params: OrderIdParams,
+    status: 200,
+    response: Order,
+  }),
+  'orders.update': endpoint({
+    method: 'PATCH',
+    path: '/orders/:id',
+    permission: 'write',
+    summary: 'Change the status of an order',
+    description:
+      'Allowed: pending → paid → fulfilled, pending or paid → cancelled, paid or fulfilled → refunded; anything else is 400 `transition`. ' +
+      'Each change emits `order.updated`; setting the current status is a no-op.',
+    params: OrderIdParams,
+    body: UpdateOrderBody,
     status: 200,
     response: Order,
   }),

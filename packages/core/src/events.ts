@@ -6,7 +6,7 @@ import { Message, MessageContent } from './messages.js';
 import { Order } from './orders.js';
 
 /** What the service notifies integrations of, and the resource each event carries. */
-export const EVENT_TYPES = ['conversation.created', 'message.received', 'order.placed', 'conversation.resolved', 'message.updated'] as const;
+export const EVENT_TYPES = ['conversation.created', 'message.received', 'order.placed', 'conversation.resolved', 'message.updated', 'order.updated'] as const;
 export const EventType = z.enum(EVENT_TYPES).meta({ id: 'EventType' });
 export type EventType = z.infer<typeof EventType>;
 
@@ -26,6 +26,7 @@ export const Event = z
     eventOf('order.placed', Order),
     eventOf('conversation.resolved', Conversation),
     eventOf('message.updated', Message),
+    eventOf('order.updated', Order),
   ])
   .meta({ id: 'Event' });
 export type Event = z.infer<typeof Event>;

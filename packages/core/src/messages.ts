@@ -140,3 +140,5 @@ export type SendMessageBody = z.input<typeof SendMessageBody>;
 
 export const ListMessagesQuery = z.strictObject({ ...pagination });
 export type ListMessagesQuery = z.input<typeof ListMessagesQuery>;
+
+export const MessageIdParams = z.strictObject({ id: Id });

@@ -73,3 +73,19 @@ export const ListOrdersQuery = z.strictObject({
 export type ListOrdersQuery = z.input<typeof ListOrdersQuery>;
 
 export const OrderIdParams = z.strictObject({ id: Id });
+
+/** The statuses an order may move to from each status (CONTRACT: Orders); anything else is 400 `transition`. */
+export const ORDER_TRANSITIONS: Record<OrderStatus, readonly OrderStatus[]> = {
+  pending: ['paid', 'cancelled'],
+  paid: ['fulfilled', 'cancelled', 'refunded'],
+  fulfilled: ['refunded'],
+  cancelled: [],
+  refunded: [],
+};
+
+export const UpdateOrderBody = z
+  .strictObject({
+    status: OrderStatus.meta({ description: 'pending → paid → fulfilled; pending or paid → cancelled; paid or fulfilled → refunded.' }),
+  })
+  .meta({ id: 'UpdateOrderBody' });
+export type UpdateOrderBody = z.input<typeof UpdateOrderBody>;

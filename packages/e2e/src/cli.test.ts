@@ -120,6 +120,7 @@ describe('the convo CLI against a real server', () => {
     const conversation = await operation('conversations.create', ['conversations', 'create', '--contact', ana.id, '--platform', 'whatsapp'], Conversation);
     const message = await operation('messages.send', ['messages', 'send', '--conversation', conversation.id, '--content', 'Olá Ana!'], Message);
     expect(message).toMatchObject({ direction: 'outbound', content: 'Olá Ana!' });
+    expect(await operation('messages.retrieve', ['messages', 'get', message.id], Message)).toEqual(message);
     expect(await operation('conversations.retrieve', ['conversations', 'get', conversation.id], Conversation)).toMatchObject({
       message_count: 1,
       last_message: { content: 'Olá Ana!' },
@@ -165,6 +166,10 @@ describe('the convo CLI against a real server', () => {
     });
     expect(await operation('orders.retrieve', ['orders', 'get', order.id], Order)).toEqual(order);
     expect((await operation('orders.list', ['orders', 'list', '--contact', ana.id], OrderList)).data).toEqual([order]);
+    expect(await operation('orders.update', ['orders', 'update', order.id, '--status', 'fulfilled'], Order)).toMatchObject({
+      id: order.id,
+      status: 'fulfilled',
+    });
 
     const workflow = await operation(
       'workflows.create',

@@ -61,6 +61,8 @@ describe('the SDK against a real server', () => {
     called.add('conversations.create');
     const message = Message.parse(await convo.messages.send({ conversation_id: conversation.id, content: 'Olá Ana!' }));
     called.add('messages.send');
+    expect(Message.parse(await convo.messages.retrieve(message.id))).toEqual(message);
+    called.add('messages.retrieve');
     expect(Conversation.parse(await convo.conversations.retrieve(conversation.id))).toMatchObject({ message_count: 1, last_message: { content: 'Olá Ana!' } });
     called.add('conversations.retrieve');
     expect(MessageList.parse(await convo.conversations.listMessages(conversation.id)).data).toEqual([message]);
@@ -77,6 +79,9 @@ describe('the SDK against a real server', () => {
     called.add('orders.retrieve');
     expect(OrderList.parse(await convo.orders.list({ contact_id: ana.id })).data).toEqual([order]);
     called.add('orders.list');
+    const paid = Order.parse(await convo.orders.update(order.id, { status: 'paid' }));
+    expect(paid).toMatchObject({ id: order.id, status: 'paid' });
+    called.add('orders.update');
 
     const workflow = Workflow.parse(await convo.workflows.create({ name: 'Welcome', steps: [{ type: 'add_tag', tag: 'welcomed' }] }));
     called.add('workflows.create');

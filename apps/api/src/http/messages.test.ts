@@ -21,6 +21,24 @@ describeEachDialect('messages', (server) => {
   const listMessages = async (id: string, query: Record<string, string | number | undefined> = {}, key?: string) =>
     expectBody(await server().request('GET', `/conversations/${id}/messages`, { key, query }), 200, MessageList);
 
+  describe('GET /messages/:id', () => {
+    it("retrieves a sent and a received message, and 404s unknown ids and another account's messages", async () => {
+      const conversation = await openConversation();
+      const sent = await send({ conversation_id: conversation.id, content: 'Retrieve me' });
+      expect(expectBody(await server().request('GET', `/messages/${sent.id}`), 200, Message)).toEqual(sent);
+      const received = expectBody(
+        await server().request('POST', '/sandbox/inbound', { body: { platform: 'instagram', from: { phone: phone() }, content: 'From the customer' } }),
+        201,
+        Message,
+      );
+      expect(received.direction).toBe('inbound');
+      expect(expectBody(await server().request('GET', `/messages/${received.id}`, { key: server().keys.readOnly }), 200, Message)).toEqual(received);
+      expectError(await server().request('GET', '/messages/msg_nope'), 404, 'not_found');
+      expectError(await server().request('GET', `/messages/${sent.id}`, { key: server().keys.otherFull }), 404, 'not_found');
+      expectError(await server().request('GET', `/messages/${sent.id}`, { key: server().keys.webhook }), 403, 'forbidden');
+    });
+  });
+
   describe('POST /messages', () => {
     it('sends an outbound text message: 201 with the message record', async () => {
       const conversation = await openConversation();

@@ -387,6 +387,73 @@ describeEachDialect('orders', (server) => {
     });
   });
 
+  describe('PATCH /orders/:id', () => {
+    const update = (id: string, body: unknown, key?: string) => server().request('PATCH', `/orders/${id}`, { key, body });
+    const orderEvents = async (key: string) =>
+      expectBody(await server().request('GET', '/events', { key, query: { limit: 100 } }), 200, EventList).data.filter((e) => e.type === 'order.updated');
+
+    it('moves an order along pending → paid → fulfilled → refunded, one order.updated per change', async () => {
+      const key = await freshKey();
+      const order = await createOrder({ contact_id: (await createContact(key)).id }, key);
+      expect(order.status).toBe('pending');
+      let previous = order.updated_at;
+      for (const status of ['paid', 'fulfilled', 'refunded'] as const) {
+        const changed = expectBody(await update(order.id, { status }, key), 200, Order);
+        expect(changed).toMatchObject({ id: order.id, status, number: order.number, total_amount: order.total_amount });
+        expect(changed.updated_at >= previous).toBe(true);
+        previous = changed.updated_at;
+        expect(expectBody(await server().request('GET', `/orders/${order.id}`, { key }), 200, Order)).toEqual(changed);
+      }
+      // The current status again changes nothing and emits nothing.
+      expect(expectBody(await update(order.id, { status: 'refunded' }, key), 200, Order).updated_at).toBe(previous);
+      const events = await orderEvents(key);
+      expect(events.map((e) => (e.data as { status: string }).status)).toEqual(['refunded', 'fulfilled', 'paid']);
+    });
+
+    it.each([
+      ['pending', 'fulfilled'],
+      ['pending', 'refunded'],
+      ['paid', 'pending'],
+      ['fulfilled', 'cancelled'],
+      ['cancelled', 'paid'],
+      ['refunded', 'paid'],
+    ] as const)('refuses %s → %s with 400 status transition, changing nothing', async (from, to) => {
+      const key = await freshKey();
+      const order = await createOrder({ contact_id: (await createContact(key)).id, status: from }, key);
+      expectError(await update(order.id, { status: to }, key), 400, 'bad_request', { field: 'status', constraint: 'transition' });
+      expect(expectBody(await server().request('GET', `/orders/${order.id}`, { key }), 200, Order)).toEqual(order);
+      expect(await orderEvents(key)).toEqual([]);
+    });
+
+    it.each([
+      ['pending', 'cancelled'],
+      ['paid', 'cancelled'],
+      ['paid', 'refunded'],
+    ] as const)('allows %s → %s', async (from, to) => {
+      const order = await createOrder({ contact_id: (await createContact()).id, status: from });
+      expect(expectBody(await update(order.id, { status: to }), 200, Order).status).toBe(to);
+    });
+
+    it("validates the body, 404s unknown ids and another account's orders, and needs a full-access key", async () => {
+      const order = await createOrder({ contact_id: (await createContact()).id });
+      expectError(await update(order.id, { status: 'shipped' }), 400, 'bad_request', { field: 'status', constraint: 'enum' });
+      expectError(await update(order.id, {}), 400, 'bad_request', { field: 'status', constraint: 'required' });
+      expectError(await update(order.id, { status: 'paid', total_amount: 1 }), 400, 'bad_request', { field: 'total_amount', constraint: 'unknown' });
+      expectError(await update('ord_nope', { status: 'paid' }), 404, 'not_found');
+      expectError(await update(order.id, { status: 'paid' }, server().keys.otherFull), 404, 'not_found');
+      expectError(await update(order.id, { status: 'paid' }, server().keys.readOnly), 403, 'forbidden');
+      expect(expectBody(await server().request('GET', `/orders/${order.id}`), 200, Order).status).toBe('pending');
+    });
+
+    it('takes concurrent changes one at a time: exactly one of two conflicting changes wins', async () => {
+      const key = await freshKey();
+      const order = await createOrder({ contact_id: (await createContact(key)).id, status: 'paid' }, key);
+      const [a, b] = await Promise.all([update(order.id, { status: 'fulfilled' }, key), update(order.id, { status: 'cancelled' }, key)]);
+      expect([a.status, b.status].sort()).toEqual([200, 400]);
+      expect(await orderEvents(key)).toHaveLength(1);
+    });
+  });
+
   describe('deleting the contact', () => {
     it('keeps its orders, with contact_id null', async () => {
       const contact = await createContact();

@@ -1,3 +1,4 @@
+import { lockedForUpdate } from '../db/dialect.js';
 import type { Selectable } from 'kysely';
 import type { OrderTable } from '../db/schema.js';
 import type { TenantScope } from './tenant.js';
@@ -24,6 +25,13 @@ const filtered = (scope: TenantScope, filter: OrderFilter) => {
 
 export const ordersRepository = {
   findById: (scope: TenantScope, id: string) => scope.selectFrom('orders').selectAll().where('orders.id', '=', id).executeTakeFirst(),
+
+  /** The order, held until the transaction ends (Postgres) so that status changes take turns. */
+  findByIdForUpdate: (scope: TenantScope, id: string) =>
+    lockedForUpdate(scope.db, scope.selectFrom('orders').selectAll().where('orders.id', '=', id)).executeTakeFirst(),
+
+  setStatus: (scope: TenantScope, id: string, status: OrderRow['status'], at: string) =>
+    scope.updateTable('orders').set({ status, updated_at: at }).where('orders.id', '=', id).execute(),
 
   findByNumber: (scope: TenantScope, number: string) => scope.selectFrom('orders').select('orders.id').where('orders.number', '=', number).executeTakeFirst(),
 

@@ -43,6 +43,12 @@ export const messagesService = {
    * Stores a message that arrived from the contact (inbound). A resolved conversation reopens;
    * archived ones never receive (the caller opens a new conversation instead).
    */
+  async retrieve(ctx: ServiceContext, id: string): Promise<Message> {
+    const row = await messagesRepository.findById(scopeOf(ctx), id);
+    if (!row) throw ApiError.notFound('message', id);
+    return toMessage(row);
+  },
+
   async receive(ctx: ServiceContext, input: InboundMessage): Promise<Message> {
     return inTransaction(ctx, async (scope) => {
       const conversation = await findConversationOrThrow(scope, input.conversationId);

@@ -1,4 +1,4 @@
-import type { CreateOrderBody, ListOrdersQuery, Order } from '@convo/core';
+import { type CreateOrderBody, type ListOrdersQuery, ORDER_TRANSITIONS, type Order, type UpdateOrderBody } from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
@@ -55,6 +55,28 @@ export const ordersService = {
     const row = await ordersRepository.findById(scopeOf(ctx), id);
     if (!row) throw ApiError.notFound('order', id);
     return toOrder(row);
+  },
+
+  /** Moves an order along ORDER_TRANSITIONS and emits `order.updated`; its current status changes nothing. */
+  async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateOrderBody>): Promise<Order> {
+    return inTransaction(ctx, async (scope) => {
+      const row = await ordersRepository.findByIdForUpdate(scope, id);
+      if (!row) throw ApiError.notFound('order', id);
+      if (row.status === body.status) return toOrder(row);
+      if (!ORDER_TRANSITIONS[row.status].includes(body.status)) {
+        const allowed = ORDER_TRANSITIONS[row.status];
+        throw ApiError.badRequest(
+          'status',
+          'transition',
+          `An order that is ${row.status} cannot become ${body.status}${allowed.length ? ` (only ${allowed.join(' or ')})` : `: ${row.status} is final`}`,
+        );
+      }
+      const at = now();
+      await ordersRepository.setStatus(scope, id, body.status, at);
+      const order = toOrder({ ...row, status: body.status, updated_at: at });
+      await emitEvent(scope, 'order.updated', order);
+      return order;
+    });
   },
 
   async create(ctx: ServiceContext, body: z.output<typeof CreateOrderBody>): Promise<Order> {

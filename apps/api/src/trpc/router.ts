@@ -13,7 +13,7 @@ export const appRouter = t.router({
     update: mutation('conversations.update'),
     listMessages: query('conversations.listMessages'),
   },
-  messages: { send: mutation('messages.send') },
+  messages: { send: mutation('messages.send'), retrieve: query('messages.retrieve') },
   contacts: {
     list: query('contacts.list'),
     create: mutation('contacts.create'),
@@ -23,7 +23,7 @@ export const appRouter = t.router({
     tags: { add: mutation('contacts.tags.add'), remove: mutation('contacts.tags.remove') },
   },
   tags: { list: query('tags.list') },
-  orders: { list: query('orders.list'), create: mutation('orders.create'), retrieve: query('orders.retrieve') },
+  orders: { list: query('orders.list'), create: mutation('orders.create'), retrieve: query('orders.retrieve'), update: mutation('orders.update') },
   workflows: {
     list: query('workflows.list'),
     create: mutation('workflows.create'),

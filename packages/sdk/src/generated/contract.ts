@@ -83,6 +83,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/messages/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a message
+         * @description Any message of the account, inbound or outbound, with its current delivery status.
+         */
+        get: operations["messages.retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts": {
         parameters: {
             query?: never;
@@ -227,7 +247,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change the status of an order
+         * @description Allowed: pending → paid → fulfilled, pending or paid → cancelled, paid or fulfilled → refunded; anything else is 400 `transition`. Each change emits `order.updated`; setting the current status is a no-op.
+         */
+        patch: operations["orders.update"];
         trace?: never;
     };
     "/v1/workflows": {
@@ -785,6 +809,10 @@ export interface components {
              */
             placed_at?: string;
         };
+        UpdateOrderBody: {
+            /** @description pending → paid → fulfilled; pending or paid → cancelled; paid or fulfilled → refunded. */
+            status: components["schemas"]["OrderStatus"];
+        };
         WorkflowList: {
             data: components["schemas"]["Workflow"][];
             total: number;
@@ -942,9 +970,21 @@ export interface components {
             /** @description Per-conversation order of events that concern a conversation. */
             sequence?: number;
             data: components["schemas"]["Message"];
+        } | {
+            id: string;
+            /** @constant */
+            type: "order.updated";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            /** @description Per-conversation order of events that concern a conversation. */
+            sequence?: number;
+            data: components["schemas"]["Order"];
         };
         /** @enum {string} */
-        EventType: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated";
+        EventType: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated";
         WebhookEndpointList: {
             data: components["schemas"]["WebhookEndpoint"][];
             total: number;
@@ -978,7 +1018,7 @@ export interface components {
              */
             url: string;
             /** @description Event types to receive, or `["*"]` for every type. */
-            events: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "*")[];
+            events: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "*")[];
             description?: string | null;
         };
         UpdateWebhookEndpointBody: {
@@ -988,7 +1028,7 @@ export interface components {
              */
             url?: string;
             /** @description Event types to receive, or `["*"]` for every type. */
-            events?: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "*")[];
+            events?: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "*")[];
             description?: string | null;
             /** @description `enabled` re-enables an endpoint that was disabled (by hand or by a 410). */
             status?: components["schemas"]["WebhookEndpointStatus"];
@@ -1816,6 +1856,132 @@ export interface operations {
         responses: {
             /** @description Send a message into a conversation */
             201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "conversation_id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "direction": "inbound",
+                     *       "type": "text",
+                     *       "content": "Hi Ana! Your order has shipped.",
+                     *       "status": "queued",
+                     *       "platform_message_id": "example",
+                     *       "error": {
+                     *         "code": "example",
+                     *         "message": "example"
+                     *       },
+                     *       "media": {
+                     *         "id": "example",
+                     *         "mime_type": "example"
+                     *       },
+                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, or one the body names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "messages.retrieve": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Retrieve a message */
+            200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3203,6 +3369,140 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Retrieve an order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ord_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "number": "1001",
+                     *       "status": "pending",
+                     *       "currency": "USD",
+                     *       "total_amount": 1,
+                     *       "items": [
+                     *         {
+                     *           "name": "Ana Souza",
+                     *           "quantity": 1,
+                     *           "unit_amount": 1
+                     *         }
+                     *       ],
+                     *       "placed_at": "2026-11-22T10:15:30.123Z",
+                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, or one the body names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "orders.update": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "pending"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateOrderBody"];
+            };
+        };
+        responses: {
+            /** @description Change the status of an order */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5687,6 +5987,10 @@ export const ROUTES = {
     "method": "POST",
     "path": "/messages"
   },
+  "messages.retrieve": {
+    "method": "GET",
+    "path": "/messages/:id"
+  },
   "contacts.list": {
     "method": "GET",
     "path": "/contacts"
@@ -5729,6 +6033,10 @@ export const ROUTES = {
   },
   "orders.retrieve": {
     "method": "GET",
+    "path": "/orders/:id"
+  },
+  "orders.update": {
+    "method": "PATCH",
     "path": "/orders/:id"
   },
   "workflows.list": {
@@ -5844,6 +6152,7 @@ export type Order = components['schemas']['Order'];
 export type OrderStatus = components['schemas']['OrderStatus'];
 export type OrderItem = components['schemas']['OrderItem'];
 export type CreateOrderBody = components['schemas']['CreateOrderBody'];
+export type UpdateOrderBody = components['schemas']['UpdateOrderBody'];
 export type WorkflowList = components['schemas']['WorkflowList'];
 export type Workflow = components['schemas']['Workflow'];
 export type WorkflowStep = components['schemas']['WorkflowStep'];

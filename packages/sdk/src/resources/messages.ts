@@ -7,4 +7,9 @@ export class Messages extends Resource {
   send(body: SendMessageBody, options?: RequestOptions): Promise<Message> {
     return this.request('messages.send', { body }, options);
   }
+
+  /** Any message of the account, with its current delivery status. */
+  retrieve(id: string, options?: RequestOptions): Promise<Message> {
+    return this.request('messages.retrieve', { params: { id } }, options);
+  }
 }

@@ -1,4 +1,4 @@
-import type { CreateOrderBody, ListOrdersQuery, Order } from '../contract.js';
+import type { CreateOrderBody, ListOrdersQuery, Order, UpdateOrderBody } from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';
@@ -16,5 +16,10 @@ export class Orders extends Resource {
 
   retrieve(id: string, options?: RequestOptions): Promise<Order> {
     return this.request('orders.retrieve', { params: { id } }, options);
+  }
+
+  /** Moves the order to `status` (pending → paid → fulfilled; → cancelled; → refunded); emits `order.updated`. */
+  update(id: string, body: UpdateOrderBody, options?: RequestOptions): Promise<Order> {
+    return this.request('orders.update', { params: { id }, body }, options);
   }
 }
