@@ -41,6 +41,11 @@ export const handlers: Handlers = {
   'contacts.tags.add': (ctx, input) => contactsService.addTag(ctx, input.params.id, input.body.tag),
   'contacts.tags.remove': (ctx, input) => contactsService.removeTag(ctx, input.params.id, input.params.tag),
   'tags.list': (ctx, input) => tagsService.list(ctx, input.query),
+  'tags.update': (ctx, input) => tagsService.update(ctx, input.params.tag, input.body),
+  'tags.delete': async (ctx, input) => {
+    await tagsService.delete(ctx, input.params.tag);
+    return undefined;
+  },
   'orders.list': (ctx, input) => ordersService.list(ctx, input.query),
   'orders.create': (ctx, input) => ordersService.create(ctx, input.body),
   'orders.retrieve': (ctx, input) => ordersService.retrieve(ctx, input.params.id),

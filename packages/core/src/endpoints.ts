@@ -12,7 +12,7 @@ import { ListMessagesQuery, Message, MessageIdParams, MessageList, SendMessageBo
 import { CreateOrderBody, ListOrdersQuery, Order, OrderIdParams, OrderList, UpdateOrderBody } from './orders.js';
 import { Channel, ChannelIdParams, ChannelList, CreateChannelBody, ListChannelsQuery, UpdateChannelBody } from './channels.js';
 import { EventList, ListEventsQuery, SandboxInboundBody } from './events.js';
-import { ListTagsQuery, TagList } from './tags.js';
+import { ListTagsQuery, Tag, TagList, TagParams, UpdateTagBody } from './tags.js';
 import {
   CreateWebhookEndpointBody,
   ListDeliveriesQuery,
@@ -216,6 +216,28 @@ export const endpoints = {
     query: ListTagsQuery,
     status: 200,
     response: TagList,
+  }),
+  'tags.update': endpoint({
+    method: 'PATCH',
+    path: '/tags/:tag',
+    permission: 'write',
+    summary: 'Rename a tag on every contact',
+    description:
+      'Each contact keeps the tag in its place under the new name; a contact that already has the new name keeps it once (the tags merge). ' +
+      'Renaming to the current name is a no-op. 404 when no contact has the tag.',
+    params: TagParams,
+    body: UpdateTagBody,
+    status: 200,
+    response: Tag,
+  }),
+  'tags.delete': endpoint({
+    method: 'DELETE',
+    path: '/tags/:tag',
+    permission: 'write',
+    summary: 'Remove a tag from every contact',
+    description: 'The tag is URL-encoded in the path. 404 when no contact has the tag.',
+    params: TagParams,
+    status: 204,
   }),
   'orders.list': endpoint({
     method: 'GET',

@@ -15,6 +15,7 @@ import {
   MessageList,
   Order,
   OrderList,
+  Tag,
   TagList,
   WebhookDelivery,
   WebhookDeliveryList,
@@ -116,6 +117,10 @@ describe('the convo CLI against a real server', () => {
       { name: 'new', contact_count: 1 },
       { name: 'vip', contact_count: 1 },
     ]);
+    expect(await operation('tags.update', ['tags', 'rename', 'new', '--name', 'fresh'], Tag)).toEqual({ name: 'fresh', contact_count: 1 });
+    expect(await convo(['tags', 'delete', 'fresh', '--json'])).toEqual({ code: 0, stdout: '', stderr: '' });
+    called.add('tags.delete');
+    expect((await operation('contacts.retrieve', ['contacts', 'get', ana.id], Contact)).tags).toEqual(['vip']);
 
     const conversation = await operation('conversations.create', ['conversations', 'create', '--contact', ana.id, '--platform', 'whatsapp'], Conversation);
     const message = await operation('messages.send', ['messages', 'send', '--conversation', conversation.id, '--content', 'Olá Ana!'], Message);

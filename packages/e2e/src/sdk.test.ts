@@ -56,6 +56,12 @@ describe('the SDK against a real server', () => {
     called.add('contacts.list');
     expect(TagList.parse(await convo.tags.list()).data).toEqual([{ name: 'vip', contact_count: 1 }]);
     called.add('tags.list');
+    await convo.contacts.tags.add(ana.id, 'tmp');
+    expect(await convo.tags.update('tmp', { name: 'temporary' })).toEqual({ name: 'temporary', contact_count: 1 });
+    called.add('tags.update');
+    expect(await convo.tags.del('temporary')).toBeUndefined();
+    called.add('tags.delete');
+    expect(Contact.parse(await convo.contacts.retrieve(ana.id)).tags).toEqual(['vip']);
 
     const conversation = Conversation.parse(await convo.conversations.create({ contact_id: ana.id, platform: 'whatsapp' }));
     called.add('conversations.create');

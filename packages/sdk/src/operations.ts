@@ -21,6 +21,8 @@ export const SDK_METHODS: Record<OperationId, string> = {
   'contacts.tags.add': 'contacts.tags.add',
   'contacts.tags.remove': 'contacts.tags.remove',
   'tags.list': 'tags.list',
+  'tags.update': 'tags.update',
+  'tags.delete': 'tags.del',
   'orders.list': 'orders.list',
   'orders.create': 'orders.create',
   'orders.retrieve': 'orders.retrieve',

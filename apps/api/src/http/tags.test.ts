@@ -1,4 +1,4 @@
-import { Contact, ContactList, TagList } from '@convo/core';
+import { Contact, ContactList, Tag, TagList } from '@convo/core';
 import { describe, expect, it } from 'vitest';
 import { accountsService } from '../services/accounts.js';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
@@ -144,6 +144,80 @@ describeEachDialect('tags', (server) => {
       expectError(await attach(contact.id, 'vip', server().keys.readOnly), 403, 'forbidden');
       expectError(await attach(contact.id, 'vip', server().keys.webhook), 403, 'forbidden');
       expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual([]);
+    });
+  });
+
+  describe('PATCH /tags/:tag', () => {
+    const rename = (tag: string, name: unknown, key?: string) => server().request('PATCH', `/tags/${encodeURIComponent(tag)}`, { key, body: { name } });
+    const contact = async (id: string, key: string) => expectBody(await server().request('GET', `/contacts/${id}`, { key }), 200, Contact);
+    const tagged = async (tag: string, key: string) =>
+      expectBody(await server().request('GET', '/contacts', { key, query: { tag, limit: 100 } }), 200, ContactList)
+        .data.map((c) => c.id)
+        .sort();
+
+    it('renames a tag on every contact, in its place, and merges into a name that exists', async () => {
+      const key = await freshKey();
+      const a = await createContact(['first', 'needs reply', 'last'], key);
+      const b = await createContact(['needs reply'], key);
+      const c = await createContact(['urgent', 'needs reply'], key);
+      const untouched = await createContact(['other'], key);
+
+      expect(expectBody(await rename('needs reply', 'pending', key), 200, Tag)).toEqual({ name: 'pending', contact_count: 3 });
+      expect((await contact(a.id, key)).tags).toEqual(['first', 'pending', 'last']);
+      expect((await contact(b.id, key)).tags).toEqual(['pending']);
+      expect(await tagged('pending', key)).toEqual([a.id, b.id, c.id].sort());
+      expect(await tagged('needs reply', key)).toEqual([]);
+      expect(await contact(untouched.id, key)).toEqual(untouched);
+
+      // Into an existing name: a contact with both keeps the one it had, once.
+      expect(expectBody(await rename('urgent', 'pending', key), 200, Tag)).toEqual({ name: 'pending', contact_count: 3 });
+      expect((await contact(c.id, key)).tags).toEqual(['pending']);
+      expect((await listTags(key)).data).toEqual([
+        { name: 'first', contact_count: 1 },
+        { name: 'last', contact_count: 1 },
+        { name: 'other', contact_count: 1 },
+        { name: 'pending', contact_count: 3 },
+      ]);
+      // To its own name: nothing changes.
+      const before = await contact(a.id, key);
+      expect(expectBody(await rename('pending', 'pending', key), 200, Tag)).toEqual({ name: 'pending', contact_count: 3 });
+      expect(await contact(a.id, key)).toEqual(before);
+    });
+
+    it("validates the name, 404s a tag nobody has or another account's tag, and needs a full-access key", async () => {
+      const key = await freshKey();
+      await createContact(['mine'], key);
+      expectError(await rename('mine', ' padded', key), 400, 'bad_request', { field: 'name', constraint: 'pattern' });
+      expectError(await rename('mine', 'a/b', key), 400, 'bad_request', { field: 'name', constraint: 'pattern' });
+      expectError(await rename('mine', 'x'.repeat(65), key), 400, 'bad_request', { field: 'name', constraint: 'max_length' });
+      expectError(await rename('mine', undefined, key), 400, 'bad_request', { field: 'name', constraint: 'required' });
+      expectError(await rename('nobody', 'x', key), 404, 'not_found');
+      expectError(await rename('mine', 'x', server().keys.otherFull), 404, 'not_found');
+      expectError(await rename('mine', 'x', server().keys.readOnly), 403, 'forbidden');
+      expect((await listTags(key)).data).toEqual([{ name: 'mine', contact_count: 1 }]);
+    });
+  });
+
+  describe('DELETE /tags/:tag', () => {
+    it('removes a URL-encoded tag from every contact and answers 204; then the tag is 404', async () => {
+      const key = await freshKey();
+      const a = await createContact(['keep', 'drop me please', 'also'], key);
+      const b = await createContact(['drop me please'], key);
+      const del = await server().request('DELETE', `/tags/${encodeURIComponent('drop me please')}`, { key });
+      expect(del.status, del.text).toBe(204);
+      expect(del.text).toBe('');
+      expect(expectBody(await server().request('GET', `/contacts/${a.id}`, { key }), 200, Contact).tags).toEqual(['keep', 'also']);
+      expect(expectBody(await server().request('GET', `/contacts/${b.id}`, { key }), 200, Contact).tags).toEqual([]);
+      expect((await listTags(key)).data.map((t) => t.name)).toEqual(['also', 'keep']);
+      expectError(await server().request('DELETE', `/tags/${encodeURIComponent('drop me please')}`, { key }), 404, 'not_found');
+    });
+
+    it("404s another account's tag and needs a full-access key", async () => {
+      const key = await freshKey();
+      await createContact(['kept'], key);
+      expectError(await server().request('DELETE', '/tags/kept', { key: server().keys.otherFull }), 404, 'not_found');
+      expectError(await server().request('DELETE', '/tags/kept', { key: server().keys.readOnly }), 403, 'forbidden');
+      expect((await listTags(key)).data).toEqual([{ name: 'kept', contact_count: 1 }]);
     });
   });
 

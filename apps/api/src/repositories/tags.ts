@@ -1,6 +1,24 @@
 import type { TenantScope } from './tenant.js';
 
 export const tagsRepository = {
+  /** The ids of the contacts that have `tag`, in id order (the order their rows are locked in). */
+  contactIdsWith: async (scope: TenantScope, tag: string): Promise<string[]> =>
+    (
+      await scope.selectFrom('contact_tags').select('contact_tags.contact_id').where('contact_tags.tag', '=', tag).orderBy('contact_tags.contact_id').execute()
+    ).map((row) => row.contact_id),
+
+  /** How many contacts have `tag`. */
+  countContacts: async (scope: TenantScope, tag: string): Promise<number> =>
+    Number(
+      (
+        await scope
+          .selectFrom('contact_tags')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('contact_tags.tag', '=', tag)
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
+
   /** Tags in use, by name in code-point order, with how many contacts have each. */
   async list(scope: TenantScope, page: { limit: number; offset: number }) {
     const grouped = scope

@@ -36,6 +36,8 @@ export const OPERATION_COMMANDS = {
   'contacts.tags.add': { command: 'contacts tag add', positionalBody: ['tag'] },
   'contacts.tags.remove': { command: 'contacts tag remove' },
   'tags.list': { command: 'tags list' },
+  'tags.update': { command: 'tags rename' },
+  'tags.delete': { command: 'tags delete', done: 'Deleted.' },
   'orders.list': { command: 'orders list', columns: ['id', 'number', 'status', 'currency', 'total_amount', 'contact_id', 'placed_at'] },
   'orders.retrieve': { command: 'orders get' },
   'orders.create': { command: 'orders create' },
