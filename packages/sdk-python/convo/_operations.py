@@ -1,0 +1,48 @@
+"""Where each operation of the endpoint table lives on the client, as the TypeScript SDK's
+`SDK_METHODS` says (camelCase → snake_case; `del` → `delete`). A test checks that every
+operation of the served OpenAPI document is here and names a real method."""
+
+from typing import Dict
+
+SDK_METHODS: Dict[str, str] = {
+    "conversations.list": "conversations.list",
+    "conversations.create": "conversations.create",
+    "conversations.retrieve": "conversations.retrieve",
+    "conversations.update": "conversations.update",
+    "conversations.listMessages": "conversations.list_messages",
+    "messages.send": "messages.send",
+    "messages.retrieve": "messages.retrieve",
+    "contacts.list": "contacts.list",
+    "contacts.create": "contacts.create",
+    "contacts.retrieve": "contacts.retrieve",
+    "contacts.update": "contacts.update",
+    "contacts.delete": "contacts.delete",
+    "contacts.tags.add": "contacts.tags.add",
+    "contacts.tags.remove": "contacts.tags.remove",
+    "tags.list": "tags.list",
+    "tags.update": "tags.update",
+    "tags.delete": "tags.delete",
+    "orders.list": "orders.list",
+    "orders.create": "orders.create",
+    "orders.retrieve": "orders.retrieve",
+    "orders.update": "orders.update",
+    "workflows.list": "workflows.list",
+    "workflows.create": "workflows.create",
+    "workflows.retrieve": "workflows.retrieve",
+    "workflows.trigger": "workflows.trigger",
+    "workflows.listRuns": "workflows.runs",
+    "events.list": "events.list",
+    "webhookEndpoints.list": "webhook_endpoints.list",
+    "webhookEndpoints.create": "webhook_endpoints.create",
+    "webhookEndpoints.retrieve": "webhook_endpoints.retrieve",
+    "webhookEndpoints.update": "webhook_endpoints.update",
+    "webhookEndpoints.delete": "webhook_endpoints.delete",
+    "webhookEndpoints.listDeliveries": "webhook_endpoints.deliveries",
+    "webhookEndpoints.retryDelivery": "webhook_endpoints.retry_delivery",
+    "channels.list": "channels.list",
+    "channels.create": "channels.create",
+    "channels.retrieve": "channels.retrieve",
+    "channels.update": "channels.update",
+    "channels.delete": "channels.delete",
+    "sandbox.inbound": "sandbox.inbound",
+}

@@ -1,0 +1,145 @@
+"""The one request sender: it builds an operation's request from the route table and owns
+timeouts, retries with exponential backoff and jitter (network errors, 429, 5xx; never another
+4xx) and idempotency keys (every POST carries one, the same on each of its retries)."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import urllib.parse
+import uuid
+from typing import Any, Callable, Dict, Mapping, Optional, TypedDict
+
+from ._errors import ConnectionError, ConvoError, RateLimitedError, ServerError, TimeoutError, error_from_response
+from ._routes import ROUTES
+from ._transport import Transport
+
+RETRY_BASE = 0.5
+RETRY_MAX = 8.0
+RETRY_AFTER_MAX = 60.0
+"""A Retry-After longer than this (seconds) is not waited out: the error goes to the caller."""
+
+
+class RequestOptions(TypedDict, total=False):
+    """Per call: `client.contacts.create(..., request_options={"idempotency_key": "order-1001"})`."""
+
+    idempotency_key: str
+    """Sent as `Idempotency-Key` on a POST; by default each POST gets a new random key, kept across its retries."""
+    timeout: float
+    """Seconds per attempt."""
+    max_retries: int
+
+
+class RequestSender:
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str,
+        timeout: float,
+        max_retries: int,
+        transport: Transport,
+        user_agent: str = "convo-python",
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.transport = transport
+        self.user_agent = user_agent
+        self.sleep = sleep
+        self.jitter = jitter
+
+    def send(
+        self,
+        operation_id: str,
+        *,
+        path: Optional[Mapping[str, str]] = None,
+        query: Optional[Mapping[str, Any]] = None,
+        body: Optional[Mapping[str, Any]] = None,
+        options: Optional[RequestOptions] = None,
+    ) -> Any:
+        """Sends an operation of the route table; returns the parsed JSON body (None for a 204)."""
+        route = ROUTES[operation_id]
+        options = options or {}
+        url = self.base_url + fill_path(route.path, path or {})
+        query_string = encode_query(query or {})
+        if query_string:
+            url += "?" + query_string
+        headers: Dict[str, str] = {
+            "Authorization": f"Bearer {self.api_key}",
+            "Accept": "application/json",
+            "User-Agent": self.user_agent,
+        }
+        data: Optional[bytes] = None
+        if route.method in ("POST", "PATCH"):
+            headers["Content-Type"] = "application/json"
+            data = json.dumps(dict(body or {}), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if route.method == "POST":
+            headers["Idempotency-Key"] = options.get("idempotency_key") or str(uuid.uuid4())
+
+        timeout = options.get("timeout", self.timeout)
+        max_retries = options.get("max_retries", self.max_retries)
+        attempt = 0
+        while True:
+            try:
+                response = self.transport.request(route.method, url, headers, data, timeout)
+                if 200 <= response.status < 300:
+                    return json.loads(response.body) if response.status != 204 and response.body else None
+                error = error_from_response(response.status, parse_json(response.body), response.headers)
+            except (ConnectionError, TimeoutError) as caught:
+                error = caught
+            delay = self.retry_delay(error, attempt)
+            if attempt >= max_retries or delay is None:
+                raise error
+            self.sleep(delay)
+            attempt += 1
+
+    def retry_delay(self, error: ConvoError, attempt: int) -> Optional[float]:
+        """Seconds to wait before retrying after `error`, or None when it must not be retried."""
+        backoff = min(RETRY_MAX, RETRY_BASE * 2**attempt)
+        jittered = backoff / 2 + self.jitter() * (backoff / 2)
+        if isinstance(error, RateLimitedError):
+            if error.retry_after is None:
+                return jittered
+            return None if error.retry_after > RETRY_AFTER_MAX else error.retry_after
+        if isinstance(error, (ServerError, ConnectionError, TimeoutError)):
+            return jittered
+        return None
+
+
+def fill_path(template: str, params: Mapping[str, str]) -> str:
+    """`/contacts/{id}` with {"id": "ct_1"} → `/contacts/ct_1`, each value URL-encoded as encodeURIComponent does."""
+    out = template
+    for name in _path_names(template):
+        if name not in params:
+            raise TypeError(f'Missing path parameter "{name}"')
+        out = out.replace("{" + name + "}", urllib.parse.quote(str(params[name]), safe="!~*'()"))
+    return out
+
+
+def _path_names(template: str) -> list[str]:
+    names: list[str] = []
+    rest = template
+    while "{" in rest:
+        start = rest.index("{")
+        end = rest.index("}", start)
+        names.append(rest[start + 1 : end])
+        rest = rest[end + 1 :]
+    return names
+
+
+def encode_query(query: Mapping[str, Any]) -> str:
+    """Skips None; booleans as `true`/`false` (as the wire and the TypeScript SDK write them)."""
+    pairs = [(name, ("true" if value else "false") if isinstance(value, bool) else str(value)) for name, value in query.items() if value is not None]
+    return urllib.parse.urlencode(pairs)
+
+
+def parse_json(body: bytes) -> Any:
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return None
