@@ -10,6 +10,7 @@ import { ApiKeysPage } from './pages/api-keys';
 import { ChannelsPage } from './pages/channels';
 import { InvitationPage } from './pages/invitation';
 import { NotFoundPage } from './pages/not-found';
+import { ResetPasswordPage } from './pages/reset-password';
 import { SignInPage } from './pages/sign-in';
 import { SignUpPage } from './pages/sign-up';
 import { WebhookEndpointPage } from './pages/webhook-endpoint';
@@ -56,6 +57,7 @@ export function Routes() {
       <Route path="/sign-in" component={SignInPage} />
       <Route path="/sign-up" component={SignUpPage} />
       <Route path="/invite/:token">{(params) => <InvitationPage token={params.token} />}</Route>
+      <Route path="/reset-password/:token">{(params) => <ResetPasswordPage token={params.token} />}</Route>
       <Route>
         <ConsoleLayout>
           <Switch>

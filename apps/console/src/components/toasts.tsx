@@ -35,16 +35,19 @@ export function ToastProvider({ children, timeoutMs = 4000 }: { children: ReactN
     <ToastContext.Provider value={show}>
       {children}
       <section className="toasts" aria-label="Notifications">
-        <ul role="status" aria-live="polite">
-          {toasts.map((toast) => (
-            <li key={toast.id} className="toast">
-              <span>{toast.message}</span>
-              <button type="button" className="button-link" onClick={() => dismiss(toast.id)} aria-label={`Dismiss: ${toast.message}`}>
-                ×
-              </button>
-            </li>
-          ))}
-        </ul>
+        {/* The live region wraps the list: a role on the <ul> itself would unmake the list its items need (axe: listitem). */}
+        <div role="status" aria-live="polite">
+          <ul>
+            {toasts.map((toast) => (
+              <li key={toast.id} className="toast">
+                <span>{toast.message}</span>
+                <button type="button" className="button-link" onClick={() => dismiss(toast.id)} aria-label={`Dismiss: ${toast.message}`}>
+                  ×
+                </button>
+              </li>
+            ))}
+          </ul>
+        </div>
       </section>
     </ToastContext.Provider>
   );

@@ -71,6 +71,7 @@ describe('accessibility of each page (axe-core)', () => {
     ['/sign-in', 'Sign in to Convo'],
     ['/sign-up', 'Create your Convo account'],
     ['/invite/tok_1', 'Join Acme'],
+    ['/reset-password/tok_1', 'Choose a new password'],
   ])('%s', async (path, heading) => {
     renderConsole(path, { ...server, 'session.get': () => null });
     await screen.findByRole('heading', { level: 1, name: heading });
