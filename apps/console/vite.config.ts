@@ -31,5 +31,7 @@ export default defineConfig({
     environment: 'jsdom',
     include: ['src/**/*.test.tsx', 'src/**/*.test.ts'],
     setupFiles: ['src/testing/setup.ts'],
+    // Typing through user-event in jsdom takes seconds when the whole suite runs beside it.
+    testTimeout: 30_000,
   },
 });
