@@ -53,7 +53,14 @@ export const handlers: Handlers = {
   'workflows.list': (ctx, input) => workflowsService.list(ctx, input.query),
   'workflows.create': (ctx, input) => workflowsService.create(ctx, input.body),
   'workflows.retrieve': (ctx, input) => workflowsService.retrieve(ctx, input.params.id),
+  'workflows.update': (ctx, input) => workflowsService.update(ctx, input.params.id, input.body),
+  'workflows.delete': async (ctx, input) => {
+    await workflowsService.delete(ctx, input.params.id);
+    return undefined;
+  },
   'workflows.trigger': (ctx, input) => workflowsService.trigger(ctx, input.params.id, input.body),
+  'workflows.retrieveRun': (ctx, input) => workflowsService.retrieveRun(ctx, input.params.id, input.params.run_id),
+  'workflows.cancelRun': (ctx, input) => workflowsService.cancelRun(ctx, input.params.id, input.params.run_id),
   'workflows.listRuns': (ctx, input) => workflowsService.listRuns(ctx, input.params.id, input.query),
   'events.list': (ctx, input) => eventsService.list(ctx, input.query),
   'webhookEndpoints.list': (ctx, input) => webhookEndpointsService.list(ctx, input.query),

@@ -26,6 +26,7 @@ export const Workflow = z
     id: Id,
     name: z.string(),
     steps: z.array(WorkflowStep),
+    enabled: z.boolean().meta({ description: 'A disabled workflow starts no run.' }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -39,14 +40,24 @@ export const CreateWorkflowBody = z
   .strictObject({
     name: text(1, 200),
     steps: z.array(WorkflowStep).min(1).max(50),
+    enabled: z.boolean().default(true),
   })
   .meta({ id: 'CreateWorkflowBody' });
 export type CreateWorkflowBody = z.input<typeof CreateWorkflowBody>;
 
+export const UpdateWorkflowBody = z
+  .strictObject({
+    name: text(1, 200).optional(),
+    steps: z.array(WorkflowStep).min(1).max(50).optional().meta({ description: 'Runs already started keep the steps they started with.' }),
+    enabled: z.boolean().optional(),
+  })
+  .meta({ id: 'UpdateWorkflowBody' });
+export type UpdateWorkflowBody = z.input<typeof UpdateWorkflowBody>;
+
 export const ListWorkflowsQuery = z.strictObject({ ...pagination });
 export type ListWorkflowsQuery = z.input<typeof ListWorkflowsQuery>;
 
-export const RunStatus = z.enum(['queued', 'running', 'waiting', 'succeeded', 'failed']).meta({ id: 'WorkflowRunStatus' });
+export const RunStatus = z.enum(['queued', 'running', 'waiting', 'succeeded', 'failed', 'cancelled']).meta({ id: 'WorkflowRunStatus' });
 export type RunStatus = z.infer<typeof RunStatus>;
 export const StepStatus = z.enum(['pending', 'running', 'succeeded', 'failed', 'skipped']).meta({ id: 'WorkflowStepStatus' });
 export type StepStatus = z.infer<typeof StepStatus>;
@@ -107,3 +118,4 @@ export const ListRunsQuery = z.strictObject({ ...pagination, status: RunStatus.o
 export type ListRunsQuery = z.input<typeof ListRunsQuery>;
 
 export const WorkflowIdParams = z.strictObject({ id: Id });
+export const WorkflowRunParams = z.strictObject({ id: Id, run_id: Id });

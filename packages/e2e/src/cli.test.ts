@@ -190,6 +190,13 @@ describe('the convo CLI against a real server', () => {
     );
     expect(run).toMatchObject({ workflow_id: workflow.id, contact_id: ana.id, data: { source: 'cli', order: 1001 } });
     expect((await operation('workflows.listRuns', ['workflows', 'runs', workflow.id], WorkflowRunList)).data.map((r) => r.id)).toEqual([run.id]);
+    expect((await operation('workflows.retrieveRun', ['workflows', 'run', 'get', workflow.id, run.id], WorkflowRun)).id).toBe(run.id);
+    const later = await operation('workflows.create', ['workflows', 'create', '--name', 'Later', '--step', '{"type":"wait","seconds":3600}'], Workflow);
+    const waiting = await operation('workflows.trigger', ['workflows', 'trigger', later.id, '--contact', ana.id], WorkflowRun);
+    expect((await operation('workflows.cancelRun', ['workflows', 'run', 'cancel', later.id, waiting.id], WorkflowRun)).status).toBe('cancelled');
+    expect((await operation('workflows.update', ['workflows', 'update', later.id, '--name', 'Renamed', '--enabled', 'false'], Workflow)).enabled).toBe(false);
+    expect(await convo(['workflows', 'delete', later.id, '--json'])).toEqual({ code: 0, stdout: '', stderr: '' });
+    called.add('workflows.delete');
 
     const inbound = await operation(
       'sandbox.inbound',

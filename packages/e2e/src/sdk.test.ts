@@ -100,6 +100,16 @@ describe('the SDK against a real server', () => {
     called.add('workflows.trigger');
     expect(WorkflowRunList.parse(await convo.workflows.runs(workflow.id)).data.map((r) => r.id)).toEqual([run.id]);
     called.add('workflows.listRuns');
+    expect(WorkflowRun.parse(await convo.workflows.retrieveRun(workflow.id, run.id)).id).toBe(run.id);
+    called.add('workflows.retrieveRun');
+    const later = Workflow.parse(await convo.workflows.create({ name: 'Later', steps: [{ type: 'wait', seconds: 3600 }] }));
+    const waiting = WorkflowRun.parse(await convo.workflows.trigger(later.id, { contact_id: ana.id }));
+    expect(WorkflowRun.parse(await convo.workflows.cancelRun(later.id, waiting.id)).status).toBe('cancelled');
+    called.add('workflows.cancelRun');
+    expect(Workflow.parse(await convo.workflows.update(later.id, { enabled: false })).enabled).toBe(false);
+    called.add('workflows.update');
+    expect(await convo.workflows.del(later.id)).toBeUndefined();
+    called.add('workflows.delete');
 
     const inbound = Message.parse(await convo.sandbox.inbound({ platform: 'instagram', from: { phone: '+5511987654321' }, content: 'Oi!' }));
     expect(inbound).toMatchObject({ direction: 'inbound', content: 'Oi!' });

@@ -338,6 +338,8 @@ class Workflow(TypedDict):
     id: str
     name: str
     steps: List[WorkflowStep]
+    enabled: bool
+    """A disabled workflow starts no run."""
     created_at: str
     updated_at: str
 
@@ -350,12 +352,23 @@ class WorkflowList(TypedDict):
     has_more: bool
 
 
-class CreateWorkflowBody(TypedDict):
+class _CreateWorkflowBodyRequired(TypedDict):
     name: str
     steps: List[WorkflowStep]
 
 
-WorkflowRunStatus = Literal["queued", "running", "waiting", "succeeded", "failed"]
+class CreateWorkflowBody(_CreateWorkflowBodyRequired, total=False):
+    enabled: bool
+
+
+class UpdateWorkflowBody(TypedDict, total=False):
+    name: str
+    steps: List[WorkflowStep]
+    """Runs already started keep the steps they started with."""
+    enabled: bool
+
+
+WorkflowRunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "cancelled"]
 
 
 WorkflowStepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
@@ -826,6 +839,7 @@ __all__ = [
     "UpdateOrderBody",
     "UpdateTagBody",
     "UpdateWebhookEndpointBody",
+    "UpdateWorkflowBody",
     "ValidationIssue",
     "WebhookDelivery",
     "WebhookDeliveryList",

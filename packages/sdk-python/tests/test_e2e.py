@@ -92,6 +92,14 @@ class EndToEnd(unittest.TestCase):
         run = c.workflows.trigger(workflow["id"], contact_id=contact["id"], data={"order": order["number"]})
         self.assertEqual(run["workflow_id"], workflow["id"])
         self.assertIn(run["id"], [r["id"] for r in c.workflows.runs(workflow["id"])])
+        self.assertEqual(c.workflows.retrieve_run(workflow["id"], run["id"])["id"], run["id"])
+        waiting = c.workflows.create(name="Wait a day", steps=[{"type": "wait", "seconds": 86400}, {"type": "add_tag", "tag": "later"}])
+        queued = c.workflows.trigger(waiting["id"], contact_id=contact["id"])
+        self.assertEqual(c.workflows.cancel_run(waiting["id"], queued["id"])["status"], "cancelled")
+        self.assertFalse(c.workflows.update(waiting["id"], enabled=False)["enabled"])
+        self.assertIsNone(c.workflows.delete(waiting["id"]))
+        with self.assertRaises(convo.NotFoundError):
+            c.workflows.retrieve(waiting["id"])
 
         self.assertTrue(all(e["type"] == "order.placed" for e in c.events.list(type="order.placed", limit=5).data))
 

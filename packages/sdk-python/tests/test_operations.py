@@ -40,6 +40,10 @@ CALLS: Dict[str, Callable[[convo.Client], Any]] = {
     "workflows.retrieve": lambda c: c.workflows.retrieve("P1"),
     "workflows.trigger": lambda c: c.workflows.trigger("P1", contact_id="ct_1", data={"order": "1001"}),
     "workflows.listRuns": lambda c: c.workflows.runs("P1", status="succeeded"),
+    "workflows.update": lambda c: c.workflows.update("P1", enabled=False),
+    "workflows.delete": lambda c: c.workflows.delete("P1"),
+    "workflows.retrieveRun": lambda c: c.workflows.retrieve_run("P1", "P2"),
+    "workflows.cancelRun": lambda c: c.workflows.cancel_run("P1", "P2"),
     "events.list": lambda c: c.events.list(type="order.placed"),
     "webhookEndpoints.list": lambda c: c.webhook_endpoints.list(),
     "webhookEndpoints.create": lambda c: c.webhook_endpoints.create(url="https://example.com/hook", events=["*"]),
@@ -110,7 +114,7 @@ class EveryOperation(unittest.TestCase):
                 call(client)
                 (request,) = transport.requests
                 self.assertEqual(request.method, route.method)
-                self.assertEqual(request.path, "/v1" + route.path.replace("{id}", "P1").replace("{tag}", "P2" if "{id}" in route.path else "P1").replace("{delivery_id}", "P2"))
+                self.assertEqual(request.path, "/v1" + route.path.replace("{id}", "P1").replace("{tag}", "P2" if "{id}" in route.path else "P1").replace("{delivery_id}", "P2").replace("{run_id}", "P2"))
                 self.assertEqual("Idempotency-Key" in request.headers, route.method == "POST")
 
 

@@ -14,6 +14,7 @@ import * as jobAccountIndexes from './migrations/2026_11_25_0011_job_account_ind
 import * as jobLanes from './migrations/2026_11_25_0012_job_lanes.js';
 import * as channels from './migrations/2026_11_25_0013_channels.js';
 import * as people from './migrations/2026_11_26_0014_people.js';
+import * as workflowChanges from './migrations/2026_11_26_0015_workflow_changes.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -31,6 +32,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_25_0012_job_lanes': jobLanes,
   '2026_11_25_0013_channels': channels,
   '2026_11_26_0014_people': people,
+  '2026_11_26_0015_workflow_changes': workflowChanges,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

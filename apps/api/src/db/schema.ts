@@ -174,6 +174,10 @@ export interface WorkflowTable {
   name: string;
   /** JSON array of steps. */
   steps: string;
+  /** 1 or 0: a disabled workflow starts no run (migration 0015). */
+  enabled: Generated<number>;
+  /** Set by DELETE: the row stays for its runs, out of every list and lookup. */
+  deleted_at: Generated<string | null>;
   created_at: string;
   updated_at: string;
 }
@@ -183,9 +187,11 @@ export interface WorkflowRunTable {
   id: string;
   workflow_id: string;
   contact_id: string | null;
-  status: 'queued' | 'running' | 'waiting' | 'succeeded' | 'failed';
+  status: 'queued' | 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
   /** JSON object. */
   data: string;
+  /** JSON array of the workflow's steps when the run started: what the run does. */
+  definition: string | null;
   /** JSON array of {index, type, status, error}. */
   steps: string;
   current_step: number;

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
 import { enqueue } from '../worker/queue.js';
 
-const isFinished = (run: WorkflowRun) => run.status === 'succeeded' || run.status === 'failed';
+const isFinished = (run: WorkflowRun) => run.status === 'succeeded' || run.status === 'failed' || run.status === 'cancelled';
 
 describeEachDialect('workflows', (server) => {
   let phoneSeq = 3_000_000;
@@ -189,6 +189,91 @@ describeEachDialect('workflows', (server) => {
     });
   });
 
+  describe('PATCH and DELETE /workflows/:id; a run retrieved and cancelled', () => {
+    const patch = (id: string, body: unknown, key?: string) => server().request('PATCH', `/workflows/${id}`, { key, body });
+
+    it('changes the name, the steps and enabled; a disabled workflow starts no run', async () => {
+      const workflow = await createWorkflow([{ type: 'add_tag', tag: 'a' }], 'Before');
+      expect(workflow.enabled).toBe(true);
+      const renamed = expectBody(await patch(workflow.id, { name: 'After', steps: [{ type: 'add_tag', tag: 'b' }] }), 200, Workflow);
+      expect(renamed).toMatchObject({ id: workflow.id, name: 'After', steps: [{ type: 'add_tag', tag: 'b' }], enabled: true, created_at: workflow.created_at });
+      expect(renamed.updated_at >= workflow.updated_at).toBe(true);
+      expect(expectBody(await patch(workflow.id, {}), 200, Workflow)).toEqual(renamed);
+      const disabled = expectBody(await patch(workflow.id, { enabled: false }), 200, Workflow);
+      expect(disabled.enabled).toBe(false);
+      expect(expectBody(await server().request('GET', `/workflows/${workflow.id}`), 200, Workflow)).toEqual(disabled);
+      const contact = await createContact();
+      expectError(await server().request('POST', `/workflows/${workflow.id}/trigger`, { body: { contact_id: contact.id } }), 400, 'bad_request', {
+        field: 'enabled',
+        constraint: 'transition',
+      });
+      expect((await runsOf(workflow.id)).total).toBe(0);
+      expect(expectBody(await patch(workflow.id, { enabled: true }), 200, Workflow).enabled).toBe(true);
+      await trigger(workflow.id, contact.id);
+      // Created disabled.
+      const off = expectBody(
+        await server().request('POST', '/workflows', { body: { name: 'Off', steps: [{ type: 'wait', seconds: 1 }], enabled: false } }),
+        201,
+        Workflow,
+      );
+      expect(off.enabled).toBe(false);
+    });
+
+    it("validates the change, 404s unknown and other accounts' workflows, and needs a full key", async () => {
+      const workflow = await createWorkflow([{ type: 'add_tag', tag: 'a' }]);
+      expectError(await patch(workflow.id, { steps: [] }), 400, 'bad_request', { field: 'steps', constraint: 'min' });
+      expectError(await patch(workflow.id, { steps: [{ type: 'dance' }] }), 400, 'bad_request');
+      expectError(await patch(workflow.id, { enabled: 'yes' }), 400, 'bad_request', { field: 'enabled', constraint: 'type' });
+      expectError(await patch(workflow.id, { trigger: 'x' }), 400, 'bad_request', { field: 'trigger', constraint: 'unknown' });
+      expectError(await patch('wf_nope', { name: 'x' }), 404, 'not_found');
+      expectError(await patch(workflow.id, { name: 'x' }, server().keys.otherFull), 404, 'not_found');
+      expectError(await patch(workflow.id, { name: 'x' }, server().keys.readOnly), 403, 'forbidden');
+      expectError(await server().request('DELETE', `/workflows/${workflow.id}`, { key: server().keys.otherFull }), 404, 'not_found');
+      expectError(await server().request('DELETE', `/workflows/${workflow.id}`, { key: server().keys.readOnly }), 403, 'forbidden');
+      expect(expectBody(await server().request('GET', `/workflows/${workflow.id}`), 200, Workflow).name).toBe(workflow.name);
+    });
+
+    it('retrieves a run and cancels it while queued; a cancelled run cannot be cancelled again', async () => {
+      const workflow = await createWorkflow([
+        { type: 'wait', seconds: 60 },
+        { type: 'add_tag', tag: 'never' },
+      ]);
+      const contact = await createContact();
+      const queued = await trigger(workflow.id, contact.id);
+      const runUrl = `/workflows/${workflow.id}/runs/${queued.id}`;
+      expect(expectBody(await server().request('GET', runUrl, { key: server().keys.readOnly }), 200, WorkflowRun)).toEqual(queued);
+      const cancelled = expectBody(await server().request('POST', `${runUrl}/cancel`), 200, WorkflowRun);
+      expect(cancelled).toMatchObject({ id: queued.id, status: 'cancelled', error: null });
+      expect(cancelled.finished_at).not.toBeNull();
+      expect(cancelled.steps.map((step) => step.status)).toEqual(['skipped', 'skipped']);
+      expect(expectBody(await server().request('GET', runUrl), 200, WorkflowRun)).toEqual(cancelled);
+      expectError(await server().request('POST', `${runUrl}/cancel`), 400, 'bad_request', { field: 'run_id', constraint: 'transition' });
+      expect((await runsOf(workflow.id, { status: 'cancelled' })).data.map((r) => r.id)).toEqual([queued.id]);
+
+      const other = await createWorkflow([{ type: 'wait', seconds: 1 }]);
+      expectError(await server().request('GET', `/workflows/${other.id}/runs/${queued.id}`), 404, 'not_found');
+      expectError(await server().request('GET', `/workflows/${workflow.id}/runs/run_nope`), 404, 'not_found');
+      expectError(await server().request('GET', runUrl, { key: server().keys.otherFull }), 404, 'not_found');
+      expectError(await server().request('POST', `${runUrl}/cancel`, { key: server().keys.otherFull }), 404, 'not_found');
+      expectError(await server().request('POST', `${runUrl}/cancel`, { key: server().keys.readOnly }), 403, 'forbidden');
+    });
+
+    it('deletes a workflow: gone from lookups and lists, its queued runs cancelled and still readable', async () => {
+      const workflow = await createWorkflow([{ type: 'wait', seconds: 60 }], 'Doomed');
+      const run = await trigger(workflow.id, (await createContact()).id);
+      const deleted = await server().request('DELETE', `/workflows/${workflow.id}`);
+      expect(deleted.status, deleted.text).toBe(204);
+      expectError(await server().request('GET', `/workflows/${workflow.id}`), 404, 'not_found');
+      expectError(await patch(workflow.id, { name: 'x' }), 404, 'not_found');
+      expectError(await server().request('DELETE', `/workflows/${workflow.id}`), 404, 'not_found');
+      expectError(await server().request('POST', `/workflows/${workflow.id}/trigger`, { body: { contact_id: run.contact_id } }), 404, 'not_found');
+      const list = expectBody(await server().request('GET', '/workflows', { query: { limit: 100 } }), 200, WorkflowList);
+      expect(list.data.map((w) => w.id)).not.toContain(workflow.id);
+      expect((await runsOf(workflow.id)).data).toEqual([expect.objectContaining({ id: run.id, status: 'cancelled' })]);
+      expect(expectBody(await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`), 200, WorkflowRun).status).toBe('cancelled');
+    });
+  });
+
   describe('running in the background', () => {
     beforeAll(async () => {
       await server().startWorker();
@@ -323,6 +408,60 @@ describeEachDialect('workflows', (server) => {
         },
       );
       expect((await runsOf(workflow.id, { status: 'failed' })).data).toEqual([bad.run]);
+    });
+
+    it('a run keeps the steps it started with when the workflow changes, and a waiting run can be cancelled', async () => {
+      const contact = await createContact();
+      const workflow = await createWorkflow([
+        { type: 'wait', seconds: 1 },
+        { type: 'add_tag', tag: 'original' },
+      ]);
+      const first = await trigger(workflow.id, contact.id);
+      await pollRun(workflow.id, first.id, (run) => run.status === 'waiting');
+      expect((await server().request('PATCH', `/workflows/${workflow.id}`, { body: { steps: [{ type: 'add_tag', tag: 'edited' }] } })).status).toBe(200);
+      const { run } = await pollRun(workflow.id, first.id);
+      expect(run.status).toBe('succeeded');
+      expect(run.steps.map((s) => s.type)).toEqual(['wait', 'add_tag']);
+      const second = await trigger(workflow.id, contact.id);
+      expect((await pollRun(workflow.id, second.id)).run.steps.map((s) => s.type)).toEqual(['add_tag']);
+      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual(['original', 'edited']);
+
+      const waiting = await createWorkflow([
+        { type: 'wait', seconds: 2 },
+        { type: 'add_tag', tag: 'not-after-cancel' },
+      ]);
+      const long = await trigger(waiting.id, contact.id);
+      await pollRun(waiting.id, long.id, (r) => r.status === 'waiting');
+      const cancelled = expectBody(await server().request('POST', `/workflows/${waiting.id}/runs/${long.id}/cancel`), 200, WorkflowRun);
+      expect(cancelled.steps.map((s) => s.status)).toEqual(['skipped', 'skipped']);
+      // The run's job comes back after the wait, finds it cancelled and does nothing.
+      await sleep(2_500);
+      expect(expectBody(await server().request('GET', `/workflows/${waiting.id}/runs/${long.id}`), 200, WorkflowRun)).toEqual(cancelled);
+      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).not.toContain('not-after-cancel');
+    });
+
+    it('a running run cannot be cancelled, and deleting its workflow stops it at its next step', async () => {
+      const contact = await createContact();
+      const workflow = await createWorkflow([
+        { type: 'wait', seconds: 1 },
+        { type: 'add_tag', tag: 'after-delete' },
+      ]);
+      const run = await trigger(workflow.id, contact.id);
+      await pollRun(workflow.id, run.id, (r) => r.status === 'waiting');
+      expect((await server().request('DELETE', `/workflows/${workflow.id}`)).status).toBe(204);
+      const stopped = expectBody(await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`), 200, WorkflowRun);
+      expect(stopped.status).toBe('cancelled');
+      await sleep(1_500);
+      expect(expectBody(await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`), 200, WorkflowRun)).toEqual(stopped);
+      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).not.toContain('after-delete');
+
+      const done = await createWorkflow([{ type: 'add_tag', tag: 'quick' }]);
+      const finished = await trigger(done.id, contact.id);
+      await pollRun(done.id, finished.id);
+      expectError(await server().request('POST', `/workflows/${done.id}/runs/${finished.id}/cancel`), 400, 'bad_request', {
+        field: 'run_id',
+        constraint: 'transition',
+      });
     });
 
     it('fails at the next step with contact_deleted when the contact is deleted during a wait', async () => {

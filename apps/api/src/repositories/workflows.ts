@@ -7,7 +7,22 @@ export type WorkflowRow = Selectable<WorkflowTable>;
 export type WorkflowRunRow = Selectable<WorkflowRunTable>;
 
 export const workflowsRepository = {
-  findById: (scope: TenantScope, id: string) => scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).executeTakeFirst(),
+  /** The workflow unless it was deleted. */
+  findById: (scope: TenantScope, id: string) =>
+    scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).where('workflows.deleted_at', 'is', null).executeTakeFirst(),
+
+  /** The workflow, deleted or not: its runs stay readable. */
+  findByIdIncludingDeleted: (scope: TenantScope, id: string) => scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).executeTakeFirst(),
+
+  /** The workflow unless it was deleted, held until the transaction ends (Postgres). */
+  findByIdForUpdate: (scope: TenantScope, id: string) =>
+    lockedForUpdate(
+      scope.db,
+      scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).where('workflows.deleted_at', 'is', null),
+    ).executeTakeFirst(),
+
+  update: (scope: TenantScope, id: string, patch: Updateable<WorkflowTable>) =>
+    scope.updateTable('workflows').set(patch).where('workflows.id', '=', id).execute(),
 
   /** Newest first, ties by id descending. */
   async list(scope: TenantScope, page: { limit: number; offset: number }) {
@@ -15,6 +30,7 @@ export const workflowsRepository = {
       scope
         .selectFrom('workflows')
         .selectAll()
+        .where('workflows.deleted_at', 'is', null)
         .orderBy('workflows.created_at', 'desc')
         .orderBy('workflows.id', 'desc')
         .limit(page.limit)
@@ -23,6 +39,7 @@ export const workflowsRepository = {
       scope
         .selectFrom('workflows')
         .select((eb) => eb.fn.countAll<number>().as('total'))
+        .where('workflows.deleted_at', 'is', null)
         .executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.total) };
@@ -73,6 +90,17 @@ export const workflowRunsRepository = {
 
   update: (scope: TenantScope, id: string, patch: Updateable<WorkflowRunTable>) =>
     scope.updateTable('workflow_runs').set(patch).where('workflow_runs.id', '=', id).execute(),
+
+  /** The runs of a workflow not finished yet, locked (Postgres) so that the worker and a cancel take turns. */
+  unfinishedOfWorkflow: (scope: TenantScope, workflowId: string) =>
+    lockedForUpdate(
+      scope.db,
+      scope
+        .selectFrom('workflow_runs')
+        .selectAll()
+        .where('workflow_runs.workflow_id', '=', workflowId)
+        .where('workflow_runs.status', 'in', ['queued', 'running', 'waiting']),
+    ).execute(),
 
   /** Runs outlive their contact: they keep everything else, with contact_id null. */
   detachContact: (scope: TenantScope, contactId: string, at: string) =>

@@ -1,5 +1,5 @@
 import type { Workflow, WorkflowRun, WorkflowStep } from '@convo/core';
-import type { CreateWorkflowBody, ListRunsQuery, ListWorkflowsQuery, TriggerWorkflowBody } from '@convo/core';
+import type { CreateWorkflowBody, ListRunsQuery, ListWorkflowsQuery, TriggerWorkflowBody, UpdateWorkflowBody } from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
@@ -19,9 +19,26 @@ export const toWorkflow = (row: WorkflowRow): Workflow => ({
   id: row.id,
   name: row.name,
   steps: JSON.parse(row.steps) as WorkflowStep[],
+  enabled: row.enabled === 1,
   created_at: row.created_at,
   updated_at: row.updated_at,
 });
+
+/** The statuses of a run that is over: nothing changes it any more. */
+export const FINISHED_RUN_STATUSES: readonly WorkflowRun['status'][] = ['succeeded', 'failed', 'cancelled'];
+
+/** The run as cancelled at `at`: the steps not done yet skipped. */
+function cancelled(run: WorkflowRunRow, at: string) {
+  const steps = (JSON.parse(run.steps) as StoredRunStep[]).map(
+    ({ index, type, status, error }): StoredRunStep => ({
+      index,
+      type,
+      status: status === 'succeeded' || status === 'failed' ? status : 'skipped',
+      error,
+    }),
+  );
+  return { status: 'cancelled' as const, steps: JSON.stringify(steps), finished_at: at, updated_at: at };
+}
 
 export const toRun = (row: WorkflowRunRow): WorkflowRun => ({
   id: row.id,
@@ -54,15 +71,55 @@ export const workflowsService = {
 
   async create(ctx: ServiceContext, body: z.output<typeof CreateWorkflowBody>): Promise<Workflow> {
     const at = now();
-    const row = { id: newId('workflow'), name: body.name, steps: JSON.stringify(body.steps), created_at: at, updated_at: at };
+    const row = {
+      id: newId('workflow'),
+      name: body.name,
+      steps: JSON.stringify(body.steps),
+      enabled: body.enabled ? 1 : 0,
+      deleted_at: null,
+      created_at: at,
+      updated_at: at,
+    };
     await inTransaction(ctx, (scope) => workflowsRepository.insert(scope, row));
     return toWorkflow({ ...row, account_id: ctx.accountId });
+  },
+
+  /** Changes what is given; runs already started keep their own copy of the steps. */
+  async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateWorkflowBody>): Promise<Workflow> {
+    return inTransaction(ctx, async (scope) => {
+      const current = await workflowsRepository.findByIdForUpdate(scope, id);
+      if (!current) throw ApiError.notFound('workflow', id);
+      const patch = {
+        ...(body.name === undefined ? {} : { name: body.name }),
+        ...(body.steps === undefined ? {} : { steps: JSON.stringify(body.steps) }),
+        ...(body.enabled === undefined ? {} : { enabled: body.enabled ? 1 : 0 }),
+      };
+      if (Object.keys(patch).length === 0) return toWorkflow(current);
+      const updated = { ...current, ...patch, updated_at: now() };
+      await workflowsRepository.update(scope, id, { ...patch, updated_at: updated.updated_at });
+      return toWorkflow(updated);
+    });
+  },
+
+  /** Takes the workflow out of every list and lookup and cancels its unfinished runs; the runs stay. */
+  async delete(ctx: ServiceContext, id: string): Promise<void> {
+    await inTransaction(ctx, async (scope) => {
+      const current = await workflowsRepository.findByIdForUpdate(scope, id);
+      if (!current) throw ApiError.notFound('workflow', id);
+      const at = now();
+      await workflowsRepository.update(scope, id, { deleted_at: at, enabled: 0, updated_at: at });
+      for (const run of await workflowRunsRepository.unfinishedOfWorkflow(scope, id)) {
+        await workflowRunsRepository.update(scope, run.id, cancelled(run, at));
+      }
+    });
   },
 
   /** Records a queued run and the job that executes it, in one transaction. */
   async trigger(ctx: ServiceContext, workflowId: string, body: z.output<typeof TriggerWorkflowBody>): Promise<WorkflowRun> {
     return inTransaction(ctx, async (scope) => {
       const workflow = await findWorkflowOrThrow(scope, workflowId);
+      if (workflow.enabled !== 1)
+        throw ApiError.badRequest('enabled', 'transition', 'This workflow is disabled: enable it (PATCH enabled: true) to start runs');
       // Locked so that a concurrent delete of the contact waits for this run and then detaches it.
       const contact = await contactsRepository.findByIdForUpdate(scope, body.contact_id);
       if (!contact) throw ApiError.notFound('contact', body.contact_id);
@@ -74,6 +131,7 @@ export const workflowsService = {
         contact_id: contact.id,
         status: 'queued',
         data: JSON.stringify(body.data ?? {}),
+        definition: workflow.steps,
         steps: JSON.stringify(steps),
         current_step: 0,
         error: null,
@@ -90,8 +148,28 @@ export const workflowsService = {
 
   async listRuns(ctx: ServiceContext, workflowId: string, query: z.output<typeof ListRunsQuery>) {
     const scope = scopeOf(ctx);
-    await findWorkflowOrThrow(scope, workflowId);
+    if (!(await workflowsRepository.findByIdIncludingDeleted(scope, workflowId))) throw ApiError.notFound('workflow', workflowId);
     const { rows, total } = await workflowRunsRepository.list(scope, { workflowId, status: query.status }, query);
     return page(rows.map(toRun), total, query.limit, query.offset);
+  },
+
+  async retrieveRun(ctx: ServiceContext, workflowId: string, runId: string): Promise<WorkflowRun> {
+    const run = await workflowRunsRepository.findById(scopeOf(ctx), runId);
+    if (!run || run.workflow_id !== workflowId) throw ApiError.notFound('workflow run', runId);
+    return toRun(run);
+  },
+
+  /** A run still queued or waiting ends `cancelled`; its job finds it finished and stops. */
+  async cancelRun(ctx: ServiceContext, workflowId: string, runId: string): Promise<WorkflowRun> {
+    return inTransaction(ctx, async (scope) => {
+      const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);
+      if (!run || run.workflow_id !== workflowId) throw ApiError.notFound('workflow run', runId);
+      if (run.status !== 'queued' && run.status !== 'waiting') {
+        throw ApiError.badRequest('run_id', 'transition', `A ${run.status} run cannot be cancelled (only a queued or waiting one)`);
+      }
+      const patch = cancelled(run, now());
+      await workflowRunsRepository.update(scope, run.id, patch);
+      return toRun({ ...run, ...patch });
+    });
   },
 };

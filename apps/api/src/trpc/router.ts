@@ -28,8 +28,12 @@ export const appRouter = t.router({
     list: query('workflows.list'),
     create: mutation('workflows.create'),
     retrieve: query('workflows.retrieve'),
+    update: mutation('workflows.update'),
+    delete: mutation('workflows.delete'),
     trigger: mutation('workflows.trigger'),
     listRuns: query('workflows.listRuns'),
+    retrieveRun: query('workflows.retrieveRun'),
+    cancelRun: mutation('workflows.cancelRun'),
   },
   events: { list: query('events.list') },
   webhookEndpoints: {

@@ -10,7 +10,7 @@ import { contactsService } from '../services/contacts.js';
 import { type ServiceContext, withinTransaction } from '../services/context.js';
 import { conversationsService } from '../services/conversations.js';
 import { messagesService } from '../services/messages.js';
-import { type StoredRunStep, toWorkflow } from '../services/workflows.js';
+import { FINISHED_RUN_STATUSES, type StoredRunStep, toWorkflow } from '../services/workflows.js';
 import type { Settings } from '../settings.js';
 import { parseWith } from '../validation.js';
 import type { JobContext, JobOutcome } from './worker.js';
@@ -39,7 +39,7 @@ class StepFailure extends Error {
   }
 }
 
-const isFinished = (run: WorkflowRunRow) => run.status === 'succeeded' || run.status === 'failed';
+const isFinished = (run: WorkflowRunRow) => FINISHED_RUN_STATUSES.includes(run.status);
 
 /**
  * Runs the steps of a workflow run from its `current_step`. Each step commits in one transaction
@@ -70,9 +70,9 @@ async function advance(ctx: ServiceContext, runId: string): Promise<Progress> {
       // The contact was deleted in between: look again.
       if (run.contact_id !== seen.contact_id) return NEXT_STEP;
 
-      const workflow = await workflowsRepository.findById(scope, run.workflow_id);
-      if (!workflow) return STOP;
-      const definition = toWorkflow(workflow).steps;
+      // The steps the run started with; runs from before migration 0015 read the workflow's.
+      const definition = run.definition === null ? await currentSteps(scope, run.workflow_id) : (JSON.parse(run.definition) as WorkflowStep[]);
+      if (!definition) return STOP;
       const steps = JSON.parse(run.steps) as StoredRunStep[];
       const index = run.current_step;
       const at = now();
@@ -122,6 +122,11 @@ async function advance(ctx: ServiceContext, runId: string): Promise<Progress> {
     await failRun(ctx, runId, error);
     return STOP;
   }
+}
+
+async function currentSteps(scope: TenantScope, workflowId: string): Promise<WorkflowStep[] | undefined> {
+  const workflow = await workflowsRepository.findByIdIncludingDeleted(scope, workflowId);
+  return workflow && toWorkflow(workflow).steps;
 }
 
 /** Does what the API would do for one step, in the caller's transaction. */

@@ -313,10 +313,18 @@ export interface paths {
         get: operations["workflows.retrieve"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a workflow
+         * @description The workflow leaves the lists and its runs still queued, running or waiting are cancelled. Its runs are kept: they stay readable at `/workflows/{id}/runs`.
+         */
+        delete: operations["workflows.delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a workflow
+         * @description Its name, its steps or whether it is enabled. Runs already started keep the steps they started with; a disabled workflow starts no run.
+         */
+        patch: operations["workflows.update"];
         trace?: never;
     };
     "/v1/workflows/{id}/trigger": {
@@ -353,6 +361,43 @@ export interface paths {
         get: operations["workflows.listRuns"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workflows/{id}/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a workflow run */
+        get: operations["workflows.retrieveRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workflows/{id}/runs/{run_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a workflow run
+         * @description A run still `queued` or `waiting` becomes `cancelled` and its remaining steps `skipped`; any other run is 400 `transition`.
+         */
+        post: operations["workflows.cancelRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -851,6 +896,8 @@ export interface components {
             id: string;
             name: string;
             steps: components["schemas"]["WorkflowStep"][];
+            /** @description A disabled workflow starts no run. */
+            enabled: boolean;
             /**
              * Format: date-time
              * @example 2026-11-22T10:15:30.123Z
@@ -887,6 +934,14 @@ export interface components {
         CreateWorkflowBody: {
             name: string;
             steps: components["schemas"]["WorkflowStep"][];
+            /** @default true */
+            enabled?: boolean;
+        };
+        UpdateWorkflowBody: {
+            name?: string;
+            /** @description Runs already started keep the steps they started with. */
+            steps?: components["schemas"]["WorkflowStep"][];
+            enabled?: boolean;
         };
         WorkflowRun: {
             id: string;
@@ -913,7 +968,7 @@ export interface components {
             finished_at: string | null;
         };
         /** @enum {string} */
-        WorkflowRunStatus: "queued" | "running" | "waiting" | "succeeded" | "failed";
+        WorkflowRunStatus: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
         /** @enum {string} */
         WorkflowStepStatus: "pending" | "running" | "succeeded" | "failed" | "skipped";
         TriggerWorkflowBody: {
@@ -3902,6 +3957,7 @@ export interface operations {
                      *               "content": "Hi Ana! Your order has shipped."
                      *             }
                      *           ],
+                     *           "enabled": true,
                      *           "created_at": "2026-11-22T10:15:30.123Z",
                      *           "updated_at": "2026-11-22T10:15:30.123Z"
                      *         }
@@ -4029,6 +4085,7 @@ export interface operations {
                      *           "content": "Hi Ana! Your order has shipped."
                      *         }
                      *       ],
+                     *       "enabled": true,
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -4135,6 +4192,235 @@ export interface operations {
                      *           "content": "Hi Ana! Your order has shipped."
                      *         }
                      *       ],
+                     *       "enabled": true,
+                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Workflow"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, or one the body names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "workflows.delete": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a workflow: no content. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, or one the body names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "workflows.update": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["UpdateWorkflowBody"];
+            };
+        };
+        responses: {
+            /** @description Change a workflow */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "name": "Ana Souza",
+                     *       "steps": [
+                     *         {
+                     *           "type": "send_message",
+                     *           "content": "Hi Ana! Your order has shipped."
+                     *         }
+                     *       ],
+                     *       "enabled": true,
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -4421,6 +4707,266 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["WorkflowRunList"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, or one the body names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "workflows.retrieveRun": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Retrieve a workflow run */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "run_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "workflow_id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "status": "queued",
+                     *       "data": {
+                     *         "example": "example"
+                     *       },
+                     *       "steps": [
+                     *         {
+                     *           "index": 1,
+                     *           "type": "send_message",
+                     *           "status": "pending",
+                     *           "error": "example"
+                     *         }
+                     *       ],
+                     *       "error": "example",
+                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "started_at": "2026-11-22T10:15:30.123Z",
+                     *       "finished_at": "2026-11-22T10:15:30.123Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WorkflowRun"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, or one the body names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "workflows.cancelRun": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a POST safe to retry: for 24 hours the same key with the same body replays the first response byte for byte; with another body it is a 400 (`idempotency_key`). A duplicate that arrives while the first runs waits for it. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancel a workflow run */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "run_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "workflow_id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "status": "queued",
+                     *       "data": {
+                     *         "example": "example"
+                     *       },
+                     *       "steps": [
+                     *         {
+                     *           "index": 1,
+                     *           "type": "send_message",
+                     *           "status": "pending",
+                     *           "error": "example"
+                     *         }
+                     *       ],
+                     *       "error": "example",
+                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "started_at": "2026-11-22T10:15:30.123Z",
+                     *       "finished_at": "2026-11-22T10:15:30.123Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WorkflowRun"];
                 };
             };
             /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
@@ -6309,6 +6855,14 @@ export const ROUTES = {
     "method": "GET",
     "path": "/workflows/:id"
   },
+  "workflows.update": {
+    "method": "PATCH",
+    "path": "/workflows/:id"
+  },
+  "workflows.delete": {
+    "method": "DELETE",
+    "path": "/workflows/:id"
+  },
   "workflows.trigger": {
     "method": "POST",
     "path": "/workflows/:id/trigger"
@@ -6316,6 +6870,14 @@ export const ROUTES = {
   "workflows.listRuns": {
     "method": "GET",
     "path": "/workflows/:id/runs"
+  },
+  "workflows.retrieveRun": {
+    "method": "GET",
+    "path": "/workflows/:id/runs/:run_id"
+  },
+  "workflows.cancelRun": {
+    "method": "POST",
+    "path": "/workflows/:id/runs/:run_id/cancel"
   },
   "events.list": {
     "method": "GET",
@@ -6416,6 +6978,7 @@ export type WorkflowList = components['schemas']['WorkflowList'];
 export type Workflow = components['schemas']['Workflow'];
 export type WorkflowStep = components['schemas']['WorkflowStep'];
 export type CreateWorkflowBody = components['schemas']['CreateWorkflowBody'];
+export type UpdateWorkflowBody = components['schemas']['UpdateWorkflowBody'];
 export type WorkflowRun = components['schemas']['WorkflowRun'];
 export type WorkflowRunStatus = components['schemas']['WorkflowRunStatus'];
 export type WorkflowStepStatus = components['schemas']['WorkflowStepStatus'];
