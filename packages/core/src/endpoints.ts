@@ -380,7 +380,9 @@ export const endpoints = {
     path: '/events',
     permission: 'read',
     summary: 'List the events of the last 30 days',
-    description: 'Newest first, ties by id descending. Lets an integration catch up on anything it missed.',
+    description:
+      'Newest first, in the order they were recorded. Lets an integration catch up on anything it missed: `starting_after` and `ending_before` page from an event id ' +
+      'without gaps or repeats while new events arrive (an event is listed once its change has committed).',
     query: ListEventsQuery,
     status: 200,
     response: EventList,

@@ -1,12 +1,26 @@
 import * as z from 'zod';
 import { Id, Phone, Platform, Timestamp, listOf, pagination } from './common.js';
-import { ContactName } from './contacts.js';
+import { Contact, ContactName } from './contacts.js';
 import { Conversation } from './conversations.js';
 import { Message, MessageContent } from './messages.js';
 import { Order } from './orders.js';
+import { WorkflowRun } from './workflows.js';
 
 /** What the service notifies integrations of, and the resource each event carries. */
-export const EVENT_TYPES = ['conversation.created', 'message.received', 'order.placed', 'conversation.resolved', 'message.updated', 'order.updated'] as const;
+export const EVENT_TYPES = [
+  'conversation.created',
+  'message.received',
+  'order.placed',
+  'conversation.resolved',
+  'message.updated',
+  'order.updated',
+  'contact.created',
+  'contact.updated',
+  'contact.deleted',
+  'conversation.updated',
+  'workflow_run.succeeded',
+  'workflow_run.failed',
+] as const;
 export const EventType = z.enum(EVENT_TYPES).meta({ id: 'EventType' });
 export type EventType = z.infer<typeof EventType>;
 
@@ -27,6 +41,12 @@ export const Event = z
     eventOf('conversation.resolved', Conversation),
     eventOf('message.updated', Message),
     eventOf('order.updated', Order),
+    eventOf('contact.created', Contact),
+    eventOf('contact.updated', Contact),
+    eventOf('contact.deleted', Contact),
+    eventOf('conversation.updated', Conversation),
+    eventOf('workflow_run.succeeded', WorkflowRun),
+    eventOf('workflow_run.failed', WorkflowRun),
   ])
   .meta({ id: 'Event' });
 export type Event = z.infer<typeof Event>;
@@ -34,7 +54,17 @@ export type Event = z.infer<typeof Event>;
 export const EventList = listOf(Event, 'EventList');
 export type EventList = z.infer<typeof EventList>;
 
-export const ListEventsQuery = z.strictObject({ ...pagination, type: EventType.optional() });
+export const ListEventsQuery = z.strictObject({
+  ...pagination,
+  type: EventType.optional(),
+  starting_after: Id.optional().meta({
+    description: 'An event id: list the events recorded before it (the next page, newest first).',
+  }),
+  ending_before: Id.optional().meta({
+    description:
+      'An event id: list the events recorded after it, the `limit` oldest of them (newest first, as always). To catch up, pass the newest event id you have, then the first id of each page, until `has_more` is false. With `starting_after` too: the events between the two, paged from `starting_after`.',
+  }),
+});
 export type ListEventsQuery = z.input<typeof ListEventsQuery>;
 
 /** A message arriving from a contact on a platform (the sandbox stands in for the platform). */

@@ -61,7 +61,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: `details.field` and `details.constraint` say what to fix.',
   401: 'Missing or invalid API key.',
   403: 'The key may not do this: a read-only key writing, or a webhook signing secret used as an API key.',
-  404: 'No such record in this account: the one in the path, or one the body names.',
+  404: 'No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names.',
   429: 'Too many requests: retry after `Retry-After` seconds.',
   500: 'Internal error: the message names the request id.',
 };
@@ -95,6 +95,12 @@ function refersToRecords(collector: SchemaCollector, body: JsonSchema | undefine
   return Object.keys((schema?.properties ?? {}) as Record<string, unknown>).some((name) => name.endsWith('_id'));
 }
 
+/** A list paged from a record (`starting_after`, `ending_before`): an unknown one is a 404. */
+function pagesFromARecord(op: EndpointDefinition): boolean {
+  const shape = (op.query as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};
+  return 'starting_after' in shape || 'ending_before' in shape;
+}
+
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /**
@@ -126,7 +132,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
         : { description: `${op.summary}: no content.`, headers: headersOf(op.status) },
     };
     const body = op.body ? collector.convert(op.body, 'input') : undefined;
-    const errorStatuses = [400, 401, 403, ...(op.params || refersToRecords(collector, body) ? [404] : []), 429, 500];
+    const errorStatuses = [400, 401, 403, ...(op.params || refersToRecords(collector, body) || pagesFromARecord(op) ? [404] : []), 429, 500];
     for (const status of errorStatuses) {
       responses[status] = { description: ERROR_DESCRIPTIONS[status], headers: headersOf(status), content: { 'application/json': { schema: errorRef } } };
     }

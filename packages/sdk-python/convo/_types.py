@@ -483,7 +483,79 @@ class EventOrderUpdated(_EventOrderUpdatedRequired, total=False):
     """Per-conversation order of events that concern a conversation."""
 
 
-Event = Union[EventConversationCreated, EventMessageReceived, EventOrderPlaced, EventConversationResolved, EventMessageUpdated, EventOrderUpdated]
+class _EventContactCreatedRequired(TypedDict):
+    id: str
+    type: Literal["contact.created"]
+    created_at: str
+    data: Contact
+
+
+class EventContactCreated(_EventContactCreatedRequired, total=False):
+    sequence: int
+    """Per-conversation order of events that concern a conversation."""
+
+
+class _EventContactUpdatedRequired(TypedDict):
+    id: str
+    type: Literal["contact.updated"]
+    created_at: str
+    data: Contact
+
+
+class EventContactUpdated(_EventContactUpdatedRequired, total=False):
+    sequence: int
+    """Per-conversation order of events that concern a conversation."""
+
+
+class _EventContactDeletedRequired(TypedDict):
+    id: str
+    type: Literal["contact.deleted"]
+    created_at: str
+    data: Contact
+
+
+class EventContactDeleted(_EventContactDeletedRequired, total=False):
+    sequence: int
+    """Per-conversation order of events that concern a conversation."""
+
+
+class _EventConversationUpdatedRequired(TypedDict):
+    id: str
+    type: Literal["conversation.updated"]
+    created_at: str
+    data: Conversation
+
+
+class EventConversationUpdated(_EventConversationUpdatedRequired, total=False):
+    sequence: int
+    """Per-conversation order of events that concern a conversation."""
+
+
+class _EventWorkflowRunSucceededRequired(TypedDict):
+    id: str
+    type: Literal["workflow_run.succeeded"]
+    created_at: str
+    data: WorkflowRun
+
+
+class EventWorkflowRunSucceeded(_EventWorkflowRunSucceededRequired, total=False):
+    sequence: int
+    """Per-conversation order of events that concern a conversation."""
+
+
+class _EventWorkflowRunFailedRequired(TypedDict):
+    id: str
+    type: Literal["workflow_run.failed"]
+    created_at: str
+    data: WorkflowRun
+
+
+class EventWorkflowRunFailed(_EventWorkflowRunFailedRequired, total=False):
+    sequence: int
+    """Per-conversation order of events that concern a conversation."""
+
+
+Event = Union[EventConversationCreated, EventMessageReceived, EventOrderPlaced, EventConversationResolved, EventMessageUpdated, EventOrderUpdated, EventContactCreated, EventContactUpdated, EventContactDeleted, EventConversationUpdated, EventWorkflowRunSucceeded, EventWorkflowRunFailed]
 
 
 class EventList(TypedDict):
@@ -494,7 +566,7 @@ class EventList(TypedDict):
     has_more: bool
 
 
-EventType = Literal["conversation.created", "message.received", "order.placed", "conversation.resolved", "message.updated", "order.updated"]
+EventType = Literal["conversation.created", "message.received", "order.placed", "conversation.resolved", "message.updated", "order.updated", "contact.created", "contact.updated", "contact.deleted", "conversation.updated", "workflow_run.succeeded", "workflow_run.failed"]
 
 
 WebhookEndpointStatus = Literal["enabled", "disabled"]
@@ -521,7 +593,7 @@ class WebhookEndpointList(TypedDict):
 class _CreateWebhookEndpointBodyRequired(TypedDict):
     url: str
     """Where deliveries are POSTed. https only (plain http and private addresses only where the server allows them)."""
-    events: List[Literal["conversation.created", "message.received", "order.placed", "conversation.resolved", "message.updated", "order.updated", "*"]]
+    events: List[Literal["conversation.created", "message.received", "order.placed", "conversation.resolved", "message.updated", "order.updated", "contact.created", "contact.updated", "contact.deleted", "conversation.updated", "workflow_run.succeeded", "workflow_run.failed", "*"]]
     """Event types to receive, or `["*"]` for every type."""
 
 
@@ -532,7 +604,7 @@ class CreateWebhookEndpointBody(_CreateWebhookEndpointBodyRequired, total=False)
 class UpdateWebhookEndpointBody(TypedDict, total=False):
     url: str
     """Where deliveries are POSTed. https only (plain http and private addresses only where the server allows them)."""
-    events: List[Literal["conversation.created", "message.received", "order.placed", "conversation.resolved", "message.updated", "order.updated", "*"]]
+    events: List[Literal["conversation.created", "message.received", "order.placed", "conversation.resolved", "message.updated", "order.updated", "contact.created", "contact.updated", "contact.deleted", "conversation.updated", "workflow_run.succeeded", "workflow_run.failed", "*"]]
     """Event types to receive, or `["*"]` for every type."""
     description: Optional[str]
     status: WebhookEndpointStatus
@@ -725,6 +797,10 @@ class ListEventsQuery(TypedDict, total=False):
     offset: int
     """Zero-based position of the first record."""
     type: EventType
+    starting_after: str
+    """An event id: list the events recorded before it (the next page, newest first)."""
+    ending_before: str
+    """An event id: list the events recorded after it, the `limit` oldest of them (newest first, as always). To catch up, pass the newest event id you have, then the first id of each page, until `has_more` is false. With `starting_after` too: the events between the two, paged from `starting_after`."""
 
 
 class ListWebhookEndpointsQuery(TypedDict, total=False):
@@ -793,14 +869,20 @@ __all__ = [
     "ErrorDetails",
     "ErrorError",
     "Event",
+    "EventContactCreated",
+    "EventContactDeleted",
+    "EventContactUpdated",
     "EventConversationCreated",
     "EventConversationResolved",
+    "EventConversationUpdated",
     "EventList",
     "EventMessageReceived",
     "EventMessageUpdated",
     "EventOrderPlaced",
     "EventOrderUpdated",
     "EventType",
+    "EventWorkflowRunFailed",
+    "EventWorkflowRunSucceeded",
     "ListChannelsQuery",
     "ListContactsQuery",
     "ListConversationsQuery",

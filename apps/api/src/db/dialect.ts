@@ -113,3 +113,13 @@ export function lockedForUpdate<Q extends { forUpdate(): Q; skipLocked(): Q }>(d
   if (!dialectOf(db).rowLocks) return query;
   return options.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
 }
+
+/**
+ * Takes a lock named `name` until the transaction ends (Postgres' transaction-level advisory
+ * lock), so that the holders of one name take turns without locking any row; SQLite's write
+ * transactions already take turns. Call it inside a transaction.
+ */
+export async function lockNameForTransaction(db: AnyKysely, name: string): Promise<void> {
+  if (!dialectOf(db).rowLocks) return;
+  await sql`select pg_advisory_xact_lock(hashtextextended(${name}, 0))`.execute(db);
+}

@@ -125,6 +125,8 @@ export interface EventTable {
   /** JSON of the resource as the API returned it when the event happened. */
   data: string;
   created_at: string;
+  /** Its place in the account's log, given after it committed (migration 0016); null until then. */
+  position: Generated<number | null>;
 }
 
 export interface WebhookEndpointTable {

@@ -22,7 +22,7 @@ const reads = operations.filter(([, op]) => op.permission === 'read');
 /** Writes that take a JSON body. */
 const withBody = operations.filter(([, op]) => op.body !== undefined);
 
-const pathOf = (op: EndpointDefinition) => fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING });
+const pathOf = (op: EndpointDefinition) => fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING, run_id: MISSING });
 
 describeEachDialect('authentication and permissions', (server) => {
   /** A request to an operation with an empty JSON body for those that take one, by REST or by tRPC. */
@@ -30,7 +30,7 @@ describeEachDialect('authentication and permissions', (server) => {
     const sent = op.body !== undefined && options.rawBody === undefined && options.body === undefined ? { body: {}, ...options } : options;
     if (transport === 'rest') return server().request(op.method, pathOf(op), sent);
     const operationId = operations.find(([, candidate]) => candidate === op)?.[0] as OperationId;
-    return requestOverTrpc(server(), operationId, { id: MISSING, tag: 'some-tag', delivery_id: MISSING }, sent);
+    return requestOverTrpc(server(), operationId, { id: MISSING, tag: 'some-tag', delivery_id: MISSING, run_id: MISSING }, sent);
   };
 
   it('the endpoint table is not empty and has both reads and writes', () => {

@@ -50,13 +50,18 @@ describeEachDialect('events and the sandbox', (server) => {
     expect(expectBody(await server().request('GET', `/conversations/${id}`), 200, Conversation).status).toBe('active');
     expectBody(await server().request('PATCH', `/conversations/${id}`, { body: { status: 'resolved' } }), 200, Conversation);
 
+    // Every status change is conversation.updated; a resolution is conversation.resolved too.
     expect((await eventsOf(id)).map((e) => [e.type, e.sequence])).toEqual([
       ['conversation.created', 1],
       ['message.received', 2],
-      ['conversation.resolved', 3],
-      ['message.received', 4],
-      ['conversation.resolved', 5],
+      ['conversation.updated', 3],
+      ['conversation.resolved', 4],
+      ['message.received', 5],
+      ['conversation.updated', 6],
+      ['conversation.updated', 7],
+      ['conversation.resolved', 8],
     ]);
+    expect((await eventsOf(id))[5]?.data).toMatchObject({ id, status: 'active', message_count: 2, last_message: { content: 'two' } });
     const resolved = (await eventsOf(id)).at(-1);
     expect(resolved?.data).toMatchObject({ id, status: 'resolved' });
 
@@ -103,7 +108,7 @@ describeEachDialect('events and the sandbox', (server) => {
     expect((await events({}, server().keys.readOnly)).total).toBe(all.total);
     expect((await events({}, server().keys.otherFull)).total).toBe(0);
     expectError(await server().request('GET', '/events', { key: server().keys.webhook }), 403, 'forbidden');
-    expectError(await server().request('GET', '/events', { query: { type: 'contact.created' } }), 400, 'bad_request', { field: 'type', constraint: 'enum' });
+    expectError(await server().request('GET', '/events', { query: { type: 'contact.merged' } }), 400, 'bad_request', { field: 'type', constraint: 'enum' });
   });
 
   it('validates inbound messages and needs a full key', async () => {

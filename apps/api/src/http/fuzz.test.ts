@@ -232,6 +232,7 @@ interface Fixtures {
 }
 
 const RESOURCE_POOLS: Record<string, string> = {
+  messages: 'messages',
   contacts: 'contacts',
   conversations: 'conversations',
   orders: 'orders',
@@ -243,11 +244,15 @@ const RESOURCE_POOLS: Record<string, string> = {
 /** The pool a path parameter draws real ids from. */
 function poolFor(operation: Operation, param: string): string {
   if (param === 'delivery_id') return 'deliveries';
+  if (param === 'run_id') return 'runs';
   const resource = operation.path.split('/')[2] ?? '';
   const pool = RESOURCE_POOLS[resource] ?? 'contacts';
   // Deletes get resources of their own, so that the others keep finding theirs; status changes too.
   if (operation.method === 'DELETE' && !operation.path.includes('{tag}')) return `disposable${pool[0]?.toUpperCase()}${pool.slice(1)}`;
   if (operation.id === 'conversations.update') return 'conversationsToChange';
+  // Changes that other operations' twins would see happen between their two requests.
+  if (operation.id === 'workflows.update') return 'workflowsToChange';
+  if (operation.id === 'orders.update') return 'ordersToChange';
   // Contacts that have every fixture tag, and that nothing but tag removal changes.
   if (operation.path.includes('{tag}')) return 'taggedContacts';
   return pool;
@@ -295,9 +300,20 @@ function pathParamArbitrary(operation: Operation, param: string, fixtures: Fixtu
       return { encoded, owner, odd: encoded === '' || encoded === '.' || encoded === '..' };
     };
   const prefix =
-    { contacts: 'ct', taggedContacts: 'ct', conversations: 'conv', orders: 'ord', workflows: 'wf', endpoints: 'whe', deliveries: 'whd', channels: 'ch' }[
-      pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())
-    ] ?? 'x';
+    {
+      contacts: 'ct',
+      taggedContacts: 'ct',
+      conversations: 'conv',
+      messages: 'msg',
+      orders: 'ord',
+      ordersToChange: 'ord',
+      workflows: 'wf',
+      workflowsToChange: 'wf',
+      runs: 'run',
+      endpoints: 'whe',
+      deliveries: 'whd',
+      channels: 'ch',
+    }[pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())] ?? 'x';
   const options: [number, fc.Arbitrary<PathParam>][] = [
     [2, fc.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/).map((ulid) => plain(null)(`${prefix}_${ulid}`))],
     [1, fc.string({ unit: 'binary', maxLength: 30 }).map(plain(null))],
@@ -866,7 +882,7 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
     const platforms = ['whatsapp', 'facebook', 'instagram'];
     const conversation = await call('POST', '/conversations', { contact_id: contact.id, platform: platforms[i % 3] });
     push(a, 'conversations', conversation.id);
-    await call('POST', '/messages', { conversation_id: conversation.id, content: `Hello ${i}` });
+    push(a, 'messages', (await call('POST', '/messages', { conversation_id: conversation.id, content: `Hello ${i}` })).id);
     const inbound = await call('POST', '/sandbox/inbound', {
       platform: platforms[(i + 1) % 3],
       from: { phone: phone(), name: `Inbound ${i}` },
@@ -912,6 +928,18 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
     ).id,
   );
   await call('POST', `/workflows/${a.workflows?.[0]}/trigger`, { contact_id: a.contacts?.[0], data: { order: 'A-1' } });
+  // Runs of the waiting workflow stay queued (no worker here): there to read and to cancel.
+  for (let i = 0; i < 6; i++) push(a, 'runs', (await call('POST', `/workflows/${a.workflows?.[1]}/trigger`, { contact_id: a.contacts?.[i % 4] })).id);
+  for (let i = 0; i < 3; i++)
+    push(a, 'workflowsToChange', (await call('POST', '/workflows', { name: `Change ${i}`, steps: [{ type: 'wait', seconds: 5 }] })).id);
+  for (let i = 0; i < 6; i++)
+    push(a, 'disposableWorkflows', (await call('POST', '/workflows', { name: `Delete ${i}`, steps: [{ type: 'wait', seconds: 5 }] })).id);
+  for (let i = 0; i < 4; i++)
+    push(
+      a,
+      'ordersToChange',
+      (await call('POST', '/orders', { contact_id: a.contacts?.[i], currency: 'EUR', items: [{ name: 'Changeable', quantity: 1, unit_amount: 100 }] })).id,
+    );
   for (const endpoint of a.endpoints ?? []) {
     for (const delivery of (await call('GET', `/webhook_endpoints/${endpoint}/deliveries`, undefined)).data) push(a, 'deliveries', delivery.id);
   }
@@ -942,6 +970,7 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
   push(b, 'conversations', bConversation);
   push(b, 'conversationsToChange', bConversation);
   push(b, 'orders', (await call('POST', '/orders', { contact_id: bContact, currency: 'USD', items: [{ name: 'B', quantity: 1, unit_amount: 1 }] }, other)).id);
+  push(b, 'messages', (await call('POST', '/messages', { conversation_id: bConversation, content: 'B' }, other)).id);
   push(b, 'workflows', (await call('POST', '/workflows', { name: 'B', steps: [{ type: 'wait', seconds: 1 }] }, other)).id);
   push(b, 'channels', (await channel(0, other)).id);
   for (const delivery of (await call('GET', `/webhook_endpoints/${b.endpoints?.[0]}/deliveries`, undefined, other)).data) push(b, 'deliveries', delivery.id);

@@ -10,7 +10,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 const operations = operationIds.map((id) => [id, endpoints[id] as EndpointDefinition] as const);
 /** POST and PATCH operations that take a JSON body. */
 const withBody = operations.filter(([, op]) => op.body !== undefined);
-const pathOf = (op: EndpointDefinition) => fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING });
+const pathOf = (op: EndpointDefinition) => fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING, run_id: MISSING });
 
 /** A JSON object of exactly `size` bytes. */
 function jsonOfSize(size: number): string {

@@ -57,6 +57,15 @@ const channelReads = (r: Resource): ReadBack => ({
   ],
 });
 
+const orderReads = (r: Resource): ReadBack => ({
+  retrieve: ['orders.retrieve', { id: r.id }],
+  lists: [
+    ['orders.list', {}],
+    ['orders.list', {}, { contact_id: String(r.contact_id), status: String(r.status) }],
+  ],
+});
+const workflowReads = (r: Resource): ReadBack => ({ retrieve: ['workflows.retrieve', { id: r.id }], lists: [['workflows.list', {}]] });
+
 /** Every operation that creates or changes a record, and where its record is read back. */
 const WRITES: Partial<Record<OperationId, (record: Resource) => ReadBack>> = {
   'contacts.create': contactReads,
@@ -67,14 +76,12 @@ const WRITES: Partial<Record<OperationId, (record: Resource) => ReadBack>> = {
   'conversations.update': conversationReads,
   'messages.send': messageReads,
   'sandbox.inbound': messageReads,
-  'orders.create': (r) => ({
-    retrieve: ['orders.retrieve', { id: r.id }],
-    lists: [
-      ['orders.list', {}],
-      ['orders.list', {}, { contact_id: String(r.contact_id), status: String(r.status) }],
-    ],
-  }),
-  'workflows.create': (r) => ({ retrieve: ['workflows.retrieve', { id: r.id }], lists: [['workflows.list', {}]] }),
+  'orders.create': orderReads,
+  'orders.update': orderReads,
+  // A tag has no id: its new name is read back in the tags list (read and parsed).
+  'tags.update': () => ({ lists: [], related: [['tags.list', {}]] }),
+  'workflows.create': workflowReads,
+  'workflows.update': workflowReads,
   'workflows.trigger': (r) => ({ lists: [['workflows.listRuns', { id: String(r.workflow_id) }]] }),
   'webhookEndpoints.create': endpointReads,
   'webhookEndpoints.update': endpointReads,
@@ -90,6 +97,7 @@ interface Fixtures {
   workflow: string;
   endpoint: string;
   channel: string;
+  order: string;
   tag: string;
 }
 
@@ -112,7 +120,8 @@ async function createFixtures(server: TestServer, operationId: string): Promise<
     access_token: 'read-back-token',
     app_secret: 'read-back-secret',
   });
-  return { key, contact: contact.id, conversation: conversation.id, workflow: workflow.id, endpoint: endpoint.id, channel: channel.id, tag };
+  const order = await call('POST', '/orders', { contact_id: contact.id, currency: 'USD', items: [{ name: 'Read back', quantity: 1, unit_amount: 100 }] });
+  return { key, contact: contact.id, conversation: conversation.id, workflow: workflow.id, endpoint: endpoint.id, channel: channel.id, order: order.id, tag };
 }
 
 /** The id a path parameter takes: the fixture of the operation's own resource. */
@@ -124,6 +133,7 @@ function pathParameters(operationId: OperationId, fixtures: Fixtures, tag: strin
     workflows: fixtures.workflow,
     webhookEndpoints: fixtures.endpoint,
     channels: fixtures.channel,
+    orders: fixtures.order,
   }[resource as string];
   return { ...(id ? { id } : {}), tag };
 }

@@ -1,8 +1,11 @@
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
+import { lockNameForTransaction } from '../db/dialect.js';
 import type { EventTable } from '../db/schema.js';
 import type { Executor, TenantScope } from './tenant.js';
 
 export type EventRow = Selectable<EventTable>;
+/** An event as deliveries and the API show it: its log position is the events list's business only. */
+export type StoredEvent = Omit<EventRow, 'position'>;
 
 export const eventsRepository = {
   insert: (scope: TenantScope, row: Omit<EventRow, 'account_id'>) => scope.insert('events', row),
@@ -16,6 +19,60 @@ export const eventsRepository = {
       base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.total) };
+  },
+
+  /**
+   * Gives the account's committed events that have none their positions, after the highest, in
+   * (created_at, id) order. Call it in a transaction: callers for one account take turns (a named
+   * lock, which no writer of events waits on), so an event committed later gets a later position.
+   */
+  async assignPositions(scope: TenantScope): Promise<void> {
+    await lockNameForTransaction(scope.db, `event-positions:${scope.accountId}`);
+    const pending = await scope.selectFrom('events').select('events.id').where('events.position', 'is', null).limit(1).executeTakeFirst();
+    if (!pending) return;
+    await sql`update events set position = numbered.n
+      from (
+        select id, (select coalesce(max(position), 0) from events where account_id = ${scope.accountId}) + row_number() over (order by created_at, id) as n
+        from events where account_id = ${scope.accountId} and position is null
+      ) as numbered
+      where events.account_id = ${scope.accountId} and events.id = numbered.id`.execute(scope.db);
+  },
+
+  /** An event's position (after assignPositions), or undefined for an unknown id. */
+  positionOf: async (scope: TenantScope, id: string) =>
+    (await scope.selectFrom('events').select('events.position').where('events.id', '=', id).executeTakeFirst())?.position,
+
+  /**
+   * A page of events by position from a cursor: before it (`starting_after`, newest first) or
+   * after it (`ending_before`: the `limit` oldest after it, returned newest first), and whether
+   * more lie beyond the page in that direction.
+   */
+  async listFrom(
+    scope: TenantScope,
+    filter: { type?: EventRow['type'] | undefined; since: string },
+    cursor: { direction: 'before' | 'after'; position: number; after?: number },
+    page: { limit: number; offset: number },
+  ) {
+    let base = scope
+      .selectFrom('events')
+      .where('events.created_at', '>=', filter.since)
+      .where('events.position', cursor.direction === 'before' ? '<' : '>', cursor.position);
+    if (cursor.after !== undefined) base = base.where('events.position', '>', cursor.after);
+    if (filter.type) base = base.where('events.type', '=', filter.type);
+    const order = cursor.direction === 'before' ? 'desc' : 'asc';
+    const [rows, beyond] = await Promise.all([
+      base.selectAll().orderBy('events.position', order).limit(page.limit).offset(page.offset).execute(),
+      base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    ]);
+    if (cursor.direction === 'after') rows.reverse();
+    return { rows, hasMore: Number(beyond.n) > page.offset + rows.length };
+  },
+
+  /** How many events the account has since `since` (of `type`). */
+  count: async (scope: TenantScope, filter: { type?: EventRow['type'] | undefined; since: string }) => {
+    let base = scope.selectFrom('events').where('events.created_at', '>=', filter.since);
+    if (filter.type) base = base.where('events.type', '=', filter.type);
+    return Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
   },
 
   /** Deletes events older than `before`, across accounts (the worker's retention job). */

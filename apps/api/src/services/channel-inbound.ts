@@ -8,7 +8,9 @@ import { conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type ServiceContext, inContextTransaction, inTransaction } from './context.js';
+import { toContact } from './contacts.js';
 import { conversationsService } from './conversations.js';
+import { emitEvent } from './events.js';
 import { messagesService } from './messages.js';
 
 /**
@@ -148,6 +150,7 @@ async function insertContact(scope: TenantScope, input: { phone: string | null; 
   };
   await contactsRepository.insert(scope, row);
   await insertIdentity(scope, row.id, input.identity, at);
+  await emitEvent(scope, 'contact.created', toContact({ ...row, account_id: scope.accountId }));
   return { ...row, account_id: scope.accountId, conversation_count: 0 };
 }
 
@@ -175,7 +178,9 @@ async function updateContact(scope: TenantScope, contact: ContactRow, changes: {
   if (Object.keys(patch).length === 0) return contact;
   patch.updated_at = at;
   await contactsRepository.update(scope, contact.id, patch);
-  return { ...contact, ...patch } as ContactRow;
+  const updated = { ...contact, ...patch } as ContactRow;
+  await emitEvent(scope, 'contact.updated', toContact(updated));
+  return updated;
 }
 
 /**

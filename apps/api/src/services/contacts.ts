@@ -7,6 +7,7 @@ import { type ContactRow, contactsRepository } from '../repositories/contacts.js
 import { ordersRepository } from '../repositories/orders.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { workflowRunsRepository } from '../repositories/workflows.js';
+import { emitEvent } from './events.js';
 import { type ServiceContext, inTransaction, page, scopeOf, foldedSearch } from './context.js';
 
 export const toContact = (row: Omit<ContactRow, 'conversation_count'>): Contact => ({
@@ -89,6 +90,7 @@ export const contactsService = {
         await assertPhoneFree(scope, body.phone);
         await contactsRepository.insert(scope, row);
         await contactsRepository.replaceTagIndex(scope, row.id, tags, at);
+        await emitEvent(scope, 'contact.created', toContact({ ...row, account_id: ctx.accountId }));
       });
     } catch (error) {
       await rethrowPhoneRace(ctx, error, body.phone);
@@ -117,7 +119,9 @@ export const contactsService = {
         if (Object.keys(patch).length === 0) return toContact(current);
         patch.updated_at = at;
         await contactsRepository.update(scope, id, patch);
-        return toContact({ ...current, ...patch });
+        const contact = toContact({ ...current, ...patch });
+        await emitEvent(scope, 'contact.updated', contact);
+        return contact;
       });
     } catch (error) {
       if (body.phone !== undefined) await rethrowPhoneRace(ctx, error, body.phone);
@@ -128,11 +132,12 @@ export const contactsService = {
   /** Deletes the contact with its conversations and messages; its orders and workflow runs stay, unlinked. */
   async delete(ctx: ServiceContext, id: string): Promise<void> {
     await inTransaction(ctx, async (scope) => {
-      await lockOrThrow(scope, id);
+      const current = await lockOrThrow(scope, id);
       const at = now();
       await ordersRepository.detachContact(scope, id, at);
       await workflowRunsRepository.detachContact(scope, id, at);
       await contactsRepository.delete(scope, id);
+      await emitEvent(scope, 'contact.deleted', toContact(current));
     });
   },
 
@@ -148,7 +153,9 @@ export const contactsService = {
       const patch = { tags: JSON.stringify([...tags, tag]), updated_at: at };
       await contactsRepository.update(scope, id, patch);
       await contactsRepository.addToTagIndex(scope, id, tag, at);
-      return toContact({ ...current, ...patch });
+      const contact = toContact({ ...current, ...patch });
+      await emitEvent(scope, 'contact.updated', contact);
+      return contact;
     });
   },
 
@@ -161,7 +168,9 @@ export const contactsService = {
       const patch = { tags: JSON.stringify(tags.filter((t) => t !== tag)), updated_at: at };
       await contactsRepository.update(scope, id, patch);
       await contactsRepository.removeFromTagIndex(scope, id, tag);
-      return toContact({ ...current, ...patch });
+      const contact = toContact({ ...current, ...patch });
+      await emitEvent(scope, 'contact.updated', contact);
+      return contact;
     });
   },
 };

@@ -92,6 +92,7 @@ export const conversationsService = {
       const patch = { status: next, updated_at: now() };
       await conversationsRepository.update(scope, id, patch);
       const conversation = toConversation({ ...current, ...patch });
+      await emitEvent(scope, 'conversation.updated', conversation, conversation.id);
       if (next === 'resolved') await emitEvent(scope, 'conversation.resolved', conversation, conversation.id);
       return conversation;
     });

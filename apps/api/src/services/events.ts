@@ -1,17 +1,18 @@
 import type { Event, EventType, ListEventsQuery } from '@convo/core';
 import type * as z from 'zod';
+import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { conversationsRepository } from '../repositories/conversations.js';
-import { type EventRow, eventsRepository } from '../repositories/events.js';
+import { type EventRow, type StoredEvent, eventsRepository } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { endpointLane, enqueue } from '../worker/queue.js';
-import { type ServiceContext, page, scopeOf } from './context.js';
+import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
 
 /** Events are kept, and listed, for 30 days. */
 export const EVENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
-export const toEvent = (row: EventRow): Event =>
+export const toEvent = (row: StoredEvent): Event =>
   ({
     id: row.id,
     type: row.type,
@@ -37,6 +38,7 @@ export async function emitEvent<T extends EventType>(scope: TenantScope, type: T
     sequence,
     data: JSON.stringify(data),
     created_at: now(),
+    position: null,
   };
   await eventsRepository.insert(scope, row);
 
@@ -63,7 +65,27 @@ export async function emitEvent<T extends EventType>(scope: TenantScope, type: T
 export const eventsService = {
   async list(ctx: ServiceContext, query: z.output<typeof ListEventsQuery>) {
     const since = new Date(Date.now() - EVENT_RETENTION_MS).toISOString();
-    const { rows, total } = await eventsRepository.list(scopeOf(ctx), { type: query.type, since }, query);
-    return page(rows.map(toEvent), total, query.limit, query.offset);
+    const filter = { type: query.type, since };
+    if (query.starting_after === undefined && query.ending_before === undefined) {
+      const { rows, total } = await eventsRepository.list(scopeOf(ctx), filter, query);
+      return page(rows.map(toEvent), total, query.limit, query.offset);
+    }
+    // Positions first: every event committed by now gets its place in the log, the cursors' too.
+    await inTransaction(ctx, (scope) => eventsRepository.assignPositions(scope));
+    const scope = scopeOf(ctx);
+    const positionOf = async (id: string | undefined) => {
+      if (id === undefined) return undefined;
+      const position = await eventsRepository.positionOf(scope, id);
+      if (position === undefined || position === null) throw ApiError.notFound('event', id);
+      return position;
+    };
+    const after = await positionOf(query.ending_before);
+    const before = await positionOf(query.starting_after);
+    const cursor =
+      before === undefined
+        ? { direction: 'after' as const, position: after as number }
+        : { direction: 'before' as const, position: before, ...(after === undefined ? {} : { after }) };
+    const [{ rows, hasMore }, total] = await Promise.all([eventsRepository.listFrom(scope, filter, cursor, query), eventsRepository.count(scope, filter)]);
+    return { data: rows.map(toEvent), total, limit: query.limit, offset: query.offset, has_more: hasMore };
   },
 };

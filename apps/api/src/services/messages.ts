@@ -8,7 +8,7 @@ import { type MessageRow, messagesRepository } from '../repositories/messages.js
 import { TenantScope } from '../repositories/tenant.js';
 import { channelLane, enqueue } from '../worker/queue.js';
 import { type ServiceContext, inTransaction, scopeOf } from './context.js';
-import { findConversationOrThrow, toMessage } from './conversations.js';
+import { findConversationOrThrow, toConversation, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
 
 /** Free-form messages reach a contact only this long after their last message on the channel (Meta's customer service window). */
@@ -71,11 +71,11 @@ export const messagesService = {
       };
       await messagesRepository.insert(scope, row);
       await conversationsRepository.recordMessage(scope, conversation.id, { content: row.content, at: row.created_at });
-      if (conversation.status === 'resolved') {
-        await conversationsRepository.update(scope, conversation.id, { status: 'active', updated_at: row.created_at });
-      }
+      const reopened = conversation.status === 'resolved';
+      if (reopened) await conversationsRepository.update(scope, conversation.id, { status: 'active', updated_at: row.created_at });
       const message = toMessage({ ...row, account_id: ctx.accountId });
       await emitEvent(scope, 'message.received', message, conversation.id);
+      if (reopened) await emitEvent(scope, 'conversation.updated', toConversation(await findConversationOrThrow(scope, conversation.id)), conversation.id);
       return message;
     });
   },

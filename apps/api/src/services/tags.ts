@@ -5,7 +5,9 @@ import { now } from '../ids.js';
 import { contactsRepository } from '../repositories/contacts.js';
 import { tagsRepository } from '../repositories/tags.js';
 import type { TenantScope } from '../repositories/tenant.js';
+import { toContact } from './contacts.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
+import { emitEvent } from './events.js';
 
 /**
  * Rewrites `tag` on every contact that has it, in one transaction: each contact's row is locked
@@ -20,8 +22,10 @@ async function rewriteTag(scope: TenantScope, tag: string, change: (tags: string
     const contact = await contactsRepository.findByIdForUpdate(scope, id);
     if (!contact) continue;
     const tags = change(JSON.parse(contact.tags) as string[]);
-    await contactsRepository.update(scope, id, { tags: JSON.stringify(tags), updated_at: at });
+    const patch = { tags: JSON.stringify(tags), updated_at: at };
+    await contactsRepository.update(scope, id, patch);
     await contactsRepository.replaceTagIndex(scope, id, tags, at);
+    await emitEvent(scope, 'contact.updated', toContact({ ...contact, ...patch }));
   }
   return ids.length;
 }

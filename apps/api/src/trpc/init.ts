@@ -62,7 +62,8 @@ export function operationInput<K extends OperationId>(operationId: K) {
     const out: Record<string, unknown> = {};
     for (const [name, schema] of Object.entries(parts)) {
       if (!schema) continue;
-      const result = validatePart(schema, input[name] ?? (name === 'params' ? undefined : {}));
+      // Only a missing part is empty: a part sent as null is refused as REST refuses a null body.
+      const result = validatePart(schema, input[name] === undefined ? (name === 'params' ? undefined : {}) : input[name]);
       if ('error' in result) throw result.error;
       out[name] = result.value;
     }

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.js';
 import { now } from '../ids.js';
-import type { EventRow } from '../repositories/events.js';
+import type { StoredEvent } from '../repositories/events.js';
 import { TenantScope } from '../repositories/tenant.js';
 import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { toEvent } from '../services/events.js';
@@ -76,7 +76,7 @@ export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'delive
 }
 
 /** Signs and sends the event; an attempt that cannot be made is a failed one. */
-async function send(deps: DeliveryDeps, eventRow: EventRow | null, secrets: readonly string[], url: string): Promise<WebhookResponse> {
+async function send(deps: DeliveryDeps, eventRow: StoredEvent | null, secrets: readonly string[], url: string): Promise<WebhookResponse> {
   if (!eventRow) return { statusCode: null, error: 'event_expired', durationMs: 0 };
   if (secrets.length === 0) return { statusCode: null, error: 'no_signing_key', durationMs: 0 };
 

@@ -10,7 +10,8 @@ import { contactsService } from '../services/contacts.js';
 import { type ServiceContext, withinTransaction } from '../services/context.js';
 import { conversationsService } from '../services/conversations.js';
 import { messagesService } from '../services/messages.js';
-import { FINISHED_RUN_STATUSES, type StoredRunStep, toWorkflow } from '../services/workflows.js';
+import { emitEvent } from '../services/events.js';
+import { FINISHED_RUN_STATUSES, type StoredRunStep, toRun, toWorkflow } from '../services/workflows.js';
 import type { Settings } from '../settings.js';
 import { parseWith } from '../validation.js';
 import type { JobContext, JobOutcome } from './worker.js';
@@ -82,18 +83,22 @@ async function advance(ctx: ServiceContext, runId: string): Promise<Progress> {
       const finishStep = async (type: WorkflowStep['type']): Promise<Progress> => {
         steps[index] = { index, type, status: 'succeeded', error: null };
         const last = index + 1 >= definition.length;
-        await workflowRunsRepository.update(scope, run.id, {
+        const patch = {
           ...times,
           steps: JSON.stringify(steps),
           current_step: index + 1,
-          status: last ? 'succeeded' : 'running',
+          status: last ? ('succeeded' as const) : ('running' as const),
           ...(last ? { finished_at: at } : {}),
-        });
+        };
+        await workflowRunsRepository.update(scope, run.id, patch);
+        if (last) await emitEvent(scope, 'workflow_run.succeeded', toRun({ ...run, ...patch }));
         return last ? STOP : NEXT_STEP;
       };
 
       if (!step) {
-        await workflowRunsRepository.update(scope, run.id, { ...times, status: 'succeeded', finished_at: at });
+        const patch = { ...times, status: 'succeeded' as const, finished_at: at };
+        await workflowRunsRepository.update(scope, run.id, patch);
+        await emitEvent(scope, 'workflow_run.succeeded', toRun({ ...run, ...patch }));
         return STOP;
       }
       if (run.status === 'waiting') {
@@ -180,8 +185,8 @@ async function failRun(ctx: ServiceContext, runId: string, failure: StepFailure)
     });
     const type = steps[failure.index]?.type ?? 'step';
     const at = now();
-    await workflowRunsRepository.update(scope, run.id, {
-      status: 'failed',
+    const patch = {
+      status: 'failed' as const,
       // `index` as in the run's steps (from 0), so a client finds the step it names.
       error: `step ${failure.index} (${type}): ${failure.reason}`,
       steps: JSON.stringify(steps),
@@ -189,7 +194,9 @@ async function failRun(ctx: ServiceContext, runId: string, failure: StepFailure)
       finished_at: at,
       updated_at: at,
       ...(failure.contactGone ? { contact_id: null } : {}),
-    });
+    };
+    await workflowRunsRepository.update(scope, run.id, patch);
+    await emitEvent(scope, 'workflow_run.failed', toRun({ ...run, ...patch }));
   });
 }
 

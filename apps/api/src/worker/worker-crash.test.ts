@@ -56,7 +56,10 @@ for (const dialect of ACTIVE_DIALECTS) {
       const account = await accountsService.createAccount(database, { name: 'Crash', plan: 'free' });
       await accountsService.createKey(database, { accountId: account.id, type: 'webhook' });
       const ctx: ServiceContext = { database, accountId: account.id, settings: testSettings() };
-      const endpoint = await webhookEndpointsService.create(ctx, { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, events: ['*'] });
+      const endpoint = await webhookEndpointsService.create(ctx, {
+        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+        events: ['conversation.created'],
+      });
       const contact = await contactsService.create(ctx, { phone: '+14155550142' });
       await conversationsService.create(ctx, { contact_id: contact.id, platform: 'whatsapp' });
 

@@ -413,7 +413,7 @@ export interface paths {
         };
         /**
          * List the events of the last 30 days
-         * @description Newest first, ties by id descending. Lets an integration catch up on anything it missed.
+         * @description Newest first, in the order they were recorded. Lets an integration catch up on anything it missed: `starting_after` and `ending_before` page from an event id without gaps or repeats while new events arrive (an event is listed once its change has committed).
          */
         get: operations["events.list"];
         put?: never;
@@ -1064,9 +1064,81 @@ export interface components {
             /** @description Per-conversation order of events that concern a conversation. */
             sequence?: number;
             data: components["schemas"]["Order"];
+        } | {
+            id: string;
+            /** @constant */
+            type: "contact.created";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            /** @description Per-conversation order of events that concern a conversation. */
+            sequence?: number;
+            data: components["schemas"]["Contact"];
+        } | {
+            id: string;
+            /** @constant */
+            type: "contact.updated";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            /** @description Per-conversation order of events that concern a conversation. */
+            sequence?: number;
+            data: components["schemas"]["Contact"];
+        } | {
+            id: string;
+            /** @constant */
+            type: "contact.deleted";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            /** @description Per-conversation order of events that concern a conversation. */
+            sequence?: number;
+            data: components["schemas"]["Contact"];
+        } | {
+            id: string;
+            /** @constant */
+            type: "conversation.updated";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            /** @description Per-conversation order of events that concern a conversation. */
+            sequence?: number;
+            data: components["schemas"]["Conversation"];
+        } | {
+            id: string;
+            /** @constant */
+            type: "workflow_run.succeeded";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            /** @description Per-conversation order of events that concern a conversation. */
+            sequence?: number;
+            data: components["schemas"]["WorkflowRun"];
+        } | {
+            id: string;
+            /** @constant */
+            type: "workflow_run.failed";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            /** @description Per-conversation order of events that concern a conversation. */
+            sequence?: number;
+            data: components["schemas"]["WorkflowRun"];
         };
         /** @enum {string} */
-        EventType: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated";
+        EventType: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "contact.created" | "contact.updated" | "contact.deleted" | "conversation.updated" | "workflow_run.succeeded" | "workflow_run.failed";
         WebhookEndpointList: {
             data: components["schemas"]["WebhookEndpoint"][];
             total: number;
@@ -1100,7 +1172,7 @@ export interface components {
              */
             url: string;
             /** @description Event types to receive, or `["*"]` for every type. */
-            events: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "*")[];
+            events: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "contact.created" | "contact.updated" | "contact.deleted" | "conversation.updated" | "workflow_run.succeeded" | "workflow_run.failed" | "*")[];
             description?: string | null;
         };
         UpdateWebhookEndpointBody: {
@@ -1110,7 +1182,7 @@ export interface components {
              */
             url?: string;
             /** @description Event types to receive, or `["*"]` for every type. */
-            events?: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "*")[];
+            events?: ("conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "contact.created" | "contact.updated" | "contact.deleted" | "conversation.updated" | "workflow_run.succeeded" | "workflow_run.failed" | "*")[];
             description?: string | null;
             /** @description `enabled` re-enables an endpoint that was disabled (by hand or by a 410). */
             status?: components["schemas"]["WebhookEndpointStatus"];
@@ -1476,7 +1548,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1601,7 +1673,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1731,7 +1803,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1870,7 +1942,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2006,7 +2078,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2132,7 +2204,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2514,7 +2586,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2617,7 +2689,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2750,7 +2822,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2889,7 +2961,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3018,7 +3090,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3230,7 +3302,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3350,7 +3422,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3617,7 +3689,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3742,7 +3814,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3876,7 +3948,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4236,7 +4308,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4339,7 +4411,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4464,7 +4536,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4603,7 +4675,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4745,7 +4817,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4874,7 +4946,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5005,7 +5077,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5055,6 +5127,10 @@ export interface operations {
                 /** @description Zero-based position of the first record. */
                 offset?: number;
                 type?: components["schemas"]["EventType"];
+                /** @description An event id: list the events recorded before it (the next page, newest first). */
+                starting_after?: string;
+                /** @description An event id: list the events recorded after it, the `limit` oldest of them (newest first, as always). To catch up, pass the newest event id you have, then the first id of each page, until `has_more` is false. With `starting_after` too: the events between the two, paged from `starting_after`. */
+                ending_before?: string;
             };
             header?: {
                 /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
@@ -5136,6 +5212,19 @@ export interface operations {
             };
             /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5485,7 +5574,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5588,7 +5677,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5711,7 +5800,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5849,7 +5938,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5976,7 +6065,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6233,7 +6322,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6356,7 +6445,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6459,7 +6548,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6587,7 +6676,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such record in this account: the one in the path, or one the body names. */
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
