@@ -239,6 +239,32 @@ class EndToEnd(unittest.TestCase):
         second = self.client.contacts.create(phone=number, request_options=options)
         self.assertEqual(first, second)
 
+    def test_7_events_since_and_follow(self) -> None:
+        c = self.client
+        c.contacts.create(phone=phone())
+        origin = c.events.list(limit=1).data[0]["id"]
+        made = [c.contacts.create(phone=phone())["id"] for _ in range(3)]
+        self.assertEqual([e["data"]["id"] for e in c.events.since(origin)], made)
+        self.assertEqual(list(c.events.since(origin, type="contact.deleted")), [])
+
+        stop = threading.Event()
+        followed: "queue.Queue[Any]" = queue.Queue()
+        newest = c.events.list(limit=1).data[0]["id"]
+
+        def follow() -> None:
+            for event in c.events.follow(after=newest, type="contact.created", interval=0.05, stop=stop):
+                followed.put(event)
+
+        thread = threading.Thread(target=follow, daemon=True)
+        thread.start()
+        later = c.contacts.create(phone=phone())
+        c.contacts.update(later["id"], name="Not followed")
+        last = c.contacts.create(phone=phone())
+        got = [followed.get(timeout=10), followed.get(timeout=10)]
+        stop.set()
+        thread.join(timeout=10)
+        self.assertEqual([(e["type"], e["data"]["id"]) for e in got], [("contact.created", later["id"]), ("contact.created", last["id"])])
+
     def test_9_every_operation_was_called(self) -> None:
         missing = set(SDK_METHODS) - self.called
         self.assertFalse(missing, f"operations no end-to-end test called: {sorted(missing)}")
