@@ -11,6 +11,7 @@ import { receiveInbound } from './services/inbound.js';
 import { messagesService } from './services/messages.js';
 import { ordersService } from './services/orders.js';
 import { tagsService } from './services/tags.js';
+import { testWebhookEndpoint } from './services/webhook-tests.js';
 import { webhookEndpointsService } from './services/webhooks.js';
 import { workflowsService } from './services/workflows.js';
 
@@ -73,6 +74,8 @@ export const handlers: Handlers = {
   },
   'webhookEndpoints.listDeliveries': (ctx, input) => webhookEndpointsService.listDeliveries(ctx, input.params.id, input.query),
   'webhookEndpoints.retryDelivery': (ctx, input) => webhookEndpointsService.retryDelivery(ctx, input.params.id, input.params.delivery_id),
+  'webhookEndpoints.test': (ctx, input) => testWebhookEndpoint(ctx, input.params.id),
+  'webhookEndpoints.replay': (ctx, input) => webhookEndpointsService.replay(ctx, input.params.id, input.body),
   'channels.list': (ctx, input) => channelsService.list(ctx, input.query),
   'channels.create': (ctx, input) => channelsService.create(ctx, input.body),
   'channels.retrieve': (ctx, input) => channelsService.retrieve(ctx, input.params.id),

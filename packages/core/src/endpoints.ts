@@ -15,6 +15,8 @@ import { EventList, ListEventsQuery, SandboxInboundBody } from './events.js';
 import { ListTagsQuery, Tag, TagList, TagParams, UpdateTagBody } from './tags.js';
 import {
   CreateWebhookEndpointBody,
+  DeliveryReplay,
+  ReplayDeliveriesBody,
   ListDeliveriesQuery,
   ListWebhookEndpointsQuery,
   UpdateWebhookEndpointBody,
@@ -457,6 +459,29 @@ export const endpoints = {
     params: WebhookDeliveryParams,
     status: 202,
     response: WebhookDelivery,
+  }),
+  'webhookEndpoints.test': endpoint({
+    method: 'POST',
+    path: '/webhook_endpoints/:id/test',
+    permission: 'write',
+    summary: 'Send a test ping to a webhook endpoint',
+    description:
+      'Sends a signed `ping` event (`{"type": "ping", "data": {"endpoint_id": …}}`) to the endpoint now, even a disabled one, and answers with its delivery and the attempt made; a failed ping is retried as any delivery is. Pings are not listed by `GET /events`.',
+    params: WebhookEndpointIdParams,
+    status: 200,
+    response: WebhookDelivery,
+  }),
+  'webhookEndpoints.replay': endpoint({
+    method: 'POST',
+    path: '/webhook_endpoints/:id/replay',
+    permission: 'write',
+    summary: 'Send again every delivery of a time window',
+    description:
+      "After a receiver's outage: every delivery of the endpoint created in [`since`, `until`) with `status` (`failed` by default) is queued again at once, and the answer says how many. A second call while they are still pending queues nothing twice.",
+    params: WebhookEndpointIdParams,
+    body: ReplayDeliveriesBody,
+    status: 202,
+    response: DeliveryReplay,
   }),
   'channels.list': endpoint({
     method: 'GET',

@@ -51,6 +51,13 @@ export const Event = z
   .meta({ id: 'Event' });
 export type Event = z.infer<typeof Event>;
 
+/**
+ * What `POST /webhook_endpoints/{id}/test` delivers: signed as every event is, to the one endpoint,
+ * and never listed by `GET /events`.
+ */
+export const PingEvent = z.object({ id: Id, type: z.literal('ping'), created_at: Timestamp, data: z.object({ endpoint_id: Id }) }).meta({ id: 'PingEvent' });
+export type PingEvent = z.infer<typeof PingEvent>;
+
 export const EventList = listOf(Event, 'EventList');
 export type EventList = z.infer<typeof EventList>;
 

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { Id, Timestamp, listOf, pagination, text } from './common.js';
-import { EVENT_TYPES, EventType } from './events.js';
+import { Id, Timestamp, dateTimeInput, listOf, pagination, text } from './common.js';
+import { EVENT_TYPES } from './events.js';
 
 export const WebhookEndpointStatus = z.enum(['enabled', 'disabled']).meta({ id: 'WebhookEndpointStatus' });
 
@@ -68,11 +68,14 @@ export const DeliveryAttempt = z
   })
   .meta({ id: 'DeliveryAttempt' });
 
+/** The event a delivery carries: one of the account's, or the `ping` of an endpoint's test. */
+export const DeliveryEventType = z.enum([...EVENT_TYPES, 'ping']).meta({ id: 'DeliveryEventType' });
+
 export const WebhookDelivery = z
   .object({
     id: Id,
     event_id: Id,
-    event_type: EventType,
+    event_type: DeliveryEventType,
     endpoint_id: Id,
     status: DeliveryStatus,
     attempts: z.array(DeliveryAttempt),
@@ -90,3 +93,23 @@ export type ListDeliveriesQuery = z.input<typeof ListDeliveriesQuery>;
 
 export const WebhookEndpointIdParams = z.strictObject({ id: Id });
 export const WebhookDeliveryParams = z.strictObject({ id: Id, delivery_id: Id });
+
+export const ReplayDeliveriesBody = z
+  .strictObject({
+    since: dateTimeInput('Deliveries created at or after this time.'),
+    until: dateTimeInput('Deliveries created before this time.'),
+    status: z.enum(['failed', 'succeeded']).default('failed').meta({ description: 'Which deliveries of the window to send again (`failed` by default).' }),
+  })
+  .meta({ id: 'ReplayDeliveriesBody' });
+export type ReplayDeliveriesBody = z.input<typeof ReplayDeliveriesBody>;
+
+export const DeliveryReplay = z
+  .object({
+    endpoint_id: Id,
+    since: Timestamp,
+    until: Timestamp,
+    status: z.enum(['failed', 'succeeded']),
+    replayed: z.int().min(0).meta({ description: 'How many deliveries were queued again now.' }),
+  })
+  .meta({ id: 'DeliveryReplay' });
+export type DeliveryReplay = z.infer<typeof DeliveryReplay>;

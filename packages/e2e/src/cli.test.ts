@@ -221,6 +221,11 @@ describe('the convo CLI against a real server', () => {
     expect(deliveries.data[0]).toMatchObject({ event_type: 'order.placed', endpoint_id: endpoint.id });
     const retried = await operation('webhookEndpoints.retryDelivery', ['webhooks', 'retry', endpoint.id, String(deliveries.data[0]?.id)], WebhookDelivery);
     expect(retried.status).toBe('pending');
+    expect(await operation('webhookEndpoints.test', ['webhooks', 'test', endpoint.id], WebhookDelivery)).toMatchObject({ event_type: 'ping' });
+    const replayed = await convo(['webhooks', 'replay', endpoint.id, '--since', '2026-01-01T00:00:00Z', '--until', '2099-01-01T00:00:00Z', '--json']);
+    expect(replayed.code, replayed.stderr).toBe(0);
+    expect(JSON.parse(replayed.stdout)).toMatchObject({ endpoint_id: endpoint.id, status: 'failed' });
+    called.add('webhookEndpoints.replay');
     const deletedEndpoint = await convo(['webhooks', 'delete', endpoint.id, '--json']);
     expect(deletedEndpoint).toEqual({ code: 0, stdout: '', stderr: '' });
     called.add('webhookEndpoints.delete');

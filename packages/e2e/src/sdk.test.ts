@@ -133,6 +133,13 @@ describe('the SDK against a real server', () => {
     const retried = WebhookDelivery.parse(await convo.webhookEndpoints.retryDelivery(endpoint.id, deliveries.data[0]?.id as string));
     expect(retried.status).toBe('pending');
     called.add('webhookEndpoints.retryDelivery');
+    const ping = WebhookDelivery.parse(await convo.webhookEndpoints.test(endpoint.id));
+    expect(ping).toMatchObject({ event_type: 'ping', endpoint_id: endpoint.id });
+    expect(ping.attempts).toHaveLength(1);
+    called.add('webhookEndpoints.test');
+    const replay = await convo.webhookEndpoints.replay(endpoint.id, { since: '2026-01-01T00:00:00Z', until: '2099-01-01T00:00:00Z' });
+    expect(replay).toMatchObject({ endpoint_id: endpoint.id, status: 'failed' });
+    called.add('webhookEndpoints.replay');
     await expect(convo.webhookEndpoints.del(endpoint.id)).resolves.toBeUndefined();
     called.add('webhookEndpoints.delete');
 

@@ -43,6 +43,8 @@ SDK_METHODS: Dict[str, str] = {
     "webhookEndpoints.delete": "webhook_endpoints.delete",
     "webhookEndpoints.listDeliveries": "webhook_endpoints.deliveries",
     "webhookEndpoints.retryDelivery": "webhook_endpoints.retry_delivery",
+    "webhookEndpoints.test": "webhook_endpoints.test",
+    "webhookEndpoints.replay": "webhook_endpoints.replay",
     "channels.list": "channels.list",
     "channels.create": "channels.create",
     "channels.retrieve": "channels.retrieve",

@@ -51,6 +51,8 @@ ROUTES: Dict[str, Route] = {
     "webhookEndpoints.delete": Route("DELETE", "/webhook_endpoints/{id}", 204),
     "webhookEndpoints.listDeliveries": Route("GET", "/webhook_endpoints/{id}/deliveries", 200),
     "webhookEndpoints.retryDelivery": Route("POST", "/webhook_endpoints/{id}/deliveries/{delivery_id}/retry", 202),
+    "webhookEndpoints.test": Route("POST", "/webhook_endpoints/{id}/test", 200),
+    "webhookEndpoints.replay": Route("POST", "/webhook_endpoints/{id}/replay", 202),
     "channels.list": Route("GET", "/channels", 200),
     "channels.create": Route("POST", "/channels", 201),
     "channels.retrieve": Route("GET", "/channels/{id}", 200),

@@ -611,6 +611,9 @@ class UpdateWebhookEndpointBody(TypedDict, total=False):
     """`enabled` re-enables an endpoint that was disabled (by hand or by a 410)."""
 
 
+DeliveryEventType = Literal["conversation.created", "message.received", "order.placed", "conversation.resolved", "message.updated", "order.updated", "contact.created", "contact.updated", "contact.deleted", "conversation.updated", "workflow_run.succeeded", "workflow_run.failed", "ping"]
+
+
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
 
 
@@ -626,7 +629,7 @@ class DeliveryAttempt(TypedDict):
 class WebhookDelivery(TypedDict):
     id: str
     event_id: str
-    event_type: EventType
+    event_type: DeliveryEventType
     endpoint_id: str
     status: DeliveryStatus
     attempts: List[DeliveryAttempt]
@@ -640,6 +643,27 @@ class WebhookDeliveryList(TypedDict):
     limit: int
     offset: int
     has_more: bool
+
+
+class DeliveryReplay(TypedDict):
+    endpoint_id: str
+    since: str
+    until: str
+    status: Literal["failed", "succeeded"]
+    replayed: int
+    """How many deliveries were queued again now."""
+
+
+class _ReplayDeliveriesBodyRequired(TypedDict):
+    since: str
+    """Deliveries created at or after this time. ISO 8601 with `Z` or an offset, from 0000-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z in UTC."""
+    until: str
+    """Deliveries created before this time. ISO 8601 with `Z` or an offset, from 0000-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z in UTC."""
+
+
+class ReplayDeliveriesBody(_ReplayDeliveriesBodyRequired, total=False):
+    status: Literal["failed", "succeeded"]
+    """Which deliveries of the window to send again (`failed` by default)."""
 
 
 ChannelStatus = Literal["active", "error", "disabled"]
@@ -863,6 +887,8 @@ __all__ = [
     "CreateWebhookEndpointBody",
     "CreateWorkflowBody",
     "DeliveryAttempt",
+    "DeliveryEventType",
+    "DeliveryReplay",
     "DeliveryStatus",
     "Error",
     "ErrorCode",
@@ -905,6 +931,7 @@ __all__ = [
     "OrderList",
     "OrderStatus",
     "Platform",
+    "ReplayDeliveriesBody",
     "SandboxInboundBody",
     "SandboxInboundBodyFrom",
     "SandboxInboundParams",

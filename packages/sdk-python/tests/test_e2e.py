@@ -218,6 +218,15 @@ class EndToEnd(unittest.TestCase):
             again, again_headers = Receiver.deliveries.get(timeout=20)
             self.assertEqual(convo.verify_webhook(again, again_headers, self.settings["webhook_secret"])["id"], event["id"])
 
+            ping = c.webhook_endpoints.test(endpoint["id"])
+            self.assertEqual((ping["event_type"], ping["status"]), ("ping", "succeeded"))
+            ping_body, ping_headers = Receiver.deliveries.get(timeout=20)
+            self.assertEqual(convo.verify_webhook(ping_body, ping_headers, self.settings["webhook_secret"])["type"], "ping")
+            replay = c.webhook_endpoints.replay(endpoint["id"], since="2026-01-01T00:00:00Z", until="2099-01-01T00:00:00Z", status="succeeded")
+            self.assertGreaterEqual(replay["replayed"], 2)
+            for _ in range(replay["replayed"]):
+                Receiver.deliveries.get(timeout=20)
+
             self.assertEqual(c.webhook_endpoints.update(endpoint["id"], status="disabled")["status"], "disabled")
             self.assertIsNone(c.webhook_endpoints.delete(endpoint["id"]))
         finally:

@@ -52,6 +52,8 @@ CALLS: Dict[str, Callable[[convo.Client], Any]] = {
     "webhookEndpoints.delete": lambda c: c.webhook_endpoints.delete("P1"),
     "webhookEndpoints.listDeliveries": lambda c: c.webhook_endpoints.deliveries("P1", status="failed"),
     "webhookEndpoints.retryDelivery": lambda c: c.webhook_endpoints.retry_delivery("P1", "P2"),
+    "webhookEndpoints.test": lambda c: c.webhook_endpoints.test("P1"),
+    "webhookEndpoints.replay": lambda c: c.webhook_endpoints.replay("P1", since="2026-11-01T00:00:00Z", until="2026-11-02T00:00:00Z"),
     "channels.list": lambda c: c.channels.list(platform="whatsapp"),
     "channels.create": lambda c: c.channels.create(platform="whatsapp", external_id="1065", access_token="t", app_secret="s"),
     "channels.retrieve": lambda c: c.channels.retrieve("P1"),

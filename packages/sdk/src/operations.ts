@@ -44,6 +44,8 @@ export const SDK_METHODS: Record<OperationId, string> = {
   'webhookEndpoints.delete': 'webhookEndpoints.del',
   'webhookEndpoints.listDeliveries': 'webhookEndpoints.deliveries',
   'webhookEndpoints.retryDelivery': 'webhookEndpoints.retryDelivery',
+  'webhookEndpoints.test': 'webhookEndpoints.test',
+  'webhookEndpoints.replay': 'webhookEndpoints.replay',
   'channels.list': 'channels.list',
   'channels.create': 'channels.create',
   'channels.retrieve': 'channels.retrieve',

@@ -119,7 +119,8 @@ export interface OrderTable {
 export interface EventTable {
   account_id: string;
   id: string;
-  type: EventType;
+  /** `ping`: an endpoint's test (webhook endpoints' `test`), delivered to it alone and never listed. */
+  type: EventType | 'ping';
   conversation_id: string | null;
   sequence: number | null;
   /** JSON of the resource as the API returned it when the event happened. */

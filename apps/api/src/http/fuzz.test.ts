@@ -678,7 +678,7 @@ function semanticRefusal(field: string, constraint: string, verdict: Verdict): b
   // The account's 16th webhook endpoint: a count the document cannot state.
   if (constraint === 'max' && field === 'body') return true;
   // `format: date-time` cannot bound a date: one outside the years 0000 to 9999 once in UTC.
-  if ((constraint === 'min' || constraint === 'max') && field === 'placed_at') return true;
+  if ((constraint === 'min' || constraint === 'max') && ['placed_at', 'since', 'until'].includes(field)) return true;
   return false;
 }
 

@@ -85,6 +85,8 @@ const WRITES: Partial<Record<OperationId, (record: Resource) => ReadBack>> = {
   'workflows.trigger': (r) => ({ lists: [['workflows.listRuns', { id: String(r.workflow_id) }]] }),
   'webhookEndpoints.create': endpointReads,
   'webhookEndpoints.update': endpointReads,
+  // A replay answers a count: its endpoint's deliveries are read (and parsed) after it.
+  'webhookEndpoints.replay': (r) => ({ lists: [], related: [['webhookEndpoints.listDeliveries', { id: String(r.endpoint_id) }]] }),
   'channels.create': channelReads,
   'channels.update': channelReads,
 };

@@ -5,6 +5,7 @@ import {
   EventList,
   Message,
   Order,
+  DeliveryReplay,
   WebhookDelivery,
   WebhookDeliveryList,
   WebhookEndpoint,
@@ -274,6 +275,67 @@ describeEachDialect('webhook endpoints', (server) => {
         201,
         Order,
       );
+
+    it('sends a signed ping now, to a disabled endpoint too, and answers its delivery; pings are not events of the account', async () => {
+      const route = receiver.route();
+      const endpoint = await createEndpoint({ url: route.url, events: ['order.placed'] });
+      expect((await server().request('PATCH', `/webhook_endpoints/${endpoint.id}`, { body: { status: 'disabled' } })).status).toBe(200);
+      const eventsBefore = (await events()).length;
+      const ping = expectBody(await server().request('POST', `/webhook_endpoints/${endpoint.id}/test`), 200, WebhookDelivery);
+      expect(ping).toMatchObject({ endpoint_id: endpoint.id, event_type: 'ping', status: 'succeeded', next_attempt_at: null });
+      expect(ping.attempts).toEqual([expect.objectContaining({ status_code: 200, error: null })]);
+      const [request] = receiver.at(route.path);
+      const body = JSON.parse(request?.body ?? '{}') as { id: string; type: string; data: unknown };
+      expect(body).toMatchObject({ id: ping.event_id, type: 'ping', data: { endpoint_id: endpoint.id } });
+      expect(() => new Webhook(server().keys.webhook).verify(request?.body ?? '', verifierHeaders(request as ReceivedRequest))).not.toThrow();
+      expect((await events()).length).toBe(eventsBefore);
+      expect((await deliveries(endpoint.id)).data.map((d) => d.id)).toEqual([ping.id]);
+
+      // A failed ping is retried as any delivery: here the receiver fails once, then answers.
+      const flaky = receiver.route((n) => (n === 0 ? 500 : 200));
+      const other = await createEndpoint({ url: flaky.url, events: ['order.placed'] });
+      const failed = expectBody(await server().request('POST', `/webhook_endpoints/${other.id}/test`), 200, WebhookDelivery);
+      expect(failed).toMatchObject({ status: 'pending', attempts: [expect.objectContaining({ status_code: 500 })] });
+      expect(failed.next_attempt_at).not.toBeNull();
+      expect((await settledDelivery(other.id)).status).toBe('succeeded');
+
+      expectError(await server().request('POST', '/webhook_endpoints/whe_nope/test'), 404, 'not_found');
+      expectError(await server().request('POST', `/webhook_endpoints/${endpoint.id}/test`, { key: server().keys.otherFull }), 404, 'not_found');
+      expectError(await server().request('POST', `/webhook_endpoints/${endpoint.id}/test`, { key: server().keys.readOnly }), 403, 'forbidden');
+    });
+
+    it('replays the failed deliveries of a window at once, once, and none outside it', async () => {
+      let up = false;
+      const route = receiver.route(() => (up ? 200 : 503));
+      const endpoint = await createEndpoint({ url: route.url, events: ['order.placed'] });
+      const contact = await newContact();
+      await placeOrder(contact.id);
+      await placeOrder(contact.id);
+      const outage = await eventually(async () => {
+        const list = await deliveries(endpoint.id, undefined, { status: 'failed' });
+        return list.total === 2 && list;
+      });
+      const until = new Date(Date.now() + 1).toISOString();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await placeOrder(contact.id);
+      await eventually(async () => (await deliveries(endpoint.id, undefined, { status: 'failed' })).total === 3);
+      up = true;
+
+      const since = new Date(Date.parse(outage.data.at(-1)?.created_at as string)).toISOString();
+      const replay = (body: object, key?: string) => server().request('POST', `/webhook_endpoints/${endpoint.id}/replay`, { body, ...(key ? { key } : {}) });
+      const first = expectBody(await replay({ since, until }), 202, DeliveryReplay);
+      expect(first).toEqual({ endpoint_id: endpoint.id, since, until, status: 'failed', replayed: 2 });
+      expect(expectBody(await replay({ since, until }), 202, DeliveryReplay).replayed).toBe(0);
+      await eventually(async () => (await deliveries(endpoint.id, undefined, { status: 'succeeded' })).total === 2);
+      const left = await deliveries(endpoint.id, undefined, { status: 'failed' });
+      expect(left.data.map((d) => d.created_at >= until)).toEqual([true]);
+
+      expect(expectBody(await replay({ since: until, until: since, status: 'succeeded' }), 202, DeliveryReplay).replayed).toBe(0);
+      expectError(await replay({ since, until, status: 'pending' }), 400, 'bad_request', { field: 'status', constraint: 'enum' });
+      expectError(await replay({ until }), 400, 'bad_request', { field: 'since', constraint: 'required' });
+      expectError(await replay({ since, until }, server().keys.otherFull), 404, 'not_found');
+      expectError(await replay({ since, until }, server().keys.readOnly), 403, 'forbidden');
+    });
 
     it('delivers every event type, signed for each active webhook key, with the event as the body', async () => {
       const extraKey = await accountsService.createKey(server().database, { accountId: server().accountId, type: 'webhook' });

@@ -12,7 +12,7 @@ export const eventsRepository = {
 
   /** Newest first, ties by id descending; only events since `since`. */
   async list(scope: TenantScope, filter: { type?: EventRow['type'] | undefined; since: string }, page: { limit: number; offset: number }) {
-    let base = scope.selectFrom('events').where('events.created_at', '>=', filter.since);
+    let base = scope.selectFrom('events').where('events.created_at', '>=', filter.since).where('events.type', '<>', 'ping');
     if (filter.type) base = base.where('events.type', '=', filter.type);
     const [rows, count] = await Promise.all([
       base.selectAll().orderBy('events.created_at', 'desc').orderBy('events.id', 'desc').limit(page.limit).offset(page.offset).execute(),
@@ -40,7 +40,7 @@ export const eventsRepository = {
 
   /** An event's position (after assignPositions), or undefined for an unknown id. */
   positionOf: async (scope: TenantScope, id: string) =>
-    (await scope.selectFrom('events').select('events.position').where('events.id', '=', id).executeTakeFirst())?.position,
+    (await scope.selectFrom('events').select('events.position').where('events.id', '=', id).where('events.type', '<>', 'ping').executeTakeFirst())?.position,
 
   /**
    * A page of events by position from a cursor: before it (`starting_after`, newest first) or
@@ -56,6 +56,7 @@ export const eventsRepository = {
     let base = scope
       .selectFrom('events')
       .where('events.created_at', '>=', filter.since)
+      .where('events.type', '<>', 'ping')
       .where('events.position', cursor.direction === 'before' ? '<' : '>', cursor.position);
     if (cursor.after !== undefined) base = base.where('events.position', '>', cursor.after);
     if (filter.type) base = base.where('events.type', '=', filter.type);
@@ -70,7 +71,7 @@ export const eventsRepository = {
 
   /** How many events the account has since `since` (of `type`). */
   count: async (scope: TenantScope, filter: { type?: EventRow['type'] | undefined; since: string }) => {
-    let base = scope.selectFrom('events').where('events.created_at', '>=', filter.since);
+    let base = scope.selectFrom('events').where('events.created_at', '>=', filter.since).where('events.type', '<>', 'ping');
     if (filter.type) base = base.where('events.type', '=', filter.type);
     return Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
   },

@@ -78,6 +78,28 @@ export const webhookDeliveriesRepository = {
   update: (scope: TenantScope, id: string, patch: Updateable<WebhookDeliveryTable>) =>
     scope.updateTable('webhook_deliveries').set(patch).where('webhook_deliveries.id', '=', id).execute(),
 
+  /**
+   * Makes the endpoint's deliveries of [since, until) with `status` pending again, due at `at`, and
+   * returns their ids: one statement, so two replays of one window never both take a delivery.
+   */
+  takeForReplay: async (
+    scope: TenantScope,
+    endpointId: string,
+    window: { since: string; until: string; status: 'failed' | 'succeeded' },
+    at: string,
+  ): Promise<string[]> =>
+    (
+      await scope
+        .updateTable('webhook_deliveries')
+        .set({ status: 'pending', next_attempt_at: at, updated_at: at })
+        .where('webhook_deliveries.endpoint_id', '=', endpointId)
+        .where('webhook_deliveries.status', '=', window.status)
+        .where('webhook_deliveries.created_at', '>=', window.since)
+        .where('webhook_deliveries.created_at', '<', window.until)
+        .returning('webhook_deliveries.id')
+        .execute()
+    ).map((row) => row.id),
+
   /** The delivery, whatever its endpoint (the worker knows only the delivery id). */
   findByIdAnyEndpoint: (scope: TenantScope, id: string) =>
     scope.selectFrom('webhook_deliveries').selectAll().where('webhook_deliveries.id', '=', id).executeTakeFirst(),

@@ -1,5 +1,7 @@
 import type {
   CreateWebhookEndpointBody,
+  DeliveryReplay,
+  ReplayDeliveriesBody,
   ListDeliveriesQuery,
   ListWebhookEndpointsQuery,
   UpdateWebhookEndpointBody,
@@ -10,6 +12,7 @@ import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { accountsRepository } from '../repositories/accounts.js';
+import { eventsRepository } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type WebhookDeliveryRow, type WebhookEndpointRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
@@ -153,6 +156,62 @@ export const webhookEndpointsService = {
         lane: endpointLane(endpointId),
       });
       return toWebhookDelivery({ ...current, ...patch });
+    });
+  },
+
+  /**
+   * Queues again, at once, every delivery of the endpoint created in [since, until) with `status`
+   * (a receiver's outage over). They become pending, so a second call meanwhile finds none.
+   */
+  async replay(ctx: ServiceContext, endpointId: string, body: z.output<typeof ReplayDeliveriesBody>): Promise<DeliveryReplay> {
+    const since = new Date(body.since).toISOString();
+    const until = new Date(body.until).toISOString();
+    // An empty window (until at or before since) replays nothing.
+    return inTransaction(ctx, async (scope) => {
+      await findEndpointOrThrow(scope, endpointId);
+      const at = now();
+      const ids = await webhookDeliveriesRepository.takeForReplay(scope, endpointId, { since, until, status: body.status }, at);
+      for (const deliveryId of ids) {
+        await enqueue(scope.db, {
+          kind: 'deliver_webhook',
+          accountId: scope.accountId,
+          payload: { deliveryId, manual: true },
+          runAt: at,
+          lane: endpointLane(endpointId),
+        });
+      }
+      return { endpoint_id: endpointId, since, until, status: body.status, replayed: ids.length };
+    });
+  },
+
+  /** A `ping` event and its delivery to this endpoint alone, pending now: the test's first step. */
+  async createPing(ctx: ServiceContext, endpointId: string): Promise<WebhookDeliveryRow> {
+    return inTransaction(ctx, async (scope) => {
+      await findEndpointOrThrow(scope, endpointId);
+      const at = now();
+      const eventId = newId('event');
+      await eventsRepository.insert(scope, {
+        id: eventId,
+        type: 'ping',
+        conversation_id: null,
+        sequence: null,
+        data: JSON.stringify({ endpoint_id: endpointId }),
+        created_at: at,
+        position: null,
+      });
+      const row = {
+        id: newId('webhookDelivery'),
+        endpoint_id: endpointId,
+        event_id: eventId,
+        event_type: 'ping' as const,
+        status: 'pending' as const,
+        attempts: '[]',
+        next_attempt_at: at,
+        created_at: at,
+        updated_at: at,
+      };
+      await webhookDeliveriesRepository.insert(scope, row);
+      return { ...row, account_id: scope.accountId };
     });
   },
 };

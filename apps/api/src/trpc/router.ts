@@ -44,6 +44,8 @@ export const appRouter = t.router({
     delete: mutation('webhookEndpoints.delete'),
     listDeliveries: query('webhookEndpoints.listDeliveries'),
     retryDelivery: mutation('webhookEndpoints.retryDelivery'),
+    test: mutation('webhookEndpoints.test'),
+    replay: mutation('webhookEndpoints.replay'),
   },
   channels: {
     list: query('channels.list'),

@@ -59,6 +59,8 @@ export const OPERATION_COMMANDS = {
   'webhookEndpoints.delete': { command: 'webhooks delete', done: 'Deleted.' },
   'webhookEndpoints.listDeliveries': { command: 'webhooks deliveries' },
   'webhookEndpoints.retryDelivery': { command: 'webhooks retry' },
+  'webhookEndpoints.test': { command: 'webhooks test' },
+  'webhookEndpoints.replay': { command: 'webhooks replay' },
   'channels.list': { command: 'channels list', columns: ['id', 'platform', 'name', 'external_id', 'status', 'webhook_url'] },
   'channels.retrieve': { command: 'channels get' },
   'channels.create': { command: 'channels create' },

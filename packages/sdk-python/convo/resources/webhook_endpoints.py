@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
     from .._types import (
         CreateWebhookEndpointBody,
+        DeliveryReplay,
+        ReplayDeliveriesBody,
         ListDeliveriesQuery,
         ListWebhookEndpointsQuery,
         UpdateWebhookEndpointBody,
@@ -44,3 +46,11 @@ class WebhookEndpoints(Resource):
     def retry_delivery(self, id: str, delivery_id: str, *, request_options: Optional[RequestOptions] = None) -> WebhookDelivery:
         """Sends a delivery again now (also for a disabled endpoint)."""
         return self._request("webhookEndpoints.retryDelivery", path={"id": id, "delivery_id": delivery_id}, options=request_options)
+
+    def test(self, id: str, *, request_options: Optional[RequestOptions] = None) -> WebhookDelivery:
+        """Sends a signed `ping` to the endpoint now; returns its delivery and the attempt made."""
+        return self._request("webhookEndpoints.test", path={"id": id}, options=request_options)
+
+    def replay(self, id: str, *, request_options: Optional[RequestOptions] = None, **params: Unpack[ReplayDeliveriesBody]) -> DeliveryReplay:
+        """Queues again every delivery of [since, until) with `status` (`failed` by default); says how many."""
+        return self._request("webhookEndpoints.replay", path={"id": id}, body=params, options=request_options)

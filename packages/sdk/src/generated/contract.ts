@@ -507,6 +507,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook_endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test ping to a webhook endpoint
+         * @description Sends a signed `ping` event (`{"type": "ping", "data": {"endpoint_id": …}}`) to the endpoint now, even a disabled one, and answers with its delivery and the attempt made; a failed ping is retried as any delivery is. Pings are not listed by `GET /events`.
+         */
+        post: operations["webhookEndpoints.test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send again every delivery of a time window
+         * @description After a receiver's outage: every delivery of the endpoint created in [`since`, `until`) with `status` (`failed` by default) is queued again at once, and the answer says how many. A second call while they are still pending queues nothing twice.
+         */
+        post: operations["webhookEndpoints.replay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/channels": {
         parameters: {
             query?: never;
@@ -1197,7 +1237,7 @@ export interface components {
         WebhookDelivery: {
             id: string;
             event_id: string;
-            event_type: components["schemas"]["EventType"];
+            event_type: components["schemas"]["DeliveryEventType"];
             endpoint_id: string;
             status: components["schemas"]["DeliveryStatus"];
             attempts: components["schemas"]["DeliveryAttempt"][];
@@ -1208,6 +1248,8 @@ export interface components {
              */
             created_at: string;
         };
+        /** @enum {string} */
+        DeliveryEventType: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "contact.created" | "contact.updated" | "contact.deleted" | "conversation.updated" | "workflow_run.succeeded" | "workflow_run.failed" | "ping";
         /** @enum {string} */
         DeliveryStatus: "pending" | "succeeded" | "failed";
         DeliveryAttempt: {
@@ -1221,6 +1263,41 @@ export interface components {
             duration_ms: number;
             /** @description Why the attempt failed; null for a 2xx. */
             error: string | null;
+        };
+        DeliveryReplay: {
+            endpoint_id: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            until: string;
+            /** @enum {string} */
+            status: "failed" | "succeeded";
+            /** @description How many deliveries were queued again now. */
+            replayed: number;
+        };
+        ReplayDeliveriesBody: {
+            /**
+             * Format: date-time
+             * @description Deliveries created at or after this time. ISO 8601 with `Z` or an offset, from 0000-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z in UTC.
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description Deliveries created before this time. ISO 8601 with `Z` or an offset, from 0000-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z in UTC.
+             */
+            until: string;
+            /**
+             * @description Which deliveries of the window to send again (`failed` by default).
+             * @default failed
+             * @enum {string}
+             */
+            status?: "failed" | "succeeded";
         };
         ChannelList: {
             data: components["schemas"]["Channel"][];
@@ -6107,6 +6184,258 @@ export interface operations {
             };
         };
     };
+    "webhookEndpoints.test": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a POST safe to retry: for 24 hours the same key with the same body replays the first response byte for byte; with another body it is a 400 (`idempotency_key`). A duplicate that arrives while the first runs waits for it. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Send a test ping to a webhook endpoint */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whd_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "event_type": "conversation.created",
+                     *       "endpoint_id": "whe_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "status": "pending",
+                     *       "attempts": [
+                     *         {
+                     *           "at": "2026-11-22T10:15:30.123Z",
+                     *           "status_code": 1,
+                     *           "duration_ms": 1,
+                     *           "error": "example"
+                     *         }
+                     *       ],
+                     *       "next_attempt_at": "2026-11-22T10:15:30.123Z",
+                     *       "created_at": "2026-11-22T10:15:30.123Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhookEndpoints.replay": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a POST safe to retry: for 24 hours the same key with the same body replays the first response byte for byte; with another body it is a 400 (`idempotency_key`). A duplicate that arrives while the first runs waits for it. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "since": "2026-11-22T10:15:30.123Z",
+                 *       "until": "2026-11-22T10:15:30.123Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReplayDeliveriesBody"];
+            };
+        };
+        responses: {
+            /** @description Send again every delivery of a time window */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "endpoint_id": "whe_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "since": "2026-11-22T10:15:30.123Z",
+                     *       "until": "2026-11-22T10:15:30.123Z",
+                     *       "status": "failed",
+                     *       "replayed": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeliveryReplay"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "channels.list": {
         parameters: {
             query?: {
@@ -7000,6 +7329,14 @@ export const ROUTES = {
     "method": "POST",
     "path": "/webhook_endpoints/:id/deliveries/:delivery_id/retry"
   },
+  "webhookEndpoints.test": {
+    "method": "POST",
+    "path": "/webhook_endpoints/:id/test"
+  },
+  "webhookEndpoints.replay": {
+    "method": "POST",
+    "path": "/webhook_endpoints/:id/replay"
+  },
   "channels.list": {
     "method": "GET",
     "path": "/channels"
@@ -7083,8 +7420,11 @@ export type CreateWebhookEndpointBody = components['schemas']['CreateWebhookEndp
 export type UpdateWebhookEndpointBody = components['schemas']['UpdateWebhookEndpointBody'];
 export type WebhookDeliveryList = components['schemas']['WebhookDeliveryList'];
 export type WebhookDelivery = components['schemas']['WebhookDelivery'];
+export type DeliveryEventType = components['schemas']['DeliveryEventType'];
 export type DeliveryStatus = components['schemas']['DeliveryStatus'];
 export type DeliveryAttempt = components['schemas']['DeliveryAttempt'];
+export type DeliveryReplay = components['schemas']['DeliveryReplay'];
+export type ReplayDeliveriesBody = components['schemas']['ReplayDeliveriesBody'];
 export type ChannelList = components['schemas']['ChannelList'];
 export type Channel = components['schemas']['Channel'];
 export type ChannelStatus = components['schemas']['ChannelStatus'];

@@ -1,5 +1,7 @@
 import type {
   CreateWebhookEndpointBody,
+  DeliveryReplay,
+  ReplayDeliveriesBody,
   ListDeliveriesQuery,
   ListWebhookEndpointsQuery,
   UpdateWebhookEndpointBody,
@@ -41,5 +43,15 @@ export class WebhookEndpoints extends Resource {
   /** Sends a delivery again now (also for a disabled endpoint). */
   retryDelivery(id: string, deliveryId: string, options?: RequestOptions): Promise<WebhookDelivery> {
     return this.request('webhookEndpoints.retryDelivery', { params: { id, delivery_id: deliveryId } }, options);
+  }
+
+  /** Sends a signed `ping` to the endpoint now; resolves with its delivery and the attempt made. */
+  test(id: string, options?: RequestOptions): Promise<WebhookDelivery> {
+    return this.request('webhookEndpoints.test', { params: { id } }, options);
+  }
+
+  /** Queues again every delivery of [since, until) with `status` (`failed` by default); says how many. */
+  replay(id: string, body: ReplayDeliveriesBody, options?: RequestOptions): Promise<DeliveryReplay> {
+    return this.request('webhookEndpoints.replay', { params: { id }, body }, options);
   }
 }
