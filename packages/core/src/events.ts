@@ -6,21 +6,8 @@ import { Message, MessageContent } from './messages.js';
 import { Order } from './orders.js';
 import { WorkflowRun } from './workflows.js';
 
-/** What the service notifies integrations of, and the resource each event carries. */
-export const EVENT_TYPES = [
-  'conversation.created',
-  'message.received',
-  'order.placed',
-  'conversation.resolved',
-  'message.updated',
-  'order.updated',
-  'contact.created',
-  'contact.updated',
-  'contact.deleted',
-  'conversation.updated',
-  'workflow_run.succeeded',
-  'workflow_run.failed',
-] as const;
+export { EVENT_TYPES } from './event-types.js';
+import { EVENT_TYPES } from './event-types.js';
 export const EventType = z.enum(EVENT_TYPES).meta({ id: 'EventType' });
 export type EventType = z.infer<typeof EventType>;
 

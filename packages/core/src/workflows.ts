@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { ConversationStatus, Id, Timestamp, listOf, pagination, text } from './common.js';
 import { TagName } from './contacts.js';
 import { MessageContent } from './messages.js';
+import { EVENT_TYPES } from './event-types.js';
 
 /** Longest single wait step: 30 days. */
 export const MAX_WAIT_SECONDS = 30 * 24 * 60 * 60;
@@ -21,12 +22,51 @@ export const WorkflowStep = z
 export type WorkflowStep = z.infer<typeof WorkflowStep>;
 export const STEP_TYPES = ['send_message', 'add_tag', 'remove_tag', 'set_conversation_status', 'wait'] as const;
 
+/** How a condition compares a field of the event's data with its value. */
+export const CONDITION_OPERATORS = ['eq', 'neq', 'in', 'not_in', 'contains', 'gt', 'gte', 'lt', 'lte', 'exists'] as const;
+
+const ConditionValue = z.union([z.string().max(1000), z.number(), z.boolean(), z.null(), z.array(z.union([z.string().max(1000), z.number()])).max(50)]);
+
+export const WorkflowCondition = z
+  .strictObject({
+    field: z
+      .string()
+      .max(100)
+      .regex(/^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$/, { message: 'A field of the event data as a dot path, e.g. status, contact.tags, total_amount' })
+      .meta({ description: "A field of the event's `data`, as a dot path (`platform`, `status`, `contact.tags`, `total_amount`)." }),
+    op: z.enum(CONDITION_OPERATORS).meta({
+      description:
+        '`eq`/`neq` equal or not; `in`/`not_in` one of a list; `contains` a list (tags) holds the value, or a text includes it; `gt`/`gte`/`lt`/`lte` compare numbers or timestamps; `exists` present and not null (no value). Without a value, `eq` matches an absent or null field.',
+    }),
+    value: ConditionValue.optional(),
+  })
+  .meta({ id: 'WorkflowCondition' });
+export type WorkflowCondition = z.infer<typeof WorkflowCondition>;
+
+/** Events that can start a run: they name a contact who still exists. */
+export const TRIGGER_EVENT_TYPES = EVENT_TYPES.filter((type) => type !== 'contact.deleted');
+
+const triggerEvent = z
+  .enum(TRIGGER_EVENT_TYPES as unknown as [string, ...string[]])
+  .meta({ description: "The event type that starts a run, for the event's contact." });
+
+/** A workflow's trigger as the API shows it. */
+export const WorkflowTrigger = z
+  .object({ event: triggerEvent, conditions: z.array(WorkflowCondition).meta({ description: "All must hold for the event's data." }) })
+  .meta({ id: 'WorkflowTrigger' });
+/** A trigger as a request gives it: no conditions means every event of the type. */
+export const WorkflowTriggerInput = z
+  .strictObject({ event: triggerEvent, conditions: z.array(WorkflowCondition).max(10).default([]) })
+  .meta({ id: 'WorkflowTriggerInput' });
+export type WorkflowTrigger = z.infer<typeof WorkflowTrigger>;
+
 export const Workflow = z
   .object({
     id: Id,
     name: z.string(),
     steps: z.array(WorkflowStep),
     enabled: z.boolean().meta({ description: 'A disabled workflow starts no run.' }),
+    trigger: WorkflowTrigger.nullable().meta({ description: 'The event that starts a run by itself; null: runs start only by `trigger`.' }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -41,6 +81,7 @@ export const CreateWorkflowBody = z
     name: text(1, 200),
     steps: z.array(WorkflowStep).min(1).max(50),
     enabled: z.boolean().default(true),
+    trigger: WorkflowTriggerInput.nullable().optional(),
   })
   .meta({ id: 'CreateWorkflowBody' });
 export type CreateWorkflowBody = z.input<typeof CreateWorkflowBody>;
@@ -50,6 +91,7 @@ export const UpdateWorkflowBody = z
     name: text(1, 200).optional(),
     steps: z.array(WorkflowStep).min(1).max(50).optional().meta({ description: 'Runs already started keep the steps they started with.' }),
     enabled: z.boolean().optional(),
+    trigger: WorkflowTriggerInput.nullable().optional(),
   })
   .meta({ id: 'UpdateWorkflowBody' });
 export type UpdateWorkflowBody = z.input<typeof UpdateWorkflowBody>;
@@ -57,7 +99,7 @@ export type UpdateWorkflowBody = z.input<typeof UpdateWorkflowBody>;
 export const ListWorkflowsQuery = z.strictObject({ ...pagination });
 export type ListWorkflowsQuery = z.input<typeof ListWorkflowsQuery>;
 
-export const RunStatus = z.enum(['queued', 'running', 'waiting', 'succeeded', 'failed', 'cancelled']).meta({ id: 'WorkflowRunStatus' });
+export const RunStatus = z.enum(['queued', 'running', 'waiting', 'succeeded', 'failed', 'cancelled', 'skipped']).meta({ id: 'WorkflowRunStatus' });
 export type RunStatus = z.infer<typeof RunStatus>;
 export const StepStatus = z.enum(['pending', 'running', 'succeeded', 'failed', 'skipped']).meta({ id: 'WorkflowStepStatus' });
 export type StepStatus = z.infer<typeof StepStatus>;
@@ -93,6 +135,7 @@ export const WorkflowRun = z
     id: Id,
     workflow_id: Id,
     contact_id: Id.nullable(),
+    event_id: Id.nullable().meta({ description: "The event that started the run (its workflow's trigger); null for a run started by `trigger`." }),
     status: RunStatus,
     data: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
     steps: z.array(

@@ -334,12 +334,32 @@ class WorkflowStepWait(TypedDict):
 WorkflowStep = Union[WorkflowStepSendMessage, WorkflowStepAddTag, WorkflowStepRemoveTag, WorkflowStepSetConversationStatus, WorkflowStepWait]
 
 
+class _WorkflowConditionRequired(TypedDict):
+    field: str
+    """A field of the event's `data`, as a dot path (`platform`, `status`, `contact.tags`, `total_amount`)."""
+    op: Literal["eq", "neq", "in", "not_in", "contains", "gt", "gte", "lt", "lte", "exists"]
+    """`eq`/`neq` equal or not; `in`/`not_in` one of a list; `contains` a list (tags) holds the value, or a text includes it; `gt`/`gte`/`lt`/`lte` compare numbers or timestamps; `exists` present and not null (no value). Without a value, `eq` matches an absent or null field."""
+
+
+class WorkflowCondition(_WorkflowConditionRequired, total=False):
+    value: Optional[Union[str, float, bool, List[Union[str, float]]]]
+
+
+class WorkflowTrigger(TypedDict):
+    event: Literal["conversation.created", "message.received", "order.placed", "conversation.resolved", "message.updated", "order.updated", "contact.created", "contact.updated", "conversation.updated", "workflow_run.succeeded", "workflow_run.failed"]
+    """The event type that starts a run, for the event's contact."""
+    conditions: List[WorkflowCondition]
+    """All must hold for the event's data."""
+
+
 class Workflow(TypedDict):
     id: str
     name: str
     steps: List[WorkflowStep]
     enabled: bool
     """A disabled workflow starts no run."""
+    trigger: Optional[WorkflowTrigger]
+    """The event that starts a run by itself; null: runs start only by `trigger`."""
     created_at: str
     updated_at: str
 
@@ -352,6 +372,15 @@ class WorkflowList(TypedDict):
     has_more: bool
 
 
+class _WorkflowTriggerInputRequired(TypedDict):
+    event: Literal["conversation.created", "message.received", "order.placed", "conversation.resolved", "message.updated", "order.updated", "contact.created", "contact.updated", "conversation.updated", "workflow_run.succeeded", "workflow_run.failed"]
+    """The event type that starts a run, for the event's contact."""
+
+
+class WorkflowTriggerInput(_WorkflowTriggerInputRequired, total=False):
+    conditions: List[WorkflowCondition]
+
+
 class _CreateWorkflowBodyRequired(TypedDict):
     name: str
     steps: List[WorkflowStep]
@@ -359,6 +388,7 @@ class _CreateWorkflowBodyRequired(TypedDict):
 
 class CreateWorkflowBody(_CreateWorkflowBodyRequired, total=False):
     enabled: bool
+    trigger: Optional[WorkflowTriggerInput]
 
 
 class UpdateWorkflowBody(TypedDict, total=False):
@@ -366,9 +396,10 @@ class UpdateWorkflowBody(TypedDict, total=False):
     steps: List[WorkflowStep]
     """Runs already started keep the steps they started with."""
     enabled: bool
+    trigger: Optional[WorkflowTriggerInput]
 
 
-WorkflowRunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "cancelled"]
+WorkflowRunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "cancelled", "skipped"]
 
 
 WorkflowStepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
@@ -385,6 +416,8 @@ class WorkflowRun(TypedDict):
     id: str
     workflow_id: str
     contact_id: Optional[str]
+    event_id: Optional[str]
+    """The event that started the run (its workflow's trigger); null for a run started by `trigger`."""
     status: WorkflowRunStatus
     data: Dict[str, Optional[Union[str, float, bool]]]
     steps: List[WorkflowRunStepsItem]
@@ -956,6 +989,7 @@ __all__ = [
     "WebhookEndpointList",
     "WebhookEndpointStatus",
     "Workflow",
+    "WorkflowCondition",
     "WorkflowList",
     "WorkflowRun",
     "WorkflowRunList",
@@ -968,4 +1002,6 @@ __all__ = [
     "WorkflowStepSetConversationStatus",
     "WorkflowStepStatus",
     "WorkflowStepWait",
+    "WorkflowTrigger",
+    "WorkflowTriggerInput",
 ]

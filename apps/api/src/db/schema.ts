@@ -181,6 +181,10 @@ export interface WorkflowTable {
   enabled: Generated<number>;
   /** Set by DELETE: the row stays for its runs, out of every list and lookup. */
   deleted_at: Generated<string | null>;
+  /** JSON {event, conditions}, or null: runs start only by the API's trigger (migration 0017). */
+  trigger: Generated<string | null>;
+  /** The trigger's event type again, for the lookup at every event. */
+  trigger_event: Generated<string | null>;
   created_at: string;
   updated_at: string;
 }
@@ -190,7 +194,9 @@ export interface WorkflowRunTable {
   id: string;
   workflow_id: string;
   contact_id: string | null;
-  status: 'queued' | 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
+  status: 'queued' | 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled' | 'skipped';
+  /** The event that started the run (its workflow's trigger); null for the API's trigger. */
+  event_id: Generated<string | null>;
   /** JSON object. */
   data: string;
   /** JSON array of the workflow's steps when the run started: what the run does. */

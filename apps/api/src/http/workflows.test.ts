@@ -132,6 +132,7 @@ describeEachDialect('workflows', (server) => {
         id: expect.stringMatching(/^run_[0-9A-Z]{26}$/),
         workflow_id: workflow.id,
         contact_id: contact.id,
+        event_id: null,
         status: 'queued',
         data: { order: '1001', total: 25, paid: true, note: null },
         steps: [
@@ -224,7 +225,7 @@ describeEachDialect('workflows', (server) => {
       expectError(await patch(workflow.id, { steps: [] }), 400, 'bad_request', { field: 'steps', constraint: 'min' });
       expectError(await patch(workflow.id, { steps: [{ type: 'dance' }] }), 400, 'bad_request');
       expectError(await patch(workflow.id, { enabled: 'yes' }), 400, 'bad_request', { field: 'enabled', constraint: 'type' });
-      expectError(await patch(workflow.id, { trigger: 'x' }), 400, 'bad_request', { field: 'trigger', constraint: 'unknown' });
+      expectError(await patch(workflow.id, { schedule: 'x' }), 400, 'bad_request', { field: 'schedule', constraint: 'unknown' });
       expectError(await patch('wf_nope', { name: 'x' }), 404, 'not_found');
       expectError(await patch(workflow.id, { name: 'x' }, server().keys.otherFull), 404, 'not_found');
       expectError(await patch(workflow.id, { name: 'x' }, server().keys.readOnly), 403, 'forbidden');

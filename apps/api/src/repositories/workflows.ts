@@ -21,6 +21,18 @@ export const workflowsRepository = {
       scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).where('workflows.deleted_at', 'is', null),
     ).executeTakeFirst(),
 
+  /** The enabled workflows whose trigger is this event type. */
+  listTriggeredBy: (scope: TenantScope, eventType: string) =>
+    scope
+      .selectFrom('workflows')
+      .selectAll()
+      .where('workflows.trigger_event', '=', eventType)
+      .where('workflows.enabled', '=', 1)
+      .where('workflows.deleted_at', 'is', null)
+      .orderBy('workflows.created_at')
+      .orderBy('workflows.id')
+      .execute(),
+
   update: (scope: TenantScope, id: string, patch: Updateable<WorkflowTable>) =>
     scope.updateTable('workflows').set(patch).where('workflows.id', '=', id).execute(),
 
@@ -101,6 +113,19 @@ export const workflowRunsRepository = {
         .where('workflow_runs.workflow_id', '=', workflowId)
         .where('workflow_runs.status', 'in', ['queued', 'running', 'waiting']),
     ).execute(),
+
+  /** Runs the account's triggers started since `since`. */
+  countTriggeredSince: async (scope: TenantScope, since: string) =>
+    Number(
+      (
+        await scope
+          .selectFrom('workflow_runs')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('workflow_runs.event_id', 'is not', null)
+          .where('workflow_runs.created_at', '>=', since)
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
 
   /** Runs outlive their contact: they keep everything else, with contact_id null. */
   detachContact: (scope: TenantScope, contactId: string, at: string) =>

@@ -1,6 +1,7 @@
 import type { Event, EventType, ListEventsQuery } from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
+import { startTriggeredRuns } from './automations.js';
 import { newId, now } from '../ids.js';
 import { conversationsRepository } from '../repositories/conversations.js';
 import { type EventRow, type StoredEvent, eventsRepository } from '../repositories/events.js';
@@ -41,6 +42,7 @@ export async function emitEvent<T extends EventType>(scope: TenantScope, type: T
     position: null,
   };
   await eventsRepository.insert(scope, row);
+  await startTriggeredRuns(scope, { id: row.id, type, data });
 
   for (const endpoint of await webhookEndpointsRepository.listEnabled(scope)) {
     const subscribed = JSON.parse(endpoint.events) as string[];

@@ -20,12 +20,54 @@ export const toWorkflow = (row: WorkflowRow): Workflow => ({
   name: row.name,
   steps: JSON.parse(row.steps) as WorkflowStep[],
   enabled: row.enabled === 1,
+  trigger: row.trigger === null ? null : (JSON.parse(row.trigger) as Workflow['trigger']),
   created_at: row.created_at,
   updated_at: row.updated_at,
 });
 
 /** The statuses of a run that is over: nothing changes it any more. */
-export const FINISHED_RUN_STATUSES: readonly WorkflowRun['status'][] = ['succeeded', 'failed', 'cancelled'];
+export const FINISHED_RUN_STATUSES: readonly WorkflowRun['status'][] = ['succeeded', 'failed', 'cancelled', 'skipped'];
+
+/** The trigger as stored: its JSON, and its event type again for the lookup. */
+const triggerColumns = (trigger: Workflow['trigger'] | undefined) =>
+  trigger === undefined ? {} : { trigger: trigger === null ? null : JSON.stringify(trigger), trigger_event: trigger?.event ?? null };
+
+/**
+ * Records a run of `workflow` for `contactId` with its own copy of the steps: queued with the job
+ * that executes it, or, with `skipped`, finished at once with that reason and no job.
+ */
+export async function startRun(
+  scope: TenantScope,
+  workflow: WorkflowRow,
+  input: { contactId: string; data: WorkflowRun['data']; eventId?: string; skipped?: string },
+): Promise<WorkflowRun> {
+  const at = now();
+  const steps: StoredRunStep[] = toWorkflow(workflow).steps.map((step, index) => ({
+    index,
+    type: step.type,
+    status: input.skipped === undefined ? 'pending' : 'skipped',
+    error: null,
+  }));
+  const row: Omit<WorkflowRunRow, 'account_id'> = {
+    id: newId('workflowRun'),
+    workflow_id: workflow.id,
+    contact_id: input.contactId,
+    event_id: input.eventId ?? null,
+    status: input.skipped === undefined ? 'queued' : 'skipped',
+    data: JSON.stringify(input.data),
+    definition: workflow.steps,
+    steps: JSON.stringify(steps),
+    current_step: 0,
+    error: input.skipped ?? null,
+    created_at: at,
+    started_at: null,
+    finished_at: input.skipped === undefined ? null : at,
+    updated_at: at,
+  };
+  await workflowRunsRepository.insert(scope, row);
+  if (input.skipped === undefined) await enqueue(scope.db, { kind: 'run_workflow', accountId: scope.accountId, payload: { runId: row.id } });
+  return toRun({ ...row, account_id: scope.accountId });
+}
 
 /** The run as cancelled at `at`: the steps not done yet skipped. */
 function cancelled(run: WorkflowRunRow, at: string) {
@@ -44,6 +86,7 @@ export const toRun = (row: WorkflowRunRow): WorkflowRun => ({
   id: row.id,
   workflow_id: row.workflow_id,
   contact_id: row.contact_id,
+  event_id: row.event_id,
   status: row.status,
   data: JSON.parse(row.data) as WorkflowRun['data'],
   steps: (JSON.parse(row.steps) as StoredRunStep[]).map(({ index, type, status, error }) => ({ index, type, status, error })),
@@ -77,6 +120,9 @@ export const workflowsService = {
       steps: JSON.stringify(body.steps),
       enabled: body.enabled ? 1 : 0,
       deleted_at: null,
+      trigger: null,
+      trigger_event: null,
+      ...triggerColumns(body.trigger),
       created_at: at,
       updated_at: at,
     };
@@ -93,6 +139,7 @@ export const workflowsService = {
         ...(body.name === undefined ? {} : { name: body.name }),
         ...(body.steps === undefined ? {} : { steps: JSON.stringify(body.steps) }),
         ...(body.enabled === undefined ? {} : { enabled: body.enabled ? 1 : 0 }),
+        ...triggerColumns(body.trigger),
       };
       if (Object.keys(patch).length === 0) return toWorkflow(current);
       const updated = { ...current, ...patch, updated_at: now() };
@@ -123,26 +170,7 @@ export const workflowsService = {
       // Locked so that a concurrent delete of the contact waits for this run and then detaches it.
       const contact = await contactsRepository.findByIdForUpdate(scope, body.contact_id);
       if (!contact) throw ApiError.notFound('contact', body.contact_id);
-      const steps: StoredRunStep[] = toWorkflow(workflow).steps.map((step, index) => ({ index, type: step.type, status: 'pending', error: null }));
-      const at = now();
-      const row: Omit<WorkflowRunRow, 'account_id'> = {
-        id: newId('workflowRun'),
-        workflow_id: workflow.id,
-        contact_id: contact.id,
-        status: 'queued',
-        data: JSON.stringify(body.data ?? {}),
-        definition: workflow.steps,
-        steps: JSON.stringify(steps),
-        current_step: 0,
-        error: null,
-        created_at: at,
-        started_at: null,
-        finished_at: null,
-        updated_at: at,
-      };
-      await workflowRunsRepository.insert(scope, row);
-      await enqueue(scope.db, { kind: 'run_workflow', accountId: ctx.accountId, payload: { runId: row.id } });
-      return toRun({ ...row, account_id: ctx.accountId });
+      return startRun(scope, workflow, { contactId: contact.id, data: body.data ?? {} });
     });
   },
 

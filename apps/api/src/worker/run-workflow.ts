@@ -10,6 +10,7 @@ import { contactsService } from '../services/contacts.js';
 import { type ServiceContext, withinTransaction } from '../services/context.js';
 import { conversationsService } from '../services/conversations.js';
 import { messagesService } from '../services/messages.js';
+import { asRunOf } from '../services/automations.js';
 import { emitEvent } from '../services/events.js';
 import { FINISHED_RUN_STATUSES, type StoredRunStep, toRun, toWorkflow } from '../services/workflows.js';
 import type { Settings } from '../settings.js';
@@ -50,11 +51,16 @@ const isFinished = (run: WorkflowRunRow) => FINISHED_RUN_STATUSES.includes(run.s
 export async function runWorkflow(deps: { database: DatabaseHandle; settings: Settings }, job: JobContext<'run_workflow'>): Promise<JobOutcome> {
   if (job.accountId === null) return;
   const ctx: ServiceContext = { database: deps.database, accountId: job.accountId, settings: deps.settings };
-  for (;;) {
-    const progress = await advance(ctx, job.payload.runId);
-    if (progress.next === 'stop') return;
-    if (progress.next === 'wait') return { retryAt: progress.until };
-  }
+  const run = await workflowRunsRepository.findById(new TenantScope(deps.database.db, job.accountId), job.payload.runId);
+  if (!run) return;
+  // What the run changes emits events; they start no run of its own workflow (the loop guard).
+  return asRunOf(run.workflow_id, async () => {
+    for (;;) {
+      const progress = await advance(ctx, job.payload.runId);
+      if (progress.next === 'stop') return;
+      if (progress.next === 'wait') return { retryAt: progress.until };
+    }
+  });
 }
 
 /** Takes the run one step further. */

@@ -938,6 +938,8 @@ export interface components {
             steps: components["schemas"]["WorkflowStep"][];
             /** @description A disabled workflow starts no run. */
             enabled: boolean;
+            /** @description The event that starts a run by itself; null: runs start only by `trigger`. */
+            trigger: components["schemas"]["WorkflowTrigger"] | null;
             /**
              * Format: date-time
              * @example 2026-11-22T10:15:30.123Z
@@ -971,22 +973,54 @@ export interface components {
             type: "wait";
             seconds: number;
         };
+        WorkflowTrigger: {
+            /**
+             * @description The event type that starts a run, for the event's contact.
+             * @enum {string}
+             */
+            event: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "contact.created" | "contact.updated" | "conversation.updated" | "workflow_run.succeeded" | "workflow_run.failed";
+            /** @description All must hold for the event's data. */
+            conditions: components["schemas"]["WorkflowCondition"][];
+        };
+        WorkflowCondition: {
+            /** @description A field of the event's `data`, as a dot path (`platform`, `status`, `contact.tags`, `total_amount`). */
+            field: string;
+            /**
+             * @description `eq`/`neq` equal or not; `in`/`not_in` one of a list; `contains` a list (tags) holds the value, or a text includes it; `gt`/`gte`/`lt`/`lte` compare numbers or timestamps; `exists` present and not null (no value). Without a value, `eq` matches an absent or null field.
+             * @enum {string}
+             */
+            op: "eq" | "neq" | "in" | "not_in" | "contains" | "gt" | "gte" | "lt" | "lte" | "exists";
+            value?: string | number | boolean | null | (string | number)[];
+        };
         CreateWorkflowBody: {
             name: string;
             steps: components["schemas"]["WorkflowStep"][];
             /** @default true */
             enabled?: boolean;
+            trigger?: components["schemas"]["WorkflowTriggerInput"] | null;
+        };
+        WorkflowTriggerInput: {
+            /**
+             * @description The event type that starts a run, for the event's contact.
+             * @enum {string}
+             */
+            event: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "contact.created" | "contact.updated" | "conversation.updated" | "workflow_run.succeeded" | "workflow_run.failed";
+            /** @default [] */
+            conditions?: components["schemas"]["WorkflowCondition"][];
         };
         UpdateWorkflowBody: {
             name?: string;
             /** @description Runs already started keep the steps they started with. */
             steps?: components["schemas"]["WorkflowStep"][];
             enabled?: boolean;
+            trigger?: components["schemas"]["WorkflowTriggerInput"] | null;
         };
         WorkflowRun: {
             id: string;
             workflow_id: string;
             contact_id: string | null;
+            /** @description The event that started the run (its workflow's trigger); null for a run started by `trigger`. */
+            event_id: string | null;
             status: components["schemas"]["WorkflowRunStatus"];
             data: {
                 [key: string]: string | number | boolean | null;
@@ -1008,7 +1042,7 @@ export interface components {
             finished_at: string | null;
         };
         /** @enum {string} */
-        WorkflowRunStatus: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
+        WorkflowRunStatus: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
         /** @enum {string} */
         WorkflowStepStatus: "pending" | "running" | "succeeded" | "failed" | "skipped";
         TriggerWorkflowBody: {
@@ -4107,6 +4141,15 @@ export interface operations {
                      *             }
                      *           ],
                      *           "enabled": true,
+                     *           "trigger": {
+                     *             "event": "conversation.created",
+                     *             "conditions": [
+                     *               {
+                     *                 "field": "example",
+                     *                 "op": "eq"
+                     *               }
+                     *             ]
+                     *           },
                      *           "created_at": "2026-11-22T10:15:30.123Z",
                      *           "updated_at": "2026-11-22T10:15:30.123Z"
                      *         }
@@ -4235,6 +4278,15 @@ export interface operations {
                      *         }
                      *       ],
                      *       "enabled": true,
+                     *       "trigger": {
+                     *         "event": "conversation.created",
+                     *         "conditions": [
+                     *           {
+                     *             "field": "example",
+                     *             "op": "eq"
+                     *           }
+                     *         ]
+                     *       },
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -4342,6 +4394,15 @@ export interface operations {
                      *         }
                      *       ],
                      *       "enabled": true,
+                     *       "trigger": {
+                     *         "event": "conversation.created",
+                     *         "conditions": [
+                     *           {
+                     *             "field": "example",
+                     *             "op": "eq"
+                     *           }
+                     *         ]
+                     *       },
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -4570,6 +4631,15 @@ export interface operations {
                      *         }
                      *       ],
                      *       "enabled": true,
+                     *       "trigger": {
+                     *         "event": "conversation.created",
+                     *         "conditions": [
+                     *           {
+                     *             "field": "example",
+                     *             "op": "eq"
+                     *           }
+                     *         ]
+                     *       },
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -4695,6 +4765,7 @@ export interface operations {
                      *       "id": "run_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *       "workflow_id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *       "status": "queued",
                      *       "data": {
                      *         "example": "example"
@@ -4831,6 +4902,7 @@ export interface operations {
                      *           "id": "run_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *           "workflow_id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *           "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *           "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *           "status": "queued",
                      *           "data": {
                      *             "example": "example"
@@ -4966,6 +5038,7 @@ export interface operations {
                      *       "id": "run_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *       "workflow_id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *       "status": "queued",
                      *       "data": {
                      *         "example": "example"
@@ -5097,6 +5170,7 @@ export interface operations {
                      *       "id": "run_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *       "workflow_id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
                      *       "status": "queued",
                      *       "data": {
                      *         "example": "example"
@@ -7403,7 +7477,10 @@ export type UpdateOrderBody = components['schemas']['UpdateOrderBody'];
 export type WorkflowList = components['schemas']['WorkflowList'];
 export type Workflow = components['schemas']['Workflow'];
 export type WorkflowStep = components['schemas']['WorkflowStep'];
+export type WorkflowTrigger = components['schemas']['WorkflowTrigger'];
+export type WorkflowCondition = components['schemas']['WorkflowCondition'];
 export type CreateWorkflowBody = components['schemas']['CreateWorkflowBody'];
+export type WorkflowTriggerInput = components['schemas']['WorkflowTriggerInput'];
 export type UpdateWorkflowBody = components['schemas']['UpdateWorkflowBody'];
 export type WorkflowRun = components['schemas']['WorkflowRun'];
 export type WorkflowRunStatus = components['schemas']['WorkflowRunStatus'];
