@@ -11,7 +11,7 @@ import {
   SwitchAccountInput,
 } from '@convo/core';
 import type { OperationParsedInput, OperationResult } from '@convo/core';
-import { accountsService } from '../services/accounts.js';
+import { type KeyRecord, accountsService } from '../services/accounts.js';
 import { type SessionView, peopleService } from '../services/people.js';
 import { type MutationId, type QueryId, call, operationInput } from '../trpc/init.js';
 import { type ConsoleContext, c, consoleInput, managerProcedure, memberProcedure, publicProcedure } from './init.js';
@@ -25,6 +25,17 @@ async function sessionOf(ctx: ConsoleContext, token: string): Promise<SessionVie
   ctx.setSessionCookie(token);
   return viewOf(await peopleService.resolve(ctx.database, token));
 }
+
+/** A key as the console lists it: never its value. */
+const keyView = (key: KeyRecord) => ({
+  id: key.id,
+  name: key.name,
+  type: key.type,
+  redacted: key.redacted,
+  last_four: key.redacted.slice(-4),
+  created_at: key.created_at,
+  last_used_at: key.last_used_at,
+});
 
 const publicUrlOf = (ctx: ConsoleContext, path: string) => `${ctx.settings.publicUrl.replace(/\/+$/, '')}${path}`;
 
@@ -95,31 +106,12 @@ export const consoleRouter = c.router({
   keys: {
     /** The account's keys that still work, newest first: never their values. */
     list: memberProcedure.query(async ({ ctx }) =>
-      (await accountsService.listKeys(ctx.database, ctx.session.account.id))
-        .filter((key) => key.revoked_at === null)
-        .map((key) => ({
-          id: key.id,
-          name: key.name,
-          type: key.type,
-          redacted: key.redacted,
-          last_four: key.redacted.slice(-4),
-          created_at: key.created_at,
-          last_used_at: key.last_used_at,
-        })),
+      (await accountsService.listKeys(ctx.database, ctx.session.account.id)).filter((key) => key.revoked_at === null).map(keyView),
     ),
     /** The key's value is in this answer and nowhere else, ever. */
     create: managerProcedure.input(consoleInput(CreateKeyInput)).mutation(async ({ ctx, input }) => {
       const key = await accountsService.createKey(ctx.database, { accountId: ctx.session.account.id, type: input.type, name: input.name });
-      return {
-        id: key.id,
-        name: key.name,
-        type: key.type,
-        redacted: key.redacted,
-        last_four: key.redacted.slice(-4),
-        created_at: key.created_at,
-        last_used_at: key.last_used_at,
-        key: key.key,
-      };
+      return { ...keyView(key), key: key.key };
     }),
     revoke: managerProcedure.input(consoleInput(ById)).mutation(async ({ ctx, input }) => {
       const key = await accountsService.revokeAccountKey(ctx.database, ctx.session.account.id, input.id);

@@ -7,13 +7,20 @@ export type EventRow = Selectable<EventTable>;
 /** An event as deliveries and the API show it: its log position is the events list's business only. */
 export type StoredEvent = Omit<EventRow, 'position'>;
 
+type EventFilter = { type?: EventRow['type'] | undefined; since: string };
+
+/** The account's listed events: since `since`, of `type` when given, never an endpoint's test ping. */
+function listed(scope: TenantScope, filter: EventFilter) {
+  const base = scope.selectFrom('events').where('events.created_at', '>=', filter.since).where('events.type', '<>', 'ping');
+  return filter.type ? base.where('events.type', '=', filter.type) : base;
+}
+
 export const eventsRepository = {
   insert: (scope: TenantScope, row: Omit<EventRow, 'account_id'>) => scope.insert('events', row),
 
   /** Newest first, ties by id descending; only events since `since`. */
-  async list(scope: TenantScope, filter: { type?: EventRow['type'] | undefined; since: string }, page: { limit: number; offset: number }) {
-    let base = scope.selectFrom('events').where('events.created_at', '>=', filter.since).where('events.type', '<>', 'ping');
-    if (filter.type) base = base.where('events.type', '=', filter.type);
+  async list(scope: TenantScope, filter: EventFilter, page: { limit: number; offset: number }) {
+    const base = listed(scope, filter);
     const [rows, count] = await Promise.all([
       base.selectAll().orderBy('events.created_at', 'desc').orderBy('events.id', 'desc').limit(page.limit).offset(page.offset).execute(),
       base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
@@ -49,17 +56,12 @@ export const eventsRepository = {
    */
   async listFrom(
     scope: TenantScope,
-    filter: { type?: EventRow['type'] | undefined; since: string },
+    filter: EventFilter,
     cursor: { direction: 'before' | 'after'; position: number; after?: number },
     page: { limit: number; offset: number },
   ) {
-    let base = scope
-      .selectFrom('events')
-      .where('events.created_at', '>=', filter.since)
-      .where('events.type', '<>', 'ping')
-      .where('events.position', cursor.direction === 'before' ? '<' : '>', cursor.position);
+    let base = listed(scope, filter).where('events.position', cursor.direction === 'before' ? '<' : '>', cursor.position);
     if (cursor.after !== undefined) base = base.where('events.position', '>', cursor.after);
-    if (filter.type) base = base.where('events.type', '=', filter.type);
     const order = cursor.direction === 'before' ? 'desc' : 'asc';
     const [rows, beyond] = await Promise.all([
       base.selectAll().orderBy('events.position', order).limit(page.limit).offset(page.offset).execute(),
@@ -70,11 +72,14 @@ export const eventsRepository = {
   },
 
   /** How many events the account has since `since` (of `type`). */
-  count: async (scope: TenantScope, filter: { type?: EventRow['type'] | undefined; since: string }) => {
-    let base = scope.selectFrom('events').where('events.created_at', '>=', filter.since).where('events.type', '<>', 'ping');
-    if (filter.type) base = base.where('events.type', '=', filter.type);
-    return Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-  },
+  count: async (scope: TenantScope, filter: EventFilter) =>
+    Number(
+      (
+        await listed(scope, filter)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
 
   /** Deletes events older than `before`, across accounts (the worker's retention job). */
   prune: async (db: Executor, before: string) => Number((await db.deleteFrom('events').where('created_at', '<', before).executeTakeFirst()).numDeletedRows),

@@ -27,13 +27,15 @@ export async function startTriggeredRuns(scope: TenantScope, event: { id: string
   const origin = runningWorkflow.getStore();
   const data = event.data as Record<string, unknown>;
   let contactId: string | null | undefined;
+  let cap: number | undefined;
   for (const workflow of workflows) {
     if (workflow.id === origin) continue;
     const trigger = JSON.parse(workflow.trigger as string) as WorkflowTrigger;
     if (!trigger.conditions.every((condition) => holds(condition, data))) continue;
     contactId ??= await contactOf(scope, event.type, data);
     if (!contactId) return;
-    const skipped = (await overCap(scope)) ? `rate_limited: the account's workflow triggers started their runs for this minute` : undefined;
+    cap ??= await runsPerMinute(scope);
+    const skipped = (await overCap(scope, cap)) ? `rate_limited: the account's workflow triggers started their runs for this minute` : undefined;
     await startRun(scope, workflow, { contactId, data: {}, eventId: event.id, ...(skipped ? { skipped } : {}) });
   }
 }
@@ -47,9 +49,13 @@ async function contactOf(scope: TenantScope, type: EventType, data: Record<strin
 }
 
 /** Runs started by triggers a minute per account: its API rate limit (its plan's requests a minute). */
-async function overCap(scope: TenantScope): Promise<boolean> {
+async function runsPerMinute(scope: TenantScope): Promise<number> {
   const account = await accountsRepository.findById(scope.db, scope.accountId);
-  const cap = account ? rateLimitOf(account) : 60;
+  return account ? rateLimitOf(account) : 60;
+}
+
+/** The account's triggers started `cap` runs or more in the last minute (counted anew: each start adds one). */
+async function overCap(scope: TenantScope, cap: number): Promise<boolean> {
   const since = new Date(Date.now() - 60_000).toISOString();
   return (await workflowRunsRepository.countTriggeredSince(scope, since)) >= cap;
 }

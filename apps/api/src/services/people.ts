@@ -7,6 +7,7 @@ import { newId, nextUlid, now } from '../ids.js';
 import { hashKey } from '../keys.js';
 import { UNKNOWN_USER_HASH, hashPassword, verifyPassword } from '../passwords.js';
 import { accountsRepository } from '../repositories/accounts.js';
+import type { Executor } from '../repositories/tenant.js';
 import { invitationsRepository, membershipsRepository, passwordResetsRepository, sessionsRepository, usersRepository } from '../repositories/people.js';
 import { type Plan, rateLimitOf } from './accounts.js';
 
@@ -45,6 +46,12 @@ function checkPassword(password: string, field = 'password'): void {
     throw ApiError.badRequest(field, 'min_length', `The password must be at least ${PASSWORD_MIN_LENGTH} characters long`);
   if (password.length > PASSWORD_MAX_LENGTH)
     throw ApiError.badRequest(field, 'max_length', `The password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
+}
+
+/** A new password ends every session of the person (CONTRACT: Console and people). */
+async function replacePassword(db: Executor, userId: string, passwordHash: string): Promise<void> {
+  await usersRepository.setPassword(db, userId, passwordHash, now());
+  await sessionsRepository.deleteByUser(db, userId);
 }
 
 /** Starts a session for `userId` on `accountId`; the token goes into the cookie, its hash into the table. */
@@ -146,8 +153,7 @@ export const peopleService = {
       throw ApiError.badRequest('current_password', 'format', 'The current password is wrong');
     const passwordHash = await hashPassword(input.newPassword);
     return database.db.transaction().execute(async (trx) => {
-      await usersRepository.setPassword(trx, user.id, passwordHash, now());
-      await sessionsRepository.deleteByUser(trx, user.id);
+      await replacePassword(trx, user.id, passwordHash);
       return { token: await startSession({ ...database, db: trx }, user.id, session.account.id) };
     });
   },
@@ -246,8 +252,7 @@ export const peopleService = {
     if (!user) throw new Error(`No such user: ${email}`);
     const passwordHash = await hashPassword(password);
     await database.db.transaction().execute(async (trx) => {
-      await usersRepository.setPassword(trx, user.id, passwordHash, now());
-      await sessionsRepository.deleteByUser(trx, user.id);
+      await replacePassword(trx, user.id, passwordHash);
     });
   },
 
@@ -276,8 +281,7 @@ export const peopleService = {
     return database.db.transaction().execute(async (trx) => {
       const reset = await passwordResetsRepository.find(trx, tokenHash);
       if (!reset || !(await passwordResetsRepository.use(trx, tokenHash, now()))) throw ApiError.notFound('password reset link');
-      await usersRepository.setPassword(trx, reset.user_id, passwordHash, now());
-      await sessionsRepository.deleteByUser(trx, reset.user_id);
+      await replacePassword(trx, reset.user_id, passwordHash);
       const first = (await membershipsRepository.listByUser(trx, reset.user_id))[0];
       if (!first) throw ApiError.forbidden('This person is a member of no account any more');
       return { token: await startSession({ ...database, db: trx }, reset.user_id, first.account_id) };
