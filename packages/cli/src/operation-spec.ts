@@ -109,22 +109,29 @@ function toJsonSchema(schema: unknown, io: 'input' | 'output'): JsonSchema {
   return resolve(json, json.$defs ?? {});
 }
 
-/** Inlines `$ref`s to `$defs` (the schemas here are not recursive). */
-function resolve(schema: JsonSchema, defs: Record<string, JsonSchema>): JsonSchema {
+/**
+ * Inlines `$ref`s to `$defs`. A schema met again inside itself (a workflow step's `if` holds
+ * steps) stays a JSON value of no particular shape there: the CLI takes such fields as JSON.
+ */
+function resolve(schema: JsonSchema, defs: Record<string, JsonSchema>, inside: readonly string[] = []): JsonSchema {
   let current = schema;
+  const names = [...inside];
   while (current.$ref) {
     const name = current.$ref.replace('#/$defs/', '');
     const { $ref: _ref, ...rest } = current;
     const target = defs[name];
     if (!target) throw new Error(`Unresolved $ref ${current.$ref}`);
+    if (names.includes(name)) return rest;
+    names.push(name);
     current = { ...target, ...rest };
   }
+  const inner = (s: JsonSchema) => resolve(s, defs, names);
   const out: JsonSchema = { ...current };
-  if (current.properties) out.properties = Object.fromEntries(Object.entries(current.properties).map(([k, v]) => [k, resolve(v, defs)]));
-  if (current.items) out.items = resolve(current.items, defs);
-  if (current.anyOf) out.anyOf = current.anyOf.map((s) => resolve(s, defs));
-  if (current.oneOf) out.oneOf = current.oneOf.map((s) => resolve(s, defs));
-  if (typeof current.additionalProperties === 'object') out.additionalProperties = resolve(current.additionalProperties, defs);
+  if (current.properties) out.properties = Object.fromEntries(Object.entries(current.properties).map(([k, v]) => [k, inner(v)]));
+  if (current.items) out.items = inner(current.items);
+  if (current.anyOf) out.anyOf = current.anyOf.map(inner);
+  if (current.oneOf) out.oneOf = current.oneOf.map(inner);
+  if (typeof current.additionalProperties === 'object') out.additionalProperties = inner(current.additionalProperties);
   return out;
 }
 

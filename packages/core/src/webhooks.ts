@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { Id, Timestamp, dateTimeInput, listOf, pagination, text } from './common.js';
-import { EVENT_TYPES } from './events.js';
+import { EVENT_TYPES } from './event-types.js';
 
 export const WebhookEndpointStatus = z.enum(['enabled', 'disabled']).meta({ id: 'WebhookEndpointStatus' });
 

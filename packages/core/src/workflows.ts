@@ -3,24 +3,10 @@ import { ConversationStatus, Id, Timestamp, listOf, pagination, text } from './c
 import { TagName } from './contacts.js';
 import { MessageContent } from './messages.js';
 import { EVENT_TYPES } from './event-types.js';
+import { WebhookUrl } from './webhooks.js';
 
 /** Longest single wait step: 30 days. */
 export const MAX_WAIT_SECONDS = 30 * 24 * 60 * 60;
-
-export const WorkflowStep = z
-  .discriminatedUnion('type', [
-    z.strictObject({
-      type: z.literal('send_message'),
-      content: MessageContent.meta({ description: 'May use `{{contact.name}}` and `{{data.<key>}}`.' }),
-    }),
-    z.strictObject({ type: z.literal('add_tag'), tag: TagName }),
-    z.strictObject({ type: z.literal('remove_tag'), tag: TagName }),
-    z.strictObject({ type: z.literal('set_conversation_status'), status: ConversationStatus }),
-    z.strictObject({ type: z.literal('wait'), seconds: z.int().min(1).max(MAX_WAIT_SECONDS) }),
-  ])
-  .meta({ id: 'WorkflowStep' });
-export type WorkflowStep = z.infer<typeof WorkflowStep>;
-export const STEP_TYPES = ['send_message', 'add_tag', 'remove_tag', 'set_conversation_status', 'wait'] as const;
 
 /** How a condition compares a field of the event's data with its value. */
 export const CONDITION_OPERATORS = ['eq', 'neq', 'in', 'not_in', 'contains', 'gt', 'gte', 'lt', 'lte', 'exists'] as const;
@@ -42,6 +28,101 @@ export const WorkflowCondition = z
   })
   .meta({ id: 'WorkflowCondition' });
 export type WorkflowCondition = z.infer<typeof WorkflowCondition>;
+
+/** How deep `if` steps may nest: an `if` inside an `if` inside an `if`. */
+export const MAX_IF_DEPTH = 3;
+/** Steps of a workflow in all, counting every step inside `if` steps. */
+export const MAX_STEPS_IN_ALL = 100;
+/** Steps in one list: a workflow's own, or one branch of an `if`. */
+export const MAX_STEPS_PER_LIST = 50;
+
+const StepUrl = WebhookUrl.meta({
+  description: 'Where the step POSTs. https only, never a private address (the rules and timeout of webhook deliveries).',
+});
+
+/** The step types; `if` holds step lists of its own (see WorkflowSteps for the bounds). */
+export const WorkflowStep = z
+  .discriminatedUnion('type', [
+    z.strictObject({
+      type: z.literal('send_message'),
+      content: MessageContent.meta({ description: 'May use `{{contact.name}}` and `{{data.<key>}}`.' }),
+    }),
+    z.strictObject({ type: z.literal('add_tag'), tag: TagName }),
+    z.strictObject({ type: z.literal('remove_tag'), tag: TagName }),
+    z.strictObject({ type: z.literal('set_conversation_status'), status: ConversationStatus }),
+    z.strictObject({ type: z.literal('wait'), seconds: z.int().min(1).max(MAX_WAIT_SECONDS) }),
+    z.strictObject({ type: z.literal('http_request'), url: StepUrl }),
+    z.strictObject({
+      type: z.literal('if'),
+      conditions: z
+        .array(WorkflowCondition)
+        .min(1)
+        .max(10)
+        .meta({ description: 'All must hold for `then` to run, else `else` runs. Fields: `contact.*`, `data.*`, and `event.*` in a run its trigger started.' }),
+      // biome-ignore lint/suspicious/noThenProperty: `then` is the step's documented field name; the object is data, never awaited.
+      get then(): z.ZodArray<typeof WorkflowStep> {
+        return z.array(WorkflowStep).min(1).max(MAX_STEPS_PER_LIST);
+      },
+      get else(): z.ZodOptional<z.ZodArray<typeof WorkflowStep>> {
+        return z.array(WorkflowStep).max(MAX_STEPS_PER_LIST).optional();
+      },
+    }),
+  ])
+  .meta({ id: 'WorkflowStep' });
+export type WorkflowStep = z.infer<typeof WorkflowStep>;
+export const STEP_TYPES = ['send_message', 'add_tag', 'remove_tag', 'set_conversation_status', 'wait', 'http_request', 'if'] as const;
+
+/** Calls `visit` for every step, nested ones after their `if`, with its depth (1 for a workflow's own). */
+export function forEachStep(
+  steps: readonly WorkflowStep[],
+  visit: (step: WorkflowStep, path: (string | number)[], depth: number) => void,
+  path: (string | number)[] = [],
+  depth = 1,
+): void {
+  steps.forEach((step, index) => {
+    visit(step, [...path, index], depth);
+    if (step.type === 'if') {
+      forEachStep(step.then, visit, [...path, index, 'then'], depth + 1);
+      forEachStep(step.else ?? [], visit, [...path, index, 'else'], depth + 1);
+    }
+  });
+}
+
+/** A workflow's steps: 1 to 50, `if` steps nested at most 3 deep, at most 100 in all. */
+export const WorkflowSteps = z
+  .array(WorkflowStep)
+  .min(1)
+  .max(MAX_STEPS_PER_LIST)
+  .check((ctx) => {
+    let count = 0;
+    forEachStep(ctx.value, (step, path, depth) => {
+      count += 1;
+      if (step.type === 'if' && depth > MAX_IF_DEPTH) {
+        ctx.issues.push({
+          code: 'too_big',
+          origin: 'array',
+          maximum: MAX_IF_DEPTH,
+          inclusive: true,
+          path,
+          input: step,
+          message: `if steps nest at most ${MAX_IF_DEPTH} deep`,
+        });
+      }
+    });
+    if (count > MAX_STEPS_IN_ALL) {
+      ctx.issues.push({
+        code: 'too_big',
+        origin: 'array',
+        maximum: MAX_STEPS_IN_ALL,
+        inclusive: true,
+        input: ctx.value,
+        message: `A workflow has at most ${MAX_STEPS_IN_ALL} steps in all, counting those inside if steps`,
+      });
+    }
+  })
+  .meta({
+    description: `1 to ${MAX_STEPS_PER_LIST} steps; \`if\` steps nest at most ${MAX_IF_DEPTH} deep, and a workflow has at most ${MAX_STEPS_IN_ALL} steps in all.`,
+  });
 
 /** Events that can start a run: they name a contact who still exists. */
 export const TRIGGER_EVENT_TYPES = EVENT_TYPES.filter((type) => type !== 'contact.deleted');
@@ -79,7 +160,7 @@ export type WorkflowList = z.infer<typeof WorkflowList>;
 export const CreateWorkflowBody = z
   .strictObject({
     name: text(1, 200),
-    steps: z.array(WorkflowStep).min(1).max(50),
+    steps: WorkflowSteps,
     enabled: z.boolean().default(true),
     trigger: WorkflowTriggerInput.nullable().optional(),
   })
@@ -89,7 +170,7 @@ export type CreateWorkflowBody = z.input<typeof CreateWorkflowBody>;
 export const UpdateWorkflowBody = z
   .strictObject({
     name: text(1, 200).optional(),
-    steps: z.array(WorkflowStep).min(1).max(50).optional().meta({ description: 'Runs already started keep the steps they started with.' }),
+    steps: WorkflowSteps.optional().meta({ description: 'Runs already started keep the steps they started with.' }),
     enabled: z.boolean().optional(),
     trigger: WorkflowTriggerInput.nullable().optional(),
   })
@@ -138,14 +219,23 @@ export const WorkflowRun = z
     event_id: Id.nullable().meta({ description: "The event that started the run (its workflow's trigger); null for a run started by `trigger`." }),
     status: RunStatus,
     data: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
-    steps: z.array(
-      z.object({
-        index: z.int().min(0),
-        type: z.enum(STEP_TYPES),
-        status: StepStatus,
-        error: z.string().nullable(),
-      }),
-    ),
+    steps: z
+      .array(
+        z.object({
+          index: z.int().min(0).meta({ description: 'Place in this list: every step of the workflow, those inside an `if` right after it.' }),
+          path: z.string().meta({ description: "Where the step is in the workflow's steps: `2`, or `1.then.0` inside the `if` at 1." }),
+          type: z.enum(STEP_TYPES),
+          status: StepStatus.meta({ description: '`skipped` also for the steps of the branch an `if` did not take.' }),
+          error: z.string().nullable(),
+          branch: z.enum(['then', 'else']).nullable().optional().meta({ description: 'An `if` step only: the branch it took, null until it ran.' }),
+          response_status: z
+            .int()
+            .nullable()
+            .optional()
+            .meta({ description: 'An `http_request` step only: the status code of the answer, null until one arrived.' }),
+        }),
+      )
+      .meta({ description: 'Every step of the workflow in order, those inside `if` steps included.' }),
     error: z.string().nullable(),
     created_at: Timestamp,
     started_at: Timestamp.nullable(),

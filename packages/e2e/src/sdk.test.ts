@@ -102,8 +102,25 @@ describe('the SDK against a real server', () => {
     called.add('workflows.listRuns');
     expect(WorkflowRun.parse(await convo.workflows.retrieveRun(workflow.id, run.id)).id).toBe(run.id);
     called.add('workflows.retrieveRun');
-    const later = Workflow.parse(await convo.workflows.create({ name: 'Later', steps: [{ type: 'wait', seconds: 3600 }] }));
+    const later = Workflow.parse(
+      await convo.workflows.create({
+        name: 'Later',
+        steps: [
+          {
+            type: 'if',
+            conditions: [{ field: 'contact.tags', op: 'exists' }],
+            then: [{ type: 'wait', seconds: 3600 }],
+            else: [{ type: 'http_request', url: 'https://example.com/hook' }],
+          },
+        ],
+      }),
+    );
     const waiting = WorkflowRun.parse(await convo.workflows.trigger(later.id, { contact_id: ana.id }));
+    expect(waiting.steps.map((step) => [step.path, step.type])).toEqual([
+      ['0', 'if'],
+      ['0.then.0', 'wait'],
+      ['0.else.0', 'http_request'],
+    ]);
     expect(WorkflowRun.parse(await convo.workflows.cancelRun(later.id, waiting.id)).status).toBe('cancelled');
     called.add('workflows.cancelRun');
     expect(Workflow.parse(await convo.workflows.update(later.id, { enabled: false })).enabled).toBe(false);

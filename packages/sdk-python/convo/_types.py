@@ -331,7 +331,10 @@ class WorkflowStepWait(TypedDict):
     seconds: int
 
 
-WorkflowStep = Union[WorkflowStepSendMessage, WorkflowStepAddTag, WorkflowStepRemoveTag, WorkflowStepSetConversationStatus, WorkflowStepWait]
+class WorkflowStepHttpRequest(TypedDict):
+    type: Literal["http_request"]
+    url: str
+    """Where the step POSTs. https only, never a private address (the rules and timeout of webhook deliveries)."""
 
 
 class _WorkflowConditionRequired(TypedDict):
@@ -343,6 +346,21 @@ class _WorkflowConditionRequired(TypedDict):
 
 class WorkflowCondition(_WorkflowConditionRequired, total=False):
     value: Optional[Union[str, float, bool, List[Union[str, float]]]]
+
+
+class _WorkflowStepIfRequired(TypedDict):
+    type: Literal["if"]
+    conditions: List[WorkflowCondition]
+    """All must hold for `then` to run, else `else` runs. Fields: `contact.*`, `data.*`, and `event.*` in a run its trigger started."""
+    then: "List[WorkflowStep]"
+
+
+_WorkflowStepIfFields = TypedDict("_WorkflowStepIfFields", {"else": "List[WorkflowStep]"}, total=False)
+class WorkflowStepIf(_WorkflowStepIfRequired, _WorkflowStepIfFields):
+    """WorkflowStepIf"""
+
+
+WorkflowStep = Union[WorkflowStepSendMessage, WorkflowStepAddTag, WorkflowStepRemoveTag, WorkflowStepSetConversationStatus, WorkflowStepWait, WorkflowStepHttpRequest, WorkflowStepIf]
 
 
 class WorkflowTrigger(TypedDict):
@@ -384,6 +402,7 @@ class WorkflowTriggerInput(_WorkflowTriggerInputRequired, total=False):
 class _CreateWorkflowBodyRequired(TypedDict):
     name: str
     steps: List[WorkflowStep]
+    """1 to 50 steps; `if` steps nest at most 3 deep, and a workflow has at most 100 steps in all."""
 
 
 class CreateWorkflowBody(_CreateWorkflowBodyRequired, total=False):
@@ -405,11 +424,22 @@ WorkflowRunStatus = Literal["queued", "running", "waiting", "succeeded", "failed
 WorkflowStepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
 
 
-class WorkflowRunStepsItem(TypedDict):
+class _WorkflowRunStepsItemRequired(TypedDict):
     index: int
-    type: Literal["send_message", "add_tag", "remove_tag", "set_conversation_status", "wait"]
+    """Place in this list: every step of the workflow, those inside an `if` right after it."""
+    path: str
+    """Where the step is in the workflow's steps: `2`, or `1.then.0` inside the `if` at 1."""
+    type: Literal["send_message", "add_tag", "remove_tag", "set_conversation_status", "wait", "http_request", "if"]
     status: WorkflowStepStatus
+    """`skipped` also for the steps of the branch an `if` did not take."""
     error: Optional[str]
+
+
+class WorkflowRunStepsItem(_WorkflowRunStepsItemRequired, total=False):
+    branch: Optional[Literal["then", "else"]]
+    """An `if` step only: the branch it took, null until it ran."""
+    response_status: Optional[int]
+    """An `http_request` step only: the status code of the answer, null until one arrived."""
 
 
 class WorkflowRun(TypedDict):
@@ -421,6 +451,7 @@ class WorkflowRun(TypedDict):
     status: WorkflowRunStatus
     data: Dict[str, Optional[Union[str, float, bool]]]
     steps: List[WorkflowRunStepsItem]
+    """Every step of the workflow in order, those inside `if` steps included."""
     error: Optional[str]
     created_at: str
     started_at: Optional[str]
@@ -997,6 +1028,8 @@ __all__ = [
     "WorkflowRunStepsItem",
     "WorkflowStep",
     "WorkflowStepAddTag",
+    "WorkflowStepHttpRequest",
+    "WorkflowStepIf",
     "WorkflowStepRemoveTag",
     "WorkflowStepSendMessage",
     "WorkflowStepSetConversationStatus",

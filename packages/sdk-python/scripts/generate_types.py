@@ -277,7 +277,7 @@ def render_part(
     bases: List[str],
 ) -> List[str]:
     if any(not f[0].isidentifier() or keyword.iskeyword(f[0]) for f in fields):
-        items = ", ".join(f'"{f[0]}": {json.dumps(quote_forward(f[1], emitted, defs)) if needs_quote(f[1], emitted, defs) else f[1]}' for f in fields)
+        items = ", ".join(f'"{f[0]}": {quote_forward(f[1], emitted, defs)}' for f in fields)
         functional = f"_{name}Fields" if bases else name
         line = [f'{functional} = TypedDict("{functional}", {{{items}}}{"" if total else ", total=False"})']
         if not bases:

@@ -93,8 +93,15 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(run["workflow_id"], workflow["id"])
         self.assertIn(run["id"], [r["id"] for r in c.workflows.runs(workflow["id"])])
         self.assertEqual(c.workflows.retrieve_run(workflow["id"], run["id"])["id"], run["id"])
-        waiting = c.workflows.create(name="Wait a day", steps=[{"type": "wait", "seconds": 86400}, {"type": "add_tag", "tag": "later"}])
+        waiting = c.workflows.create(
+            name="Wait a day",
+            steps=[
+                {"type": "wait", "seconds": 86400},
+                {"type": "if", "conditions": [{"field": "data.vip", "op": "eq", "value": True}], "then": [{"type": "add_tag", "tag": "later"}]},
+            ],
+        )
         queued = c.workflows.trigger(waiting["id"], contact_id=contact["id"])
+        self.assertEqual([s["path"] for s in queued["steps"]], ["0", "1", "1.then.0"])
         self.assertEqual(c.workflows.cancel_run(waiting["id"], queued["id"])["status"], "cancelled")
         self.assertFalse(c.workflows.update(waiting["id"], enabled=False)["enabled"])
         self.assertIsNone(c.workflows.delete(waiting["id"]))

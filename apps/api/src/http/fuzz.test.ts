@@ -674,7 +674,9 @@ function semanticRefusal(field: string, constraint: string, verdict: Verdict): b
   // A contact's 51st tag (tags.add); an order total beyond 2^53 (items).
   if (constraint === 'max' && (field === 'tags' || field === 'items')) return true;
   // `format: uri` cannot say "http(s) with a host name"; the server's URL check is the stricter.
-  if (constraint === 'format' && field === 'url') return true;
+  if (constraint === 'format' && (field === 'url' || field.endsWith('.url'))) return true;
+  // A workflow's 101st step counting those inside `if` steps, or an `if` nested a fourth time.
+  if (constraint === 'max' && /^steps(\.\d+\.(then|else)\.\d+)*$/.test(field)) return true;
   // The account's 16th webhook endpoint: a count the document cannot state.
   if (constraint === 'max' && field === 'body') return true;
   // `format: date-time` cannot bound a date: one outside the years 0000 to 9999 once in UTC.

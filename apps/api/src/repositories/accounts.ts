@@ -38,6 +38,21 @@ export const apiKeysRepository = {
 
   touch: (db: Executor, id: string, at: string) => db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
 
+  /** The secrets of the account's active webhook keys, oldest first: what signs what Convo POSTs. */
+  signingSecrets: async (db: Executor, accountId: string) =>
+    (
+      await db
+        .selectFrom('api_keys')
+        .select('signing_secret')
+        .where('account_id', '=', accountId)
+        .where('type', '=', 'webhook')
+        .where('revoked_at', 'is', null)
+        .where('signing_secret', 'is not', null)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute()
+    ).map((row) => row.signing_secret as string),
+
   revoke: (db: Executor, id: string, at: string) =>
     db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst(),
 };

@@ -45,6 +45,8 @@ export const eventsRepository = {
       where events.account_id = ${scope.accountId} and events.id = numbered.id`.execute(scope.db);
   },
 
+  findById: (scope: TenantScope, id: string) => scope.selectFrom('events').selectAll().where('events.id', '=', id).executeTakeFirst(),
+
   /** An event's position (after assignPositions), or undefined for an unknown id. */
   positionOf: async (scope: TenantScope, id: string) =>
     (await scope.selectFrom('events').select('events.position').where('events.id', '=', id).where('events.type', '<>', 'ping').executeTakeFirst())?.position,

@@ -1,4 +1,4 @@
-import type { Workflow, WorkflowRun, WorkflowStep } from '@convo/core';
+import { type Workflow, type WorkflowRun, type WorkflowStep, forEachStep } from '@convo/core';
 import type { CreateWorkflowBody, ListRunsQuery, ListWorkflowsQuery, TriggerWorkflowBody, UpdateWorkflowBody } from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
@@ -6,6 +6,7 @@ import { newId, now } from '../ids.js';
 import { contactsRepository } from '../repositories/contacts.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type WorkflowRow, type WorkflowRunRow, workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
+import { webhookUrlProblem } from '../webhook-addresses.js';
 import { enqueue } from '../worker/queue.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
 
@@ -13,7 +14,39 @@ import { type ServiceContext, inTransaction, page, scopeOf } from './context.js'
  * A run's step as stored: the public fields, and for a wait step that has started, when the
  * run may go on (kept with the step so that a job that runs early, after a crash, waits again).
  */
-export type StoredRunStep = WorkflowRun['steps'][number] & { resume_at?: string };
+export type StoredRunStep = Omit<WorkflowRun['steps'][number], 'path'> & { path?: string; resume_at?: string };
+
+/**
+ * One step of a run's plan: the workflow's steps in one flat list, each `if` followed by its
+ * `then` steps and then its `else` steps. A run moves through the list, and an `if` marks the
+ * branch it does not take `skipped`, so the next step is always the next `pending` one (a wait
+ * inside a branch stops the run at its place in the list, like any other).
+ */
+export interface PlannedStep {
+  step: WorkflowStep;
+  path: string;
+  /** An `if` only: where its `else` steps start, and where the steps after it start. */
+  elseAt?: number;
+  end?: number;
+}
+
+export function planSteps(steps: readonly WorkflowStep[], path: string[] = [], plan: PlannedStep[] = []): PlannedStep[] {
+  steps.forEach((step, index) => {
+    const here = [...path, String(index)];
+    const planned: PlannedStep = { step, path: here.join('.') };
+    plan.push(planned);
+    if (step.type === 'if') {
+      planSteps(step.then, [...here, 'then'], plan);
+      planned.elseAt = plan.length;
+      planSteps(step.else ?? [], [...here, 'else'], plan);
+      planned.end = plan.length;
+    }
+  });
+  return plan;
+}
+
+/** A run's step as the API shows it; runs from before `if` steps stored no path. */
+const publicStep = ({ resume_at: _resumeAt, ...step }: StoredRunStep): WorkflowRun['steps'][number] => ({ ...step, path: step.path ?? String(step.index) });
 
 export const toWorkflow = (row: WorkflowRow): Workflow => ({
   id: row.id,
@@ -42,11 +75,14 @@ export async function startRun(
   input: { contactId: string; data: WorkflowRun['data']; eventId?: string; skipped?: string },
 ): Promise<WorkflowRun> {
   const at = now();
-  const steps: StoredRunStep[] = toWorkflow(workflow).steps.map((step, index) => ({
+  const steps: StoredRunStep[] = planSteps(toWorkflow(workflow).steps).map(({ step, path }, index) => ({
     index,
+    path,
     type: step.type,
     status: input.skipped === undefined ? 'pending' : 'skipped',
     error: null,
+    ...(step.type === 'if' ? { branch: null } : {}),
+    ...(step.type === 'http_request' ? { response_status: null } : {}),
   }));
   const row: Omit<WorkflowRunRow, 'account_id'> = {
     id: newId('workflowRun'),
@@ -72,12 +108,7 @@ export async function startRun(
 /** The run as cancelled at `at`: the steps not done yet skipped. */
 function cancelled(run: WorkflowRunRow, at: string) {
   const steps = (JSON.parse(run.steps) as StoredRunStep[]).map(
-    ({ index, type, status, error }): StoredRunStep => ({
-      index,
-      type,
-      status: status === 'succeeded' || status === 'failed' ? status : 'skipped',
-      error,
-    }),
+    (step): StoredRunStep => ({ ...publicStep(step), status: step.status === 'succeeded' || step.status === 'failed' ? step.status : 'skipped' }),
   );
   return { status: 'cancelled' as const, steps: JSON.stringify(steps), finished_at: at, updated_at: at };
 }
@@ -89,12 +120,24 @@ export const toRun = (row: WorkflowRunRow): WorkflowRun => ({
   event_id: row.event_id,
   status: row.status,
   data: JSON.parse(row.data) as WorkflowRun['data'],
-  steps: (JSON.parse(row.steps) as StoredRunStep[]).map(({ index, type, status, error }) => ({ index, type, status, error })),
+  steps: (JSON.parse(row.steps) as StoredRunStep[]).map(publicStep),
   error: row.error,
   created_at: row.created_at,
   started_at: row.started_at,
   finished_at: row.finished_at,
 });
+
+/** Every `http_request` step's URL under the webhook rules (a 400 on the step's `url` otherwise). */
+async function assertRequestableUrls(ctx: ServiceContext, steps: readonly WorkflowStep[] | undefined): Promise<void> {
+  const urls: { field: string; url: string }[] = [];
+  forEachStep(steps ?? [], (step, path) => {
+    if (step.type === 'http_request') urls.push({ field: ['steps', ...path, 'url'].join('.'), url: step.url });
+  });
+  for (const { field, url } of urls) {
+    const problem = await webhookUrlProblem(url, { allowPrivate: ctx.settings.allowPrivateWebhooks });
+    if (problem) throw ApiError.badRequest(field, 'format', problem);
+  }
+}
 
 export async function findWorkflowOrThrow(scope: TenantScope, id: string): Promise<WorkflowRow> {
   const row = await workflowsRepository.findById(scope, id);
@@ -113,6 +156,7 @@ export const workflowsService = {
   },
 
   async create(ctx: ServiceContext, body: z.output<typeof CreateWorkflowBody>): Promise<Workflow> {
+    await assertRequestableUrls(ctx, body.steps);
     const at = now();
     const row = {
       id: newId('workflow'),
@@ -132,6 +176,7 @@ export const workflowsService = {
 
   /** Changes what is given; runs already started keep their own copy of the steps. */
   async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateWorkflowBody>): Promise<Workflow> {
+    await assertRequestableUrls(ctx, body.steps);
     return inTransaction(ctx, async (scope) => {
       const current = await workflowsRepository.findByIdForUpdate(scope, id);
       if (!current) throw ApiError.notFound('workflow', id);

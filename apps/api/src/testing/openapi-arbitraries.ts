@@ -161,11 +161,36 @@ export interface Hints {
   url: fc.Arbitrary<string>;
 }
 
+/** How many times a schema may hold itself in one value (`if` steps inside `if` steps). */
+const MAX_RECURSION = 2;
+
 /** A fast-check arbitrary of the values a JSON Schema (of the document) accepts. */
 export function arbitraryOf(doc: OpenApiDocument, hints: Hints, raw: Schema, name?: string): fc.Arbitrary<unknown> {
+  const arbitrary = build(doc, hints, raw, name, []);
+  if (!arbitrary) throw new Error('The schema has no value without recursing forever');
+  return arbitrary;
+}
+
+/** The names a schema's `$ref` chain goes through. */
+function refNames(schema: Schema): string[] {
+  return typeof schema.$ref === 'string' ? [(schema.$ref as string).replace('#/components/schemas/', '')] : [];
+}
+
+/**
+ * The arbitrary of `raw`, or undefined when every value of it would hold a schema that already
+ * holds itself MAX_RECURSION times on `stack` (the caller then leaves it out).
+ */
+function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | undefined, outer: string[]): fc.Arbitrary<unknown> | undefined {
   const hinted = name === undefined ? undefined : hints.byName(name);
   if (hinted) return hinted;
+  const refs = refNames(raw);
+  if (refs.some((ref) => outer.filter((seen) => seen === ref).length >= MAX_RECURSION)) return undefined;
+  const stack = [...outer, ...refs];
   const schema = resolve(doc, raw);
+  const oneOf = (arbitraries: (fc.Arbitrary<unknown> | undefined)[]) => {
+    const possible = arbitraries.filter((a): a is fc.Arbitrary<unknown> => a !== undefined);
+    return possible.length === 0 ? undefined : fc.oneof(...possible);
+  };
   const alternatives = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
   if (alternatives && schema.type === 'object' && alternatives.every((alt) => alt.type === undefined && alt.properties === undefined)) {
     // An object with a choice of required properties (a message's `content` or `message`): mostly
@@ -184,10 +209,10 @@ export function arbitraryOf(doc: OpenApiDocument, hints: Hints, raw: Schema, nam
       }),
     );
   }
-  if (alternatives) return fc.oneof(...alternatives.map((s) => arbitraryOf(doc, hints, s, name)));
+  if (alternatives) return oneOf(alternatives.map((s) => build(doc, hints, s, name, stack)));
   if ('const' in schema) return fc.constant(schema.const);
   if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as unknown[]));
-  if (Array.isArray(schema.type)) return fc.oneof(...(schema.type as string[]).map((type) => arbitraryOf(doc, hints, { ...schema, type }, name)));
+  if (Array.isArray(schema.type)) return oneOf((schema.type as string[]).map((type) => build(doc, hints, { ...schema, type }, name, stack)));
   switch (schema.type) {
     case 'null':
       return fc.constant(null);
@@ -218,8 +243,9 @@ export function arbitraryOf(doc: OpenApiDocument, hints: Hints, raw: Schema, nam
       return textOf(min, max);
     }
     case 'array': {
-      const item = arbitraryOf(doc, hints, (schema.items as Schema | undefined) ?? {});
+      const item = build(doc, hints, (schema.items as Schema | undefined) ?? {}, undefined, stack);
       const min = (schema.minItems as number | undefined) ?? 0;
+      if (!item) return min === 0 ? fc.constant([]) : undefined;
       const max = (schema.maxItems as number | undefined) ?? 10;
       return weighted<unknown[]>(
         [9, fc.array(item, { minLength: min, maxLength: Math.min(max, Math.max(min, 5)) })],
@@ -229,12 +255,16 @@ export function arbitraryOf(doc: OpenApiDocument, hints: Hints, raw: Schema, nam
     case 'object': {
       const properties = (schema.properties ?? {}) as Record<string, Schema>;
       if (Object.keys(properties).length > 0) {
-        const model = Object.fromEntries(Object.entries(properties).map(([key, s]) => [key, arbitraryOf(doc, hints, s, key)]));
-        return fc.record(model, { requiredKeys: (schema.required ?? []) as string[] });
+        const required = (schema.required ?? []) as string[];
+        const entries = Object.entries(properties).map(([key, s]) => [key, build(doc, hints, s, key, stack)] as const);
+        if (entries.some(([key, arbitrary]) => arbitrary === undefined && required.includes(key))) return undefined;
+        const model = Object.fromEntries(entries.filter(([, arbitrary]) => arbitrary !== undefined));
+        return fc.record(model as Record<string, fc.Arbitrary<unknown>>, { requiredKeys: required });
       }
       if (schema.additionalProperties && typeof schema.additionalProperties === 'object') {
         const key = arbitraryOf(doc, hints, { type: 'string', ...(schema.propertyNames ?? {}) }) as fc.Arbitrary<string>;
-        const value = arbitraryOf(doc, hints, schema.additionalProperties as Schema);
+        const value = build(doc, hints, schema.additionalProperties as Schema, undefined, stack);
+        if (!value) return fc.constant({});
         const max = (schema.maxProperties as number | undefined) ?? 10;
         return weighted<Record<string, unknown>>(
           [9, fc.dictionary(key, value, { maxKeys: Math.min(max, 5), noNullPrototype: true })],

@@ -1,24 +1,39 @@
 import { SendMessageBody, type WorkflowRun, type WorkflowStep } from '@convo/core';
 import type { DatabaseHandle } from '../db/database.js';
+import { apiKeysRepository } from '../repositories/accounts.js';
+import { eventsRepository } from '../repositories/events.js';
 import { ApiError } from '../errors.js';
 import { now } from '../ids.js';
 import { type ContactRow, contactsRepository } from '../repositories/contacts.js';
 import { conversationsRepository } from '../repositories/conversations.js';
 import { TenantScope } from '../repositories/tenant.js';
 import { type WorkflowRunRow, workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
-import { contactsService } from '../services/contacts.js';
+import { contactsService, toContact } from '../services/contacts.js';
 import { type ServiceContext, withinTransaction } from '../services/context.js';
 import { conversationsService } from '../services/conversations.js';
 import { messagesService } from '../services/messages.js';
-import { asRunOf } from '../services/automations.js';
-import { emitEvent } from '../services/events.js';
-import { FINISHED_RUN_STATUSES, type StoredRunStep, toRun, toWorkflow } from '../services/workflows.js';
+import { asRunOf, holds } from '../services/automations.js';
+import { emitEvent, toEvent } from '../services/events.js';
+import { FINISHED_RUN_STATUSES, type StoredRunStep, planSteps, toRun, toWorkflow } from '../services/workflows.js';
 import type { Settings } from '../settings.js';
 import { parseWith } from '../validation.js';
+import { signatureHeader } from './deliver-webhook.js';
+import { type WebhookResponse, postWebhook } from './post-webhook.js';
 import type { JobContext, JobOutcome } from './worker.js';
 
-/** What one transaction of the run did: go on with the next step, stop, or wait until a time. */
-type Progress = { next: 'step' } | { next: 'stop' } | { next: 'wait'; until: string };
+/** What Convo POSTs for an `http_request` step, and under which delivery id. */
+interface StepRequest {
+  index: number;
+  url: string;
+  body: string;
+  deliveryId: string;
+}
+
+/**
+ * What one transaction of the run did: go on with the next step, stop, wait until a time, or
+ * make a step's HTTP request (outside any transaction) and then record its answer.
+ */
+type Progress = { next: 'step' } | { next: 'stop' } | { next: 'wait'; until: string } | { next: 'request'; request: StepRequest };
 const NEXT_STEP: Progress = { next: 'step' };
 const STOP: Progress = { next: 'stop' };
 
@@ -36,6 +51,8 @@ class StepFailure extends Error {
     readonly reason: string,
     /** The run's contact no longer exists although the run still names it. */
     readonly contactGone = false,
+    /** What else the failed step shows (an `http_request`'s response status). */
+    readonly detail: Partial<StoredRunStep> = {},
   ) {
     super(reason);
   }
@@ -59,6 +76,7 @@ export async function runWorkflow(deps: { database: DatabaseHandle; settings: Se
       const progress = await advance(ctx, job.payload.runId);
       if (progress.next === 'stop') return;
       if (progress.next === 'wait') return { retryAt: progress.until };
+      if (progress.next === 'request') await recordAnswer(ctx, job.payload.runId, progress.request.index, await post(ctx, progress.request));
     }
   });
 }
@@ -80,58 +98,147 @@ async function advance(ctx: ServiceContext, runId: string): Promise<Progress> {
       // The steps the run started with; runs from before migration 0015 read the workflow's.
       const definition = run.definition === null ? await currentSteps(scope, run.workflow_id) : (JSON.parse(run.definition) as WorkflowStep[]);
       if (!definition) return STOP;
+      const plan = planSteps(definition);
       const steps = JSON.parse(run.steps) as StoredRunStep[];
       const index = run.current_step;
-      const at = now();
-      const times = { started_at: run.started_at ?? at, updated_at: at };
-      const step = definition[index];
+      const planned = plan[index];
 
-      const finishStep = async (type: WorkflowStep['type']): Promise<Progress> => {
-        steps[index] = { index, type, status: 'succeeded', error: null };
-        const last = index + 1 >= definition.length;
-        const patch = {
-          ...times,
-          steps: JSON.stringify(steps),
-          current_step: index + 1,
-          status: last ? ('succeeded' as const) : ('running' as const),
-          ...(last ? { finished_at: at } : {}),
-        };
-        await workflowRunsRepository.update(scope, run.id, patch);
-        if (last) await emitEvent(scope, 'workflow_run.succeeded', toRun({ ...run, ...patch }));
-        return last ? STOP : NEXT_STEP;
-      };
-
-      if (!step) {
-        const patch = { ...times, status: 'succeeded' as const, finished_at: at };
-        await workflowRunsRepository.update(scope, run.id, patch);
-        await emitEvent(scope, 'workflow_run.succeeded', toRun({ ...run, ...patch }));
-        return STOP;
-      }
+      if (!planned) return completeStep(scope, run, steps, index);
+      const { step } = planned;
       if (run.status === 'waiting') {
         const until = steps[index]?.resume_at;
-        if (until !== undefined && until > at) return { next: 'wait', until };
-        return finishStep(step.type);
+        if (until !== undefined && until > now()) return { next: 'wait', until };
+        return completeStep(scope, run, steps, index);
       }
       if (!contact) throw new StepFailure(index, 'contact_deleted', run.contact_id !== null);
-      if (step.type === 'wait') {
-        const until = new Date(Date.parse(at) + step.seconds * 1000).toISOString();
-        steps[index] = { index, type: step.type, status: 'running', error: null, resume_at: until };
-        await workflowRunsRepository.update(scope, run.id, { ...times, status: 'waiting', steps: JSON.stringify(steps) });
-        return { next: 'wait', until };
+      const data = JSON.parse(run.data) as WorkflowRun['data'];
+      const at = now();
+      const times = { started_at: run.started_at ?? at, updated_at: at };
+      switch (step.type) {
+        case 'wait': {
+          const until = new Date(Date.parse(at) + step.seconds * 1000).toISOString();
+          steps[index] = { ...stepAt(steps, index, step.type), status: 'running', resume_at: until };
+          await workflowRunsRepository.update(scope, run.id, { ...times, status: 'waiting', steps: JSON.stringify(steps) });
+          return { next: 'wait', until };
+        }
+        case 'if': {
+          const event = await triggeringEvent(scope, run);
+          const context = { contact: toContact(contact), data, ...(event ? { event: JSON.parse(event.data) as unknown } : {}) };
+          const branch = step.conditions.every((condition) => holds(condition, context)) ? 'then' : 'else';
+          const [from, to] = branch === 'then' ? [planned.elseAt ?? index + 1, planned.end ?? index + 1] : [index + 1, planned.elseAt ?? index + 1];
+          for (let skipped = from; skipped < to; skipped++) steps[skipped] = { ...stepAt(steps, skipped, plan[skipped]?.step.type ?? 'if'), status: 'skipped' };
+          return completeStep(scope, run, steps, index, { branch });
+        }
+        case 'http_request': {
+          // Recorded as running before the request, so that its answer is taken only while the run
+          // is still at this step; after a crash the request is made again (at least once).
+          steps[index] = { ...stepAt(steps, index, step.type), status: 'running', response_status: null };
+          await workflowRunsRepository.update(scope, run.id, { ...times, status: 'running', steps: JSON.stringify(steps) });
+          const event = await triggeringEvent(scope, run);
+          const body = JSON.stringify({
+            run_id: run.id,
+            workflow_id: run.workflow_id,
+            step: planned.path,
+            contact: toContact(contact),
+            data,
+            event: event ? toEvent(event) : null,
+          });
+          return { next: 'request', request: { index, url: step.url, body, deliveryId: `${run.id}.${index}` } };
+        }
+        default:
+          try {
+            await performStep(withinTransaction(ctx, trx), scope, { contact, data }, step);
+          } catch (error) {
+            if (error instanceof ApiError) throw new StepFailure(index, error.message);
+            if (error instanceof StepError) throw new StepFailure(index, error.reason);
+            throw error;
+          }
+          return completeStep(scope, run, steps, index);
       }
-      try {
-        await performStep(withinTransaction(ctx, trx), scope, { contact, data: JSON.parse(run.data) as WorkflowRun['data'] }, step);
-      } catch (error) {
-        if (error instanceof ApiError) throw new StepFailure(index, error.message);
-        if (error instanceof StepError) throw new StepFailure(index, error.reason);
-        throw error;
-      }
-      return finishStep(step.type);
     });
   } catch (error) {
     if (!(error instanceof StepFailure)) throw error;
     await failRun(ctx, runId, error);
     return STOP;
+  }
+}
+
+/** The event whose trigger started the run, while it is kept (30 days). */
+const triggeringEvent = async (scope: TenantScope, run: WorkflowRunRow) => (run.event_id === null ? undefined : eventsRepository.findById(scope, run.event_id));
+
+/** The stored step at `index`, or a fresh one for runs that stored fewer. */
+const stepAt = (steps: StoredRunStep[], index: number, type: WorkflowStep['type']): StoredRunStep => {
+  const { resume_at: _resumeAt, ...step } = steps[index] ?? { index, type, status: 'pending', error: null };
+  return step;
+};
+
+/**
+ * Marks the step at `index` succeeded and moves the run to the next pending step, or finishes it
+ * (`workflow_run.succeeded`) when none is left. In the caller's transaction, with the run locked.
+ */
+async function completeStep(
+  scope: TenantScope,
+  run: WorkflowRunRow,
+  steps: StoredRunStep[],
+  index: number,
+  detail: Partial<StoredRunStep> = {},
+): Promise<Progress> {
+  const at = now();
+  const current = steps[index];
+  if (current) steps[index] = { ...stepAt(steps, index, current.type), status: 'succeeded', error: null, ...detail };
+  const next = steps.findIndex((step, position) => position > index && step.status === 'pending');
+  const last = next === -1;
+  const patch = {
+    started_at: run.started_at ?? at,
+    updated_at: at,
+    steps: JSON.stringify(steps),
+    current_step: last ? Math.max(index + 1, steps.length) : next,
+    status: last ? ('succeeded' as const) : ('running' as const),
+    ...(last ? { finished_at: at } : {}),
+  };
+  await workflowRunsRepository.update(scope, run.id, patch);
+  if (last) await emitEvent(scope, 'workflow_run.succeeded', toRun({ ...run, ...patch }));
+  return last ? STOP : NEXT_STEP;
+}
+
+/** Makes an `http_request` step's POST: signed like a webhook when the account has a webhook key. */
+async function post(ctx: ServiceContext, request: StepRequest): Promise<WebhookResponse> {
+  const secrets = await apiKeysRepository.signingSecrets(ctx.database.db, ctx.accountId);
+  const timestamp = Math.floor(Date.now() / 1000);
+  return postWebhook({
+    url: request.url,
+    body: request.body,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': WORKFLOW_USER_AGENT,
+      'webhook-id': request.deliveryId,
+      'webhook-timestamp': String(timestamp),
+      ...(secrets.length > 0 ? { 'webhook-signature': signatureHeader(secrets, request.deliveryId, timestamp, request.body) } : {}),
+    },
+    timeoutMs: ctx.settings.webhookTimeoutMs,
+    allowPrivate: ctx.settings.allowPrivateWebhooks,
+  });
+}
+
+export const WORKFLOW_USER_AGENT = 'Convo-Workflows/1';
+
+/**
+ * Records the answer to an `http_request` step: a 2xx completes it, anything else fails the run.
+ * Taken only while the run is still at that step (not cancelled or deleted meanwhile).
+ */
+async function recordAnswer(ctx: ServiceContext, runId: string, index: number, response: WebhookResponse): Promise<void> {
+  try {
+    await ctx.database.db.transaction().execute(async (trx) => {
+      const scope = new TenantScope(trx, ctx.accountId);
+      const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);
+      if (!run || isFinished(run) || run.current_step !== index) return;
+      const detail = { response_status: response.statusCode };
+      if (response.error !== null) throw new StepFailure(index, response.error, false, detail);
+      await completeStep(scope, run, JSON.parse(run.steps) as StoredRunStep[], index, detail);
+    });
+  } catch (error) {
+    if (!(error instanceof StepFailure)) throw error;
+    await failRun(ctx, runId, error);
   }
 }
 
@@ -145,7 +252,7 @@ async function performStep(
   ctx: ServiceContext,
   scope: TenantScope,
   run: { contact: ContactRow; data: WorkflowRun['data'] },
-  step: Exclude<WorkflowStep, { type: 'wait' }>,
+  step: Exclude<WorkflowStep, { type: 'wait' | 'if' | 'http_request' }>,
 ): Promise<void> {
   const { contact } = run;
   switch (step.type) {
@@ -184,10 +291,10 @@ async function failRun(ctx: ServiceContext, runId: string, failure: StepFailure)
     const scope = new TenantScope(trx, ctx.accountId);
     const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);
     if (!run || isFinished(run) || run.current_step !== failure.index) return;
-    const steps = (JSON.parse(run.steps) as StoredRunStep[]).map(({ index, type, status, error }): StoredRunStep => {
-      if (index === failure.index) return { index, type, status: 'failed', error: failure.reason };
-      if (index > failure.index) return { index, type, status: 'skipped', error: null };
-      return { index, type, status, error };
+    const steps = (JSON.parse(run.steps) as StoredRunStep[]).map(({ resume_at: _resumeAt, ...step }): StoredRunStep => {
+      if (step.index === failure.index) return { ...step, status: 'failed', error: failure.reason, ...failure.detail };
+      if (step.index > failure.index && step.status === 'pending') return { ...step, status: 'skipped', error: null };
+      return step;
     });
     const type = steps[failure.index]?.type ?? 'step';
     const at = now();

@@ -972,15 +972,21 @@ export interface components {
             /** @constant */
             type: "wait";
             seconds: number;
-        };
-        WorkflowTrigger: {
+        } | {
+            /** @constant */
+            type: "http_request";
             /**
-             * @description The event type that starts a run, for the event's contact.
-             * @enum {string}
+             * Format: uri
+             * @description Where the step POSTs. https only, never a private address (the rules and timeout of webhook deliveries).
              */
-            event: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "contact.created" | "contact.updated" | "conversation.updated" | "workflow_run.succeeded" | "workflow_run.failed";
-            /** @description All must hold for the event's data. */
+            url: string;
+        } | {
+            /** @constant */
+            type: "if";
+            /** @description All must hold for `then` to run, else `else` runs. Fields: `contact.*`, `data.*`, and `event.*` in a run its trigger started. */
             conditions: components["schemas"]["WorkflowCondition"][];
+            then: components["schemas"]["WorkflowStep"][];
+            else?: components["schemas"]["WorkflowStep"][];
         };
         WorkflowCondition: {
             /** @description A field of the event's `data`, as a dot path (`platform`, `status`, `contact.tags`, `total_amount`). */
@@ -992,8 +998,18 @@ export interface components {
             op: "eq" | "neq" | "in" | "not_in" | "contains" | "gt" | "gte" | "lt" | "lte" | "exists";
             value?: string | number | boolean | null | (string | number)[];
         };
+        WorkflowTrigger: {
+            /**
+             * @description The event type that starts a run, for the event's contact.
+             * @enum {string}
+             */
+            event: "conversation.created" | "message.received" | "order.placed" | "conversation.resolved" | "message.updated" | "order.updated" | "contact.created" | "contact.updated" | "conversation.updated" | "workflow_run.succeeded" | "workflow_run.failed";
+            /** @description All must hold for the event's data. */
+            conditions: components["schemas"]["WorkflowCondition"][];
+        };
         CreateWorkflowBody: {
             name: string;
+            /** @description 1 to 50 steps; `if` steps nest at most 3 deep, and a workflow has at most 100 steps in all. */
             steps: components["schemas"]["WorkflowStep"][];
             /** @default true */
             enabled?: boolean;
@@ -1025,12 +1041,21 @@ export interface components {
             data: {
                 [key: string]: string | number | boolean | null;
             };
+            /** @description Every step of the workflow in order, those inside `if` steps included. */
             steps: {
+                /** @description Place in this list: every step of the workflow, those inside an `if` right after it. */
                 index: number;
+                /** @description Where the step is in the workflow's steps: `2`, or `1.then.0` inside the `if` at 1. */
+                path: string;
                 /** @enum {string} */
-                type: "send_message" | "add_tag" | "remove_tag" | "set_conversation_status" | "wait";
+                type: "send_message" | "add_tag" | "remove_tag" | "set_conversation_status" | "wait" | "http_request" | "if";
+                /** @description `skipped` also for the steps of the branch an `if` did not take. */
                 status: components["schemas"]["WorkflowStepStatus"];
                 error: string | null;
+                /** @description An `if` step only: the branch it took, null until it ran. */
+                branch?: ("then" | "else") | null;
+                /** @description An `http_request` step only: the status code of the answer, null until one arrived. */
+                response_status?: number | null;
             }[];
             error: string | null;
             /**
@@ -4773,6 +4798,7 @@ export interface operations {
                      *       "steps": [
                      *         {
                      *           "index": 1,
+                     *           "path": "example",
                      *           "type": "send_message",
                      *           "status": "pending",
                      *           "error": "example"
@@ -4910,6 +4936,7 @@ export interface operations {
                      *           "steps": [
                      *             {
                      *               "index": 1,
+                     *               "path": "example",
                      *               "type": "send_message",
                      *               "status": "pending",
                      *               "error": "example"
@@ -5046,6 +5073,7 @@ export interface operations {
                      *       "steps": [
                      *         {
                      *           "index": 1,
+                     *           "path": "example",
                      *           "type": "send_message",
                      *           "status": "pending",
                      *           "error": "example"
@@ -5178,6 +5206,7 @@ export interface operations {
                      *       "steps": [
                      *         {
                      *           "index": 1,
+                     *           "path": "example",
                      *           "type": "send_message",
                      *           "status": "pending",
                      *           "error": "example"
@@ -7477,8 +7506,8 @@ export type UpdateOrderBody = components['schemas']['UpdateOrderBody'];
 export type WorkflowList = components['schemas']['WorkflowList'];
 export type Workflow = components['schemas']['Workflow'];
 export type WorkflowStep = components['schemas']['WorkflowStep'];
-export type WorkflowTrigger = components['schemas']['WorkflowTrigger'];
 export type WorkflowCondition = components['schemas']['WorkflowCondition'];
+export type WorkflowTrigger = components['schemas']['WorkflowTrigger'];
 export type CreateWorkflowBody = components['schemas']['CreateWorkflowBody'];
 export type WorkflowTriggerInput = components['schemas']['WorkflowTriggerInput'];
 export type UpdateWorkflowBody = components['schemas']['UpdateWorkflowBody'];
