@@ -223,7 +223,10 @@ export const WorkflowRun = z
       .array(
         z.object({
           index: z.int().min(0).meta({ description: 'Place in this list: every step of the workflow, those inside an `if` right after it.' }),
-          path: z.string().meta({ description: "Where the step is in the workflow's steps: `2`, or `1.then.0` inside the `if` at 1." }),
+          path: z.string().optional().meta({
+            description:
+              "Where the step is in the workflow's steps (`2`, or `1.then.0` inside the `if` at 1); on every step of a run whose workflow has `if` steps, on none otherwise.",
+          }),
           type: z.enum(STEP_TYPES),
           status: StepStatus.meta({ description: '`skipped` also for the steps of the branch an `if` did not take.' }),
           error: z.string().nullable(),

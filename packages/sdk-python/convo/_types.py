@@ -427,8 +427,6 @@ WorkflowStepStatus = Literal["pending", "running", "succeeded", "failed", "skipp
 class _WorkflowRunStepsItemRequired(TypedDict):
     index: int
     """Place in this list: every step of the workflow, those inside an `if` right after it."""
-    path: str
-    """Where the step is in the workflow's steps: `2`, or `1.then.0` inside the `if` at 1."""
     type: Literal["send_message", "add_tag", "remove_tag", "set_conversation_status", "wait", "http_request", "if"]
     status: WorkflowStepStatus
     """`skipped` also for the steps of the branch an `if` did not take."""
@@ -436,6 +434,8 @@ class _WorkflowRunStepsItemRequired(TypedDict):
 
 
 class WorkflowRunStepsItem(_WorkflowRunStepsItemRequired, total=False):
+    path: str
+    """Where the step is in the workflow's steps (`2`, or `1.then.0` inside the `if` at 1); on every step of a run whose workflow has `if` steps, on none otherwise."""
     branch: Optional[Literal["then", "else"]]
     """An `if` step only: the branch it took, null until it ran."""
     response_status: Optional[int]

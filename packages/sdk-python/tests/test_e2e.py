@@ -101,7 +101,7 @@ class EndToEnd(unittest.TestCase):
             ],
         )
         queued = c.workflows.trigger(waiting["id"], contact_id=contact["id"])
-        self.assertEqual([s["path"] for s in queued["steps"]], ["0", "1", "1.then.0"])
+        self.assertEqual([s.get("path") for s in queued["steps"]], ["0", "1", "1.then.0"])
         self.assertEqual(c.workflows.cancel_run(waiting["id"], queued["id"])["status"], "cancelled")
         self.assertFalse(c.workflows.update(waiting["id"], enabled=False)["enabled"])
         self.assertIsNone(c.workflows.delete(waiting["id"]))

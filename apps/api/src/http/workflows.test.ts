@@ -136,8 +136,8 @@ describeEachDialect('workflows', (server) => {
         status: 'queued',
         data: { order: '1001', total: 25, paid: true, note: null },
         steps: [
-          { index: 0, path: '0', type: 'add_tag', status: 'pending', error: null },
-          { index: 1, path: '1', type: 'wait', status: 'pending', error: null },
+          { index: 0, type: 'add_tag', status: 'pending', error: null },
+          { index: 1, type: 'wait', status: 'pending', error: null },
         ],
         error: null,
         created_at: run.created_at,
@@ -304,7 +304,7 @@ describeEachDialect('workflows', (server) => {
 
       const { run } = await pollRun(workflow.id, queued.id);
       expect(run).toMatchObject({ status: 'succeeded', error: null, contact_id: contact.id, data: { order: '1001' } });
-      expect(run.steps).toEqual(workflow.steps.map((step, index) => ({ index, path: String(index), type: step.type, status: 'succeeded', error: null })));
+      expect(run.steps).toEqual(workflow.steps.map((step, index) => ({ index, type: step.type, status: 'succeeded', error: null })));
       expect(Date.parse(run.finished_at ?? '') - Date.parse(run.started_at ?? '')).toBeGreaterThanOrEqual(1000);
 
       const resolved = expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation);
@@ -346,9 +346,9 @@ describeEachDialect('workflows', (server) => {
       const { run } = await pollRun(workflow.id, (await trigger(workflow.id, contact.id)).id);
       expect(run).toMatchObject({ status: 'failed', error: 'step 1 (send_message): no_open_conversation' });
       expect(run.steps).toEqual([
-        { index: 0, path: '0', type: 'add_tag', status: 'succeeded', error: null },
-        { index: 1, path: '1', type: 'send_message', status: 'failed', error: 'no_open_conversation' },
-        { index: 2, path: '2', type: 'add_tag', status: 'skipped', error: null },
+        { index: 0, type: 'add_tag', status: 'succeeded', error: null },
+        { index: 1, type: 'send_message', status: 'failed', error: 'no_open_conversation' },
+        { index: 2, type: 'add_tag', status: 'skipped', error: null },
       ]);
       expect(run.started_at).not.toBeNull();
       expect(run.finished_at).not.toBeNull();

@@ -14,7 +14,7 @@ import { type ServiceContext, inTransaction, page, scopeOf } from './context.js'
  * A run's step as stored: the public fields, and for a wait step that has started, when the
  * run may go on (kept with the step so that a job that runs early, after a crash, waits again).
  */
-export type StoredRunStep = Omit<WorkflowRun['steps'][number], 'path'> & { path?: string; resume_at?: string };
+export type StoredRunStep = WorkflowRun['steps'][number] & { resume_at?: string };
 
 /**
  * One step of a run's plan: the workflow's steps in one flat list, each `if` followed by its
@@ -45,8 +45,8 @@ export function planSteps(steps: readonly WorkflowStep[], path: string[] = [], p
   return plan;
 }
 
-/** A run's step as the API shows it; runs from before `if` steps stored no path. */
-const publicStep = ({ resume_at: _resumeAt, ...step }: StoredRunStep): WorkflowRun['steps'][number] => ({ ...step, path: step.path ?? String(step.index) });
+/** A run's step as the API shows it. */
+const publicStep = ({ resume_at: _resumeAt, ...step }: StoredRunStep): WorkflowRun['steps'][number] => step;
 
 export const toWorkflow = (row: WorkflowRow): Workflow => ({
   id: row.id,
@@ -75,9 +75,12 @@ export async function startRun(
   input: { contactId: string; data: WorkflowRun['data']; eventId?: string; skipped?: string },
 ): Promise<WorkflowRun> {
   const at = now();
-  const steps: StoredRunStep[] = planSteps(toWorkflow(workflow).steps).map(({ step, path }, index) => ({
+  const plan = planSteps(toWorkflow(workflow).steps);
+  // A step's place in the list is its place in the workflow unless `if` steps nest others.
+  const nested = plan.some(({ step }) => step.type === 'if');
+  const steps: StoredRunStep[] = plan.map(({ step, path }, index) => ({
     index,
-    path,
+    ...(nested ? { path } : {}),
     type: step.type,
     status: input.skipped === undefined ? 'pending' : 'skipped',
     error: null,

@@ -1045,8 +1045,8 @@ export interface components {
             steps: {
                 /** @description Place in this list: every step of the workflow, those inside an `if` right after it. */
                 index: number;
-                /** @description Where the step is in the workflow's steps: `2`, or `1.then.0` inside the `if` at 1. */
-                path: string;
+                /** @description Where the step is in the workflow's steps (`2`, or `1.then.0` inside the `if` at 1); on every step of a run whose workflow has `if` steps, on none otherwise. */
+                path?: string;
                 /** @enum {string} */
                 type: "send_message" | "add_tag" | "remove_tag" | "set_conversation_status" | "wait" | "http_request" | "if";
                 /** @description `skipped` also for the steps of the branch an `if` did not take. */
@@ -4798,7 +4798,6 @@ export interface operations {
                      *       "steps": [
                      *         {
                      *           "index": 1,
-                     *           "path": "example",
                      *           "type": "send_message",
                      *           "status": "pending",
                      *           "error": "example"
@@ -4936,7 +4935,6 @@ export interface operations {
                      *           "steps": [
                      *             {
                      *               "index": 1,
-                     *               "path": "example",
                      *               "type": "send_message",
                      *               "status": "pending",
                      *               "error": "example"
@@ -5073,7 +5071,6 @@ export interface operations {
                      *       "steps": [
                      *         {
                      *           "index": 1,
-                     *           "path": "example",
                      *           "type": "send_message",
                      *           "status": "pending",
                      *           "error": "example"
@@ -5206,7 +5203,6 @@ export interface operations {
                      *       "steps": [
                      *         {
                      *           "index": 1,
-                     *           "path": "example",
                      *           "type": "send_message",
                      *           "status": "pending",
                      *           "error": "example"
