@@ -23,6 +23,7 @@ import {
   WebhookDelivery,
   WebhookDeliveryList,
   WebhookDeliveryParams,
+  CreatedWebhookEndpoint,
   WebhookEndpoint,
   WebhookEndpointIdParams,
   WebhookEndpointList,
@@ -406,11 +407,11 @@ export const endpoints = {
     summary: 'Register a webhook endpoint',
     description:
       'Deliveries follow Standard Webhooks: `webhook-id`, `webhook-timestamp` and `webhook-signature` (one `v1,` signature per active webhook key of the account). ' +
-      'Signing needs a webhook key (`whsec_…`, generated like any other key; verify deliveries with its value): while the account has none, every attempt fails with ' +
-      "`no_signing_key` in the delivery's `attempts` and is retried on schedule, so generate one before or right after registering the endpoint.",
+      'Signing needs a webhook key (`whsec_…`): when the account has none, this creation makes one and returns it once as `secret`; verify deliveries with it. ' +
+      "Should every webhook key be revoked later, each attempt fails with `no_signing_key` in the delivery's `attempts` and is retried on schedule until a key exists again.",
     body: CreateWebhookEndpointBody,
     status: 201,
-    response: WebhookEndpoint,
+    response: CreatedWebhookEndpoint,
   }),
   'webhookEndpoints.retrieve': endpoint({
     method: 'GET',

@@ -32,6 +32,15 @@ export const WebhookEndpoint = z
   .meta({ id: 'WebhookEndpoint' });
 export type WebhookEndpoint = z.infer<typeof WebhookEndpoint>;
 
+/** The endpoint as its creation returns it: with the signing secret when the creation made one. */
+export const CreatedWebhookEndpoint = WebhookEndpoint.extend({
+  secret: z.string().optional().meta({
+    description:
+      'Only when the account had no webhook key: the one this creation made (a webhook key, `whsec_…`), shown this once. Verify deliveries with it; it is listed, rotated and revoked like any other key.',
+  }),
+}).meta({ id: 'CreatedWebhookEndpoint' });
+export type CreatedWebhookEndpoint = z.infer<typeof CreatedWebhookEndpoint>;
+
 export const WebhookEndpointList = listOf(WebhookEndpoint, 'WebhookEndpointList');
 export type WebhookEndpointList = z.infer<typeof WebhookEndpointList>;
 

@@ -654,6 +654,21 @@ class WebhookEndpointList(TypedDict):
     has_more: bool
 
 
+class _CreatedWebhookEndpointRequired(TypedDict):
+    id: str
+    url: str
+    events: List[str]
+    description: Optional[str]
+    status: WebhookEndpointStatus
+    created_at: str
+    updated_at: str
+
+
+class CreatedWebhookEndpoint(_CreatedWebhookEndpointRequired, total=False):
+    secret: str
+    """Only when the account had no webhook key: the one this creation made (a webhook key, `whsec_…`), shown this once. Verify deliveries with it; it is listed, rotated and revoked like any other key."""
+
+
 class _CreateWebhookEndpointBodyRequired(TypedDict):
     url: str
     """Where deliveries are POSTed. https only (plain http and private addresses only where the server allows them)."""
@@ -950,6 +965,7 @@ __all__ = [
     "CreateOrderBodyItemsItem",
     "CreateWebhookEndpointBody",
     "CreateWorkflowBody",
+    "CreatedWebhookEndpoint",
     "DeliveryAttempt",
     "DeliveryEventType",
     "DeliveryReplay",

@@ -1,6 +1,7 @@
 import {
   Contact,
   Conversation,
+  CreatedWebhookEndpoint,
   Event,
   EventList,
   Message,
@@ -599,22 +600,46 @@ describeEachDialect('webhook endpoints', (server) => {
       await eventually(() => receiver.at(route.path).length === failed.attempts.length + 2);
     });
 
-    it('fails an attempt with no_signing_key while the account has no webhook key, and retries on schedule', async () => {
-      const key = server().keys.otherFull;
+    it("gives an account without a webhook key its signing secret once, at an endpoint's creation", async () => {
+      const account = await accountsService.createAccount(server().database, { name: 'No webhook key yet', plan: 'enterprise', rateLimitRpm: 1_000_000 });
+      const { key } = await accountsService.createKey(server().database, { accountId: account.id, type: 'full_access' });
       const route = receiver.route();
-      const endpoint = await createEndpoint({ url: route.url, events: ['order.placed'] }, key);
+      const created = expectBody(
+        await server().request('POST', '/webhook_endpoints', { key, body: { url: route.url, events: ['order.placed'] } }),
+        201,
+        CreatedWebhookEndpoint,
+      );
+      expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/);
+      const keys = (await accountsService.listKeys(server().database, account.id)).filter((k) => k.type === 'webhook');
+      expect(keys).toEqual([expect.objectContaining({ name: `Signing key, created with ${created.id}`, revoked_at: null })]);
+      // Shown once: not on reads, and a second endpoint makes no second key.
+      const read = (await server().request('GET', `/webhook_endpoints/${created.id}`, { key })).body;
+      expect(read).not.toHaveProperty('secret');
+      const second = await server().request('POST', '/webhook_endpoints', { key, body: { url: route.url, events: ['contact.deleted'] } });
+      expect(second.status).toBe(201);
+      expect(second.body).not.toHaveProperty('secret');
+      expect((await accountsService.listKeys(server().database, account.id)).filter((k) => k.type === 'webhook')).toHaveLength(1);
+
       await placeOrder((await newContact(key)).id, key);
-
-      const unsigned = await settledDelivery(endpoint.id, (d) => d.attempts.length >= 1, key);
-      expect(unsigned.attempts[0]).toMatchObject({ status_code: null, error: 'no_signing_key' });
-      expect(receiver.at(route.path)).toHaveLength(0);
-
-      const created = await accountsService.createKey(server().database, { accountId: server().otherAccountId, type: 'webhook' });
-      const delivered = await settledDelivery(endpoint.id, (d) => d.status !== 'pending', key);
+      const delivered = await settledDelivery(created.id, (d) => d.status !== 'pending', key);
       expect(delivered.status).toBe('succeeded');
-      const [request] = receiver.at(route.path);
-      expect(() => new Webhook(created.key).verify(request?.body ?? '', verifierHeaders(request as ReceivedRequest))).not.toThrow();
-      expect(() => new Webhook(server().keys.webhook).verify(request?.body ?? '', verifierHeaders(request as ReceivedRequest))).toThrow();
+      const [signed] = receiver.at(route.path);
+      expect(() => new Webhook(created.secret as string).verify(signed?.body ?? '', verifierHeaders(signed as ReceivedRequest))).not.toThrow();
+
+      // With every webhook key revoked, attempts fail with no_signing_key until a key exists again.
+      await accountsService.revokeKey(server().database, keys[0]?.id as string);
+      await placeOrder((await newContact(key)).id, key);
+      const deliveryWhere = (done: (d: WebhookDelivery) => boolean) => eventually(async () => (await deliveries(created.id, key)).data.find(done));
+      const unsigned = await deliveryWhere((d) => d.id !== delivered.id && d.attempts.length >= 1);
+      expect(unsigned.attempts[0]).toMatchObject({ status_code: null, error: 'no_signing_key' });
+      expect(receiver.at(route.path)).toHaveLength(1);
+
+      const replacement = await accountsService.createKey(server().database, { accountId: account.id, type: 'webhook' });
+      const retried = await deliveryWhere((d) => d.id === unsigned.id && d.status !== 'pending');
+      expect(retried.status).toBe('succeeded');
+      const request = receiver.at(route.path)[1];
+      expect(() => new Webhook(replacement.key).verify(request?.body ?? '', verifierHeaders(request as ReceivedRequest))).not.toThrow();
+      expect(() => new Webhook(created.secret as string).verify(request?.body ?? '', verifierHeaders(request as ReceivedRequest))).toThrow();
     });
 
     it("removes a deleted endpoint's deliveries; its queued attempts send nothing", async () => {

@@ -26,6 +26,24 @@ export interface KeyRecord {
   created_at: string;
 }
 
+/** A new key of `accountId` as stored (only its hash, and a webhook key's secret) and its value, shown once. */
+export function newKeyRow(accountId: string, type: KeyType, name?: string | null): { row: ApiKeyRow; key: string } {
+  const key = generateKey(type);
+  const row: ApiKeyRow = {
+    id: newId('apiKey'),
+    account_id: accountId,
+    type,
+    name: name ?? null,
+    redacted: redactKey(key),
+    key_hash: hashKey(key),
+    signing_secret: type === 'webhook' ? key : null,
+    last_used_at: null,
+    revoked_at: null,
+    created_at: now(),
+  };
+  return { row, key };
+}
+
 const toKeyRecord = (row: ApiKeyRow): KeyRecord => ({
   id: row.id,
   account_id: row.account_id,
@@ -71,19 +89,7 @@ export const accountsService = {
   async createKey(database: DatabaseHandle, input: { accountId: string; type: KeyType; name?: string | undefined }) {
     const account = await accountsRepository.findById(database.db, input.accountId);
     if (!account) throw new Error(`No such account: ${input.accountId}`);
-    const key = generateKey(input.type);
-    const row: ApiKeyRow = {
-      id: newId('apiKey'),
-      account_id: account.id,
-      type: input.type,
-      name: input.name ?? null,
-      redacted: redactKey(key),
-      key_hash: hashKey(key),
-      signing_secret: input.type === 'webhook' ? key : null,
-      last_used_at: null,
-      revoked_at: null,
-      created_at: now(),
-    };
+    const { row, key } = newKeyRow(account.id, input.type, input.name);
     await apiKeysRepository.insert(database.db, row);
     return { ...toKeyRecord(row), key };
   },

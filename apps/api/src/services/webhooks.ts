@@ -1,5 +1,6 @@
 import type {
   CreateWebhookEndpointBody,
+  CreatedWebhookEndpoint,
   DeliveryReplay,
   ReplayDeliveriesBody,
   ListDeliveriesQuery,
@@ -11,12 +12,13 @@ import type {
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
-import { accountsRepository } from '../repositories/accounts.js';
+import { accountsRepository, apiKeysRepository } from '../repositories/accounts.js';
 import { eventsRepository } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type WebhookDeliveryRow, type WebhookEndpointRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
 import { endpointLane, enqueue } from '../worker/queue.js';
+import { newKeyRow } from './accounts.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
 
 /**
@@ -75,7 +77,7 @@ export const webhookEndpointsService = {
     return page(rows.map(toWebhookEndpoint), total, query.limit, query.offset);
   },
 
-  async create(ctx: ServiceContext, body: z.output<typeof CreateWebhookEndpointBody>): Promise<WebhookEndpoint> {
+  async create(ctx: ServiceContext, body: z.output<typeof CreateWebhookEndpointBody>): Promise<CreatedWebhookEndpoint> {
     await assertDeliverableUrl(ctx, body.url);
     const at = now();
     const row = {
@@ -87,7 +89,7 @@ export const webhookEndpointsService = {
       created_at: at,
       updated_at: at,
     };
-    await inTransaction(ctx, async (scope) => {
+    return inTransaction(ctx, async (scope): Promise<CreatedWebhookEndpoint> => {
       await accountsRepository.lock(scope.db, scope.accountId);
       if ((await webhookEndpointsRepository.count(scope)) >= MAX_WEBHOOK_ENDPOINTS) {
         throw ApiError.badRequest(
@@ -97,8 +99,12 @@ export const webhookEndpointsService = {
         );
       }
       await webhookEndpointsRepository.insert(scope, row);
+      // Deliveries need a key to sign them: an account without one gets it here, shown this once.
+      if ((await apiKeysRepository.signingSecrets(scope.db, scope.accountId)).length > 0) return toWebhookEndpoint(row);
+      const signing = newKeyRow(scope.accountId, 'webhook', `Signing key, created with ${row.id}`);
+      await apiKeysRepository.insert(scope.db, signing.row);
+      return { ...toWebhookEndpoint(row), secret: signing.key };
     });
-    return toWebhookEndpoint(row);
   },
 
   async retrieve(ctx: ServiceContext, id: string): Promise<WebhookEndpoint> {

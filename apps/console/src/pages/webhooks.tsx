@@ -5,6 +5,7 @@ import { useState } from 'react';
 import { type FieldError, type UseFormRegisterReturn, useForm } from 'react-hook-form';
 import { Link } from 'wouter';
 import type * as z from 'zod';
+import { CopyField } from '../components/copy-field';
 import { FormError, TextField } from '../components/field';
 import { ConfirmDialog, ModalDialog } from '../components/modal';
 import { useToast } from '../components/toasts';
@@ -49,6 +50,9 @@ export function WebhooksPage() {
   const queryClient = useQueryClient();
   const toast = useToast();
   const endpoints = useQuery(trpc.webhookEndpoints.list.queryOptions({ query: { limit: 100 } }));
+  const keys = useQuery(trpc.keys.list.queryOptions());
+  // Endpoints but no webhook key: every delivery fails with no_signing_key until one exists.
+  const unsigned = (endpoints.data?.data.length ?? 0) > 0 && keys.data !== undefined && !keys.data.some((key) => key.type === 'webhook');
   const manager = canManage(session);
   const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<WebhookEndpoint | null>(null);
@@ -87,6 +91,12 @@ export function WebhooksPage() {
         <Link href="/api-keys">API keys page</Link>).
       </p>
       {manager ? null : <p className="notice">Only owners and admins can add, change and delete endpoints.</p>}
+      {unsigned ? (
+        <p className="warning" role="alert">
+          The account has no webhook key, so nothing can sign deliveries: each attempt fails with <code>no_signing_key</code> and is retried until a key exists.
+          Generate a webhook key on the <Link href="/api-keys">API keys page</Link>.
+        </p>
+      ) : null}
       {endpoints.isPending ? (
         <p role="status">Loading endpoints…</p>
       ) : endpoints.isError ? (
@@ -181,40 +191,63 @@ function CreateEndpointDialog({ isOpen, onClose }: { isOpen: boolean; onClose: (
     resolver: zodResolver(CreateWebhookEndpointBody, { error: formMessages }),
     defaultValues: { url: '', events: [], description: '' },
   });
-  const close = () => {
-    form.reset();
-    onClose();
-  };
   const create = useMutation(
     trpc.webhookEndpoints.create.mutationOptions({
-      onSuccess: async () => {
+      onSuccess: async (created) => {
         toast('Endpoint added');
-        close();
+        // A signing secret made by this creation stays on screen until it is dismissed.
+        if (created.secret === undefined) close();
         await queryClient.invalidateQueries(trpc.webhookEndpoints.list.queryFilter());
+        if (created.secret !== undefined) await queryClient.invalidateQueries(trpc.keys.list.queryFilter());
       },
       onError: (error) => showServerError(error, form.setError, ['url', 'events', 'description']),
     }),
   );
+  const close = () => {
+    create.reset();
+    form.reset();
+    onClose();
+  };
+  const secret = create.data?.secret;
   const { errors } = form.formState;
   return (
-    <ModalDialog title="Add endpoint" isOpen={isOpen} onOpenChange={(open) => (open ? undefined : close())}>
-      <form
-        noValidate
-        onSubmit={form.handleSubmit(({ url, events, description }) => create.mutate({ body: { url, events, ...(description ? { description } : {}) } }))}
-      >
-        <FormError message={errors.root?.server?.message} />
-        <TextField label="URL" type="url" placeholder="https://example.com/webhooks/convo" error={errors.url?.message} {...form.register('url')} />
-        <EventsFieldset register={form.register('events')} error={errors.events as FieldError | undefined} />
-        <TextField label="Description (optional)" error={errors.description?.message} {...form.register('description')} />
-        <div className="dialog-actions">
-          <button type="button" className="button" onClick={close}>
-            Cancel
-          </button>
-          <button type="submit" className="button button-primary" disabled={create.isPending}>
-            Add endpoint
-          </button>
+    <ModalDialog
+      title={secret ? 'Your signing secret' : 'Add endpoint'}
+      isOpen={isOpen}
+      onOpenChange={(open) => (open ? undefined : close())}
+      isDismissable={!secret}
+    >
+      {secret ? (
+        <div>
+          <p className="warning" role="alert">
+            The account had no webhook key, so one was made to sign deliveries. It is shown only once: store it now and verify deliveries with it.
+          </p>
+          <CopyField label="Signing secret" value={secret} />
+          <div className="dialog-actions">
+            <button type="button" className="button button-primary" onClick={close}>
+              Done
+            </button>
+          </div>
         </div>
-      </form>
+      ) : (
+        <form
+          noValidate
+          onSubmit={form.handleSubmit(({ url, events, description }) => create.mutate({ body: { url, events, ...(description ? { description } : {}) } }))}
+        >
+          <FormError message={errors.root?.server?.message} />
+          <TextField label="URL" type="url" placeholder="https://example.com/webhooks/convo" error={errors.url?.message} {...form.register('url')} />
+          <EventsFieldset register={form.register('events')} error={errors.events as FieldError | undefined} />
+          <TextField label="Description (optional)" error={errors.description?.message} {...form.register('description')} />
+          <div className="dialog-actions">
+            <button type="button" className="button" onClick={close}>
+              Cancel
+            </button>
+            <button type="submit" className="button button-primary" disabled={create.isPending}>
+              Add endpoint
+            </button>
+          </div>
+        </form>
+      )}
     </ModalDialog>
   );
 }

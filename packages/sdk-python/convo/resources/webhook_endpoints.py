@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .._types import (
+        CreatedWebhookEndpoint,
         CreateWebhookEndpointBody,
         DeliveryReplay,
         ReplayDeliveriesBody,
@@ -25,8 +26,8 @@ class WebhookEndpoints(Resource):
     def list(self, *, request_options: Optional[RequestOptions] = None, **params: Unpack[ListWebhookEndpointsQuery]) -> Page[WebhookEndpoint]:
         return self._paginate("webhookEndpoints.list", params, options=request_options)
 
-    def create(self, *, request_options: Optional[RequestOptions] = None, **params: Unpack[CreateWebhookEndpointBody]) -> WebhookEndpoint:
-        """Registers an https URL for event types (or `["*"]`)."""
+    def create(self, *, request_options: Optional[RequestOptions] = None, **params: Unpack[CreateWebhookEndpointBody]) -> CreatedWebhookEndpoint:
+        """Registers an https URL for event types (or `["*"]`); with `secret` when it made the account's webhook key."""
         return self._request("webhookEndpoints.create", body=params, options=request_options)
 
     def retrieve(self, id: str, *, request_options: Optional[RequestOptions] = None) -> WebhookEndpoint:

@@ -439,7 +439,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint
-         * @description Deliveries follow Standard Webhooks: `webhook-id`, `webhook-timestamp` and `webhook-signature` (one `v1,` signature per active webhook key of the account). Signing needs a webhook key (`whsec_…`, generated like any other key; verify deliveries with its value): while the account has none, every attempt fails with `no_signing_key` in the delivery's `attempts` and is retried on schedule, so generate one before or right after registering the endpoint.
+         * @description Deliveries follow Standard Webhooks: `webhook-id`, `webhook-timestamp` and `webhook-signature` (one `v1,` signature per active webhook key of the account). Signing needs a webhook key (`whsec_…`): when the account has none, this creation makes one and returns it once as `secret`; verify deliveries with it. Should every webhook key be revoked later, each attempt fails with `no_signing_key` in the delivery's `attempts` and is retried on schedule until a key exists again.
          */
         post: operations["webhookEndpoints.create"];
         delete?: never;
@@ -1264,6 +1264,25 @@ export interface components {
         };
         /** @enum {string} */
         WebhookEndpointStatus: "enabled" | "disabled";
+        CreatedWebhookEndpoint: {
+            id: string;
+            url: string;
+            events: string[];
+            description: string | null;
+            status: components["schemas"]["WebhookEndpointStatus"];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            updated_at: string;
+            /** @description Only when the account had no webhook key: the one this creation made (a webhook key, `whsec_…`), shown this once. Verify deliveries with it; it is listed, rotated and revoked like any other key. */
+            secret?: string;
+        };
         CreateWebhookEndpointBody: {
             /**
              * Format: uri
@@ -5595,7 +5614,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "whe_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "example",
                      *       "url": "https://example.com/webhooks/convo",
                      *       "events": [
                      *         "order.placed"
@@ -5606,7 +5625,7 @@ export interface operations {
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
-                    "application/json": components["schemas"]["WebhookEndpoint"];
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
                 };
             };
             /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
@@ -7518,6 +7537,7 @@ export type EventType = components['schemas']['EventType'];
 export type WebhookEndpointList = components['schemas']['WebhookEndpointList'];
 export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 export type WebhookEndpointStatus = components['schemas']['WebhookEndpointStatus'];
+export type CreatedWebhookEndpoint = components['schemas']['CreatedWebhookEndpoint'];
 export type CreateWebhookEndpointBody = components['schemas']['CreateWebhookEndpointBody'];
 export type UpdateWebhookEndpointBody = components['schemas']['UpdateWebhookEndpointBody'];
 export type WebhookDeliveryList = components['schemas']['WebhookDeliveryList'];
