@@ -38,7 +38,9 @@ export interface ClaimInput {
 /**
  * The ids of the jobs to claim, in turns: every account's oldest due job first, then every
  * account's second, and so on, so a flood of one account never stands in front of another
- * account's job. Candidates are found lane by lane (queue.ts: an endpoint's deliveries, an
+ * account's job. Within an account its lanes take turns too (the head of each lane, then the
+ * second of each), so a backlog of its own inbound payloads never stands in front of its webhook
+ * deliveries. Candidates are found lane by lane (queue.ts: an endpoint's deliveries, an
  * account's other jobs): a recursive query steps from one lane to the next through
  * `jobs_lane_due_idx`, and each lane yields its oldest due jobs from the same index, never the
  * whole queue. An endpoint's lane yields only what keeps it within MAX_RUNNING_PER_ENDPOINT (its
@@ -65,7 +67,7 @@ function claimable(db: Executor, input: ClaimInput) {
     ),
     ${dialect.lateralJoins ? laneHeadsByLateralJoin(due, perLane) : laneHeadsByWalk(due)},
     turns as (
-      select id, run_at, account_id, row_number() over (partition by account_id order by run_at, id) as turn from candidates
+      select id, run_at, account_id, row_number() over (partition by account_id order by n, run_at, id) as turn from candidates
     ),
     ranked as (
       select id, run_at, turn from turns
@@ -82,13 +84,14 @@ function claimable(db: Executor, input: ClaimInput) {
 type DueCondition = (alias: string) => RawBuilder<SqlBool>;
 
 /**
- * `candidates`: each lane's oldest due jobs, as many as its room, read by one index scan per lane.
+ * `candidates`: each lane's oldest due jobs, as many as its room, with their place `n` in the lane,
+ * read by one index scan per lane.
  * The scan's limit is a constant, so that the planner sees how few rows it reads (with a limit it
  * cannot know, it plans for many and may compile the statement, which costs more than the claim).
  */
 const laneHeadsByLateralJoin = (due: DueCondition, perLane: RawBuilder<unknown>) => sql`
     candidates as (
-      select c.id, c.run_at, c.account_id from (
+      select c.id, c.run_at, c.account_id, c.n from (
         select j.id, j.run_at, j.account_id, r.room, row_number() over (partition by r.lane order by j.run_at, j.id) as n
         from rooms r cross join lateral (
           select j.id, j.run_at, j.account_id from jobs j where j.lane = r.lane and ${due('j')} order by j.run_at, j.id limit ${perLane}
@@ -112,7 +115,7 @@ const laneHeadsByWalk = (due: DueCondition) => {
       select w.lane, w.account_id, ${next('id')}, ${next('run_at')}, w.n + 1, w.room
       from walk w where w.id is not null and w.n < w.room
     ),
-    candidates as (select id, run_at, account_id from walk where id is not null)`;
+    candidates as (select id, run_at, account_id, n from walk where id is not null)`;
 };
 
 /**

@@ -154,6 +154,28 @@ for (const dialect of ACTIVE_DIALECTS) {
       }
     });
 
+    it("takes turns between an account's lanes: its backlog never stands in front of its deliveries", async () => {
+      for (let i = 0; i < 50; i++) {
+        await enqueue(database.db, { kind: 'process_channel_payload', accountId: 'acct_backlog', payload: { payloadId: `payload${i}` } });
+      }
+      await enqueue(database.db, { kind: 'deliver_webhook', accountId: 'acct_backlog', payload: { deliveryId: 'later' }, lane: endpointLane('we_backlog') });
+      const now = Date.now() + 1_000;
+      const claimed = await jobsRepository.claim(database.db, {
+        workerId: 'w_lanes',
+        limit: 4,
+        now: new Date(now).toISOString(),
+        leaseUntil: new Date(now + 60_000).toISOString(),
+      });
+      // The delivery, queued after all fifty payloads, is in the first claim, beside three of them.
+      expect(claimed.map((job) => job.kind).sort()).toEqual([
+        'deliver_webhook',
+        'process_channel_payload',
+        'process_channel_payload',
+        'process_channel_payload',
+      ]);
+      await database.db.deleteFrom('jobs').where('account_id', '=', 'acct_backlog').execute();
+    });
+
     it(`runs at most ${MAX_RUNNING_PER_ENDPOINT} deliveries to one endpoint at once, across claims and workers`, async () => {
       for (let i = 0; i < 30; i++) {
         await enqueue(database.db, { kind: 'deliver_webhook', accountId: 'acct_busy', payload: { deliveryId: `busy${i}` }, lane: endpointLane('we_busy') });
