@@ -18,8 +18,11 @@ export const WorkflowCondition = z
     field: z
       .string()
       .max(100)
-      .regex(/^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$/, { message: 'A field of the event data as a dot path, e.g. status, contact.tags, total_amount' })
-      .meta({ description: "A field of the event's `data`, as a dot path (`platform`, `status`, `contact.tags`, `total_amount`)." }),
+      .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, { message: 'A field as a dot path of letters, digits, _ and -, e.g. status, contact.tags, data.orderId' })
+      .meta({
+        description:
+          "A field as a dot path: of the event's `data` in a trigger (`platform`, `status`, `contact.tags`, `total_amount`); `contact.*`, `data.*` or `event.*` in an `if` step (`data.orderId`).",
+      }),
     op: z.enum(CONDITION_OPERATORS).meta({
       description:
         '`eq`/`neq` equal or not; `in`/`not_in` one of a list; `contains` a list (tags) holds the value, or a text includes it; `gt`/`gte`/`lt`/`lte` compare numbers or timestamps; `exists` present and not null (no value). Without a value, `eq` matches an absent or null field.',

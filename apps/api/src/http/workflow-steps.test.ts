@@ -160,6 +160,23 @@ describeEachDialect('workflow steps if and http_request', (server) => {
       expect(await tagsOf(other.id)).toEqual(['after']);
     });
 
+    it('reads data keys of letters of either case, digits, _ and -', async () => {
+      const workflow = await createWorkflow([
+        {
+          type: 'if',
+          conditions: [
+            { field: 'data.orderId', op: 'eq', value: 'A-7' },
+            { field: 'data.utm-source', op: 'exists' },
+          ],
+          then: [{ type: 'add_tag', tag: 'matched' }],
+        },
+      ]);
+      const contact = await createContact();
+      const run = await finished(workflow.id, (await trigger(workflow.id, contact.id, { orderId: 'A-7', 'utm-source': 'ads' })).id);
+      expect(run.steps[0]?.branch).toBe('then');
+      expect(await tagsOf(contact.id)).toEqual(['matched']);
+    });
+
     it("reads the triggering event's data in a run its trigger started", async () => {
       const workflow = await createWorkflow(
         [

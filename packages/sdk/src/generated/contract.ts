@@ -989,7 +989,7 @@ export interface components {
             else?: components["schemas"]["WorkflowStep"][];
         };
         WorkflowCondition: {
-            /** @description A field of the event's `data`, as a dot path (`platform`, `status`, `contact.tags`, `total_amount`). */
+            /** @description A field as a dot path: of the event's `data` in a trigger (`platform`, `status`, `contact.tags`, `total_amount`); `contact.*`, `data.*` or `event.*` in an `if` step (`data.orderId`). */
             field: string;
             /**
              * @description `eq`/`neq` equal or not; `in`/`not_in` one of a list; `contains` a list (tags) holds the value, or a text includes it; `gt`/`gte`/`lt`/`lte` compare numbers or timestamps; `exists` present and not null (no value). Without a value, `eq` matches an absent or null field.
