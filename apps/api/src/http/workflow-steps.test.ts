@@ -68,20 +68,7 @@ describeEachDialect('workflow steps if and http_request', (server) => {
 
   describe('if', () => {
     it('runs the then branch when every condition holds, else the else branch, and shows both in the run', async () => {
-      const workflow = await createWorkflow([
-        { type: 'add_tag', tag: 'seen' },
-        {
-          type: 'if',
-          conditions: vip,
-          then: [{ type: 'add_tag', tag: 'gold' }],
-          else: [
-            { type: 'add_tag', tag: 'standard' },
-            { type: 'add_tag', tag: 'nurture' },
-          ],
-        },
-        { type: 'add_tag', tag: 'done' },
-      ]);
-      expect(workflow.steps[1]).toEqual({
+      const branching = {
         type: 'if',
         conditions: vip,
         then: [{ type: 'add_tag', tag: 'gold' }],
@@ -89,7 +76,9 @@ describeEachDialect('workflow steps if and http_request', (server) => {
           { type: 'add_tag', tag: 'standard' },
           { type: 'add_tag', tag: 'nurture' },
         ],
-      });
+      };
+      const workflow = await createWorkflow([{ type: 'add_tag', tag: 'seen' }, branching, { type: 'add_tag', tag: 'done' }]);
+      expect(workflow.steps[1]).toEqual(branching);
       const important = await createContact({ tags: ['vip'] });
       const ordinary = await createContact();
       const queued = await trigger(workflow.id, important.id);

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,4 +27,17 @@ export function ensureBuilt(): void {
   if (built === 0 || built < newestSource(join(API_DIR, 'src'))) {
     execFileSync(join(API_DIR, 'node_modules', '.bin', 'tsup'), [], { cwd: API_DIR, stdio: 'pipe' });
   }
+}
+
+/**
+ * A `convo-server worker` process on `databaseUrl` for the crash tests: a short lease, so that a
+ * killed worker's jobs come back soon; its stderr shown only with DEBUG_CRASH set.
+ */
+export function spawnWorker(databaseUrl: string, env: Record<string, string> = {}): ChildProcess {
+  const child = spawn(process.execPath, [BIN, 'worker'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, NODE_ENV: 'test', CONVO_WORKER_LEASE: '1500ms', LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  child.stderr?.on('data', (d) => process.env.DEBUG_CRASH && process.stderr.write(`[worker] ${d}`));
+  return child;
 }

@@ -171,21 +171,20 @@ export function arbitraryOf(doc: OpenApiDocument, hints: Hints, raw: Schema, nam
   return arbitrary;
 }
 
-/** The names a schema's `$ref` chain goes through. */
-function refNames(schema: Schema): string[] {
-  return typeof schema.$ref === 'string' ? [(schema.$ref as string).replace('#/components/schemas/', '')] : [];
-}
+/** The component a schema's `$ref` names, if it is one. */
+const refName = (schema: Schema): string | undefined =>
+  typeof schema.$ref === 'string' ? (schema.$ref as string).replace('#/components/schemas/', '') : undefined;
 
 /**
  * The arbitrary of `raw`, or undefined when every value of it would hold a schema that already
- * holds itself MAX_RECURSION times on `stack` (the caller then leaves it out).
+ * holds itself MAX_RECURSION times on `outer` (the caller then leaves it out).
  */
 function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | undefined, outer: string[]): fc.Arbitrary<unknown> | undefined {
   const hinted = name === undefined ? undefined : hints.byName(name);
   if (hinted) return hinted;
-  const refs = refNames(raw);
-  if (refs.some((ref) => outer.filter((seen) => seen === ref).length >= MAX_RECURSION)) return undefined;
-  const stack = [...outer, ...refs];
+  const ref = refName(raw);
+  if (ref !== undefined && outer.filter((seen) => seen === ref).length >= MAX_RECURSION) return undefined;
+  const stack = ref === undefined ? outer : [...outer, ref];
   const schema = resolve(doc, raw);
   const oneOf = (arbitraries: (fc.Arbitrary<unknown> | undefined)[]) => {
     const possible = arbitraries.filter((a): a is fc.Arbitrary<unknown> => a !== undefined);

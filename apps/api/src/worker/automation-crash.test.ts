@@ -1,6 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
 import { CreateWorkflowBody } from '@convo/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
@@ -9,8 +7,9 @@ import { accountsService } from '../services/accounts.js';
 import { contactsService } from '../services/contacts.js';
 import type { ServiceContext } from '../services/context.js';
 import { workflowsService } from '../services/workflows.js';
-import { BIN, ensureBuilt } from '../testing/built-bin.js';
+import { ensureBuilt, spawnWorker as spawnBinWorker } from '../testing/built-bin.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
+import { startReceiverHoldingFirst } from '../testing/held-receiver.js';
 import { ACTIVE_DIALECTS, testSettings } from '../testing/harness.js';
 import { parseWith } from '../validation.js';
 
@@ -20,16 +19,11 @@ for (const dialect of ACTIVE_DIALECTS) {
   describe(`event-triggered runs across a worker killed mid-run [${dialect}]`, () => {
     let testDb: TestDatabase;
     let database: DatabaseHandle;
-    let receiver: Server;
-    const received: { id: string | undefined; hold: ServerResponse }[] = [];
+    let receiver: Awaited<ReturnType<typeof startReceiverHoldingFirst>>;
     const children: ChildProcess[] = [];
 
     const spawnWorker = () => {
-      const child = spawn(process.execPath, [BIN, 'worker'], {
-        env: { ...process.env, DATABASE_URL: testDb.url, NODE_ENV: 'test', CONVO_WORKER_LEASE: '1500ms', LOG_LEVEL: 'silent' },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      child.stderr?.on('data', (d) => process.env.DEBUG_CRASH && process.stderr.write(`[worker] ${d}`));
+      const child = spawnBinWorker(testDb.url);
       children.push(child);
       return child;
     };
@@ -39,18 +33,11 @@ for (const dialect of ACTIVE_DIALECTS) {
       testDb = await createTestDatabase(dialect);
       database = openDatabase(testDb.url);
       await migrateToLatest(database.db);
-      // The first request is held without an answer (the worker dies holding it); later ones get 200.
-      receiver = createServer((request: IncomingMessage, response: ServerResponse) => {
-        request.resume();
-        received.push({ id: request.headers['webhook-id'] as string | undefined, hold: response });
-        if (received.length > 1) response.writeHead(200).end('ok');
-      });
-      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      receiver = await startReceiverHoldingFirst();
     });
     afterAll(async () => {
       for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-      for (const r of received) r.hold.destroy();
-      await new Promise((resolve) => receiver.close(resolve));
+      await receiver.close();
       await database.destroy();
       await testDb.drop();
     });
@@ -65,7 +52,7 @@ for (const dialect of ACTIVE_DIALECTS) {
           trigger: { event: 'contact.created' },
           steps: [
             { type: 'add_tag', tag: 'first' },
-            { type: 'http_request', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/step` },
+            { type: 'http_request', url: receiver.url('/step') },
             { type: 'add_tag', tag: 'second' },
           ],
         }),
@@ -74,7 +61,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       const first = spawnWorker();
       const contacts = [];
       for (let i = 0; i < CONTACTS; i++) contacts.push(await contactsService.create(ctx, { phone: `+1415555${String(1000 + i)}` }));
-      await vi.waitFor(() => expect(received.length, 'the first request to arrive').toBeGreaterThanOrEqual(1), { timeout: 20_000, interval: 20 });
+      await vi.waitFor(() => expect(receiver.received.length, 'the first request to arrive').toBeGreaterThanOrEqual(1), { timeout: 20_000, interval: 20 });
       first.kill('SIGKILL');
       await new Promise((resolve) => first.once('exit', resolve));
 
@@ -114,7 +101,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       expect(succeeded).toHaveLength(CONTACTS);
       // Every run's request arrived; the one the dead worker held came again, with the same id
       // (as may any other that was in flight when it died: at least once).
-      const ids = received.map((r) => r.id);
+      const ids = receiver.received.map((r) => r.id);
       expect(new Set(ids)).toEqual(new Set(runs.map((run) => `${run.id}.1`)));
       expect(ids.filter((id) => id === ids[0]).length).toBeGreaterThanOrEqual(2);
     });

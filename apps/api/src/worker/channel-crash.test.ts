@@ -1,7 +1,7 @@
 import { Channel, type Conversation, ConversationList, Message, MessageList } from '@convo/core';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
-import { BIN, ensureBuilt } from '../testing/built-bin.js';
+import { ensureBuilt, spawnWorker as spawnBinWorker } from '../testing/built-bin.js';
 import { type FakeGraphApi, startFakeGraphApi } from '../testing/fake-graph-api.js';
 import { describeEachDialect, expectBody } from '../testing/harness.js';
 import { signMetaPayload, waText, whatsappInbound } from '../testing/meta-payloads.js';
@@ -19,20 +19,11 @@ describeEachDialect('channels: a worker killed mid-work', (server) => {
   const children: ChildProcess[] = [];
 
   const spawnWorker = () => {
-    const child = spawn(process.execPath, [BIN, 'worker'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: server().databaseUrl,
-        NODE_ENV: 'test',
-        LOG_LEVEL: 'silent',
-        CONVO_WORKER_LEASE: '1500ms',
-        CONVO_SECRET_KEY: server().settings.secretKey().toString('hex'),
-        CONVO_GRAPH_API_URL: fake.url,
-        CONVO_CHANNEL_SEND_RETRY_SCHEDULE: '100ms,200ms,400ms',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
+    const child = spawnBinWorker(server().databaseUrl, {
+      CONVO_SECRET_KEY: server().settings.secretKey().toString('hex'),
+      CONVO_GRAPH_API_URL: fake.url,
+      CONVO_CHANNEL_SEND_RETRY_SCHEDULE: '100ms,200ms,400ms',
     });
-    child.stderr?.on('data', (d) => process.env.DEBUG_CRASH && process.stderr.write(`[worker] ${d}`));
     children.push(child);
     return child;
   };

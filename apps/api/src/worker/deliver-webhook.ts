@@ -33,6 +33,18 @@ export function signatureHeader(secrets: readonly string[], id: string, timestam
     .join(' ');
 }
 
+/** The headers of a POST Convo signs like a webhook: one signature per secret, none without a secret. */
+export function standardWebhookHeaders(input: { id: string; body: string; secrets: readonly string[]; userAgent: string }): Record<string, string> {
+  const timestamp = Math.floor(Date.now() / 1000);
+  return {
+    'content-type': 'application/json',
+    'user-agent': input.userAgent,
+    'webhook-id': input.id,
+    'webhook-timestamp': String(timestamp),
+    ...(input.secrets.length > 0 ? { 'webhook-signature': signatureHeader(input.secrets, input.id, timestamp, input.body) } : {}),
+  };
+}
+
 /**
  * One attempt of one delivery. At least once: the attempt is taken before sending (its
  * `next_attempt_at` moved to the end of this job's claim) and recorded after, and the job stays
@@ -82,17 +94,10 @@ async function send(deps: DeliveryDeps, eventRow: StoredEvent | null, secrets: r
 
   // The same bytes on every attempt: the event as GET /v1/events returns it.
   const body = JSON.stringify(toEvent(eventRow));
-  const timestamp = Math.floor(Date.now() / 1000);
   return postWebhook({
     url,
     body,
-    headers: {
-      'content-type': 'application/json',
-      'user-agent': WEBHOOK_USER_AGENT,
-      'webhook-id': eventRow.id,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signatureHeader(secrets, eventRow.id, timestamp, body),
-    },
+    headers: standardWebhookHeaders({ id: eventRow.id, body, secrets, userAgent: WEBHOOK_USER_AGENT }),
     timeoutMs: deps.settings.webhookTimeoutMs,
     allowPrivate: deps.settings.allowPrivateWebhooks,
   });

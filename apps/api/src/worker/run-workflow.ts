@@ -17,7 +17,7 @@ import { emitEvent, toEvent } from '../services/events.js';
 import { FINISHED_RUN_STATUSES, type StoredRunStep, planSteps, toRun, toWorkflow } from '../services/workflows.js';
 import type { Settings } from '../settings.js';
 import { parseWith } from '../validation.js';
-import { signatureHeader } from './deliver-webhook.js';
+import { standardWebhookHeaders } from './deliver-webhook.js';
 import { type WebhookResponse, postWebhook } from './post-webhook.js';
 import type { JobContext, JobOutcome } from './worker.js';
 
@@ -204,17 +204,10 @@ async function completeStep(
 /** Makes an `http_request` step's POST: signed like a webhook when the account has a webhook key. */
 async function post(ctx: ServiceContext, request: StepRequest): Promise<WebhookResponse> {
   const secrets = await apiKeysRepository.signingSecrets(ctx.database.db, ctx.accountId);
-  const timestamp = Math.floor(Date.now() / 1000);
   return postWebhook({
     url: request.url,
     body: request.body,
-    headers: {
-      'content-type': 'application/json',
-      'user-agent': WORKFLOW_USER_AGENT,
-      'webhook-id': request.deliveryId,
-      'webhook-timestamp': String(timestamp),
-      ...(secrets.length > 0 ? { 'webhook-signature': signatureHeader(secrets, request.deliveryId, timestamp, request.body) } : {}),
-    },
+    headers: standardWebhookHeaders({ id: request.deliveryId, body: request.body, secrets, userAgent: WORKFLOW_USER_AGENT }),
     timeoutMs: ctx.settings.webhookTimeoutMs,
     allowPrivate: ctx.settings.allowPrivateWebhooks,
   });

@@ -1,6 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
@@ -9,24 +7,20 @@ import { contactsService } from '../services/contacts.js';
 import type { ServiceContext } from '../services/context.js';
 import { conversationsService } from '../services/conversations.js';
 import { webhookEndpointsService } from '../services/webhooks.js';
-import { BIN, ensureBuilt } from '../testing/built-bin.js';
+import { ensureBuilt, spawnWorker as spawnBinWorker } from '../testing/built-bin.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
+import { startReceiverHoldingFirst } from '../testing/held-receiver.js';
 import { ACTIVE_DIALECTS, testSettings } from '../testing/harness.js';
 
 for (const dialect of ACTIVE_DIALECTS) {
   describe(`a worker killed mid-delivery [${dialect}]`, () => {
     let testDb: TestDatabase;
     let database: DatabaseHandle;
-    let receiver: Server;
-    const received: { id: string | undefined; hold: ServerResponse }[] = [];
+    let receiver: Awaited<ReturnType<typeof startReceiverHoldingFirst>>;
     const children: ChildProcess[] = [];
 
     const spawnWorker = () => {
-      const child = spawn(process.execPath, [BIN, 'worker'], {
-        env: { ...process.env, DATABASE_URL: testDb.url, NODE_ENV: 'test', CONVO_WORKER_LEASE: '1500ms', LOG_LEVEL: 'silent' },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      child.stderr?.on('data', (d) => process.env.DEBUG_CRASH && process.stderr.write(`[worker] ${d}`));
+      const child = spawnBinWorker(testDb.url);
       children.push(child);
       return child;
     };
@@ -36,18 +30,11 @@ for (const dialect of ACTIVE_DIALECTS) {
       testDb = await createTestDatabase(dialect);
       database = openDatabase(testDb.url);
       await migrateToLatest(database.db);
-      // The first request is held without an answer (the worker dies holding it); later ones get 200.
-      receiver = createServer((request: IncomingMessage, response: ServerResponse) => {
-        request.resume();
-        received.push({ id: request.headers['webhook-id'] as string | undefined, hold: response });
-        if (received.length > 1) response.writeHead(200).end('ok');
-      });
-      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      receiver = await startReceiverHoldingFirst();
     });
     afterAll(async () => {
       for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-      for (const r of received) r.hold.destroy();
-      await new Promise((resolve) => receiver.close(resolve));
+      await receiver.close();
       await database.destroy();
       await testDb.drop();
     });
@@ -57,14 +44,14 @@ for (const dialect of ACTIVE_DIALECTS) {
       await accountsService.createKey(database, { accountId: account.id, type: 'webhook' });
       const ctx: ServiceContext = { database, accountId: account.id, settings: testSettings() };
       const endpoint = await webhookEndpointsService.create(ctx, {
-        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+        url: receiver.url('/hook'),
         events: ['conversation.created'],
       });
       const contact = await contactsService.create(ctx, { phone: '+14155550142' });
       await conversationsService.create(ctx, { contact_id: contact.id, platform: 'whatsapp' });
 
       const first = spawnWorker();
-      await vi.waitFor(() => expect(received, 'the first attempt to arrive').toHaveLength(1), { timeout: 20_000, interval: 50 });
+      await vi.waitFor(() => expect(receiver.received, 'the first attempt to arrive').toHaveLength(1), { timeout: 20_000, interval: 50 });
       first.kill('SIGKILL');
       await new Promise((resolve) => first.once('exit', resolve));
 
@@ -83,8 +70,8 @@ for (const dialect of ACTIVE_DIALECTS) {
           throw error;
         });
 
-      expect(received).toHaveLength(2);
-      expect(received[1]?.id).toBe(received[0]?.id);
+      expect(receiver.received).toHaveLength(2);
+      expect(receiver.received[1]?.id).toBe(receiver.received[0]?.id);
       const [delivery] = (await webhookEndpointsService.listDeliveries(ctx, endpoint.id, { limit: 10, offset: 0 })).data;
       expect(delivery?.attempts.at(-1)).toMatchObject({ status_code: 200, error: null });
       expect(delivery?.next_attempt_at).toBeNull();
