@@ -304,12 +304,14 @@ export function singular(word: string): string {
 
 declare const __CONVO_OPERATION_SPECS__: Record<OperationId, OperationSpec> | undefined;
 
+let computedSpecs: Promise<Record<OperationId, OperationSpec>> | undefined;
+
 /**
  * The operation specs: inlined by the build, or computed from @convo/core when running from
- * source (tests, `tsx src/bin.ts`).
+ * source (tests, `tsx src/bin.ts`), once per process rather than at every command.
  */
-export async function loadOperationSpecs(): Promise<Record<OperationId, OperationSpec>> {
-  if (typeof __CONVO_OPERATION_SPECS__ !== 'undefined') return __CONVO_OPERATION_SPECS__;
-  const { endpoints } = await import('@convo/core');
-  return describeOperations(endpoints);
+export function loadOperationSpecs(): Promise<Record<OperationId, OperationSpec>> {
+  if (typeof __CONVO_OPERATION_SPECS__ !== 'undefined') return Promise.resolve(__CONVO_OPERATION_SPECS__);
+  computedSpecs ??= import('@convo/core').then(({ endpoints }) => describeOperations(endpoints));
+  return computedSpecs;
 }
