@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { MAX_RUNNING_PER_ENDPOINT, jobsRepository } from '../repositories/jobs.js';
+import { sql } from 'kysely';
+import { MAX_RUNNING_PER_ENDPOINT, claimStatement, inLaneOrder, jobsRepository } from '../repositories/jobs.js';
+import type { Executor } from '../repositories/tenant.js';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
 import { endpointLane, enqueue } from './queue.js';
@@ -214,6 +216,75 @@ for (const dialect of ACTIVE_DIALECTS) {
         await other.destroy();
         expect(runs).toHaveLength(ids.length);
         expect(new Set(runs).size).toBe(ids.length);
+      });
+
+      interface PlanNode {
+        'Node Type': string;
+        'Index Name'?: string;
+        Alias?: string;
+        'Index Cond'?: string;
+        'Recheck Cond'?: string;
+        Plans?: PlanNode[];
+      }
+      /**
+       * How the claim reads each lane's due jobs (the scan of jobs on `lane = l.lane`, not the
+       * count of its running ones): `ordered` when it walks jobs_lane_due_idx in order, else the
+       * scan and what sorts its rows.
+       */
+      const laneReads = (explained: { 'QUERY PLAN': { Plan: PlanNode }[] }[]): string[] => {
+        const reads: string[] = [];
+        const visit = (node: PlanNode, parent: PlanNode | undefined) => {
+          const condition = node['Index Cond'] ?? node['Recheck Cond'] ?? '';
+          if (node.Alias !== undefined && node.Alias !== 'r' && condition.includes('lane = l.lane')) {
+            const ordered = node['Node Type'] === 'Index Scan' && node['Index Name'] === 'jobs_lane_due_idx' && parent?.['Node Type'] !== 'Sort';
+            reads.push(ordered ? 'ordered' : `${node['Node Type']} ${node['Index Name'] ?? ''} under ${parent?.['Node Type']}`);
+          }
+          for (const child of node.Plans ?? []) visit(child, node);
+        };
+        const [plan] = explained.flatMap((row) => row['QUERY PLAN']);
+        if (plan) visit(plan.Plan, undefined);
+        return reads;
+      };
+
+      it('reads a lane in index order on statistics older than its backlog', async () => {
+        // Statistics of a queue of one job per lane, then a backlog in one lane they do not know.
+        await sql`alter table jobs set (autovacuum_enabled = false)`.execute(database.db);
+        const job = (lane: string, i: number) => ({
+          id: `job_plan_${lane}_${i}`,
+          kind: 'run_workflow',
+          account_id: 'acct_plan',
+          payload: '{}',
+          run_at: new Date(Date.now() - 1_000).toISOString(),
+          attempts: 0,
+          locked_by: null,
+          locked_until: null,
+          created_at: new Date().toISOString(),
+          lane,
+        });
+        await database.db
+          .insertInto('jobs')
+          .values(Array.from({ length: 300 }, (_, i) => job(`lane${i}`, i)))
+          .execute();
+        await sql`analyze jobs`.execute(database.db);
+        await database.db.deleteFrom('jobs').where('account_id', '=', 'acct_plan').execute();
+        for (let chunk = 0; chunk < 5; chunk++) {
+          await database.db
+            .insertInto('jobs')
+            .values(Array.from({ length: 1_000 }, (_, i) => job('account:acct_plan', chunk * 1_000 + i)))
+            .execute();
+        }
+        const now = Date.now();
+        const input = { workerId: 'w_plan', limit: 16, now: new Date(now).toISOString(), leaseUntil: new Date(now + 60_000).toISOString() };
+        const planOf = async (executor: Executor) => laneReads((await claimStatement(executor, input).explain('json')) as never);
+        try {
+          // The case it guards against: left to these statistics, the lane is read whole and sorted.
+          expect(await planOf(database.db)).not.toEqual(['ordered']);
+          expect(await inLaneOrder(database.db, planOf)).toEqual(['ordered']);
+          expect(await jobsRepository.claim(database.db, input)).toHaveLength(16);
+        } finally {
+          await database.db.deleteFrom('jobs').where('account_id', '=', 'acct_plan').execute();
+          await sql`alter table jobs reset (autovacuum_enabled)`.execute(database.db);
+        }
       });
     }
   });
