@@ -33,6 +33,8 @@ export interface ClaimInput {
   perAccount?: number;
   /** Fewer for the accounts that already run jobs on this worker: account id → jobs it may still take. */
   accountRoom?: Record<string, number>;
+  /** Jobs this worker finished since its last claim: they leave the queue in the claim's transaction. */
+  finished?: readonly string[];
 }
 
 /**
@@ -127,19 +129,25 @@ export const claimStatement = (db: Executor, input: ClaimInput) =>
     .returningAll();
 
 /**
- * Runs `work` where a claim reads each lane in index order whatever the statistics say. On
- * statistics older than a lane's backlog (a new database, autovacuum off or not yet round) Postgres
- * takes the lane for a few rows and reads all of it, by a bitmap scan or the lease index, to sort
- * it: 5 ms a claim instead of 1 with 5,000 jobs in a lane (bench/README.md, Channels). Those two
- * plans are off for the claim's transaction (`set_config(…, true)` is `SET LOCAL`).
+ * Makes the claims of this transaction read each lane in index order whatever the statistics say.
+ * On statistics older than a lane's backlog (a new database, autovacuum off or not yet round)
+ * Postgres takes the lane for a few rows and reads all of it, by a bitmap scan or the lease index,
+ * to sort it: 5 ms a claim instead of 1 with 5,000 jobs in a lane (bench/README.md, Channels).
+ * Those two plans are off until the transaction ends (`set_config(…, true)` is `SET LOCAL`).
  */
-export async function inLaneOrder<T>(db: Kysely<Database>, work: (executor: Executor) => Promise<T>): Promise<T> {
-  if (!dialectOf(db).plannerSettings) return work(db);
-  return db.transaction().execute(async (trx) => {
-    await sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`.execute(trx);
-    return work(trx);
-  });
+export async function readLanesInOrder(trx: Executor): Promise<void> {
+  if (dialectOf(trx).plannerSettings) await sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`.execute(trx);
 }
+
+/** Deletes the jobs this worker finished (those it still holds): one statement for many jobs. */
+const deleteFinished = (db: Executor, workerId: string, ids: readonly string[]) => {
+  const dialect = dialectOf(db);
+  return db
+    .deleteFrom('jobs')
+    .where(dialect.isOneOf('id', dialect.boundList(ids)))
+    .where('locked_by', '=', workerId)
+    .execute();
+};
 
 /**
  * The worker's queue. Jobs are claimed by setting a lease (locked_by, locked_until); a worker
@@ -152,12 +160,18 @@ export const jobsRepository = {
    * Claims up to `limit` due jobs whose lease is free or expired, in the order of claimable(), in
    * one statement: on Postgres the chosen rows are locked with SKIP LOCKED, so concurrent workers
    * never claim the same job; SQLite runs one writer at a time, so the statement is atomic there.
+   * The jobs the worker finished since its last claim leave the queue in the same transaction:
+   * one commit for both, not one per finished job (bench/README.md, Webhook deliveries).
    */
   claim: (db: Kysely<Database>, input: ClaimInput): Promise<ClaimedJob[]> =>
-    inLaneOrder(db, async (executor) => (await claimStatement(executor, input).execute()) as ClaimedJob[]),
+    db.transaction().execute(async (trx) => {
+      await readLanesInOrder(trx);
+      if (input.finished && input.finished.length > 0) await deleteFinished(trx, input.workerId, input.finished);
+      return (await claimStatement(trx, input).execute()) as ClaimedJob[];
+    }),
 
-  /** Done: the job leaves the queue (only if this worker still holds it). */
-  complete: (db: Executor, id: string, workerId: string) => db.deleteFrom('jobs').where('id', '=', id).where('locked_by', '=', workerId).execute(),
+  /** The jobs a worker finished leave the queue (those it still holds); claim does it for the jobs it is given. */
+  finish: (db: Executor, workerId: string, ids: readonly string[]) => (ids.length === 0 ? Promise.resolve() : deleteFinished(db, workerId, ids).then(() => {})),
 
   /** Runs the job again at `runAt`, releasing the lease. */
   reschedule: (db: Executor, id: string, workerId: string, runAt: string, payload?: string) =>

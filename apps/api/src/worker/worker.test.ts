@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { sql } from 'kysely';
-import { MAX_RUNNING_PER_ENDPOINT, claimStatement, inLaneOrder, jobsRepository } from '../repositories/jobs.js';
+import { MAX_RUNNING_PER_ENDPOINT, claimStatement, jobsRepository, readLanesInOrder } from '../repositories/jobs.js';
 import type { Executor } from '../repositories/tenant.js';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
@@ -46,6 +46,32 @@ for (const dialect of ACTIVE_DIALECTS) {
       await worker.stop();
       expect([...runs].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `a${i}`).sort());
       expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]);
+    });
+
+    it('takes the jobs it finished out of the queue with its next claim, and never a job another worker holds', async () => {
+      const runs: string[] = [];
+      for (let i = 0; i < 5; i++) await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: `f${i}` } });
+      const worker = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
+      await worker.start();
+      try {
+        await vi.waitFor(() => expect(runs).toHaveLength(5), { timeout: 15_000 });
+        // Still running: the finished jobs went with a later claim, not with stop().
+        await vi.waitFor(async () => expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]), {
+          timeout: 15_000,
+        });
+      } finally {
+        await worker.stop();
+      }
+      await enqueue(database.db, { id: 'job_held', kind: 'run_workflow', accountId: null, payload: { runId: 'held' } });
+      await jobsRepository.claim(database.db, {
+        workerId: 'w_other',
+        limit: 1,
+        now: new Date().toISOString(),
+        leaseUntil: new Date(Date.now() + 60_000).toISOString(),
+      });
+      await jobsRepository.finish(database.db, 'w_mine', ['job_held']);
+      expect(await database.db.selectFrom('jobs').select('id').where('id', '=', 'job_held').execute()).toHaveLength(1);
+      await database.db.deleteFrom('jobs').where('id', '=', 'job_held').execute();
     });
 
     it('leaves a job scheduled later until it is due', async () => {
@@ -197,7 +223,7 @@ for (const dialect of ACTIVE_DIALECTS) {
         .where('lane', '=', endpointLane('we_busy'))
         .where('locked_by', '=', 'w1')
         .executeTakeFirstOrThrow();
-      await jobsRepository.complete(database.db, done.id, 'w1');
+      await jobsRepository.finish(database.db, 'w1', [done.id]);
       expect(await lanes('w2')).toEqual([endpointLane('we_busy')]);
       await database.db.deleteFrom('jobs').where('kind', '=', 'deliver_webhook').execute();
     });
@@ -279,7 +305,11 @@ for (const dialect of ACTIVE_DIALECTS) {
         try {
           // The case it guards against: left to these statistics, the lane is read whole and sorted.
           expect(await planOf(database.db)).not.toEqual(['ordered']);
-          expect(await inLaneOrder(database.db, planOf)).toEqual(['ordered']);
+          const inOrder = await database.db.transaction().execute(async (trx) => {
+            await readLanesInOrder(trx);
+            return planOf(trx);
+          });
+          expect(inOrder).toEqual(['ordered']);
           expect(await jobsRepository.claim(database.db, input)).toHaveLength(16);
         } finally {
           await database.db.deleteFrom('jobs').where('account_id', '=', 'acct_plan').execute();

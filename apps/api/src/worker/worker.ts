@@ -65,6 +65,12 @@ export class Worker {
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
+  /**
+   * Jobs this worker finished whose rows are still queued under its lease: they leave the queue
+   * with the next claim, in its transaction. A crash before that runs them again when the lease
+   * runs out, as a crash during a job does; every handler finds its work done and stops.
+   */
+  private finished: string[] = [];
   /** Jobs running on this worker by account. */
   private readonly runningByAccount = new Map<string, number>();
   /** Ends the loop's sleep; a wake-up while the loop is claiming ends the next sleep at once. */
@@ -90,6 +96,7 @@ export class Worker {
     this.wake();
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
+    await this.flushFinished();
     await jobsRepository.release(this.options.database.db, this.id);
   }
 
@@ -98,7 +105,14 @@ export class Worker {
     const jobs = await this.claim(this.options.concurrency - this.inFlight.size);
     for (const job of jobs) this.launch(job);
     await Promise.allSettled([...this.inFlight]);
+    await this.flushFinished();
     return jobs.length;
+  }
+
+  private async flushFinished(): Promise<void> {
+    const ids = this.finished;
+    this.finished = [];
+    await jobsRepository.finish(this.options.database.db, this.id, ids);
   }
 
   private async run(): Promise<void> {
@@ -160,19 +174,28 @@ export class Worker {
     });
   }
 
-  private claim(limit: number): Promise<ClaimedJob[]> {
+  private async claim(limit: number): Promise<ClaimedJob[]> {
     const now = Date.now();
     const perAccount = Math.max(1, Math.floor(this.options.concurrency * ACCOUNT_SHARE));
     const accountRoom: Record<string, number> = {};
     for (const [account, running] of this.runningByAccount) accountRoom[account] = Math.max(0, perAccount - running);
-    return jobsRepository.claim(this.options.database.db, {
-      workerId: this.id,
-      limit,
-      now: new Date(now).toISOString(),
-      leaseUntil: new Date(now + this.options.leaseMs).toISOString(),
-      perAccount,
-      accountRoom,
-    });
+    const finished = this.finished;
+    this.finished = [];
+    try {
+      return await jobsRepository.claim(this.options.database.db, {
+        workerId: this.id,
+        limit,
+        now: new Date(now).toISOString(),
+        leaseUntil: new Date(now + this.options.leaseMs).toISOString(),
+        perAccount,
+        accountRoom,
+        finished,
+      });
+    } catch (error) {
+      // Nothing was deleted: they go with the next claim.
+      this.finished.push(...finished);
+      throw error;
+    }
   }
 
   private async process(job: ClaimedJob): Promise<void> {
@@ -191,13 +214,13 @@ export class Worker {
       if (outcome) {
         await jobsRepository.reschedule(db, job.id, this.id, outcome.retryAt, outcome.payload === undefined ? undefined : JSON.stringify(outcome.payload));
       } else {
-        await jobsRepository.complete(db, job.id, this.id);
+        this.finished.push(job.id);
       }
     } catch (error) {
       this.options.logger?.error({ err: error, jobId: job.id, kind: job.kind, attempts: job.attempts }, 'worker: job failed');
       try {
         if (job.attempts >= MAX_FAILED_ATTEMPTS) {
-          await jobsRepository.complete(db, job.id, this.id);
+          this.finished.push(job.id);
         } else {
           const backoffMs = Math.min(3_600_000, 1000 * 2 ** job.attempts);
           await jobsRepository.reschedule(db, job.id, this.id, new Date(Date.now() + backoffMs).toISOString());
