@@ -105,49 +105,56 @@ export const webhookDeliveriesRepository = {
     scope.selectFrom('webhook_deliveries').selectAll().where('webhook_deliveries.id', '=', id).executeTakeFirst(),
 
   /**
-   * What one attempt needs, in one query: the delivery, its endpoint's URL and status (null when
-   * the endpoint is gone), its event (null once pruned) and the secrets that sign it (those of the
-   * account's active webhook keys, oldest first).
+   * Takes the delivery's attempt if it is pending and due (its `next_attempt_at` moved to `until`,
+   * the end of the job's claim), and returns what the attempt needs, in one statement: the
+   * delivery, its endpoint's URL and status (null when the endpoint is gone), its event (null once
+   * pruned) and the secrets that sign it (those of the account's active webhook keys, oldest
+   * first). Undefined when the attempt is not there to take: another job has it, it is not due, or
+   * the delivery is finished.
    */
-  async findForAttempt(scope: TenantScope, id: string) {
-    const secrets = sql<string[] | string | null>`(select ${dialectOf(scope.db).listOf('s.signing_secret')} from (
+  async takeForAttempt(scope: TenantScope, id: string, at: { now: string; until: string }) {
+    const dialect = dialectOf(scope.db);
+    const ofEndpoint = <T>(column: 'url' | 'status') =>
+      sql<T | null>`(select ${sql.ref(`e.${column}`)} from webhook_endpoints e
+        where e.account_id = webhook_deliveries.account_id and e.id = webhook_deliveries.endpoint_id)`;
+    const ofEvent = <T>(column: 'data' | 'conversation_id' | 'sequence' | 'created_at') =>
+      sql<T | null>`(select ${sql.ref(`ev.${column}`)} from events ev
+        where ev.account_id = webhook_deliveries.account_id and ev.id = webhook_deliveries.event_id)`;
+    const secrets = sql<string[] | string | null>`(select ${dialect.listOf('s.signing_secret')} from (
       select k.signing_secret from api_keys k
       where k.account_id = webhook_deliveries.account_id and k.type = 'webhook' and k.revoked_at is null and k.signing_secret is not null
       order by k.created_at, k.id) s)`;
     const row = await scope
-      .selectFrom('webhook_deliveries')
-      .leftJoin('webhook_endpoints as e', (join) =>
-        join.onRef('e.account_id', '=', 'webhook_deliveries.account_id').onRef('e.id', '=', 'webhook_deliveries.endpoint_id'),
-      )
-      .leftJoin('events as ev', (join) => join.onRef('ev.account_id', '=', 'webhook_deliveries.account_id').onRef('ev.id', '=', 'webhook_deliveries.event_id'))
-      .selectAll('webhook_deliveries')
-      .select([
-        'e.url as endpoint_url',
-        'e.status as endpoint_status',
-        'ev.id as ev_id',
-        'ev.type as ev_type',
-        'ev.conversation_id as ev_conversation_id',
-        'ev.sequence as ev_sequence',
-        'ev.data as ev_data',
-        'ev.created_at as ev_created_at',
+      .updateTable('webhook_deliveries')
+      .set({ next_attempt_at: at.until })
+      .where('webhook_deliveries.id', '=', id)
+      .where('webhook_deliveries.status', '=', 'pending')
+      .where((eb) => eb.or([eb('webhook_deliveries.next_attempt_at', 'is', null), eb('webhook_deliveries.next_attempt_at', '<=', at.now)]))
+      .returningAll()
+      .returning([
+        ofEndpoint<string>('url').as('endpoint_url'),
+        ofEndpoint<WebhookEndpointRow['status']>('status').as('endpoint_status'),
+        ofEvent<string>('data').as('ev_data'),
+        ofEvent<string>('conversation_id').as('ev_conversation_id'),
+        ofEvent<number>('sequence').as('ev_sequence'),
+        ofEvent<string>('created_at').as('ev_created_at'),
         secrets.as('signing_secrets'),
       ])
-      .where('webhook_deliveries.id', '=', id)
       .executeTakeFirst();
     if (!row) return undefined;
-    const { endpoint_url, endpoint_status, ev_id, ev_type, ev_conversation_id, ev_sequence, ev_data, ev_created_at, signing_secrets, ...delivery } = row;
+    const { endpoint_url, endpoint_status, ev_data, ev_conversation_id, ev_sequence, ev_created_at, signing_secrets, ...delivery } = row;
     return {
       delivery,
       // An array on Postgres, the JSON text of one on SQLite (dialect.listOf); null without keys.
       secrets: (typeof signing_secrets === 'string' ? JSON.parse(signing_secrets) : (signing_secrets ?? [])) as string[],
       endpoint: endpoint_url === null || endpoint_status === null ? null : { url: endpoint_url, status: endpoint_status },
       event:
-        ev_id === null || ev_type === null || ev_data === null || ev_created_at === null
+        ev_data === null || ev_created_at === null
           ? null
           : {
               account_id: delivery.account_id,
-              id: ev_id,
-              type: ev_type,
+              id: delivery.event_id,
+              type: delivery.event_type,
               conversation_id: ev_conversation_id,
               sequence: ev_sequence,
               data: ev_data,

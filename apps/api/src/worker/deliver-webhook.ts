@@ -59,14 +59,15 @@ export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'delive
   if (job.accountId === null) return;
   const scope = new TenantScope(deps.database.db, job.accountId);
 
-  const found = await webhookDeliveriesRepository.findForAttempt(scope, deliveryId);
-  if (found?.delivery.status !== 'pending') return;
-  const { delivery, endpoint, event, secrets } = found;
-  // Not due yet: the attempt was rescheduled, or another job has it in flight. Whatever runs
-  // later is an automatic attempt.
-  if (delivery.next_attempt_at !== null && Date.parse(delivery.next_attempt_at) > Date.now()) {
-    return { retryAt: delivery.next_attempt_at, payload: { deliveryId } };
+  const taken = await webhookDeliveriesRepository.takeForAttempt(scope, deliveryId, { now: now(), until: job.leaseUntil });
+  if (!taken) {
+    const current = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
+    if (current?.status !== 'pending') return;
+    // Not due yet: the attempt was rescheduled, or another job has it in flight. Whatever runs
+    // later is an automatic attempt.
+    return { retryAt: current.next_attempt_at ?? now(), payload: { deliveryId } };
   }
+  const { delivery, endpoint, event, secrets } = taken;
   if (!endpoint) return;
   if (endpoint.status === 'disabled' && !manual) {
     const patch = { status: 'failed' as const, next_attempt_at: null, updated_at: now() };
@@ -74,17 +75,10 @@ export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'delive
     return;
   }
 
-  const taken = { next_attempt_at: job.leaseUntil };
-  if (!(await webhookDeliveriesRepository.updateIfUnchanged(scope, deliveryId, delivery.next_attempt_at, taken))) {
-    const current = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
-    if (current?.status !== 'pending') return;
-    return { retryAt: current.next_attempt_at ?? now(), payload: { deliveryId } };
-  }
-
   const at = now();
   const response = await send(deps, event, secrets, endpoint.url);
   const attempt: StoredDeliveryAttempt = { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error };
-  return record(deps, scope, { ...delivery, ...taken }, manual ? { ...attempt, manual } : attempt);
+  return record(deps, scope, delivery, manual ? { ...attempt, manual } : attempt);
 }
 
 /** Signs and sends the event; an attempt that cannot be made is a failed one. */
