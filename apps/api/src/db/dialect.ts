@@ -28,11 +28,6 @@ export interface Dialect {
    * used, `INDEXED BY` names one), where Postgres plans from its statistics alone.
    */
   readonly steeredPlans: boolean;
-  /**
-   * A planner method can be switched off for one transaction (Postgres' `SET LOCAL`), for a
-   * statement whose plan must not depend on statistics that may be missing or stale.
-   */
-  readonly plannerSettings: boolean;
   /** Ids aggregated into one value: an array (Postgres) or the JSON text of one (SQLite). */
   listOf(column: string): RawBuilder<string[] | string | null>;
   /** A list of ids as one bound value, whatever its length (one statement text for every length). */
@@ -65,7 +60,6 @@ const postgres: Dialect = {
   concurrentStatements: true,
   contactSearchTable: false,
   steeredPlans: false,
-  plannerSettings: true,
   listOf: (column) => sql`array_agg(${sql.ref(column)})`,
   boundList: (values) => [...values],
   isOneOf: (column, list) => sql<SqlBool>`${sql.ref(column)} = any(${postgres.planAlike(list, 'text[]')}::text[])`,
@@ -89,7 +83,6 @@ const sqlite: Dialect = {
   concurrentStatements: false,
   contactSearchTable: true,
   steeredPlans: true,
-  plannerSettings: false,
   listOf: (column) => sql`json_group_array(${sql.ref(column)})`,
   boundList: (values) => JSON.stringify(values),
   isOneOf: (column, list) => sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${list}))`,

@@ -87,18 +87,17 @@ type DueCondition = (alias: string) => RawBuilder<SqlBool>;
 
 /**
  * `candidates`: each lane's oldest due jobs, as many as its room, with their place `n` in the lane,
- * read by one index scan per lane.
- * The scan's limit is a constant, so that the planner sees how few rows it reads (with a limit it
- * cannot know, it plans for many and may compile the statement, which costs more than the claim).
+ * read by one index scan per lane that stops at the lane's room. Reading a constant number of rows
+ * of every lane made the claim 4.3 ms instead of 1.8 with 8 busy endpoints, and on statistics
+ * missing or older than a lane's backlog Postgres then read the whole lane to sort it (5 ms with
+ * 5,000 jobs in a lane; bench/README.md, Webhook deliveries and Channels).
  */
 const laneHeadsByLateralJoin = (due: DueCondition, perLane: RawBuilder<unknown>) => sql`
     candidates as (
-      select c.id, c.run_at, c.account_id, c.n from (
-        select j.id, j.run_at, j.account_id, r.room, row_number() over (partition by r.lane order by j.run_at, j.id) as n
-        from rooms r cross join lateral (
-          select j.id, j.run_at, j.account_id from jobs j where j.lane = r.lane and ${due('j')} order by j.run_at, j.id limit ${perLane}
-        ) j
-      ) c where c.n <= c.room
+      select j.id, j.run_at, j.account_id, row_number() over (partition by r.lane order by j.run_at, j.id) as n
+      from rooms r cross join lateral (
+        select j.id, j.run_at, j.account_id from jobs j where j.lane = r.lane and ${due('j')} order by j.run_at, j.id limit greatest(0, least(r.room, ${perLane}))
+      ) j
     )`;
 
 /**
@@ -128,17 +127,6 @@ export const claimStatement = (db: Executor, input: ClaimInput) =>
     .where('id', 'in', sql<string>`(${claimable(db, input)})`)
     .returningAll();
 
-/**
- * Makes the claims of this transaction read each lane in index order whatever the statistics say.
- * On statistics older than a lane's backlog (a new database, autovacuum off or not yet round)
- * Postgres takes the lane for a few rows and reads all of it, by a bitmap scan or the lease index,
- * to sort it: 5 ms a claim instead of 1 with 5,000 jobs in a lane (bench/README.md, Channels).
- * Those two plans are off until the transaction ends (`set_config(…, true)` is `SET LOCAL`).
- */
-export async function readLanesInOrder(trx: Executor): Promise<void> {
-  if (dialectOf(trx).plannerSettings) await sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`.execute(trx);
-}
-
 /** Deletes the jobs this worker finished (those it still holds): one statement for many jobs. */
 const deleteFinished = (db: Executor, workerId: string, ids: readonly string[]) => {
   const dialect = dialectOf(db);
@@ -165,7 +153,6 @@ export const jobsRepository = {
    */
   claim: (db: Kysely<Database>, input: ClaimInput): Promise<ClaimedJob[]> =>
     db.transaction().execute(async (trx) => {
-      await readLanesInOrder(trx);
       if (input.finished && input.finished.length > 0) await deleteFinished(trx, input.workerId, input.finished);
       return (await claimStatement(trx, input).execute()) as ClaimedJob[];
     }),

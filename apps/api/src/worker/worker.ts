@@ -33,7 +33,11 @@ export interface WorkerOptions {
   pollIntervalMs?: number;
   /** How long a claim holds; a worker that dies loses its jobs to others after this. */
   leaseMs?: number;
-  /** Jobs run at once by this worker: deliveries mostly wait on the network (bench/README.md, "Webhook deliveries"). */
+  /**
+   * Jobs run at once by this worker (64 by default): deliveries mostly wait on the network, and
+   * with 16 a worker spent most of its time between claims with few jobs running (bench/README.md,
+   * "Webhook deliveries").
+   */
   concurrency?: number;
   logger?: WorkerLogger;
 }
@@ -79,7 +83,7 @@ export class Worker {
   private readonly options: Required<Omit<WorkerOptions, 'logger'>> & { logger: WorkerLogger | undefined };
 
   constructor(options: WorkerOptions) {
-    this.options = { pollIntervalMs: 250, leaseMs: 60_000, concurrency: 16, ...options, logger: options.logger };
+    this.options = { pollIntervalMs: 250, leaseMs: 60_000, concurrency: 64, ...options, logger: options.logger };
   }
 
   async start(): Promise<void> {
