@@ -149,7 +149,7 @@ const ulid = () => {
   return time + random;
 };
 
-const CONVERSATION_COLUMNS = `c.id, c.contact_id, c.platform, c.status, c.message_count, c.last_message_content, c.last_message_at,
+const CONVERSATION_COLUMNS = `c.id, c.contact_id, c.platform, c.channel_id, c.status, c.message_count, c.last_message_content, c.last_message_at,
   c.created_at, c.updated_at, ct.name as contact_name, ct.phone as contact_phone`;
 const CONVERSATION_FROM = 'conversations c join contacts ct on ct.account_id = c.account_id and ct.id = c.contact_id';
 
@@ -157,6 +157,7 @@ const toConversation = (r: Row) => ({
   id: r.id,
   contact: { id: r.contact_id, name: r.contact_name, phone: r.contact_phone },
   platform: r.platform,
+  channel_id: r.channel_id ?? null,
   status: r.status,
   message_count: Number(r.message_count),
   last_message: r.last_message_at === null ? null : { content: r.last_message_content ?? '', timestamp: r.last_message_at },
