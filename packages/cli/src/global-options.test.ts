@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES } from './errors.js';
+import { loadOperationSpecs } from './operation-spec.js';
 import { run } from './program.js';
 import { testTerminal } from './test-terminal.js';
 
@@ -19,7 +20,10 @@ describe('global options', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
+    // Run from source, a process's first command computes every operation's options from the
+    // schemas (seconds under CI's load): done here, so that no test's own time pays for it.
+    await loadOperationSpecs();
+  }, 30_000);
   afterAll(() => new Promise((resolve) => server.close(resolve)));
 
   const lastRequest = () => seen.at(-1);
