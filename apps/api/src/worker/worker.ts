@@ -100,8 +100,12 @@ export class Worker {
     this.wake();
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
-    await this.flushFinished();
-    await jobsRepository.release(this.options.database.db, this.id);
+    try {
+      await this.flushFinished();
+    } finally {
+      // Given back even if the finished ones could not be deleted: they run again, at least once.
+      await jobsRepository.release(this.options.database.db, this.id);
+    }
   }
 
   /** Claims and runs the jobs due now, once; resolves when they are done. For tests and tools. */
@@ -116,7 +120,12 @@ export class Worker {
   private async flushFinished(): Promise<void> {
     const ids = this.finished;
     this.finished = [];
-    await jobsRepository.finish(this.options.database.db, this.id, ids);
+    try {
+      await jobsRepository.finish(this.options.database.db, this.id, ids);
+    } catch (error) {
+      this.finished.push(...ids);
+      throw error;
+    }
   }
 
   private async run(): Promise<void> {
