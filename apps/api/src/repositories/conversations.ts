@@ -124,7 +124,14 @@ export const conversationsRepository = {
   },
 
   /** Counts a new message and makes it the last one. */
-  recordMessage: (scope: TenantScope, id: string, message: { content: string; at: string }) => messageRecorded(scope, id, message).execute(),
+  /** Records a message on its conversation and takes the next event sequence number for its event. */
+  async recordMessage(scope: TenantScope, id: string, message: { content: string; at: string }): Promise<number> {
+    const row = await messageRecorded(scope, id, message)
+      .set((eb) => ({ event_sequence: eb('event_sequence', '+', 1) }))
+      .returning('conversations.event_sequence')
+      .executeTakeFirstOrThrow();
+    return Number(row.event_sequence);
+  },
 
   /** The open conversation of a contact on a channel, the latest active first. */
   findOpenOnChannel: (scope: TenantScope, contactId: string, channelId: string) =>

@@ -26,11 +26,23 @@ type DataOf<T extends EventType> = Extract<Event, { type: T }>['data'];
 
 /**
  * Records an event in the transaction of the change that causes it (the outbox), with the next
- * sequence number of its conversation, and queues a delivery to every enabled endpoint that
- * subscribes to its type. A rolled-back change leaves no event and no delivery.
+ * sequence number of its conversation (or the one the change already took for it), and queues a
+ * delivery to every enabled endpoint that subscribes to its type. A rolled-back change leaves no
+ * event and no delivery.
  */
-export async function emitEvent<T extends EventType>(scope: TenantScope, type: T, data: DataOf<T>, conversationId?: string): Promise<Event> {
-  const sequence = conversationId === undefined ? null : await conversationsRepository.nextEventSequence(scope, conversationId);
+export async function emitEvent<T extends EventType>(
+  scope: TenantScope,
+  type: T,
+  data: DataOf<T>,
+  conversation?: string | { id: string; sequence: number },
+): Promise<Event> {
+  const conversationId = typeof conversation === 'string' ? conversation : conversation?.id;
+  const sequence =
+    conversation === undefined
+      ? null
+      : typeof conversation === 'string'
+        ? await conversationsRepository.nextEventSequence(scope, conversation)
+        : conversation.sequence;
   const row: EventRow = {
     account_id: scope.accountId,
     id: newId('event'),

@@ -1,4 +1,4 @@
-import type { Message, MessageMedia, MessageTemplate, MessageType, SendMessageBody } from '@convo/core';
+import type { ConversationStatus, Message, MessageMedia, MessageTemplate, MessageType, SendMessageBody } from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
@@ -25,6 +25,8 @@ export const statusesBefore = (next: MessageRow['status']): MessageRow['status']
 
 export interface InboundMessage {
   conversationId: string;
+  /** The conversation as this transaction just read or made it, so that it is not read again. */
+  conversation?: { id: string; status: ConversationStatus };
   content: string;
   type?: MessageType;
   media?: MessageMedia | null;
@@ -51,7 +53,7 @@ export const messagesService = {
 
   async receive(ctx: ServiceContext, input: InboundMessage): Promise<Message> {
     return inTransaction(ctx, async (scope) => {
-      const conversation = await findConversationOrThrow(scope, input.conversationId);
+      const conversation = input.conversation ?? (await findConversationOrThrow(scope, input.conversationId));
       if (conversation.status === 'archived') {
         throw ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived');
       }
@@ -70,11 +72,12 @@ export const messagesService = {
         updated_at: at,
       };
       await messagesRepository.insert(scope, row);
-      await conversationsRepository.recordMessage(scope, conversation.id, { content: row.content, at: row.created_at });
+      // The message's event takes its sequence number in the statement that records the message.
+      const sequence = await conversationsRepository.recordMessage(scope, conversation.id, { content: row.content, at: row.created_at });
       const reopened = conversation.status === 'resolved';
       if (reopened) await conversationsRepository.update(scope, conversation.id, { status: 'active', updated_at: row.created_at });
       const message = toMessage({ ...row, account_id: ctx.accountId });
-      await emitEvent(scope, 'message.received', message, conversation.id);
+      await emitEvent(scope, 'message.received', message, { id: conversation.id, sequence });
       if (reopened) await emitEvent(scope, 'conversation.updated', toConversation(await findConversationOrThrow(scope, conversation.id)), conversation.id);
       return message;
     });
