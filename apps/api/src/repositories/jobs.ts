@@ -87,10 +87,9 @@ type DueCondition = (alias: string) => RawBuilder<SqlBool>;
 
 /**
  * `candidates`: each lane's oldest due jobs, as many as its room, with their place `n` in the lane,
- * read by one index scan per lane that stops at the lane's room. Reading a constant number of rows
- * of every lane made the claim 4.3 ms instead of 1.8 with 8 busy endpoints, and on statistics
- * missing or older than a lane's backlog Postgres then read the whole lane to sort it (5 ms with
- * 5,000 jobs in a lane; bench/README.md, Webhook deliveries and Channels).
+ * read by one index scan per lane that stops at the lane's room. A constant limit read rows of every
+ * lane only to drop them, and on statistics missing or older than a lane's backlog led Postgres to
+ * read the whole lane and sort it (bench/README.md, Webhook deliveries).
  */
 const laneHeadsByLateralJoin = (due: DueCondition, perLane: RawBuilder<unknown>) => sql`
     candidates as (
