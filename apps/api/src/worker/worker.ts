@@ -117,11 +117,16 @@ export class Worker {
     return jobs.length;
   }
 
-  private async flushFinished(): Promise<void> {
+  private flushFinished(): Promise<void> {
+    return this.handOverFinished((ids) => jobsRepository.finish(this.options.database.db, this.id, ids));
+  }
+
+  /** Gives the finished jobs to a statement that deletes them; if it fails they wait for the next one. */
+  private async handOverFinished<T>(use: (ids: readonly string[]) => Promise<T>): Promise<T> {
     const ids = this.finished;
     this.finished = [];
     try {
-      await jobsRepository.finish(this.options.database.db, this.id, ids);
+      return await use(ids);
     } catch (error) {
       this.finished.push(...ids);
       throw error;
@@ -187,15 +192,13 @@ export class Worker {
     });
   }
 
-  private async claim(limit: number): Promise<ClaimedJob[]> {
+  private claim(limit: number): Promise<ClaimedJob[]> {
     const now = Date.now();
     const perAccount = Math.max(1, Math.floor(this.options.concurrency * ACCOUNT_SHARE));
     const accountRoom: Record<string, number> = {};
     for (const [account, running] of this.runningByAccount) accountRoom[account] = Math.max(0, perAccount - running);
-    const finished = this.finished;
-    this.finished = [];
-    try {
-      return await jobsRepository.claim(this.options.database.db, {
+    return this.handOverFinished((finished) =>
+      jobsRepository.claim(this.options.database.db, {
         workerId: this.id,
         limit,
         now: new Date(now).toISOString(),
@@ -203,12 +206,8 @@ export class Worker {
         perAccount,
         accountRoom,
         finished,
-      });
-    } catch (error) {
-      // Nothing was deleted: they go with the next claim.
-      this.finished.push(...finished);
-      throw error;
-    }
+      }),
+    );
   }
 
   private async process(job: ClaimedJob): Promise<void> {
