@@ -25,6 +25,18 @@ export const accountsRepository = {
   lock: (db: Executor, id: string) => lockedForUpdate(db, db.selectFrom('accounts').select('accounts.id').where('accounts.id', '=', id)).execute(),
 };
 
+/** The query of signingSecrets, for a statement that reads them with other things (a delivery's take). */
+export const signingSecretsOf = (db: Executor, accountId: string) =>
+  db
+    .selectFrom('api_keys')
+    .select('signing_secret')
+    .where('account_id', '=', accountId)
+    .where('type', '=', 'webhook')
+    .where('revoked_at', 'is', null)
+    .where('signing_secret', 'is not', null)
+    .orderBy('created_at')
+    .orderBy('id');
+
 export const apiKeysRepository = {
   insert: (db: Executor, row: Insertable<ApiKeyTable>) => db.insertInto('api_keys').values(row).execute(),
 
@@ -39,19 +51,7 @@ export const apiKeysRepository = {
   touch: (db: Executor, id: string, at: string) => db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
 
   /** The secrets of the account's active webhook keys, oldest first: what signs what Convo POSTs. */
-  signingSecrets: async (db: Executor, accountId: string) =>
-    (
-      await db
-        .selectFrom('api_keys')
-        .select('signing_secret')
-        .where('account_id', '=', accountId)
-        .where('type', '=', 'webhook')
-        .where('revoked_at', 'is', null)
-        .where('signing_secret', 'is not', null)
-        .orderBy('created_at')
-        .orderBy('id')
-        .execute()
-    ).map((row) => row.signing_secret as string),
+  signingSecrets: async (db: Executor, accountId: string) => (await signingSecretsOf(db, accountId).execute()).map((row) => row.signing_secret as string),
 
   revoke: (db: Executor, id: string, at: string) =>
     db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst(),

@@ -1,6 +1,7 @@
 import { type Selectable, type Updateable, sql } from 'kysely';
 import { dialectOf, lockedForUpdate } from '../db/dialect.js';
 import type { WebhookDeliveryTable, WebhookEndpointTable } from '../db/schema.js';
+import { signingSecretsOf } from './accounts.js';
 import type { TenantScope } from './tenant.js';
 
 export type WebhookEndpointRow = Selectable<WebhookEndpointTable>;
@@ -120,10 +121,7 @@ export const webhookDeliveriesRepository = {
     const ofEvent = <T>(column: 'data' | 'conversation_id' | 'sequence' | 'created_at') =>
       sql<T | null>`(select ${sql.ref(`ev.${column}`)} from events ev
         where ev.account_id = webhook_deliveries.account_id and ev.id = webhook_deliveries.event_id)`;
-    const secrets = sql<string[] | string | null>`(select ${dialect.listOf('s.signing_secret')} from (
-      select k.signing_secret from api_keys k
-      where k.account_id = webhook_deliveries.account_id and k.type = 'webhook' and k.revoked_at is null and k.signing_secret is not null
-      order by k.created_at, k.id) s)`;
+    const secrets = sql<string[] | string | null>`(select ${dialect.listOf('s.signing_secret')} from ${signingSecretsOf(scope.db, scope.accountId).as('s')})`;
     const row = await scope
       .updateTable('webhook_deliveries')
       .set({ next_attempt_at: at.until })
