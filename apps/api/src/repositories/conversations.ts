@@ -123,8 +123,7 @@ export const conversationsRepository = {
     >;
   },
 
-  /** Counts a new message and makes it the last one. */
-  /** Records a message on its conversation and takes the next event sequence number for its event. */
+  /** Counts a new message, makes it the last one, and takes the next event sequence number for its event. */
   async recordMessage(scope: TenantScope, id: string, message: { content: string; at: string }): Promise<number> {
     const row = await messageRecorded(scope, id, message)
       .set((eb) => ({ event_sequence: eb('event_sequence', '+', 1) }))

@@ -77,7 +77,7 @@ function receiveOnce(ctx: ServiceContext, channel: ChannelRow, sender: ChannelSe
         (await conversationsService.create(tx, { contact_id: contact.id, platform: channel.platform }, channel.id));
       return messagesService.receive(tx, {
         conversationId: conversation.id,
-        conversation: { id: conversation.id, status: conversation.status },
+        conversationStatus: conversation.status,
         content: message.content,
         type: message.type,
         media: message.media,

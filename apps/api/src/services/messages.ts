@@ -25,8 +25,8 @@ export const statusesBefore = (next: MessageRow['status']): MessageRow['status']
 
 export interface InboundMessage {
   conversationId: string;
-  /** The conversation as this transaction just read or made it, so that it is not read again. */
-  conversation?: { id: string; status: ConversationStatus };
+  /** The conversation's status as this transaction just read or made it, so that it is not read again. */
+  conversationStatus?: ConversationStatus;
   content: string;
   type?: MessageType;
   media?: MessageMedia | null;
@@ -53,7 +53,10 @@ export const messagesService = {
 
   async receive(ctx: ServiceContext, input: InboundMessage): Promise<Message> {
     return inTransaction(ctx, async (scope) => {
-      const conversation = input.conversation ?? (await findConversationOrThrow(scope, input.conversationId));
+      const conversation =
+        input.conversationStatus === undefined
+          ? await findConversationOrThrow(scope, input.conversationId)
+          : { id: input.conversationId, status: input.conversationStatus };
       if (conversation.status === 'archived') {
         throw ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived');
       }
