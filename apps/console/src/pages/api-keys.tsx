@@ -3,9 +3,9 @@ import { zodResolver } from '@hookform/resolvers/zod';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useForm } from 'react-hook-form';
-import { CopyField } from '../components/copy-field';
 import { FormError, TextField } from '../components/field';
 import { ConfirmDialog, ModalDialog } from '../components/modal';
+import { ShownOnce } from '../components/shown-once';
 import { useToast } from '../components/toasts';
 import { consoleErrorOf, showServerError } from '../errors';
 import { formatDateTime } from '../format';
@@ -121,17 +121,12 @@ export function GenerateKeyDialog({ isOpen, onClose }: { isOpen: boolean; onClos
       isDismissable={!created}
     >
       {created ? (
-        <div>
-          <p className="warning" role="alert">
-            This key is shown only once. Store it now; you cannot see it again.
-          </p>
-          <CopyField label={`Key ${created.name}`} value={created.key} />
-          <div className="dialog-actions">
-            <button type="button" className="button button-primary" onClick={close}>
-              Done
-            </button>
-          </div>
-        </div>
+        <ShownOnce
+          warning="This key is shown only once. Store it now; you cannot see it again."
+          label={`Key ${created.name}`}
+          value={created.key}
+          onDone={close}
+        />
       ) : (
         <form noValidate onSubmit={form.handleSubmit((values) => create.mutate(values))}>
           <FormError message={errors.root?.server?.message} />

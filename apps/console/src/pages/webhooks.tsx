@@ -5,9 +5,9 @@ import { useState } from 'react';
 import { type FieldError, type UseFormRegisterReturn, useForm } from 'react-hook-form';
 import { Link } from 'wouter';
 import type * as z from 'zod';
-import { CopyField } from '../components/copy-field';
 import { FormError, TextField } from '../components/field';
 import { ConfirmDialog, ModalDialog } from '../components/modal';
+import { ShownOnce } from '../components/shown-once';
 import { useToast } from '../components/toasts';
 import { consoleErrorOf, showServerError } from '../errors';
 import { useSignedIn } from '../layout/console-layout';
@@ -218,17 +218,12 @@ function CreateEndpointDialog({ isOpen, onClose }: { isOpen: boolean; onClose: (
       isDismissable={!secret}
     >
       {secret ? (
-        <div>
-          <p className="warning" role="alert">
-            The account had no webhook key, so one was made to sign deliveries. It is shown only once: store it now and verify deliveries with it.
-          </p>
-          <CopyField label="Signing secret" value={secret} />
-          <div className="dialog-actions">
-            <button type="button" className="button button-primary" onClick={close}>
-              Done
-            </button>
-          </div>
-        </div>
+        <ShownOnce
+          warning="The account had no webhook key, so one was made to sign deliveries. It is shown only once: store it now and verify deliveries with it."
+          label="Signing secret"
+          value={secret}
+          onDone={close}
+        />
       ) : (
         <form
           noValidate
