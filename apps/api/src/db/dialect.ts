@@ -51,6 +51,11 @@ export interface Dialect {
   checkedAgainst(column: string, matches: Expression<unknown>): Expression<SqlBool>;
   /** The number a bound JSON object (`{"key": 3}`) holds under the value of `column`; null when it has none. */
   numberIn(object: string, column: string): RawBuilder<number | null>;
+  /**
+   * A bound JSON array of objects as a table of these columns (a subquery, aliased by the caller):
+   * the rows of a set-based update, one statement for all of them whatever their number.
+   */
+  rowsOf<R>(rows: readonly R[], columns: { [K in keyof R]: 'text' | 'integer' }): RawBuilder<R>;
 }
 
 const postgres: Dialect = {
@@ -74,6 +79,10 @@ const postgres: Dialect = {
   // after that choice, so each index entry is checked against a hashed subplan.
   checkedAgainst: (column, matches) => sql<SqlBool>`(${sql.ref(column)} in (${matches}) or false)`,
   numberIn: (object, column) => sql<number | null>`(${object}::jsonb ->> ${sql.ref(column)})::int`,
+  rowsOf: (rows, columns) => {
+    const definitions = Object.entries(columns).map(([name, type]) => sql`${sql.id(name)} ${sql.raw(type as string)}`);
+    return sql`(select * from json_to_recordset(${JSON.stringify(rows)}::json) as r(${sql.join(definitions)}))`;
+  },
 };
 
 const sqlite: Dialect = {
@@ -93,6 +102,10 @@ const sqlite: Dialect = {
   // `+column` is no index's: SQLite checks each entry against the matches instead of starting from them.
   checkedAgainst: (column, matches) => sql<SqlBool>`+${sql.ref(column)} in (${matches})`,
   numberIn: (object, column) => sql<number | null>`json_extract(${object}, '$."' || ${sql.ref(column)} || '"')`,
+  rowsOf: (rows, columns) => {
+    const fields = Object.keys(columns).map((name) => sql`json_extract(value, ${`$."${name}"`}) as ${sql.id(name)}`);
+    return sql`(select ${sql.join(fields)} from json_each(${JSON.stringify(rows)}))`;
+  },
 };
 
 /** The dialect of a Kysely instance or transaction (migrations too: they receive a bare Kysely). */

@@ -32,6 +32,9 @@ import {
   whatsappInbound,
   whatsappStatuses,
 } from '../testing/meta-payloads.js';
+import { type ChannelRow, channelsRepository } from '../repositories/channels.js';
+import { TenantScope } from '../repositories/tenant.js';
+import { type Arrival, receiveManyOnChannel, receiveOnChannel } from '../services/channel-inbound.js';
 import { jobHandlers } from '../worker/handlers.js';
 import { Worker } from '../worker/worker.js';
 
@@ -498,6 +501,84 @@ describeEachDialect(
       await deliver(messenger, messengerBody);
       expect((await messagesOf((await onlyConversation(messenger)).id)).map((m) => m.content)).toEqual(['m1', 'm2']);
       expect((await payloadErrors(messenger)).map((error) => error.path)).toEqual(['entry.1.messaging.0', 'entry.2.messaging.0', 'entry.4']);
+    });
+
+    it("stores a claim's payloads of one channel together as one at a time would, whichever way each sender goes", async () => {
+      const channel = await openChannel('whatsapp');
+      const [a, b, c, d, e] = [waId(), waId(), waId(), waId(), waId()];
+      const to = channel.external_id;
+      const one = (from: string, body: string, name?: string, id?: string) =>
+        whatsappInbound({
+          phoneNumberId: to,
+          contacts: [{ waId: from, ...(name ? { name } : {}) }],
+          messages: [waText({ from, body, ...(id ? { id } : {}) })],
+        });
+      // a, b, d and e write first, one payload at a time; d shares no name, e's conversation is resolved.
+      await deliver(channel, one(a, 'a0', 'Ann'));
+      await deliver(channel, one(b, 'b0', 'Bob'));
+      await deliver(channel, one(d, 'd0'));
+      await deliver(channel, one(e, 'e0', 'Eve'));
+      const before = new Map((await conversationsOn(channel)).map((conversation) => [conversation.contact.phone, conversation]));
+      const conversationOf = (waIdOf: string) => before.get(`+${waIdOf}`) as Conversation;
+      expect((await server().request('PATCH', `/conversations/${conversationOf(e).id}`, { body: { status: 'resolved' } })).status).toBe(200);
+
+      // Taken together: a and b (contact and open conversation as they are); left for one at a time:
+      // c (new), d (a name to fill), e (a conversation to reopen).
+      const scope = new TenantScope(server().database.db, server().accountId);
+      const channelRow = (await channelsRepository.findById(scope, channel.id)) as ChannelRow;
+      const ctx = { database: server().database, accountId: server().accountId, settings: server().settings };
+      const arrival = (from: string, content: string, profileName?: string): Arrival => ({
+        sender: { externalId: from, profileName },
+        message: { platformMessageId: newWamid(), type: 'text', content, media: null },
+      });
+      const direct = [arrival(a, 'a1'), arrival(c, 'c0', 'Cy'), arrival(b, 'b1', 'Bob'), arrival(d, 'd1', 'Dee'), arrival(e, 'e1'), arrival(a, 'a2')];
+      const left = await receiveManyOnChannel(ctx, channelRow, [...direct, direct[0] as Arrival]);
+      expect(left.map((arrival) => arrival.message.content)).toEqual(['c0', 'd1', 'e1']);
+      for (const arrival of left) await receiveOnChannel(ctx, channelRow, arrival.sender, arrival.message);
+
+      // The same through the worker: three payloads claimed together, a redelivery and a bad message among them.
+      const repeated = newWamid();
+      const broken = { from: b, id: newWamid(), timestamp: String(Math.floor(Date.now() / 1000)), type: 'image' };
+      await post(channel, one(a, 'a3', 'Ann', repeated));
+      await post(
+        channel,
+        whatsappInbound({
+          phoneNumberId: to,
+          contacts: [{ waId: b, name: 'Bob' }, { waId: c, name: 'Cy' }, { waId: e }],
+          messages: [waText({ from: b, body: 'b2' }), broken, waText({ from: c, body: 'c1' }), waText({ from: e, body: 'e2' })],
+        }),
+      );
+      await post(channel, one(a, 'a3', 'Ann', repeated));
+      expect(await worker.runDue()).toBe(3);
+      await drain();
+
+      const after = new Map((await conversationsOn(channel)).map((conversation) => [conversation.contact.phone, conversation]));
+      const contents = async (from: string) => (await messagesOf((after.get(`+${from}`) as Conversation).id)).map((message) => message.content);
+      expect(await contents(a)).toEqual(['a0', 'a1', 'a2', 'a3']);
+      expect(await contents(b)).toEqual(['b0', 'b1', 'b2']);
+      expect(await contents(c)).toEqual(['c0', 'c1']);
+      expect(await contents(d)).toEqual(['d0', 'd1']);
+      expect(await contents(e)).toEqual(['e0', 'e1', 'e2']);
+      expect(after.get(`+${a}`)).toMatchObject({ id: conversationOf(a).id, message_count: 4, last_message: { content: 'a3' } });
+      expect(after.get(`+${e}`)).toMatchObject({ id: conversationOf(e).id, status: 'active', message_count: 3 });
+      expect((await contact((after.get(`+${c}`) as Conversation).contact.id)).name).toBe('Cy');
+      expect((await contact((after.get(`+${d}`) as Conversation).contact.id)).name).toBe('Dee');
+      expect((await payloadErrors(channel)).map((error) => error.path)).toEqual(['entry.0.changes.0.value.messages.1']);
+
+      // Every message has its event, in order, and a conversation's events never share a sequence number.
+      for (const conversation of after.values()) {
+        const received = await conversationEvents('message.received', conversation.id);
+        const messages = await messagesOf(conversation.id);
+        expect(received.map((event) => (event.data as Message).id)).toEqual(messages.map((message) => message.id));
+        const sequences = [
+          ...received,
+          ...(await conversationEvents('conversation.created', conversation.id)),
+          ...(await conversationEvents('conversation.updated', conversation.id)),
+        ].map((event) => event.sequence);
+        expect(new Set(sequences).size).toBe(sequences.length);
+        const receivedSequences = received.map((event) => event.sequence as number);
+        expect(receivedSequences).toEqual([...receivedSequences].sort((x, y) => x - y));
+      }
     });
 
     it('records a body of the wrong platform, and one for a channel disabled or deleted before it was processed, storing nothing', async () => {

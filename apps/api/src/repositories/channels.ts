@@ -1,4 +1,5 @@
-import type { Selectable, Updateable } from 'kysely';
+import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
+import { dialectOf } from '../db/dialect.js';
 import type { ChannelPayloadTable, ChannelTable, ContactIdentityTable, MessageTable } from '../db/schema.js';
 import type { Executor, TenantScope } from './tenant.js';
 
@@ -10,6 +11,15 @@ export const channelsRepository = {
   insert: (scope: TenantScope, row: Omit<ChannelRow, 'account_id'>) => scope.insert('channels', row),
 
   findById: (scope: TenantScope, id: string) => scope.selectFrom('channels').selectAll().where('channels.id', '=', id).executeTakeFirst(),
+
+  findMany: (scope: TenantScope, ids: readonly string[]) => {
+    const dialect = dialectOf(scope.db);
+    return scope
+      .selectFrom('channels')
+      .selectAll()
+      .where(dialect.isOneOf('channels.id', dialect.boundList(ids)))
+      .execute();
+  },
 
   /** A channel named by Meta's webhook path, whatever its account (ids are unique across accounts). */
   findByIdInAnyAccount: (db: Executor, id: string) => db.selectFrom('channels').selectAll().where('channels.id', '=', id).executeTakeFirst(),
@@ -35,10 +45,30 @@ export const channelsRepository = {
 export const channelPayloadsRepository = {
   insert: (scope: TenantScope, row: Omit<ChannelPayloadRow, 'account_id'>) => scope.insert('channel_payloads', row),
 
-  findById: (scope: TenantScope, id: string) => scope.selectFrom('channel_payloads').selectAll().where('channel_payloads.id', '=', id).executeTakeFirst(),
+  findMany: (scope: TenantScope, ids: readonly string[]) => {
+    const dialect = dialectOf(scope.db);
+    return scope
+      .selectFrom('channel_payloads')
+      .selectAll()
+      .where(dialect.isOneOf('channel_payloads.id', dialect.boundList(ids)))
+      .execute();
+  },
 
-  markProcessed: (scope: TenantScope, id: string, at: string, errors: string | null) =>
-    scope.updateTable('channel_payloads').set({ processed_at: at, errors }).where('channel_payloads.id', '=', id).execute(),
+  /** Records payloads as processed, with the errors of each (null when it had none): one statement for all that had none. */
+  async markProcessed(scope: TenantScope, at: string, payloads: readonly { id: string; errors: string | null }[]): Promise<void> {
+    const clean = payloads.filter((payload) => payload.errors === null).map((payload) => payload.id);
+    if (clean.length > 0) {
+      const dialect = dialectOf(scope.db);
+      await scope
+        .updateTable('channel_payloads')
+        .set({ processed_at: at, errors: null })
+        .where(dialect.isOneOf('channel_payloads.id', dialect.boundList(clean)))
+        .execute();
+    }
+    for (const { id, errors } of payloads) {
+      if (errors !== null) await scope.updateTable('channel_payloads').set({ processed_at: at, errors }).where('channel_payloads.id', '=', id).execute();
+    }
+  },
 
   /** Processed payloads received before `before` (kept as long as events). */
   prune: (db: Executor, before: string) =>
@@ -65,6 +95,31 @@ export const contactIdentitiesRepository = {
       .where('contact_identities.channel_id', '=', channelId)
       .orderBy('contact_identities.created_at', 'asc')
       .executeTakeFirst(),
+
+  /** The identities of these senders on the channel, with their contacts' names. */
+  findManyWithNames: (scope: TenantScope, channelId: string, externalIds: readonly string[]) => {
+    const dialect = dialectOf(scope.db);
+    return scope
+      .selectFrom('contact_identities')
+      .innerJoin('contacts', (join) =>
+        join.onRef('contacts.account_id', '=', 'contact_identities.account_id').onRef('contacts.id', '=', 'contact_identities.contact_id'),
+      )
+      .select(['contact_identities.external_id', 'contact_identities.contact_id', 'contacts.name'])
+      .where('contact_identities.channel_id', '=', channelId)
+      .where(dialect.isOneOf('contact_identities.external_id', dialect.boundList(externalIds)))
+      .execute();
+  },
+
+  /** touchInbound for several senders in one statement. */
+  touchInboundAll: (scope: TenantScope, channelId: string, touches: readonly { external_id: string; at: string }[]) =>
+    scope
+      .updateTable('contact_identities')
+      .from(dialectOf(scope.db).rowsOf(touches, { external_id: 'text', at: 'text' }).as('v'))
+      .set({ last_inbound_at: sql<string>`v.at` })
+      .where('contact_identities.channel_id', '=', channelId)
+      .whereRef('contact_identities.external_id', '=', 'v.external_id')
+      .where(sql<SqlBool>`(contact_identities.last_inbound_at is null or contact_identities.last_inbound_at < v.at)`)
+      .execute(),
 
   touchInbound: (scope: TenantScope, channelId: string, externalId: string, at: string) =>
     scope

@@ -1,4 +1,4 @@
-import type { Selectable, Updateable } from 'kysely';
+import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { ConversationTable } from '../db/schema.js';
 import { countFromCounters } from './conversation-counters.js';
@@ -130,6 +130,52 @@ export const conversationsRepository = {
       .returning('conversations.event_sequence')
       .executeTakeFirstOrThrow();
     return Number(row.event_sequence);
+  },
+
+  /**
+   * recordMessage for several conversations in one statement: each gets `added` messages, the last
+   * of them `content` at `at`; its sequence after them is returned (its messages' events take the
+   * numbers up to it).
+   */
+  async recordMessages(
+    scope: TenantScope,
+    recorded: readonly { conversation_id: string; added: number; content: string; at: string }[],
+  ): Promise<Map<string, number>> {
+    const values = dialectOf(scope.db).rowsOf(recorded, { conversation_id: 'text', added: 'integer', content: 'text', at: 'text' });
+    // As messageRecorded: the last message and the times only ever move forward.
+    const newer = sql<SqlBool>`(last_message_at is null or last_message_at <= v.at)`;
+    const rows = await scope
+      .updateTable('conversations')
+      .from(values.as('v'))
+      .set({
+        message_count: sql<number>`message_count + v.added`,
+        event_sequence: sql<number>`event_sequence + v.added`,
+        last_message_content: sql<string>`case when ${newer} then v.content else last_message_content end`,
+        last_message_at: sql<string>`case when ${newer} then v.at else last_message_at end`,
+        last_activity_at: sql<string>`case when last_activity_at <= v.at then v.at else last_activity_at end`,
+        updated_at: sql<string>`case when updated_at <= v.at then v.at else updated_at end`,
+      })
+      .whereRef('conversations.id', '=', 'v.conversation_id')
+      .returning(['conversations.id', 'conversations.event_sequence'])
+      .execute();
+    return new Map(rows.map((row) => [row.id, Number(row.event_sequence)]));
+  },
+
+  /** Each of these contacts' open conversation on a channel (as findOpenOnChannel), by contact. */
+  async openOnChannelOf(scope: TenantScope, contactIds: readonly string[], channelId: string): Promise<Map<string, Pick<ConversationRow, 'id' | 'status'>>> {
+    const dialect = dialectOf(scope.db);
+    const rows = await scope
+      .selectFrom('conversations')
+      .select(['conversations.id', 'conversations.contact_id', 'conversations.status'])
+      .where('conversations.channel_id', '=', channelId)
+      .where(dialect.isOneOf('conversations.contact_id', dialect.boundList(contactIds)))
+      .where('conversations.status', '!=', 'archived')
+      .orderBy('conversations.last_activity_at', 'desc')
+      .orderBy('conversations.id', 'desc')
+      .execute();
+    const open = new Map<string, Pick<ConversationRow, 'id' | 'status'>>();
+    for (const row of rows) if (!open.has(row.contact_id)) open.set(row.contact_id, { id: row.id, status: row.status });
+    return open;
   },
 
   /** The open conversation of a contact on a channel, the latest active first. */

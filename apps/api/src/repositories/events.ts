@@ -16,7 +16,7 @@ function listed(scope: TenantScope, filter: EventFilter) {
 }
 
 export const eventsRepository = {
-  insert: (scope: TenantScope, row: Omit<EventRow, 'account_id'>) => scope.insert('events', row),
+  insert: (scope: TenantScope, rows: Omit<EventRow, 'account_id'> | Omit<EventRow, 'account_id'>[]) => scope.insert('events', rows),
 
   /** Newest first, ties by id descending; only events since `since`. */
   async list(scope: TenantScope, filter: EventFilter, page: { limit: number; offset: number }) {

@@ -64,7 +64,18 @@ const sendIntoOpenConversation = prepared((db: Executor, ...[accountId, id, conv
 );
 
 export const messagesRepository = {
-  insert: (scope: TenantScope, row: Omit<MessageRow, 'account_id'>) => scope.insert('messages', row),
+  insert: (scope: TenantScope, rows: Omit<MessageRow, 'account_id'> | Omit<MessageRow, 'account_id'>[]) => scope.insert('messages', rows),
+
+  /** Which of these platform ids a stored message has. */
+  async platformIdsAmong(scope: TenantScope, platformMessageIds: readonly string[]): Promise<Set<string>> {
+    const dialect = dialectOf(scope.db);
+    const rows = await scope
+      .selectFrom('messages')
+      .select('messages.platform_message_id')
+      .where(dialect.isOneOf('messages.platform_message_id', dialect.boundList(platformMessageIds)))
+      .execute();
+    return new Set(rows.map((row) => row.platform_message_id as string));
+  },
 
   findById: (scope: TenantScope, id: string) => scope.selectFrom('messages').selectAll().where('messages.id', '=', id).executeTakeFirst(),
 

@@ -14,6 +14,9 @@ import type { Database, TenantTable } from '../db/schema.js';
 
 export type Executor = Kysely<Database> | Transaction<Database>;
 
+/** Rows one insert statement takes at most: 500 rows of a wide table stay far below Postgres' 65,535 bound values. */
+export const INSERT_BATCH_ROWS = 500;
+
 /**
  * The one place that scopes queries to an account. Repositories start every query of tenant
  * data here, so the account filter is never written (or forgotten) by hand.
@@ -61,17 +64,21 @@ export class TenantScope {
     return (this.db.deleteFrom(table) as unknown as DeleteQueryBuilder<Database, T, DeleteResult>).where(sql.ref(`${table}.account_id`), '=', this.accountId);
   }
 
-  /** Inserts rows into a tenant table, stamped with this account's id. */
+  /**
+   * Inserts rows into a tenant table, stamped with this account's id: one statement for up to
+   * INSERT_BATCH_ROWS rows, within both databases' limits on bound values.
+   */
   async insert<T extends TenantTable>(
     table: T,
     rows: Omit<Insertable<Database[T]>, 'account_id'> | Omit<Insertable<Database[T]>, 'account_id'>[],
   ): Promise<void> {
     const list = (Array.isArray(rows) ? rows : [rows]).map((row) => ({ ...row, account_id: this.accountId }));
-    if (list.length === 0) return;
-    await this.db
-      .insertInto(table)
-      .values(list as never)
-      .execute();
+    for (let start = 0; start < list.length; start += INSERT_BATCH_ROWS) {
+      await this.db
+        .insertInto(table)
+        .values(list.slice(start, start + INSERT_BATCH_ROWS) as never)
+        .execute();
+    }
   }
 
   /** The same scope on another executor (a transaction). */

@@ -50,7 +50,8 @@ export const webhookEndpointsRepository = {
 };
 
 export const webhookDeliveriesRepository = {
-  insert: (scope: TenantScope, row: Omit<WebhookDeliveryRow, 'account_id'>) => scope.insert('webhook_deliveries', row),
+  insert: (scope: TenantScope, rows: Omit<WebhookDeliveryRow, 'account_id'> | Omit<WebhookDeliveryRow, 'account_id'>[]) =>
+    scope.insert('webhook_deliveries', rows),
 
   findById: (scope: TenantScope, endpointId: string, id: string) =>
     scope

@@ -3,7 +3,7 @@ import type { EventType, WorkflowCondition, WorkflowTrigger } from '@convo/core'
 import { accountsRepository } from '../repositories/accounts.js';
 import { conversationsRepository } from '../repositories/conversations.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
+import { type WorkflowRow, workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
 import { rateLimitOf } from './accounts.js';
 import { startRun } from './workflows.js';
 
@@ -20,10 +20,17 @@ const runningWorkflow = new AsyncLocalStorage<string>();
 /** Runs `work` as a step of a run of `workflowId` (run-workflow.ts): the loop guard's context. */
 export const asRunOf = <T>(workflowId: string, work: () => Promise<T>): Promise<T> => runningWorkflow.run(workflowId, work);
 
-/** Starts the runs `event` triggers. Called by emitEvent, in the event's transaction. */
-export async function startTriggeredRuns(scope: TenantScope, event: { id: string; type: EventType; data: unknown }): Promise<void> {
-  const workflows = await workflowsRepository.listTriggeredBy(scope, event.type);
-  if (workflows.length === 0) return;
+/** Starts the runs these events trigger. Called by emitEvents, in the events' transaction. */
+export async function startTriggeredRuns(scope: TenantScope, events: readonly { id: string; type: EventType; data: unknown }[]): Promise<void> {
+  const triggeredBy = new Map<EventType, WorkflowRow[]>();
+  for (const event of events) {
+    const workflows = triggeredBy.get(event.type) ?? (await workflowsRepository.listTriggeredBy(scope, event.type));
+    triggeredBy.set(event.type, workflows);
+    if (workflows.length > 0) await startRunsOf(scope, workflows, event);
+  }
+}
+
+async function startRunsOf(scope: TenantScope, workflows: WorkflowRow[], event: { id: string; type: EventType; data: unknown }): Promise<void> {
   const origin = runningWorkflow.getStore();
   const data = event.data as Record<string, unknown>;
   let contactId: string | null | undefined;

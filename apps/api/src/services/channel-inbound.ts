@@ -9,8 +9,9 @@ import { type MessageRow, messagesRepository } from '../repositories/messages.js
 import type { TenantScope } from '../repositories/tenant.js';
 import { type ServiceContext, inContextTransaction, inTransaction } from './context.js';
 import { toContact } from './contacts.js';
+import { toMessage } from './conversations.js';
 import { conversationsService } from './conversations.js';
-import { emitEvent } from './events.js';
+import { emitEvent, emitEvents } from './events.js';
 import { messagesService } from './messages.js';
 
 /**
@@ -86,6 +87,104 @@ function receiveOnce(ctx: ServiceContext, channel: ChannelRow, sender: ChannelSe
     }),
   );
 }
+
+/** A contact's message on a channel: who sent it, and what. */
+export interface Arrival {
+  sender: ChannelSender;
+  message: ChannelMessage;
+}
+
+/**
+ * Stores several contacts' messages from one channel as receiveOnChannel does, in one transaction
+ * and a few statements for all of them, which the backlog target of bench/README.md (Channels)
+ * needs. It takes the messages of senders whose contact and open conversation exist and stay as
+ * they are; the others (a new sender, a name to fill, a resolved conversation to reopen) it returns
+ * in order, for receiveOnChannel. A message stored already is skipped.
+ */
+export async function receiveManyOnChannel(ctx: ServiceContext, channel: ChannelRow, arrivals: readonly Arrival[]): Promise<Arrival[]> {
+  if (arrivals.length === 0) return [];
+  return inTransaction(ctx, async (scope) => {
+    const stored = await messagesRepository.platformIdsAmong(scope, distinct(arrivals.map((arrival) => arrival.message.platformMessageId)));
+    const senders = distinct(arrivals.map((arrival) => arrival.sender.externalId));
+    const identities = new Map((await contactIdentitiesRepository.findManyWithNames(scope, channel.id, senders)).map((row) => [row.external_id, row]));
+    const contactIds = distinct([...identities.values()].map((identity) => identity.contact_id));
+    const open = contactIds.length === 0 ? new Map() : await conversationsRepository.openOnChannelOf(scope, contactIds, channel.id);
+    const conversationOf = (sender: ChannelSender): string | undefined => {
+      const identity = identities.get(sender.externalId);
+      if (!identity || (profileName(sender.profileName) !== null && !identity.name)) return undefined;
+      const conversation = open.get(identity.contact_id);
+      return conversation?.status === 'active' ? conversation.id : undefined;
+    };
+    // A sender goes one way for all its messages, so that they stay in order.
+    const elsewhere = new Set(arrivals.filter((arrival) => conversationOf(arrival.sender) === undefined).map((arrival) => arrival.sender.externalId));
+    const left: Arrival[] = [];
+    const taken: { arrival: Arrival; conversationId: string }[] = [];
+    for (const arrival of arrivals) {
+      const conversationId = conversationOf(arrival.sender);
+      if (elsewhere.has(arrival.sender.externalId) || conversationId === undefined) left.push(arrival);
+      else if (!stored.has(arrival.message.platformMessageId)) taken.push({ arrival, conversationId });
+      stored.add(arrival.message.platformMessageId);
+    }
+    if (taken.length > 0) await storeReceived(scope, channel, taken);
+    return left;
+  });
+}
+
+/** The messages receiveManyOnChannel takes: stored, counted in their conversations, and announced. */
+async function storeReceived(scope: TenantScope, channel: ChannelRow, taken: readonly { arrival: Arrival; conversationId: string }[]): Promise<void> {
+  const at = now();
+  const rows: Omit<MessageRow, 'account_id'>[] = taken.map(({ arrival: { message }, conversationId }) => ({
+    id: newId('message'),
+    conversation_id: conversationId,
+    direction: 'inbound',
+    type: message.type,
+    content: message.content,
+    status: 'delivered',
+    platform_message_id: message.platformMessageId,
+    error: null,
+    media: message.media ? JSON.stringify(message.media) : null,
+    created_at: at,
+    updated_at: at,
+  }));
+  await messagesRepository.insert(scope, rows);
+
+  const recorded = new Map<string, { conversation_id: string; added: number; content: string; at: string }>();
+  for (const row of rows) {
+    const conversation = recorded.get(row.conversation_id);
+    if (conversation) Object.assign(conversation, { added: conversation.added + 1, content: row.content });
+    else recorded.set(row.conversation_id, { conversation_id: row.conversation_id, added: 1, content: row.content, at });
+  }
+  const sequences = await conversationsRepository.recordMessages(scope, [...recorded.values()]);
+  // Each conversation's messages take the sequence numbers up to the one its update returned, in order.
+  const nextSequence = new Map<string, number>();
+  for (const { conversation_id, added } of recorded.values()) {
+    const last = sequences.get(conversation_id);
+    if (last === undefined) throw new Error(`Conversation ${conversation_id} vanished while messages were stored in it`);
+    nextSequence.set(conversation_id, last - added + 1);
+  }
+
+  const touches = new Map<string, string>();
+  for (const { arrival } of taken) {
+    const inbound = inboundAt(arrival.message.sentAt);
+    if ((touches.get(arrival.sender.externalId) ?? '') < inbound) touches.set(arrival.sender.externalId, inbound);
+  }
+  await contactIdentitiesRepository.touchInboundAll(
+    scope,
+    channel.id,
+    [...touches].map(([external_id, inbound]) => ({ external_id, at: inbound })),
+  );
+
+  await emitEvents(
+    scope,
+    rows.map((row) => {
+      const sequence = nextSequence.get(row.conversation_id) as number;
+      nextSequence.set(row.conversation_id, sequence + 1);
+      return { type: 'message.received', data: toMessage({ ...row, account_id: scope.accountId }), conversation: { id: row.conversation_id, sequence } };
+    }),
+  );
+}
+
+const distinct = (values: readonly string[]): string[] => [...new Set(values)];
 
 /**
  * The window starts when the contact wrote, not when we got to it (a payload may wait for a retry);

@@ -6,8 +6,8 @@ import { newId, now } from '../ids.js';
 import { conversationsRepository } from '../repositories/conversations.js';
 import { type EventRow, type StoredEvent, eventsRepository } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
-import { endpointLane, enqueue } from '../worker/queue.js';
+import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
+import { type NewJob, endpointLane, enqueueAll } from '../worker/queue.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
 
 /** Events are kept, and listed, for 30 days. */
@@ -24,6 +24,13 @@ export const toEvent = (row: StoredEvent): Event =>
 
 type DataOf<T extends EventType> = Extract<Event, { type: T }>['data'];
 
+/** An event to record: its type and data, and the conversation it concerns with its sequence number there. */
+export interface NewEvent<T extends EventType = EventType> {
+  type: T;
+  data: DataOf<T>;
+  conversation?: { id: string; sequence: number };
+}
+
 /**
  * Records an event in the transaction of the change that causes it (the outbox), with the next
  * sequence number of its conversation (or the one the change already took for it), and queues a
@@ -36,44 +43,61 @@ export async function emitEvent<T extends EventType>(
   data: DataOf<T>,
   conversation?: string | { id: string; sequence: number },
 ): Promise<Event> {
-  const conversationId = typeof conversation === 'string' ? conversation : conversation?.id;
-  const sequence =
-    conversation === undefined
-      ? null
-      : typeof conversation === 'string'
-        ? await conversationsRepository.nextEventSequence(scope, conversation)
-        : conversation.sequence;
-  const row: EventRow = {
+  const sequenced =
+    typeof conversation === 'string' ? { id: conversation, sequence: await conversationsRepository.nextEventSequence(scope, conversation) } : conversation;
+  const [event] = await emitEvents(scope, [{ type, data, ...(sequenced ? { conversation: sequenced } : {}) }]);
+  return event as Event;
+}
+
+/**
+ * Records several events as emitEvent does, each with the sequence number its change took, in a
+ * few statements for all of them: one insert of the events, one of their deliveries, one of the
+ * deliveries' jobs.
+ */
+export async function emitEvents(scope: TenantScope, events: readonly NewEvent[]): Promise<Event[]> {
+  if (events.length === 0) return [];
+  const at = now();
+  const rows: EventRow[] = events.map((event) => ({
     account_id: scope.accountId,
     id: newId('event'),
-    type,
-    conversation_id: conversationId ?? null,
-    sequence,
-    data: JSON.stringify(data),
-    created_at: now(),
+    type: event.type,
+    conversation_id: event.conversation?.id ?? null,
+    sequence: event.conversation?.sequence ?? null,
+    data: JSON.stringify(event.data),
+    created_at: at,
     position: null,
-  };
-  await eventsRepository.insert(scope, row);
-  await startTriggeredRuns(scope, { id: row.id, type, data });
+  }));
+  await eventsRepository.insert(scope, rows);
+  await startTriggeredRuns(
+    scope,
+    events.map((event, index) => ({ id: (rows[index] as EventRow).id, type: event.type, data: event.data })),
+  );
 
-  for (const endpoint of await webhookEndpointsRepository.listEnabled(scope)) {
-    const subscribed = JSON.parse(endpoint.events) as string[];
-    if (!subscribed.includes('*') && !subscribed.includes(type)) continue;
-    const deliveryId = newId('webhookDelivery');
-    await webhookDeliveriesRepository.insert(scope, {
-      id: deliveryId,
-      endpoint_id: endpoint.id,
-      event_id: row.id,
-      event_type: type,
-      status: 'pending',
-      attempts: '[]',
-      next_attempt_at: row.created_at,
-      created_at: row.created_at,
-      updated_at: row.created_at,
-    });
-    await enqueue(scope.db, { kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId }, lane: endpointLane(endpoint.id) });
+  const endpoints = await webhookEndpointsRepository.listEnabled(scope);
+  const deliveries: Omit<WebhookDeliveryRow, 'account_id'>[] = [];
+  const jobs: NewJob<'deliver_webhook'>[] = [];
+  for (const row of rows) {
+    for (const endpoint of endpoints) {
+      const subscribed = JSON.parse(endpoint.events) as string[];
+      if (!subscribed.includes('*') && !subscribed.includes(row.type)) continue;
+      const deliveryId = newId('webhookDelivery');
+      deliveries.push({
+        id: deliveryId,
+        endpoint_id: endpoint.id,
+        event_id: row.id,
+        event_type: row.type,
+        status: 'pending',
+        attempts: '[]',
+        next_attempt_at: at,
+        created_at: at,
+        updated_at: at,
+      });
+      jobs.push({ kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId }, lane: endpointLane(endpoint.id) });
+    }
   }
-  return toEvent(row);
+  await webhookDeliveriesRepository.insert(scope, deliveries);
+  await enqueueAll(scope.db, jobs);
+  return rows.map(toEvent);
 }
 
 export const eventsService = {

@@ -4,7 +4,7 @@ import { eventsRepository } from '../repositories/events.js';
 import { EVENT_RETENTION_MS } from '../services/events.js';
 import type { Settings } from '../settings.js';
 import { deliverWebhook } from './deliver-webhook.js';
-import { processChannelPayload } from './process-channel-payload.js';
+import { processChannelPayloads } from './process-channel-payload.js';
 import { runWorkflow } from './run-workflow.js';
 import { sendMessage } from './send-message.js';
 import type { JobHandlers } from './worker.js';
@@ -17,7 +17,7 @@ export function jobHandlers(deps: { database: DatabaseHandle; settings: Settings
     deliver_webhook: (job) => deliverWebhook(deps, job),
     run_workflow: (job) => runWorkflow(deps, job),
     send_message: (job) => sendMessage(deps, job),
-    process_channel_payload: (job) => processChannelPayload(deps, job),
+    process_channel_payload: { batch: (jobs) => processChannelPayloads(deps, jobs) },
     prune_events: async () => {
       await eventsRepository.prune(deps.database.db, new Date(Date.now() - EVENT_RETENTION_MS).toISOString());
       await pruneIdempotencyKeys(deps.database);

@@ -2,9 +2,10 @@ import type { MessageMedia, Platform } from '@convo/core';
 import * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
 import { now } from '../ids.js';
-import { type ChannelRow, channelPayloadsRepository, channelsRepository } from '../repositories/channels.js';
+import { type ChannelPayloadRow, type ChannelRow, channelPayloadsRepository, channelsRepository } from '../repositories/channels.js';
 import { TenantScope } from '../repositories/tenant.js';
 import {
+  type Arrival,
   type ChannelMessage,
   type ChannelSender,
   type StatusOutcome,
@@ -12,6 +13,7 @@ import {
   applyReadThrough,
   applyReceiptUpTo,
   applyStatus,
+  receiveManyOnChannel,
   receiveOnChannel,
 } from '../services/channel-inbound.js';
 import type { ServiceContext } from '../services/context.js';
@@ -19,48 +21,89 @@ import type { Settings } from '../settings.js';
 import type { JobContext, JobOutcome } from './worker.js';
 
 /**
- * Processes a webhook body Meta posted to a channel (CONTRACT: Channels, Message delivery): WhatsApp
- * Cloud API `entry[].changes[].value` messages and statuses, Messenger and Instagram
- * `entry[].messaging[]` events. Each message and status is applied on its own, so one that fails
- * loses none of the others; what failed is kept with the payload. A part that may pass later (a
- * status for a message whose send is not recorded yet, a database failure) runs the whole payload
- * again on `channelPayloadRetryScheduleMs`, which changes nothing already applied; after the last
- * try it is recorded as failed too.
+ * Processes the webhook bodies Meta posted to an account's channels (CONTRACT: Channels, Message
+ * delivery): WhatsApp Cloud API `entry[].changes[].value` messages and statuses, Messenger and
+ * Instagram `entry[].messaging[]` events. The messages of a claim's payloads on one channel are
+ * stored together (receiveManyOnChannel); those it leaves, and every status, are applied one by
+ * one, so one that fails loses none of the others; what failed is kept with its payload. A part
+ * that may pass later (a status for a message whose send is not recorded yet, a database failure)
+ * runs its whole payload again on `channelPayloadRetryScheduleMs`, which changes nothing already
+ * applied; after the last try it is recorded as failed too.
  */
-export async function processChannelPayload(
+export async function processChannelPayloads(
   deps: { database: DatabaseHandle; settings: Settings },
-  job: JobContext<'process_channel_payload'>,
-): Promise<JobOutcome> {
-  if (job.accountId === null) return;
-  const ctx: ServiceContext = { database: deps.database, accountId: job.accountId, settings: deps.settings };
-  const scope = new TenantScope(deps.database.db, job.accountId);
-  const payload = await channelPayloadsRepository.findById(scope, job.payload.payloadId);
-  if (!payload || payload.processed_at !== null) return;
-  const finish = (errors: PayloadError[]) =>
-    channelPayloadsRepository.markProcessed(scope, payload.id, now(), errors.length === 0 ? null : JSON.stringify(errors));
+  jobs: JobContext<'process_channel_payload'>[],
+): Promise<JobOutcome[]> {
+  const accountId = jobs[0]?.accountId;
+  if (accountId === undefined || accountId === null) return jobs.map(() => undefined);
+  const ctx: ServiceContext = { database: deps.database, accountId, settings: deps.settings };
+  const scope = new TenantScope(deps.database.db, accountId);
+  const payloads = await channelPayloadsRepository.findMany(
+    scope,
+    jobs.map((job) => job.payload.payloadId),
+  );
+  const channels = await channelsRepository.findMany(scope, [...new Set(payloads.map((payload) => payload.channel_id))]);
 
-  const channel = await channelsRepository.findById(scope, payload.channel_id);
-  if (!channel || channel.status === 'disabled') {
-    await finish([{ path: '', error: channel ? 'The channel is disabled' : 'The channel was deleted' }]);
-    return;
+  const work: PayloadWork[] = [];
+  const outcomes = new Map<JobContext<'process_channel_payload'>, JobOutcome>();
+  const finished: { id: string; errors: PayloadError[] }[] = [];
+  for (const job of jobs) {
+    const payload = payloads.find((row) => row.id === job.payload.payloadId);
+    if (!payload || payload.processed_at !== null) continue;
+    const channel = channels.find((row) => row.id === payload.channel_id);
+    if (!channel || channel.status === 'disabled') {
+      finished.push({ id: payload.id, errors: [{ path: '', error: channel ? 'The channel is disabled' : 'The channel was deleted' }] });
+      continue;
+    }
+    work.push({ job, payload, channel, ...itemsOf(ctx, channel, payload.body) });
   }
 
-  const { items, errors } = itemsOf(ctx, channel, payload.body);
-  // Parts that may pass later: statuses of messages not stored yet, and failures that are not the body's fault.
-  const later: PayloadError[] = [];
-  for (const item of items) {
-    try {
-      if ((await item.run()) === 'unknown') later.push({ path: item.path, error: 'No message has this platform id' });
-    } catch (error) {
-      (isUnusable(error) ? errors : later).push({ path: item.path, error: describe(error) });
+  for (const channel of new Set(work.map((payload) => payload.channel))) {
+    const ofChannel = work.filter((payload) => payload.channel === channel);
+    const arrivals = ofChannel.flatMap((payload) => payload.items.flatMap((item) => item.arrivals ?? []));
+    // What the set-based path does not take, or all of it when it fails, goes one message at a time.
+    const left = new Set(await receiveManyOnChannel(ctx, channel, arrivals).catch(() => arrivals));
+    for (const payload of ofChannel) {
+      const later = await applyItems(ctx, payload, left);
+      const retryIn = later.length > 0 ? deps.settings.channelPayloadRetryScheduleMs[payload.job.attempts - 1] : undefined;
+      if (retryIn !== undefined) outcomes.set(payload.job, { retryAt: new Date(Date.now() + retryIn).toISOString() });
+      else finished.push({ id: payload.payload.id, errors: [...payload.errors, ...later].sort(inBodyOrder) });
     }
   }
 
-  if (later.length > 0) {
-    const retryIn = deps.settings.channelPayloadRetryScheduleMs[job.attempts - 1];
-    if (retryIn !== undefined) return { retryAt: new Date(Date.now() + retryIn).toISOString() };
+  await channelPayloadsRepository.markProcessed(
+    scope,
+    now(),
+    finished.map(({ id, errors }) => ({ id, errors: errors.length === 0 ? null : JSON.stringify(errors) })),
+  );
+  return jobs.map((job) => outcomes.get(job));
+}
+
+/** A payload being processed: its job, its channel, its parts, and the errors found reading it. */
+interface PayloadWork extends Collected {
+  job: JobContext<'process_channel_payload'>;
+  payload: ChannelPayloadRow;
+  channel: ChannelRow;
+}
+
+/**
+ * Applies a payload's parts in order: its messages that receiveManyOnChannel left, one at a time,
+ * and its statuses. Errors that cannot pass later join the payload's; those that may are returned.
+ */
+async function applyItems(ctx: ServiceContext, payload: PayloadWork, left: Set<Arrival>): Promise<PayloadError[]> {
+  const later: PayloadError[] = [];
+  for (const item of payload.items) {
+    try {
+      if (item.arrivals) {
+        for (const arrival of item.arrivals) if (left.has(arrival)) await receiveOnChannel(ctx, payload.channel, arrival.sender, arrival.message);
+      } else if ((await item.run()) === 'unknown') {
+        later.push({ path: item.path, error: 'No message has this platform id' });
+      }
+    } catch (error) {
+      (isUnusable(error) ? payload.errors : later).push({ path: item.path, error: describe(error) });
+    }
   }
-  await finish([...errors, ...later].sort(inBodyOrder));
+  return later;
 }
 
 /** Why part of a payload was not applied; `path` names it in the body (`entry.0.changes.1.value.messages.2`). */
@@ -69,11 +112,10 @@ interface PayloadError {
   error: string;
 }
 
-/** One message or status of a payload, applied in its own transaction. */
-interface PayloadItem {
-  path: string;
-  run: () => Promise<StatusOutcome | undefined>;
-}
+/** One part of a payload: the messages it brings, or a status or receipt to apply. */
+type PayloadItem =
+  | { path: string; arrivals: Arrival[]; run?: undefined }
+  | { path: string; arrivals?: undefined; run: () => Promise<StatusOutcome | undefined> };
 
 interface Collected {
   items: PayloadItem[];
@@ -176,27 +218,29 @@ function whatsappEntry(ctx: ServiceContext, channel: ChannelRow, raw: unknown, p
         throw new UnusableInput(`For phone number id ${value.metadata.phone_number_id}, not this channel's ${channel.external_id}`);
       }
       const names = new Map((value.contacts ?? []).map((contact) => [contact.wa_id, contact.profile?.name]));
-      addWhatsappItems(ctx, channel, value, names, `${changePath}.value`, collected);
+      addWhatsappItems(ctx, value, names, `${changePath}.value`, collected);
     } catch (error) {
       collected.errors.push({ path: changePath, error: describe(error) });
     }
   });
 }
 
-function addWhatsappItems(
-  ctx: ServiceContext,
-  channel: ChannelRow,
-  value: WaValue,
-  names: Map<string, string | undefined>,
-  path: string,
-  collected: Collected,
-) {
+function addWhatsappItems(ctx: ServiceContext, value: WaValue, names: Map<string, string | undefined>, path: string, collected: Collected) {
   (value.messages ?? []).forEach((raw, index) => {
-    collected.items.push({ path: `${path}.messages.${index}`, run: () => receiveWhatsapp(ctx, channel, raw, names) });
+    addItem(collected, `${path}.messages.${index}`, () => ({ arrivals: [whatsappArrival(raw, names)] }));
   });
   (value.statuses ?? []).forEach((raw, index) => {
     collected.items.push({ path: `${path}.statuses.${index}`, run: () => whatsappStatus(ctx, raw) });
   });
+}
+
+/** Adds the part `make` reads from the body; one it cannot read is an error of its own. */
+function addItem(collected: Collected, path: string, make: () => Omit<PayloadItem, 'path'>): void {
+  try {
+    collected.items.push({ path, ...make() } as PayloadItem);
+  } catch (error) {
+    collected.errors.push({ path, error: describe(error) });
+  }
 }
 
 const WaMessage = z.looseObject({ id: z.string().min(1), from: z.string().min(1), type: z.string(), timestamp: z.string().optional() });
@@ -211,12 +255,11 @@ const isWaMediaType = (type: string): type is WaMediaType => (WA_MEDIA_TYPES as 
 
 type MessageBody = Pick<ChannelMessage, 'type' | 'content' | 'media'>;
 
-async function receiveWhatsapp(ctx: ServiceContext, channel: ChannelRow, raw: unknown, names: Map<string, string | undefined>): Promise<undefined> {
+function whatsappArrival(raw: unknown, names: Map<string, string | undefined>): Arrival {
   const message = WaMessage.parse(raw);
   const sender: ChannelSender = { externalId: message.from, profileName: names.get(message.from) };
   const sentAt = message.timestamp === undefined ? undefined : new Date(Number(message.timestamp) * 1000);
-  await receiveOnChannel(ctx, channel, sender, { platformMessageId: message.id, sentAt, ...whatsappBody(message) });
-  return undefined;
+  return { sender, message: { platformMessageId: message.id, sentAt, ...whatsappBody(message) } };
 }
 
 function whatsappBody(message: z.output<typeof WaMessage>): MessageBody {
@@ -291,7 +334,7 @@ function messagingEntry(ctx: ServiceContext, channel: ChannelRow, raw: unknown, 
   const entry = MessagingEntry.parse(raw);
   if (entry.id !== channel.external_id) throw new UnusableInput(`For ${entry.id}, not this channel's ${channel.external_id}`);
   (entry.messaging ?? []).forEach((event, index) => {
-    collected.items.push({ path: `${path}.messaging.${index}`, run: () => messagingEvent(ctx, channel, event, entry.time) });
+    addItem(collected, `${path}.messaging.${index}`, () => messagingEvent(ctx, channel, event, entry.time));
   });
 }
 
@@ -334,28 +377,25 @@ const MessagingEvent = z.object({
  * come from the customer who received or read); our own sends echoed back are skipped. Other
  * events (postbacks, referrals, opt-ins) change nothing.
  */
-async function messagingEvent(ctx: ServiceContext, channel: ChannelRow, raw: unknown, entryTime: number | undefined): Promise<StatusOutcome | undefined> {
+function messagingEvent(ctx: ServiceContext, channel: ChannelRow, raw: unknown, entryTime: number | undefined): Omit<PayloadItem, 'path'> {
   const event = MessagingEvent.parse(raw);
   const message = event.message === undefined ? undefined : MessagingMessage.parse(event.message);
-  if (message?.is_echo) return undefined;
+  if (message?.is_echo) return { arrivals: [] };
   if (event.recipient.id !== channel.external_id) throw new UnusableInput(`Addressed to ${event.recipient.id}, not this channel's ${channel.external_id}`);
   const sender: ChannelSender = { externalId: event.sender.id };
   const sentAt = new Date(event.timestamp ?? entryTime ?? Date.now());
-  if (message) {
-    for (const part of messagingParts(message)) await receiveOnChannel(ctx, channel, sender, { ...part, sentAt });
-    return undefined;
-  }
+  if (message) return { arrivals: messagingParts(message).map((part) => ({ sender, message: { ...part, sentAt } })) };
   if (event.reaction) {
     const { reaction } = event;
     // A reaction has no id of its own: it is named after the message, the reacting contact and the moment.
     const platformMessageId = `${reaction.mid}#reaction:${event.sender.id}:${event.timestamp ?? entryTime ?? ''}:${reaction.action ?? 'react'}`;
     const content = reaction.action === 'unreact' ? '' : (reaction.emoji ?? '');
-    await receiveOnChannel(ctx, channel, sender, { platformMessageId, type: 'reaction', content, media: null, sentAt });
-    return undefined;
+    return { arrivals: [{ sender, message: { platformMessageId, type: 'reaction', content, media: null, sentAt } }] };
   }
-  if (event.delivery) return receipt(ctx, channel, event.sender.id, 'delivered', event.delivery);
-  if (event.read) return receipt(ctx, channel, event.sender.id, 'read', event.read);
-  return undefined;
+  const { delivery, read } = event;
+  if (delivery) return { run: () => receipt(ctx, channel, event.sender.id, 'delivered', delivery) };
+  if (read) return { run: () => receipt(ctx, channel, event.sender.id, 'read', read) };
+  return { arrivals: [] };
 }
 
 /**

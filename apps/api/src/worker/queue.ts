@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Executor } from '../repositories/tenant.js';
-import { jobsRepository } from '../repositories/jobs.js';
+import { type JobRow, jobsRepository } from '../repositories/jobs.js';
 import { now } from '../ids.js';
 import type { SendJob } from '../services/messages.js';
 
@@ -25,18 +25,30 @@ export const endpointLane = (endpointId: string) => `endpoint:${endpointId}`;
 /** The lane of a channel's sends, whose pace the channel's send rate sets (worker/send-message.ts). */
 export const channelLane = (channelId: string) => `channel:${channelId}`;
 
+/** A job to queue: its kind, account and payload; when it is due (now by default), its id and lane. */
+export interface NewJob<K extends JobKind = JobKind> {
+  kind: K;
+  accountId: string | null;
+  payload: JobPayloads[K];
+  runAt?: string;
+  id?: string;
+  lane?: string;
+}
+
 /**
  * Puts a job in the queue. Called inside the transaction of the change that needs it, so the job
  * exists exactly when the change does.
  */
-export async function enqueue<K extends JobKind>(
-  db: Executor,
-  input: { kind: K; accountId: string | null; payload: JobPayloads[K]; runAt?: string; id?: string; lane?: string },
-): Promise<string> {
-  const id = input.id ?? `job_${randomUUID()}`;
+export async function enqueue<K extends JobKind>(db: Executor, input: NewJob<K>): Promise<string> {
+  const [row] = await enqueueAll(db, [input]);
+  return (row as JobRow).id;
+}
+
+/** Puts several jobs in the queue, as enqueue does, in one statement. */
+export async function enqueueAll(db: Executor, inputs: readonly NewJob[]): Promise<JobRow[]> {
   const at = now();
-  await jobsRepository.insert(db, {
-    id,
+  const rows: JobRow[] = inputs.map((input) => ({
+    id: input.id ?? `job_${randomUUID()}`,
     kind: input.kind,
     account_id: input.accountId,
     payload: JSON.stringify(input.payload),
@@ -46,6 +58,7 @@ export async function enqueue<K extends JobKind>(
     locked_until: null,
     created_at: at,
     lane: input.lane ?? (input.accountId === null ? 'system' : `account:${input.accountId}`),
-  });
-  return id;
+  }));
+  await jobsRepository.insert(db, rows);
+  return rows;
 }

@@ -181,6 +181,67 @@ for (const dialect of ACTIVE_DIALECTS) {
       }
     });
 
+    it("hands a batch handler each account's jobs of a claim together, and applies each job's outcome", async () => {
+      for (const account of ['acct_batch_a', 'acct_batch_b']) {
+        for (let i = 0; i < 3; i++) {
+          await enqueue(database.db, { kind: 'process_channel_payload', accountId: account, payload: { payloadId: `${account}:${i}` } });
+        }
+      }
+      const batches: string[][] = [];
+      const handlers: JobHandlers = {
+        ...recordingHandlers([]),
+        process_channel_payload: {
+          batch: async (jobs) => {
+            batches.push(jobs.map((job) => job.payload.payloadId));
+            // The second job of each account asks to run again later; the others are done.
+            return jobs.map((job) => (job.payload.payloadId.endsWith(':1') ? { retryAt: new Date(Date.now() + 60_000).toISOString() } : undefined));
+          },
+        },
+      };
+      const worker = new Worker({ database, handlers });
+      expect(await worker.runDue()).toBe(6);
+      expect(batches.map((batch) => [...batch].sort()).sort()).toEqual([
+        ['acct_batch_a:0', 'acct_batch_a:1', 'acct_batch_a:2'],
+        ['acct_batch_b:0', 'acct_batch_b:1', 'acct_batch_b:2'],
+      ]);
+      const left = await database.db
+        .selectFrom('jobs')
+        .select(['payload', 'locked_by'])
+        .where('kind', '=', 'process_channel_payload')
+        .orderBy('payload')
+        .execute();
+      expect(left).toEqual([
+        { payload: JSON.stringify({ payloadId: 'acct_batch_a:1' }), locked_by: null },
+        { payload: JSON.stringify({ payloadId: 'acct_batch_b:1' }), locked_by: null },
+      ]);
+
+      // A batch handler that throws fails each of its jobs: every one runs again after a backoff.
+      await database.db
+        .updateTable('jobs')
+        .set({ run_at: new Date(0).toISOString() })
+        .where('kind', '=', 'process_channel_payload')
+        .execute();
+      const failing = new Worker({
+        database,
+        handlers: {
+          ...handlers,
+          process_channel_payload: {
+            batch: async () => {
+              throw new Error('broken');
+            },
+          },
+        },
+      });
+      expect(await failing.runDue()).toBe(2);
+      const retried = await database.db.selectFrom('jobs').select(['run_at', 'attempts']).where('kind', '=', 'process_channel_payload').execute();
+      expect(retried).toHaveLength(2);
+      for (const job of retried) {
+        expect(job.attempts).toBe(2);
+        expect(Date.parse(job.run_at)).toBeGreaterThan(Date.now());
+      }
+      await database.db.deleteFrom('jobs').where('kind', '=', 'process_channel_payload').execute();
+    });
+
     it("takes turns between an account's lanes: its backlog never stands in front of its deliveries", async () => {
       for (let i = 0; i < 50; i++) {
         await enqueue(database.db, { kind: 'process_channel_payload', accountId: 'acct_backlog', payload: { payloadId: `payload${i}` } });

@@ -19,7 +19,14 @@ export interface JobContext<K extends JobKind> {
   leaseUntil: string;
 }
 
-export type JobHandlers = { [K in JobKind]: (job: JobContext<K>) => Promise<JobOutcome> };
+export type JobHandler<K extends JobKind> = (job: JobContext<K>) => Promise<JobOutcome>;
+
+/** A handler that takes the jobs of its kind of one account from a claim together: an outcome for each, in order. */
+export interface BatchHandler<K extends JobKind> {
+  batch: (jobs: JobContext<K>[]) => Promise<JobOutcome[]>;
+}
+
+export type JobHandlers = { [K in JobKind]: JobHandler<K> | BatchHandler<K> };
 
 export interface WorkerLogger {
   info(obj: object, msg?: string): void;
@@ -69,6 +76,8 @@ export class Worker {
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Jobs running (a batch runs several in one task). */
+  private runningJobs = 0;
   /**
    * Jobs this worker finished whose rows are still queued under its lease: they leave the queue
    * with the next claim, in its transaction. A crash before that runs them again when the lease
@@ -110,8 +119,8 @@ export class Worker {
 
   /** Claims and runs the jobs due now, once; resolves when they are done. For tests and tools. */
   async runDue(): Promise<number> {
-    const jobs = await this.claim(this.options.concurrency - this.inFlight.size);
-    for (const job of jobs) this.launch(job);
+    const jobs = await this.claim(this.options.concurrency - this.runningJobs);
+    this.launchAll(jobs);
     await Promise.allSettled([...this.inFlight]);
     await this.flushFinished();
     return jobs.length;
@@ -135,12 +144,12 @@ export class Worker {
 
   private async run(): Promise<void> {
     while (this.running) {
-      const free = this.options.concurrency - this.inFlight.size;
+      const free = this.options.concurrency - this.runningJobs;
       let short = false;
       if (free > 0) {
         try {
           const jobs = await this.claim(free);
-          for (const job of jobs) this.launch(job);
+          this.launchAll(jobs);
           short = jobs.length < free;
         } catch (error) {
           this.options.logger?.error({ err: error }, 'worker: claiming jobs failed');
@@ -152,23 +161,43 @@ export class Worker {
     }
   }
 
-  /**
-   * Runs a claimed job in a slot; when it ends, the loop claims again once a quarter of the slots
-   * are free (or at the next poll): one claim for several finished jobs, not one per job.
-   */
-  private launch(job: ClaimedJob): void {
-    const account = job.account_id;
-    if (account !== null) this.runningByAccount.set(account, (this.runningByAccount.get(account) ?? 0) + 1);
-    const task = this.process(job).finally(() => {
-      this.inFlight.delete(task);
-      if (account !== null) {
-        const left = (this.runningByAccount.get(account) ?? 1) - 1;
-        if (left === 0) this.runningByAccount.delete(account);
-        else this.runningByAccount.set(account, left);
+  /** Launches a claim's jobs: those of a batch handler's kind together by account, the others one by one. */
+  private launchAll(jobs: readonly ClaimedJob[]): void {
+    const batches = new Map<string, ClaimedJob[]>();
+    for (const job of jobs) {
+      if (!('batch' in (this.options.handlers[job.kind as JobKind] ?? {}))) {
+        this.launch([job]);
+        continue;
       }
-      if (this.options.concurrency - this.inFlight.size >= Math.max(1, Math.floor(this.options.concurrency / 4))) this.wake();
+      const key = `${job.kind}\n${job.account_id}`;
+      const batch = batches.get(key);
+      if (batch) batch.push(job);
+      else batches.set(key, [job]);
+    }
+    for (const batch of batches.values()) this.launch(batch);
+  }
+
+  /**
+   * Runs claimed jobs in their slots (one task); when it ends, the loop claims again once a quarter
+   * of the slots are free (or at the next poll): one claim for several finished jobs, not one per job.
+   */
+  private launch(jobs: ClaimedJob[]): void {
+    this.runningJobs += jobs.length;
+    for (const job of jobs) this.countAccount(job.account_id, 1);
+    const task = this.process(jobs).finally(() => {
+      this.inFlight.delete(task);
+      this.runningJobs -= jobs.length;
+      for (const job of jobs) this.countAccount(job.account_id, -1);
+      if (this.options.concurrency - this.runningJobs >= Math.max(1, Math.floor(this.options.concurrency / 4))) this.wake();
     });
     this.inFlight.add(task);
+  }
+
+  private countAccount(account: string | null, change: 1 | -1): void {
+    if (account === null) return;
+    const running = (this.runningByAccount.get(account) ?? 0) + change;
+    if (running === 0) this.runningByAccount.delete(account);
+    else this.runningByAccount.set(account, running);
   }
 
   private wake(): void {
@@ -210,36 +239,54 @@ export class Worker {
     );
   }
 
-  private async process(job: ClaimedJob): Promise<void> {
-    const db = this.options.database.db;
-    const handler = this.options.handlers[job.kind as JobKind] as ((job: JobContext<JobKind>) => Promise<JobOutcome>) | undefined;
-    try {
-      if (!handler) throw new Error(`no handler for job kind "${job.kind}"`);
-      const outcome = await handler({
+  private async process(jobs: ClaimedJob[]): Promise<void> {
+    const kind = (jobs[0] as ClaimedJob).kind as JobKind;
+    const handler = this.options.handlers[kind] as JobHandler<JobKind> | BatchHandler<JobKind> | undefined;
+    const contexts = jobs.map(
+      (job): JobContext<JobKind> => ({
         id: job.id,
         kind: job.kind as JobKind,
         accountId: job.account_id,
         payload: JSON.parse(job.payload),
         attempts: job.attempts,
         leaseUntil: job.locked_until,
-      });
-      if (outcome) {
-        await jobsRepository.reschedule(db, job.id, this.id, outcome.retryAt, outcome.payload === undefined ? undefined : JSON.stringify(outcome.payload));
-      } else {
-        this.finished.push(job.id);
-      }
+      }),
+    );
+    let outcomes: JobOutcome[];
+    try {
+      if (!handler) throw new Error(`no handler for job kind "${kind}"`);
+      outcomes = 'batch' in handler ? await handler.batch(contexts) : [await handler(contexts[0] as JobContext<JobKind>)];
     } catch (error) {
-      this.options.logger?.error({ err: error, jobId: job.id, kind: job.kind, attempts: job.attempts }, 'worker: job failed');
+      for (const job of jobs) await this.failed(job, error);
+      return;
+    }
+    for (const [index, job] of jobs.entries()) {
+      const outcome = outcomes[index];
       try {
-        if (job.attempts >= MAX_FAILED_ATTEMPTS) {
-          this.finished.push(job.id);
+        if (outcome) {
+          const payload = outcome.payload === undefined ? undefined : JSON.stringify(outcome.payload);
+          await jobsRepository.reschedule(this.options.database.db, job.id, this.id, outcome.retryAt, payload);
         } else {
-          const backoffMs = Math.min(3_600_000, 1000 * 2 ** job.attempts);
-          await jobsRepository.reschedule(db, job.id, this.id, new Date(Date.now() + backoffMs).toISOString());
+          this.finished.push(job.id);
         }
-      } catch {
-        // The lease expires and the job is claimed again.
+      } catch (error) {
+        await this.failed(job, error);
       }
+    }
+  }
+
+  /** A job whose handler threw runs again after a backoff, up to MAX_FAILED_ATTEMPTS tries. */
+  private async failed(job: ClaimedJob, error: unknown): Promise<void> {
+    this.options.logger?.error({ err: error, jobId: job.id, kind: job.kind, attempts: job.attempts }, 'worker: job failed');
+    try {
+      if (job.attempts >= MAX_FAILED_ATTEMPTS) {
+        this.finished.push(job.id);
+      } else {
+        const backoffMs = Math.min(3_600_000, 1000 * 2 ** job.attempts);
+        await jobsRepository.reschedule(this.options.database.db, job.id, this.id, new Date(Date.now() + backoffMs).toISOString());
+      }
+    } catch {
+      // The lease expires and the job is claimed again.
     }
   }
 
