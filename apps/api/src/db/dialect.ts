@@ -53,7 +53,9 @@ export interface Dialect {
   numberIn(object: string, column: string): RawBuilder<number | null>;
   /**
    * A bound JSON array of objects as a table of these columns (a subquery, aliased by the caller):
-   * the rows of a set-based update, one statement for all of them whatever their number.
+   * the rows of a set-based update, one statement for all of them whatever their number. The update
+   * names the target rows' keys too (isOneOf): Postgres counts a recordset as 100 rows whatever it
+   * holds, and on statistics older than the table joined it by reading all of the account's rows.
    */
   rowsOf<R>(rows: readonly R[], columns: { [K in keyof R]: 'text' | 'integer' }): RawBuilder<R>;
 }

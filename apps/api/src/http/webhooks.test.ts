@@ -17,6 +17,9 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TenantScope } from '../repositories/tenant.js';
+import { endpointLane, enqueue } from '../worker/queue.js';
+import { jobHandlers } from '../worker/handlers.js';
+import { Worker } from '../worker/worker.js';
 import { webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { accountsService } from '../services/accounts.js';
 import { MAX_WEBHOOK_ENDPOINTS } from '../services/webhooks.js';
@@ -672,6 +675,72 @@ describeEachDialect('webhook endpoints', (server) => {
       expect(receiver.at(route.path)).toHaveLength(sent);
       expect(await server().database.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpoint.id).execute()).toEqual([]);
     });
+  });
+});
+
+describeEachDialect('webhook deliveries of one endpoint claimed together', (server) => {
+  const receiver = new Receiver();
+  beforeAll(() => receiver.start());
+  afterAll(() => receiver.close());
+
+  it('sends them at once and records each attempt as its own, whatever the others became', async () => {
+    const { db } = server().database;
+    // By the order in which the attempts arrive: a success, a failure to retry, a success whose
+    // delivery a manual retry changed meanwhile, and a 410 that disables the endpoint.
+    const replies: Reply[] = [
+      200,
+      500,
+      (res) => {
+        const eventId = receiver.at(route.path)[2]?.headers['webhook-id'] ?? '';
+        void db
+          .updateTable('webhook_deliveries')
+          .set({ next_attempt_at: new Date().toISOString() })
+          .where('event_id', '=', eventId)
+          .execute()
+          .then(() => res.writeHead(200).end());
+      },
+      410,
+    ];
+    const route = receiver.route((n) => replies[n] ?? 200);
+    const endpoint = expectBody(
+      await server().request('POST', '/webhook_endpoints', { body: { url: route.url, events: ['order.placed'] } }),
+      201,
+      WebhookEndpoint,
+    );
+    const contact = expectBody(await server().request('POST', '/contacts', { body: { name: 'Batch', phone: phone() } }), 201, Contact);
+    for (let i = 0; i < 4; i++) {
+      const body = { contact_id: contact.id, currency: 'USD', items: [{ name: 'Mug', quantity: 1, unit_amount: 900 }] };
+      expectBody(await server().request('POST', '/orders', { body }), 201, Order);
+    }
+    const queued = await db.selectFrom('jobs').select('payload').where('lane', '=', endpointLane(endpoint.id)).orderBy('run_at').orderBy('id').execute();
+    const first = (JSON.parse((queued[0] as { payload: string }).payload) as { deliveryId: string }).deliveryId;
+    // A manual retry of the first delivery queued beside its job: one of the two makes the attempt.
+    await enqueue(db, {
+      kind: 'deliver_webhook',
+      accountId: server().accountId,
+      payload: { deliveryId: first, manual: true },
+      lane: endpointLane(endpoint.id),
+    });
+
+    const worker = new Worker({ database: server().database, handlers: jobHandlers({ database: server().database, settings: server().settings }) });
+    expect(await worker.runDue()).toBe(5);
+
+    const requests = receiver.at(route.path);
+    expect(requests).toHaveLength(4);
+    const list = expectBody(await server().request('GET', `/webhook_endpoints/${endpoint.id}/deliveries`, { query: { limit: 10 } }), 200, WebhookDeliveryList);
+    const byEvent = new Map(list.data.map((delivery) => [delivery.event_id, delivery]));
+    const outcome = (n: number) => byEvent.get(requests[n]?.headers['webhook-id'] ?? '') as WebhookDelivery;
+    for (const n of [0, 1, 2, 3]) expect(outcome(n).attempts).toHaveLength(1);
+    expect(outcome(0)).toMatchObject({ status: 'succeeded', next_attempt_at: null });
+    expect(outcome(1).status).toBe('pending');
+    expect(Date.parse(outcome(1).next_attempt_at ?? '')).toBeGreaterThan(Date.parse(outcome(1).attempts[0]?.at ?? ''));
+    expect(outcome(2)).toMatchObject({ status: 'succeeded', next_attempt_at: null });
+    expect(outcome(3)).toMatchObject({ status: 'failed', next_attempt_at: null });
+    expect(expectBody(await server().request('GET', `/webhook_endpoints/${endpoint.id}`), 200, WebhookEndpoint).status).toBe('disabled');
+
+    // Left queued: the failed attempt's next one, and the job that found the first delivery's attempt taken.
+    const left = await db.selectFrom('jobs').select('payload').where('lane', '=', endpointLane(endpoint.id)).execute();
+    expect(left.map((job) => (JSON.parse(job.payload) as { deliveryId: string }).deliveryId).sort()).toEqual([first, outcome(1).id].sort());
   });
 });
 

@@ -111,15 +111,18 @@ export const contactIdentitiesRepository = {
   },
 
   /** touchInbound for several senders in one statement. */
-  touchInboundAll: (scope: TenantScope, channelId: string, touches: readonly { external_id: string; at: string }[]) =>
-    scope
+  touchInboundAll: (scope: TenantScope, channelId: string, touches: readonly { external_id: string; at: string }[]) => {
+    const dialect = dialectOf(scope.db);
+    return scope
       .updateTable('contact_identities')
-      .from(dialectOf(scope.db).rowsOf(touches, { external_id: 'text', at: 'text' }).as('v'))
+      .from(dialect.rowsOf(touches, { external_id: 'text', at: 'text' }).as('v'))
       .set({ last_inbound_at: sql<string>`v.at` })
       .where('contact_identities.channel_id', '=', channelId)
+      .where(dialect.isOneOf('contact_identities.external_id', dialect.boundList(touches.map((touch) => touch.external_id))))
       .whereRef('contact_identities.external_id', '=', 'v.external_id')
       .where(sql<SqlBool>`(contact_identities.last_inbound_at is null or contact_identities.last_inbound_at < v.at)`)
-      .execute(),
+      .execute();
+  },
 
   touchInbound: (scope: TenantScope, channelId: string, externalId: string, at: string) =>
     scope

@@ -141,7 +141,8 @@ export const conversationsRepository = {
     scope: TenantScope,
     recorded: readonly { conversation_id: string; added: number; content: string; at: string }[],
   ): Promise<Map<string, number>> {
-    const values = dialectOf(scope.db).rowsOf(recorded, { conversation_id: 'text', added: 'integer', content: 'text', at: 'text' });
+    const dialect = dialectOf(scope.db);
+    const values = dialect.rowsOf(recorded, { conversation_id: 'text', added: 'integer', content: 'text', at: 'text' });
     // As messageRecorded: the last message and the times only ever move forward.
     const newer = sql<SqlBool>`(last_message_at is null or last_message_at <= v.at)`;
     const rows = await scope
@@ -155,6 +156,7 @@ export const conversationsRepository = {
         last_activity_at: sql<string>`case when last_activity_at <= v.at then v.at else last_activity_at end`,
         updated_at: sql<string>`case when updated_at <= v.at then v.at else updated_at end`,
       })
+      .where(dialect.isOneOf('conversations.id', dialect.boundList(recorded.map((row) => row.conversation_id))))
       .whereRef('conversations.id', '=', 'v.conversation_id')
       .returning(['conversations.id', 'conversations.event_sequence'])
       .execute();

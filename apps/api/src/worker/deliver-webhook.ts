@@ -54,31 +54,65 @@ export function standardWebhookHeaders(input: { id: string; body: string; secret
  * take the same attempt.
  */
 export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'deliver_webhook'>): Promise<JobOutcome> {
-  const { deliveryId } = job.payload;
-  const manual = job.payload.manual === true;
-  if (job.accountId === null) return;
-  const scope = new TenantScope(deps.database.db, job.accountId);
+  const [outcome] = await deliverWebhooks(deps, [job]);
+  return outcome;
+}
 
-  const taken = await webhookDeliveriesRepository.takeForAttempt(scope, deliveryId, { now: now(), until: job.leaseUntil });
-  if (!taken) {
-    const current = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
-    if (current?.status !== 'pending') return;
-    // Not due yet: the attempt was rescheduled, or another job has it in flight. Whatever runs
-    // later is an automatic attempt.
-    return { retryAt: current.next_attempt_at ?? now(), payload: { deliveryId } };
-  }
-  const { delivery, endpoint, event, secrets } = taken;
-  if (!endpoint) return;
-  if (endpoint.status === 'disabled' && !manual) {
-    const patch = { status: 'failed' as const, next_attempt_at: null, updated_at: now() };
-    await webhookDeliveriesRepository.updateIfUnchanged(scope, deliveryId, delivery.next_attempt_at, patch);
-    return;
-  }
+/**
+ * The attempts of several jobs of one endpoint's lane, as deliverWebhook makes each: taken by one
+ * statement, sent at once, recorded by one statement, which the throughput target of
+ * bench/README.md (Webhook deliveries) needs. An outcome for each job, in order.
+ */
+export async function deliverWebhooks(deps: DeliveryDeps, jobs: readonly JobContext<'deliver_webhook'>[]): Promise<JobOutcome[]> {
+  const accountId = jobs[0]?.accountId;
+  if (accountId === undefined || accountId === null) return jobs.map(() => undefined);
+  const scope = new TenantScope(deps.database.db, accountId);
+  // The earliest lease of the jobs (ISO times sort as text).
+  const until = jobs.map((job) => job.leaseUntil).sort()[0] as string;
+  const taken = new Map(
+    (
+      await webhookDeliveriesRepository.takeForAttempt(
+        scope,
+        jobs.map((job) => job.payload.deliveryId),
+        { now: now(), until },
+      )
+    ).map((attempt) => [attempt.delivery.id, attempt]),
+  );
 
-  const at = now();
-  const response = await send(deps, event, secrets, endpoint.url);
-  const attempt: StoredDeliveryAttempt = { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error };
-  return record(deps, scope, delivery, manual ? { ...attempt, manual } : attempt);
+  // Each job's attempt made, or its outcome when it makes none.
+  const made = await Promise.all(
+    jobs.map(async (job): Promise<{ outcome: JobOutcome } | { delivery: WebhookDeliveryRow; attempt: StoredDeliveryAttempt }> => {
+      const { deliveryId } = job.payload;
+      const manual = job.payload.manual === true;
+      const taking = taken.get(deliveryId);
+      // A second job for the same delivery finds it taken by the first.
+      taken.delete(deliveryId);
+      if (!taking) return { outcome: await notTaken(scope, deliveryId) };
+      const { delivery, endpoint, event, secrets } = taking;
+      if (!endpoint) return { outcome: undefined };
+      if (endpoint.status === 'disabled' && !manual) {
+        const failed = { id: deliveryId, expected_next_attempt_at: delivery.next_attempt_at as string, status: 'failed' as const };
+        await webhookDeliveriesRepository.updateIfUnchanged(scope, [{ ...failed, next_attempt_at: null, updated_at: now() }]);
+        return { outcome: undefined };
+      }
+      const at = now();
+      const response = await send(deps, event, secrets, endpoint.url);
+      const attempt: StoredDeliveryAttempt = { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error };
+      return { delivery, attempt: manual ? { ...attempt, manual } : attempt };
+    }),
+  );
+  const attempts = made.flatMap((entry) => ('attempt' in entry ? [entry] : []));
+  const recorded = await record(deps, scope, attempts);
+  return made.map((entry) => ('attempt' in entry ? recorded.get(entry.delivery.id) : entry.outcome));
+}
+
+/** A job whose delivery's attempt was not there to take. */
+async function notTaken(scope: TenantScope, deliveryId: string): Promise<JobOutcome> {
+  const current = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
+  if (current?.status !== 'pending') return;
+  // Not due yet: the attempt was rescheduled, or another job has it in flight. Whatever runs later
+  // is an automatic attempt.
+  return { retryAt: current.next_attempt_at ?? now(), payload: { deliveryId } };
 }
 
 /** Signs and sends the event; an attempt that cannot be made is a failed one. */
@@ -117,21 +151,38 @@ function outcomeOf(
 }
 
 /**
- * Appends the attempt and decides what comes next. The delivery as read before the attempt still
- * holds when its `next_attempt_at` is the one this attempt set, so one conditional update records
- * it; otherwise (a manual retry or a duplicate job meanwhile) the delivery is read again, locked.
+ * Appends each attempt and decides what comes next. A delivery as read before its attempt still
+ * holds when its `next_attempt_at` is the one the attempt set, so one conditional update records
+ * them all; a delivery changed meanwhile (a manual retry or a duplicate job), or whose endpoint the
+ * attempt disables, is read again, locked. The outcome of each job by delivery id.
  */
-async function record(deps: DeliveryDeps, scope: TenantScope, taken: WebhookDeliveryRow, attempt: StoredDeliveryAttempt): Promise<JobOutcome> {
-  const previous = parseAttempts(taken);
-  const next = outcomeOf(deps, previous, attempt);
-  if (!next.disableEndpoint) {
-    const patch = { attempts: JSON.stringify([...previous, attempt]), status: next.status, next_attempt_at: next.nextAttemptAt, updated_at: now() };
-    if (await webhookDeliveriesRepository.updateIfUnchanged(scope, taken.id, taken.next_attempt_at, patch)) {
-      // The next attempt is an automatic one, even after a manual retry.
-      return next.nextAttemptAt === null ? undefined : { retryAt: next.nextAttemptAt, payload: { deliveryId: taken.id } };
-    }
+async function record(
+  deps: DeliveryDeps,
+  scope: TenantScope,
+  attempts: readonly { delivery: WebhookDeliveryRow; attempt: StoredDeliveryAttempt }[],
+): Promise<Map<string, JobOutcome>> {
+  const outcomes = new Map<string, JobOutcome>();
+  const changes = [];
+  for (const { delivery, attempt } of attempts) {
+    const previous = parseAttempts(delivery);
+    const next = outcomeOf(deps, previous, attempt);
+    if (next.disableEndpoint) continue;
+    changes.push({
+      id: delivery.id,
+      expected_next_attempt_at: delivery.next_attempt_at as string,
+      attempts: JSON.stringify([...previous, attempt]),
+      status: next.status,
+      next_attempt_at: next.nextAttemptAt,
+      updated_at: now(),
+    });
+    // The next attempt is an automatic one, even after a manual retry.
+    outcomes.set(delivery.id, next.nextAttemptAt === null ? undefined : { retryAt: next.nextAttemptAt, payload: { deliveryId: delivery.id } });
   }
-  return recordLocked(deps, scope, taken.id, attempt);
+  const unchanged = await webhookDeliveriesRepository.updateIfUnchanged(scope, changes);
+  for (const { delivery, attempt } of attempts) {
+    if (!unchanged.has(delivery.id)) outcomes.set(delivery.id, await recordLocked(deps, scope, delivery.id, attempt));
+  }
+  return outcomes;
 }
 
 /** Appends the attempt and decides what comes next, in one transaction with the delivery locked. */

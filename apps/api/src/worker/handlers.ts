@@ -3,7 +3,7 @@ import { pruneIdempotencyKeys } from '../edge/idempotency.js';
 import { eventsRepository } from '../repositories/events.js';
 import { EVENT_RETENTION_MS } from '../services/events.js';
 import type { Settings } from '../settings.js';
-import { deliverWebhook } from './deliver-webhook.js';
+import { deliverWebhooks } from './deliver-webhook.js';
 import { processChannelPayloads } from './process-channel-payload.js';
 import { runWorkflow } from './run-workflow.js';
 import { sendMessage } from './send-message.js';
@@ -14,7 +14,7 @@ const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** What the worker does for each kind of job. */
 export function jobHandlers(deps: { database: DatabaseHandle; settings: Settings }): JobHandlers {
   return {
-    deliver_webhook: (job) => deliverWebhook(deps, job),
+    deliver_webhook: { batch: (jobs) => deliverWebhooks(deps, jobs) },
     run_workflow: (job) => runWorkflow(deps, job),
     send_message: (job) => sendMessage(deps, job),
     process_channel_payload: { batch: (jobs) => processChannelPayloads(deps, jobs) },

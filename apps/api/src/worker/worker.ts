@@ -21,7 +21,7 @@ export interface JobContext<K extends JobKind> {
 
 export type JobHandler<K extends JobKind> = (job: JobContext<K>) => Promise<JobOutcome>;
 
-/** A handler that takes the jobs of its kind of one account from a claim together: an outcome for each, in order. */
+/** A handler that takes the jobs of its kind in one lane of a claim together (one account's): an outcome for each, in order. */
 export interface BatchHandler<K extends JobKind> {
   batch: (jobs: JobContext<K>[]) => Promise<JobOutcome[]>;
 }
@@ -161,7 +161,7 @@ export class Worker {
     }
   }
 
-  /** Launches a claim's jobs: those of a batch handler's kind together by account, the others one by one. */
+  /** Launches a claim's jobs: those of a batch handler's kind together by lane, the others one by one. */
   private launchAll(jobs: readonly ClaimedJob[]): void {
     const batches = new Map<string, ClaimedJob[]>();
     for (const job of jobs) {
@@ -169,7 +169,7 @@ export class Worker {
         this.launch([job]);
         continue;
       }
-      const key = `${job.kind}\n${job.account_id}`;
+      const key = `${job.kind}\n${job.lane}`;
       const batch = batches.get(key);
       if (batch) batch.push(job);
       else batches.set(key, [job]);
