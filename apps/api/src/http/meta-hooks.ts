@@ -5,10 +5,9 @@ import { MAX_BODY_BYTES } from '../edge/request-body.js';
 import { ApiError } from '../errors.js';
 import { nextUlid, now } from '../ids.js';
 import { type ChannelRow, channelPayloadsRepository, channelsRepository } from '../repositories/channels.js';
-import { TenantScope } from '../repositories/tenant.js';
 import { openSecret } from '../secret-box.js';
 import type { Settings } from '../settings.js';
-import { enqueue } from '../worker/queue.js';
+import { jobRow } from '../worker/queue.js';
 
 /** Where Meta's webhooks come in, outside /v1 and without an API key: the channel's app secret signs them. */
 export const META_HOOKS_PATH = '/hooks/meta/:channel_id';
@@ -72,18 +71,13 @@ export const metaHooks: FastifyPluginAsync<{ database: DatabaseHandle; settings:
     }
     // A disabled channel receives nothing; Meta is still answered 200 so that it does not retry.
     if (channel.status !== 'disabled') {
-      await database.db.transaction().execute(async (trx) => {
-        const payloadId = `pl_${nextUlid()}`;
-        await channelPayloadsRepository.insert(new TenantScope(trx, channel.account_id), {
-          id: payloadId,
-          channel_id: channel.id,
-          body,
-          received_at: now(),
-          processed_at: null,
-          errors: null,
-        });
-        await enqueue(trx, { kind: 'process_channel_payload', accountId: channel.account_id, payload: { payloadId } });
-      });
+      const at = now();
+      const payloadId = `pl_${nextUlid()}`;
+      await channelPayloadsRepository.insertWithJob(
+        database.db,
+        { account_id: channel.account_id, id: payloadId, channel_id: channel.id, body, received_at: at, processed_at: null, errors: null },
+        jobRow({ kind: 'process_channel_payload', accountId: channel.account_id, payload: { payloadId } }, at),
+      );
     }
     return reply.type('text/plain; charset=utf-8').send('EVENT_RECEIVED');
   });

@@ -1,5 +1,6 @@
 import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
+import type { JobRow } from './jobs.js';
 import type { ChannelPayloadTable, ChannelTable, ContactIdentityTable, MessageTable } from '../db/schema.js';
 import type { Executor, TenantScope } from './tenant.js';
 
@@ -43,7 +44,41 @@ export const channelsRepository = {
 };
 
 export const channelPayloadsRepository = {
-  insert: (scope: TenantScope, row: Omit<ChannelPayloadRow, 'account_id'>) => scope.insert('channel_payloads', row),
+  /**
+   * Stores a received payload with the job that processes it, both or neither: on Postgres in one
+   * statement (the payload inserted in a CTE, the job selecting from it), which the ingress target
+   * of bench/README.md (Channels) needs; on SQLite in a transaction of the two.
+   */
+  async insertWithJob(db: Executor, payload: ChannelPayloadRow, job: JobRow): Promise<void> {
+    if (!dialectOf(db).dataModifyingCtes) {
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('channel_payloads').values(payload).execute();
+        await trx.insertInto('jobs').values(job).execute();
+      });
+      return;
+    }
+    await db
+      .with('stored', (cte) => cte.insertInto('channel_payloads').values(payload).returning('channel_payloads.id'))
+      .insertInto('jobs')
+      .columns(['id', 'kind', 'account_id', 'payload', 'run_at', 'attempts', 'locked_by', 'locked_until', 'created_at', 'lane'])
+      .expression((eb) =>
+        eb
+          .selectFrom('stored')
+          .select([
+            eb.val(job.id).as('id'),
+            eb.val(job.kind).as('kind'),
+            eb.val(job.account_id).as('account_id'),
+            eb.val(job.payload).as('payload'),
+            eb.val(job.run_at).as('run_at'),
+            eb.val(job.attempts).as('attempts'),
+            eb.val(job.locked_by).as('locked_by'),
+            eb.val(job.locked_until).as('locked_until'),
+            eb.val(job.created_at).as('created_at'),
+            eb.val(job.lane).as('lane'),
+          ]),
+      )
+      .execute();
+  },
 
   findMany: (scope: TenantScope, ids: readonly string[]) => {
     const dialect = dialectOf(scope.db);

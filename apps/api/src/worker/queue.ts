@@ -47,7 +47,14 @@ export async function enqueue<K extends JobKind>(db: Executor, input: NewJob<K>)
 /** Puts several jobs in the queue, as enqueue does, in one statement. */
 export async function enqueueAll(db: Executor, inputs: readonly NewJob[]): Promise<JobRow[]> {
   const at = now();
-  const rows: JobRow[] = inputs.map((input) => ({
+  const rows = inputs.map((input) => jobRow(input, at));
+  await jobsRepository.insert(db, rows);
+  return rows;
+}
+
+/** The row of a job to queue, created at `at`. */
+export function jobRow(input: NewJob, at: string): JobRow {
+  return {
     id: input.id ?? `job_${randomUUID()}`,
     kind: input.kind,
     account_id: input.accountId,
@@ -58,7 +65,5 @@ export async function enqueueAll(db: Executor, inputs: readonly NewJob[]): Promi
     locked_until: null,
     created_at: at,
     lane: input.lane ?? (input.accountId === null ? 'system' : `account:${input.accountId}`),
-  }));
-  await jobsRepository.insert(db, rows);
-  return rows;
+  };
 }
