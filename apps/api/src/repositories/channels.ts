@@ -60,23 +60,8 @@ export const channelPayloadsRepository = {
     await db
       .with('stored', (cte) => cte.insertInto('channel_payloads').values(payload).returning('channel_payloads.id'))
       .insertInto('jobs')
-      .columns(['id', 'kind', 'account_id', 'payload', 'run_at', 'attempts', 'locked_by', 'locked_until', 'created_at', 'lane'])
-      .expression((eb) =>
-        eb
-          .selectFrom('stored')
-          .select([
-            eb.val(job.id).as('id'),
-            eb.val(job.kind).as('kind'),
-            eb.val(job.account_id).as('account_id'),
-            eb.val(job.payload).as('payload'),
-            eb.val(job.run_at).as('run_at'),
-            eb.val(job.attempts).as('attempts'),
-            eb.val(job.locked_by).as('locked_by'),
-            eb.val(job.locked_until).as('locked_until'),
-            eb.val(job.created_at).as('created_at'),
-            eb.val(job.lane).as('lane'),
-          ]),
-      )
+      .columns(Object.keys(job) as (keyof JobRow)[])
+      .expression((eb) => eb.selectFrom('stored').select(Object.entries(job).map(([column, value]) => eb.val(value).as(column))))
       .execute();
   },
 

@@ -1,4 +1,4 @@
-import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
+import { type Expression, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { ConversationTable } from '../db/schema.js';
 import { countFromCounters } from './conversation-counters.js';
@@ -143,18 +143,12 @@ export const conversationsRepository = {
   ): Promise<Map<string, number>> {
     const dialect = dialectOf(scope.db);
     const values = dialect.rowsOf(recorded, { conversation_id: 'text', added: 'integer', content: 'text', at: 'text' });
-    // As messageRecorded: the last message and the times only ever move forward.
-    const newer = sql<SqlBool>`(last_message_at is null or last_message_at <= v.at)`;
     const rows = await scope
       .updateTable('conversations')
       .from(values.as('v'))
       .set({
-        message_count: sql<number>`message_count + v.added`,
+        ...messagesCounted(sql.ref('v.added'), sql.ref('v.content'), sql.ref('v.at')),
         event_sequence: sql<number>`event_sequence + v.added`,
-        last_message_content: sql<string>`case when ${newer} then v.content else last_message_content end`,
-        last_message_at: sql<string>`case when ${newer} then v.at else last_message_at end`,
-        last_activity_at: sql<string>`case when last_activity_at <= v.at then v.at else last_activity_at end`,
-        updated_at: sql<string>`case when updated_at <= v.at then v.at else updated_at end`,
       })
       .where(dialect.isOneOf('conversations.id', dialect.boundList(recorded.map((row) => row.conversation_id))))
       .whereRef('conversations.id', '=', 'v.conversation_id')
@@ -206,21 +200,26 @@ export const conversationsRepository = {
   },
 };
 
+/**
+ * What counting `added` messages, the last of them `content` at `at`, sets on a conversation.
+ * Concurrent sends may reach the row out of their time order: the last message and the times only
+ * ever move forward, so an older message never replaces a newer one.
+ */
+function messagesCounted(added: number | Expression<number>, content: string | Expression<string>, at: string | Expression<string>) {
+  const newer = sql<SqlBool>`(last_message_at is null or last_message_at <= ${at})`;
+  const latest = (column: 'last_activity_at' | 'updated_at') => sql<string>`case when ${sql.ref(column)} <= ${at} then ${at} else ${sql.ref(column)} end`;
+  return {
+    message_count: sql<number>`message_count + ${added}`,
+    last_message_content: sql<string>`case when ${newer} then ${content} else last_message_content end`,
+    last_message_at: sql<string>`case when ${newer} then ${at} else last_message_at end`,
+    last_activity_at: latest('last_activity_at'),
+    updated_at: latest('updated_at'),
+  };
+}
+
 /** The update that counts a new message and makes it the last one (not yet executed). */
 export const messageRecorded = (scope: TenantScope, id: string, message: { content: string; at: string }) =>
   scope
     .updateTable('conversations')
-    .set((eb) => {
-      // Concurrent sends may reach the row out of their time order: the last message and the
-      // times only ever move forward, so an older message never replaces a newer one.
-      const newer = eb.or([eb('last_message_at', 'is', null), eb('last_message_at', '<=', message.at)]);
-      const latest = (column: 'last_activity_at' | 'updated_at') => eb.case().when(column, '<=', message.at).then(message.at).else(eb.ref(column)).end();
-      return {
-        message_count: eb('message_count', '+', 1),
-        last_message_content: eb.case().when(newer).then(message.content).else(eb.ref('last_message_content')).end(),
-        last_message_at: eb.case().when(newer).then(message.at).else(eb.ref('last_message_at')).end(),
-        last_activity_at: latest('last_activity_at'),
-        updated_at: latest('updated_at'),
-      };
-    })
+    .set(messagesCounted(1, message.content, message.at))
     .where('conversations.id', '=', id);

@@ -1,7 +1,7 @@
 import { type Kysely, type RawBuilder, type Selectable, type SqlBool, sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { Database, JobTable } from '../db/schema.js';
-import { type Executor, INSERT_BATCH_ROWS } from './tenant.js';
+import { type Executor, insertRows } from './tenant.js';
 
 export type JobRow = Selectable<JobTable>;
 /** A job as a claim returns it: held by the claiming worker until `locked_until`. */
@@ -141,15 +141,7 @@ const deleteFinished = (db: Executor, workerId: string, ids: readonly string[]) 
  * that dies mid-job loses its lease when it expires and another worker takes the job again.
  */
 export const jobsRepository = {
-  /** Queues jobs, INSERT_BATCH_ROWS to a statement. */
-  async insert(db: Executor, rows: JobRow[]): Promise<void> {
-    for (let start = 0; start < rows.length; start += INSERT_BATCH_ROWS) {
-      await db
-        .insertInto('jobs')
-        .values(rows.slice(start, start + INSERT_BATCH_ROWS))
-        .execute();
-    }
-  },
+  insert: (db: Executor, rows: JobRow[]) => insertRows(db, 'jobs', rows),
 
   /**
    * Claims up to `limit` due jobs whose lease is free or expired, in the order of claimable(), in

@@ -15,7 +15,17 @@ import type { Database, TenantTable } from '../db/schema.js';
 export type Executor = Kysely<Database> | Transaction<Database>;
 
 /** Rows one insert statement takes at most: 500 rows of a wide table stay far below Postgres' 65,535 bound values. */
-export const INSERT_BATCH_ROWS = 500;
+const INSERT_BATCH_ROWS = 500;
+
+/** Inserts rows into a table, INSERT_BATCH_ROWS to a statement. */
+export async function insertRows<T extends keyof Database>(db: Executor, table: T, rows: readonly Insertable<Database[T]>[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += INSERT_BATCH_ROWS) {
+    await db
+      .insertInto(table)
+      .values(rows.slice(start, start + INSERT_BATCH_ROWS) as never)
+      .execute();
+  }
+}
 
 /**
  * The one place that scopes queries to an account. Repositories start every query of tenant
@@ -73,12 +83,7 @@ export class TenantScope {
     rows: Omit<Insertable<Database[T]>, 'account_id'> | Omit<Insertable<Database[T]>, 'account_id'>[],
   ): Promise<void> {
     const list = (Array.isArray(rows) ? rows : [rows]).map((row) => ({ ...row, account_id: this.accountId }));
-    for (let start = 0; start < list.length; start += INSERT_BATCH_ROWS) {
-      await this.db
-        .insertInto(table)
-        .values(list.slice(start, start + INSERT_BATCH_ROWS) as never)
-        .execute();
-    }
+    await insertRows(this.db, table, list as Insertable<Database[T]>[]);
   }
 
   /** The same scope on another executor (a transaction). */
