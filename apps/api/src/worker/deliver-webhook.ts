@@ -3,7 +3,7 @@ import type { DatabaseHandle } from '../db/database.js';
 import { now } from '../ids.js';
 import type { StoredEvent } from '../repositories/events.js';
 import { TenantScope } from '../repositories/tenant.js';
-import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
+import { type DeliveryChange, type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { toEvent } from '../services/events.js';
 import { type StoredDeliveryAttempt, parseAttempts } from '../services/webhooks.js';
 import type { Settings } from '../settings.js';
@@ -79,31 +79,30 @@ export async function deliverWebhooks(deps: DeliveryDeps, jobs: readonly JobCont
     ).map((attempt) => [attempt.delivery.id, attempt]),
   );
 
-  // Each job's attempt made, or its outcome when it makes none.
+  // Each job's attempt made, its delivery to fail unsent, or its outcome when it has neither.
   const made = await Promise.all(
-    jobs.map(async (job): Promise<{ outcome: JobOutcome } | { delivery: WebhookDeliveryRow; attempt: StoredDeliveryAttempt }> => {
-      const { deliveryId } = job.payload;
-      const manual = job.payload.manual === true;
-      const taking = taken.get(deliveryId);
-      // A second job for the same delivery finds it taken by the first.
-      taken.delete(deliveryId);
-      if (!taking) return { outcome: await notTaken(scope, deliveryId) };
-      const { delivery, endpoint, event, secrets } = taking;
-      if (!endpoint) return { outcome: undefined };
-      if (endpoint.status === 'disabled' && !manual) {
-        const failed = { id: deliveryId, expected_next_attempt_at: delivery.next_attempt_at as string, status: 'failed' as const };
-        await webhookDeliveriesRepository.updateIfUnchanged(scope, [{ ...failed, next_attempt_at: null, updated_at: now() }]);
-        return { outcome: undefined };
-      }
-      const at = now();
-      const response = await send(deps, event, secrets, endpoint.url);
-      const attempt: StoredDeliveryAttempt = { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error };
-      return { delivery, attempt: manual ? { ...attempt, manual } : attempt };
-    }),
+    jobs.map(
+      async (job): Promise<{ outcome: JobOutcome } | { unsent: WebhookDeliveryRow } | { delivery: WebhookDeliveryRow; attempt: StoredDeliveryAttempt }> => {
+        const { deliveryId } = job.payload;
+        const manual = job.payload.manual === true;
+        const taking = taken.get(deliveryId);
+        // A second job for the same delivery finds it taken by the first.
+        taken.delete(deliveryId);
+        if (!taking) return { outcome: await notTaken(scope, deliveryId) };
+        const { delivery, endpoint, event, secrets } = taking;
+        if (!endpoint) return { outcome: undefined };
+        if (endpoint.status === 'disabled' && !manual) return { unsent: delivery };
+        const at = now();
+        const response = await send(deps, event, secrets, endpoint.url);
+        const attempt: StoredDeliveryAttempt = { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error };
+        return { delivery, attempt: manual ? { ...attempt, manual } : attempt };
+      },
+    ),
   );
   const attempts = made.flatMap((entry) => ('attempt' in entry ? [entry] : []));
-  const recorded = await record(deps, scope, attempts);
-  return made.map((entry) => ('attempt' in entry ? recorded.get(entry.delivery.id) : entry.outcome));
+  const unsent = made.flatMap((entry) => ('unsent' in entry ? [entry.unsent] : []));
+  const recorded = await record(deps, scope, attempts, unsent);
+  return made.map((entry) => ('outcome' in entry ? entry.outcome : 'attempt' in entry ? recorded.get(entry.delivery.id) : undefined));
 }
 
 /** A job whose delivery's attempt was not there to take. */
@@ -151,18 +150,27 @@ function outcomeOf(
 }
 
 /**
- * Appends each attempt and decides what comes next. A delivery as read before its attempt still
- * holds when its `next_attempt_at` is the one the attempt set, so one conditional update records
- * them all; a delivery changed meanwhile (a manual retry or a duplicate job), or whose endpoint the
- * attempt disables, is read again, locked. The outcome of each job by delivery id.
+ * Appends each attempt and decides what comes next, and fails the deliveries of a disabled endpoint
+ * unsent. A delivery as read before its attempt still holds when its `next_attempt_at` is the one
+ * the attempt set, so one conditional update records them all; a delivery changed meanwhile (a
+ * manual retry or a duplicate job), or whose endpoint the attempt disables, is read again, locked,
+ * while an unsent one changed meanwhile is left as it is. The outcome of each attempt's job by
+ * delivery id.
  */
 async function record(
   deps: DeliveryDeps,
   scope: TenantScope,
   attempts: readonly { delivery: WebhookDeliveryRow; attempt: StoredDeliveryAttempt }[],
+  unsent: readonly WebhookDeliveryRow[],
 ): Promise<Map<string, JobOutcome>> {
   const outcomes = new Map<string, JobOutcome>();
-  const changes = [];
+  const changes: DeliveryChange[] = unsent.map((delivery) => ({
+    id: delivery.id,
+    expected_next_attempt_at: delivery.next_attempt_at as string,
+    status: 'failed',
+    next_attempt_at: null,
+    updated_at: now(),
+  }));
   for (const { delivery, attempt } of attempts) {
     const previous = parseAttempts(delivery);
     const next = outcomeOf(deps, previous, attempt);
