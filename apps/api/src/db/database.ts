@@ -25,6 +25,12 @@ export interface DatabaseHandle {
   pgPool: pg.Pool | undefined;
   /** Statements may be named (prepared once per connection): false behind a transaction-mode pooler. */
   preparedStatements: boolean;
+  /**
+   * A number that changes whenever another connection commits to the database (SQLite's
+   * `data_version`): what this process remembers of the database is checked with it in about a
+   * microsecond. Undefined on Postgres, which other instances share and nothing as cheap watches.
+   */
+  commitsElsewhere: (() => number) | undefined;
   /** True when the error is a unique-constraint violation. */
   isUniqueViolation(error: unknown): boolean;
   destroy(): Promise<void>;
@@ -97,6 +103,7 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
       sharedAcrossProcesses: true,
       pgPool: pool,
       preparedStatements,
+      commitsElsewhere: undefined,
       isUniqueViolation: (error) => (error as { code?: string } | null)?.code === '23505',
       destroy: () => db.destroy(),
     };
@@ -112,12 +119,14 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
   sqlite.pragma('busy_timeout = 5000');
   const stopStatistics = keepStatistics(sqlite);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   return {
     db,
     dialect: 'sqlite',
     sharedAcrossProcesses: false,
     pgPool: undefined,
     preparedStatements: true,
+    commitsElsewhere: () => dataVersion.get() as number,
     isUniqueViolation: (error) => {
       const code = (error as { code?: string } | null)?.code;
       return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';

@@ -4,6 +4,7 @@ import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { type KeyType, generateKey, hashKey, redactKey } from '../keys.js';
 import { type AccountRow, type ApiKeyRow, accountsRepository, apiKeysRepository } from '../repositories/accounts.js';
+import { type KnownKey, keyCacheOf } from './key-cache.js';
 
 export type Plan = AccountTable['plan'];
 export const PLANS = ['free', 'starter', 'growth', 'business', 'enterprise'] as const satisfies readonly Plan[];
@@ -98,11 +99,14 @@ export const accountsService = {
     return (await apiKeysRepository.listByAccount(database.db, accountId)).map(toKeyRecord);
   },
 
-  /** Revokes a key; it stops working on the very next request (keys are looked up on every request). */
+  /** Revokes a key; it stops working on the very next request (a process forgets the keys it remembered). */
   async revokeKey(database: DatabaseHandle, keyId: string): Promise<KeyRecord> {
     const existing = await apiKeysRepository.findById(database.db, keyId);
     if (!existing) throw new Error(`No such key: ${keyId}`);
-    if (existing.revoked_at === null) await apiKeysRepository.revoke(database.db, keyId, now());
+    if (existing.revoked_at === null) {
+      await apiKeysRepository.revoke(database.db, keyId, now());
+      keyCacheOf(database)?.forget();
+    }
     return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
   },
 
@@ -111,19 +115,33 @@ export const accountsService = {
     const existing = await apiKeysRepository.findById(database.db, keyId);
     if (!existing || existing.account_id !== accountId || existing.revoked_at !== null) throw ApiError.notFound('key', keyId);
     await apiKeysRepository.revoke(database.db, keyId, now());
+    keyCacheOf(database)?.forget();
     return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
   },
 
   /**
-   * Who is calling, from the `Authorization` header: `Bearer <key>`, the scheme in any case. One
-   * lookup of the key by its hash on every request, so a revoked key fails on the very next
-   * request on every instance. Anything else, or a key that is unknown or revoked, is 401.
+   * Who is calling, from the `Authorization` header: `Bearer <key>`, the scheme in any case. The
+   * key is looked up by its hash (or recalled, on SQLite: services/key-cache.ts), so a revoked key
+   * fails on the very next request on every instance. Anything else, or a key that is unknown or
+   * revoked, is 401.
    */
   async authenticate(database: DatabaseHandle, authorization: string | undefined): Promise<Principal> {
-    const row = await apiKeysRepository.findActiveByHash(database.db, hashKey(bearerKey(authorization)));
-    if (!row) throw ApiError.unauthorized('Invalid API key');
-    await touchWhenDue(database, row.id, row.last_used_at);
-    return {
+    const keyHash = hashKey(bearerKey(authorization));
+    const cache = keyCacheOf(database);
+    const recalled = cache?.recall(keyHash);
+    const known = recalled?.known ?? (await lookUpKey(database, keyHash));
+    if (recalled && !recalled.known) cache?.remember(keyHash, known, recalled.mark);
+    await touchWhenDue(database, known);
+    return known.principal;
+  },
+};
+
+/** The active key with this hash and its account; 401 when there is none. */
+async function lookUpKey(database: DatabaseHandle, keyHash: string): Promise<KnownKey> {
+  const row = await apiKeysRepository.findActiveByHash(database.db, keyHash);
+  if (!row) throw ApiError.unauthorized('Invalid API key');
+  return {
+    principal: {
       account: {
         id: row.account_id,
         name: row.account_name,
@@ -131,9 +149,10 @@ export const accountsService = {
         rateLimit: rateLimitOf({ plan: row.account_plan, rate_limit_rpm: row.account_rate_limit_rpm }),
       },
       key: { id: row.id, type: row.type },
-    };
-  },
-};
+    },
+    lastUsedAt: row.last_used_at === null ? 0 : Date.parse(row.last_used_at),
+  };
+}
 
 /** The key of a `Bearer <key>` header; 401 for anything else. */
 function bearerKey(authorization: string | undefined): string {
@@ -144,8 +163,9 @@ function bearerKey(authorization: string | undefined): string {
 }
 
 /** Writes down the key's use unless it was written down within TOUCH_INTERVAL_MS. */
-async function touchWhenDue(database: DatabaseHandle, keyId: string, lastUsedAt: string | null): Promise<void> {
+async function touchWhenDue(database: DatabaseHandle, known: KnownKey): Promise<void> {
   const nowMs = Date.now();
-  if (lastUsedAt !== null && nowMs - Date.parse(lastUsedAt) < TOUCH_INTERVAL_MS) return;
-  await apiKeysRepository.touch(database.db, keyId, new Date(nowMs).toISOString());
+  if (nowMs - known.lastUsedAt < TOUCH_INTERVAL_MS) return;
+  known.lastUsedAt = nowMs;
+  await apiKeysRepository.touch(database.db, known.principal.key.id, new Date(nowMs).toISOString());
 }

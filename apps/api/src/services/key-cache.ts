@@ -1,0 +1,66 @@
+import type { DatabaseHandle } from '../db/database.js';
+import type { Principal } from './accounts.js';
+
+/** What authentication needs again of a key it has looked up. */
+export interface KnownKey {
+  principal: Principal;
+  /** When the key's use was last written down (epoch ms; 0 for never). */
+  lastUsedAt: number;
+}
+
+/** Keys remembered per process: beyond it the least recently stored is forgotten first. */
+const MAX_KEYS = 10_000;
+
+/**
+ * The keys this process has authenticated, by hash, with their callers. It exists for SQLite's
+ * get-by-id target (bench/README.md): there the key's lookup was a fifth of a read's CPU. Only
+ * where the database says cheaply that another connection committed (SQLite's data_version, see
+ * DatabaseHandle.commitsElsewhere): everything remembered is dropped when another process wrote
+ * (the operator's `convo-server keys revoke`) and when this process revokes a key, so a revoked
+ * key still fails on the very next request. Postgres, which instances share, has none.
+ */
+export class KeyCache {
+  private readonly keys = new Map<string, KnownKey>();
+  private version: number;
+  /** Counts the drops: a lookup that began before one is not stored (it may have read what a revocation changed). */
+  private drops = 0;
+
+  constructor(private readonly commitsElsewhere: () => number) {
+    this.version = commitsElsewhere();
+  }
+
+  /** The key with this hash if remembered, and the mark that `remember` takes after a lookup. */
+  recall(keyHash: string): { known: KnownKey | undefined; mark: number } {
+    const version = this.commitsElsewhere();
+    if (version !== this.version) {
+      this.version = version;
+      this.forget();
+    }
+    return { known: this.keys.get(keyHash), mark: this.drops };
+  }
+
+  /** Stores what a lookup found, unless everything was dropped since `mark` (see recall). */
+  remember(keyHash: string, known: KnownKey, mark: number): void {
+    if (mark !== this.drops) return;
+    if (this.keys.size >= MAX_KEYS) this.keys.delete(this.keys.keys().next().value as string);
+    this.keys.set(keyHash, known);
+  }
+
+  /** Drops every key: after this process revoked one. */
+  forget(): void {
+    this.keys.clear();
+    this.drops++;
+  }
+}
+
+const caches = new WeakMap<DatabaseHandle, KeyCache | null>();
+
+/** The key cache of this database, or undefined where it may not have one (see KeyCache). */
+export function keyCacheOf(database: DatabaseHandle): KeyCache | undefined {
+  let cache = caches.get(database);
+  if (cache === undefined) {
+    cache = database.commitsElsewhere ? new KeyCache(database.commitsElsewhere) : null;
+    caches.set(database, cache);
+  }
+  return cache ?? undefined;
+}
