@@ -30,8 +30,7 @@ const PERMISSIONS: Record<Principal['key']['type'], readonly Permission[]> = {
 const isApiCall = (url: string): boolean => /^\/(v1|trpc)(\/|\?|$)/.test(url);
 
 /** The operation a request calls: the route's own, or for tRPC the procedure named in the path. */
-function operationOf(request: FastifyRequest): OperationId | undefined {
-  const own = request.routeOptions.config.operationId;
+function operationOf(request: FastifyRequest, own: OperationId | undefined): OperationId | undefined {
   if (own) return own;
   const procedure = (request.params as { path?: unknown } | undefined)?.path;
   return request.url.startsWith('/trpc/') && typeof procedure === 'string' && Object.hasOwn(endpoints, procedure) ? (procedure as OperationId) : undefined;
@@ -56,10 +55,12 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
   }
 
   return async function admit(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    if (request.routeOptions.config.public || !isApiCall(request.url)) return;
+    // routeOptions is built anew at each read: read once.
+    const { config } = request.routeOptions;
+    if (config.public || !isApiCall(request.url)) return;
     const principal = await authenticate(request);
     request.principal = principal;
-    const operationId = operationOf(request);
+    const operationId = operationOf(request, config.operationId);
     if (principal.key.type === 'webhook') {
       // Refused before counting: a signing secret used by mistake must not spend the account's quota.
       reply.headers(rateLimitHeaders(await rateLimits.peek(principal.account.id, principal.account.rateLimit)));

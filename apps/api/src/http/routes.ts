@@ -23,8 +23,10 @@ function numericKeys(schema: z.ZodType | undefined): Set<string> {
  * and fails as `type`), and a request without a body is validated as an empty object, so its
  * missing fields are named one by one.
  */
-function prepareInput(operation: EndpointDefinition): preValidationHookHandler {
+function prepareInput(operation: EndpointDefinition): preValidationHookHandler | undefined {
   const numeric = numericKeys(operation.query);
+  // Nothing to prepare (a read by id): no hook to run.
+  if (numeric.size === 0 && !operation.body) return undefined;
   return (request, _reply, done) => {
     if (numeric.size > 0 && request.query && typeof request.query === 'object') {
       // fromEntries defines every name as an own property: `?__proto__=1` stays an (unknown) parameter.
@@ -52,6 +54,7 @@ export function registerOperationRoutes(
   for (const operationId of operationIds) {
     if (deps.disabled.has(operationId)) continue;
     const operation: EndpointDefinition = endpoints[operationId];
+    const preValidation = prepareInput(operation);
     app.route({
       method: operation.method,
       url: `/v1${operation.path}`,
@@ -61,7 +64,7 @@ export function registerOperationRoutes(
         ...(operation.body ? { body: operation.body } : {}),
       },
       config: { operationId },
-      preValidation: prepareInput(operation),
+      ...(preValidation ? { preValidation } : {}),
       handler: async (request, reply) => {
         const input = { ...(operation.params ? { params: request.params } : {}), query: request.query, ...(operation.body ? { body: request.body } : {}) };
         const response = await runOperation(operationId, { ...admittedCall(request, deps), input });

@@ -46,6 +46,7 @@ declare module 'fastify' {
 class RequestLog extends LogController {
   override incomingRequest(): void {}
   override requestCompleted(_error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
     request.log.info(
       {
         requestId: request.id,
@@ -92,7 +93,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     // No path parameter can outgrow the request line, which Node caps at maxHeaderSize (a 400, see
     // answerClientError): an over-long id is then a 404 like any other id that names nothing.
     routerOptions: { maxParamLength: maxHeaderSize },
-    logController: new RequestLog(),
+    // Without a logger the line is not even put together.
+    logController: new RequestLog({ disableRequestLogging: !options.logger }),
     // Errors Fastify raises before routing (a malformed percent-encoding) get the contract's
     // error body and X-Request-Id too, after the key check.
     frameworkErrors: async (error, request, reply) => {
