@@ -172,6 +172,7 @@ const toContact = (r: Row) => ({
   email: r.email,
   tags: JSON.parse(r.tags as string) as unknown,
   attributes: JSON.parse(r.attributes as string) as unknown,
+  identities: JSON.parse(r.identities as string) as unknown,
   created_at: r.created_at,
   updated_at: r.updated_at,
 });
@@ -283,7 +284,19 @@ export async function startReferenceServer(databaseUrl: string, port: number, ho
       if (!conversation) throw new HttpError(404, 'not_found', `No such conversation: ${conversationId}`);
       if (conversation.status === 'archived') throw new HttpError(400, 'bad_request', 'The conversation is archived');
       const at = new Date().toISOString();
-      const message = { id: `msg_${ulid()}`, conversation_id: conversationId, direction: 'outbound', type: 'text', content, status: 'queued', created_at: at };
+      const message = {
+        id: `msg_${ulid()}`,
+        conversation_id: conversationId,
+        direction: 'outbound',
+        type: 'text',
+        content,
+        status: 'queued',
+        platform_message_id: null,
+        error: null,
+        media: null,
+        created_at: at,
+        updated_at: at,
+      };
       await tx.run('insert into messages (account_id, id, conversation_id, direction, type, content, status, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)', [
         accountId,
         message.id,

@@ -398,7 +398,8 @@ async function compareAnswers(real: ServerProcess, reference: ServerProcess, sce
     };
     const [a, b] = [await fetchBoth(real), await fetchBoth(reference)];
     // A new message has its own id and time on each server.
-    const normalize = (value: unknown) => (scenario.method === 'POST' && value && typeof value === 'object' ? { ...value, id: '…', created_at: '…' } : value);
+    const normalize = (value: unknown) =>
+      scenario.method === 'POST' && value && typeof value === 'object' ? { ...value, id: '…', created_at: '…', updated_at: '…' } : value;
     differences[scenario.name] = a.status !== b.status ? `status ${a.status} vs ${b.status}` : firstDifference(normalize(a.body), normalize(b.body), '');
   }
   return differences;
