@@ -103,10 +103,7 @@ export const accountsService = {
   async revokeKey(database: DatabaseHandle, keyId: string): Promise<KeyRecord> {
     const existing = await apiKeysRepository.findById(database.db, keyId);
     if (!existing) throw new Error(`No such key: ${keyId}`);
-    if (existing.revoked_at === null) {
-      await apiKeysRepository.revoke(database.db, keyId, now());
-      keyCacheOf(database)?.forget();
-    }
+    if (existing.revoked_at === null) await revoke(database, keyId);
     return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
   },
 
@@ -114,8 +111,7 @@ export const accountsService = {
   async revokeAccountKey(database: DatabaseHandle, accountId: string, keyId: string): Promise<KeyRecord> {
     const existing = await apiKeysRepository.findById(database.db, keyId);
     if (!existing || existing.account_id !== accountId || existing.revoked_at !== null) throw ApiError.notFound('key', keyId);
-    await apiKeysRepository.revoke(database.db, keyId, now());
-    keyCacheOf(database)?.forget();
+    await revoke(database, keyId);
     return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
   },
 
@@ -127,14 +123,19 @@ export const accountsService = {
    */
   async authenticate(database: DatabaseHandle, authorization: string | undefined): Promise<Principal> {
     const keyHash = hashKey(bearerKey(authorization));
+    const lookUp = () => lookUpKey(database, keyHash);
     const cache = keyCacheOf(database);
-    const recalled = cache?.recall(keyHash);
-    const known = recalled?.known ?? (await lookUpKey(database, keyHash));
-    if (recalled && !recalled.known) cache?.remember(keyHash, known, recalled.mark);
+    const known = await (cache ? cache.recallOr(keyHash, lookUp) : lookUp());
     await touchWhenDue(database, known);
     return known.principal;
   },
 };
+
+/** Revokes a key and has this process forget the keys it remembered (services/key-cache.ts). */
+async function revoke(database: DatabaseHandle, keyId: string): Promise<void> {
+  await apiKeysRepository.revoke(database.db, keyId, now());
+  keyCacheOf(database)?.forget();
+}
 
 /** The active key with this hash and its account; 401 when there is none. */
 async function lookUpKey(database: DatabaseHandle, keyHash: string): Promise<KnownKey> {

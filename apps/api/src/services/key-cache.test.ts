@@ -12,41 +12,53 @@ const knownKey = (keyId: string): KnownKey => ({
   lastUsedAt: 0,
 });
 
+/** The key the cache remembers for this hash, or undefined when it had to look it up (and then remembers `fresh`). */
+async function remembered(cache: KeyCache, keyHash: string, fresh = knownKey('key_fresh')): Promise<KnownKey | undefined> {
+  let lookedUp = false;
+  const known = await cache.recallOr(keyHash, async () => {
+    lookedUp = true;
+    return fresh;
+  });
+  return lookedUp ? undefined : known;
+}
+
 describe('KeyCache', () => {
-  it('recalls what a lookup stored until another connection commits', () => {
+  it('recalls what a lookup stored until another connection commits', async () => {
     let version = 1;
     const cache = new KeyCache(() => version);
-    const first = cache.recall('h1');
-    expect(first.known).toBeUndefined();
-    cache.remember('h1', knownKey('key_1'), first.mark);
-    expect(cache.recall('h1').known?.principal.key.id).toBe('key_1');
+    expect(await remembered(cache, 'h1', knownKey('key_1'))).toBeUndefined();
+    expect((await remembered(cache, 'h1'))?.principal.key.id).toBe('key_1');
 
     version = 2;
-    expect(cache.recall('h1').known).toBeUndefined();
+    expect(await remembered(cache, 'h1')).toBeUndefined();
   });
 
-  it('does not store a lookup that began before a drop (a revocation may have raced it)', () => {
+  it('does not store a lookup that began before a drop (a revocation may have raced it)', async () => {
     let version = 1;
     const cache = new KeyCache(() => version);
-    const beforeRevocation = cache.recall('h1');
-    cache.forget();
-    cache.remember('h1', knownKey('key_1'), beforeRevocation.mark);
-    expect(cache.recall('h1').known).toBeUndefined();
+    const raced = await cache.recallOr('h1', async () => {
+      cache.forget();
+      return knownKey('key_1');
+    });
+    expect(raced.principal.key.id).toBe('key_1');
+    expect(await remembered(cache, 'h1')).toBeUndefined();
 
-    const beforeCommitElsewhere = cache.recall('h2');
-    version = 2;
-    // Another request sees the commit first and drops everything.
-    expect(cache.recall('h3').known).toBeUndefined();
-    cache.remember('h2', knownKey('key_2'), beforeCommitElsewhere.mark);
-    expect(cache.recall('h2').known).toBeUndefined();
+    await cache.recallOr('h2', async () => {
+      version = 2;
+      // Another request sees the commit first and drops everything.
+      expect(await remembered(cache, 'h3')).toBeUndefined();
+      return knownKey('key_2');
+    });
+    expect(await remembered(cache, 'h2')).toBeUndefined();
   });
 
-  it('forgets the key stored longest ago once it holds 10,000', () => {
+  it('forgets the key stored longest ago once it holds 10,000', async () => {
     const cache = new KeyCache(() => 1);
-    for (let i = 0; i <= 10_000; i++) cache.remember(`h${i}`, knownKey(`key_${i}`), cache.recall(`h${i}`).mark);
-    expect(cache.recall('h0').known).toBeUndefined();
-    expect(cache.recall('h1').known?.principal.key.id).toBe('key_1');
-    expect(cache.recall('h10000').known?.principal.key.id).toBe('key_10000');
+    for (let i = 0; i <= 10_000; i++) await remembered(cache, `h${i}`, knownKey(`key_${i}`));
+    expect((await remembered(cache, 'h1'))?.principal.key.id).toBe('key_1');
+    expect((await remembered(cache, 'h10000'))?.principal.key.id).toBe('key_10000');
+    // Last: looking it up stores it again, and forgets h1.
+    expect(await remembered(cache, 'h0')).toBeUndefined();
   });
 });
 
@@ -81,10 +93,10 @@ describe.each(ACTIVE_DIALECTS)('keys remembered on %s', (dialect) => {
         expect(cache).toBeUndefined();
         return;
       }
-      expect(cache?.recall(hashKey(created.key)).known?.principal).toEqual(principal);
+      expect(cache && (await remembered(cache, hashKey(created.key)))?.principal).toEqual(principal);
       // Any commit of another connection, here one that does not touch the key at all.
       await accountsService.createAccount(elsewhere, { name: 'Other', plan: 'free' });
-      expect(cache?.recall(hashKey(created.key)).known).toBeUndefined();
+      expect(cache && (await remembered(cache, hashKey(created.key)))).toBeUndefined();
     },
   );
 });

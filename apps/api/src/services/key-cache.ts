@@ -22,28 +22,36 @@ const MAX_KEYS = 10_000;
 export class KeyCache {
   private readonly keys = new Map<string, KnownKey>();
   private version: number;
-  /** Counts the drops: a lookup that began before one is not stored (it may have read what a revocation changed). */
+  /** Counts the drops: a lookup that began before one is not stored. */
   private drops = 0;
 
   constructor(private readonly commitsElsewhere: () => number) {
     this.version = commitsElsewhere();
   }
 
-  /** The key with this hash if remembered, and the mark that `remember` takes after a lookup. */
-  recall(keyHash: string): { known: KnownKey | undefined; mark: number } {
+  /**
+   * The key with this hash: remembered, or found by `lookUp` and remembered unless everything was
+   * dropped while it ran (it may have read what a revocation changed). A remembered key is
+   * returned as it is, without a promise: the hot path of every request.
+   */
+  recallOr(keyHash: string, lookUp: () => Promise<KnownKey>): KnownKey | Promise<KnownKey> {
     const version = this.commitsElsewhere();
     if (version !== this.version) {
       this.version = version;
       this.forget();
     }
-    return { known: this.keys.get(keyHash), mark: this.drops };
+    const remembered = this.keys.get(keyHash);
+    return remembered ?? this.lookUpAndRemember(keyHash, lookUp);
   }
 
-  /** Stores what a lookup found, unless everything was dropped since `mark` (see recall). */
-  remember(keyHash: string, known: KnownKey, mark: number): void {
-    if (mark !== this.drops) return;
-    if (this.keys.size >= MAX_KEYS) this.keys.delete(this.keys.keys().next().value as string);
-    this.keys.set(keyHash, known);
+  private async lookUpAndRemember(keyHash: string, lookUp: () => Promise<KnownKey>): Promise<KnownKey> {
+    const drops = this.drops;
+    const found = await lookUp();
+    if (drops === this.drops) {
+      if (this.keys.size >= MAX_KEYS) this.keys.delete(this.keys.keys().next().value as string);
+      this.keys.set(keyHash, found);
+    }
+    return found;
   }
 
   /** Drops every key: after this process revoked one. */
