@@ -112,7 +112,10 @@ export async function runOperation(operationId: OperationId, call: OperationCall
     const result = await handler(service, call.input);
     return { status: operation.status, body: operation.status === 204 ? '' : serializeResponse(operationId, result) };
   };
-  if (operation.method !== 'POST' || call.idempotencyKey === undefined) return { ...(await execute(call.service)), replayed: false };
+  if (operation.method !== 'POST' || call.idempotencyKey === undefined) {
+    const { status, body } = await execute(call.service);
+    return { status, body, replayed: false };
+  }
   const claim = { accountId: call.service.accountId, key: call.idempotencyKey, requestHash: requestHashOf(operationId, call.input) };
   return idempotently(call.service.database, claim, (trx) => execute(withinTransaction(call.service, trx)));
 }

@@ -66,8 +66,10 @@ export function registerOperationRoutes(
       config: { operationId },
       ...(preValidation ? { preValidation } : {}),
       handler: async (request, reply) => {
-        const input = { ...(operation.params ? { params: request.params } : {}), query: request.query, ...(operation.body ? { body: request.body } : {}) };
-        const response = await runOperation(operationId, { ...admittedCall(request, deps), input });
+        // One object shape for every route (no spreads): these objects are built on every request.
+        const input = { params: operation.params ? request.params : undefined, query: request.query, body: operation.body ? request.body : undefined };
+        const { service, idempotencyKey } = admittedCall(request, deps);
+        const response = await runOperation(operationId, { service, input, idempotencyKey });
         reply.code(response.status);
         if (response.replayed) reply.header('Idempotent-Replayed', 'true');
         if (response.body === '') return reply.send();
