@@ -1,5 +1,5 @@
 import { type OperationId, type OperationParsedInput, type OperationResult, endpoints } from '@convo/core';
-import { type OperationResponse, idempotently, requestHashOf } from './edge/idempotency.js';
+import { type OperationResponse, answered, idempotently, requestHashOf } from './edge/idempotency.js';
 import { ApiError } from './errors.js';
 import { serializeResponse } from './serializers.js';
 import { channelsService } from './services/channels.js';
@@ -112,10 +112,7 @@ export async function runOperation(operationId: OperationId, call: OperationCall
     const result = await handler(service, call.input);
     return { status: operation.status, body: operation.status === 204 ? '' : serializeResponse(operationId, result) };
   };
-  if (operation.method !== 'POST' || call.idempotencyKey === undefined) {
-    const { status, body } = await execute(call.service);
-    return { status, body, replayed: false };
-  }
+  if (operation.method !== 'POST' || call.idempotencyKey === undefined) return answered(await execute(call.service), false);
   const claim = { accountId: call.service.accountId, key: call.idempotencyKey, requestHash: requestHashOf(operationId, call.input) };
   return idempotently(call.service.database, claim, (trx) => execute(withinTransaction(call.service, trx)));
 }

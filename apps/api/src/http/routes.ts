@@ -66,7 +66,8 @@ export function registerOperationRoutes(
       config: { operationId },
       ...(preValidation ? { preValidation } : {}),
       handler: async (request, reply) => {
-        // One object shape for every route (no spreads): these objects are built on every request.
+        // Every route runs this one closure, whose inline caches V8 shares: objects of one shape
+        // (no spreads of what differs by operation) keep them off V8's slow path.
         const input = { params: operation.params ? request.params : undefined, query: request.query, body: operation.body ? request.body : undefined };
         const { service, idempotencyKey } = admittedCall(request, deps);
         const response = await runOperation(operationId, { service, input, idempotencyKey });
