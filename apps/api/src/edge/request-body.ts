@@ -50,12 +50,26 @@ export class JsonDepthLimit extends Transform {
   }
 }
 
-/** preParsing: every JSON body is read through JsonDepthLimit. */
+/**
+ * preParsing: every JSON body is read through JsonDepthLimit. Fastify listens for the limiter's
+ * error only while it reads the body; once it has answered otherwise (a Content-Length over the
+ * limit is refused before a byte is read), the limiter's error reaches nobody, and an `error` event
+ * without a listener ends the process. So the limiter always has a listener of its own: the
+ * request has its answer either way. `stream.pipeline` is not used because it destroys the request
+ * on the limiter's error, and with it the socket the 400 is written to.
+ */
 export const limitJsonDepth: preParsingHookHandler = (request, _reply, payload, done) => {
   const type = request.headers['content-type'];
   if (typeof type !== 'string' || !/json/i.test(type)) return done(null, payload);
-  done(null, payload.pipe(new JsonDepthLimit()));
+  const limiter = new JsonDepthLimit();
+  limiter.on('error', ignoreAnswered);
+  // pipe() does not pass the source's errors on: a request aborted mid-body ends the limiter, so that its reader is told.
+  payload.once('error', (error) => limiter.destroy(error));
+  done(null, payload.pipe(limiter));
 };
+
+/** The error of a request already answered, or answered through Fastify's own listener. */
+function ignoreAnswered(): void {}
 
 /** Strict UTF-8: a body that is not valid UTF-8 is malformed, not silently repaired. */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
