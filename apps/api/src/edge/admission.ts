@@ -54,13 +54,13 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
     }
   }
 
-  return async function admit(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    // routeOptions is built anew at each read: read once.
-    const { config } = request.routeOptions;
-    if (config.public || !isApiCall(request.url)) return;
+  async function admitCall(request: FastifyRequest, reply: FastifyReply, own: OperationId | undefined): Promise<void> {
     const principal = await authenticate(request);
     request.principal = principal;
-    const operationId = operationOf(request, config.operationId);
+    // `/v1/contacts/` matches `/v1/contacts/:id` with an empty id: it names no resource and no
+    // operation, so it is an unknown path (404 whatever the key's type), not a call to refuse.
+    if (hasEmptyParam(request)) throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
+    const operationId = operationOf(request, own);
     if (principal.key.type === 'webhook') {
       // Refused before counting: a signing secret used by mistake must not spend the account's quota.
       reply.headers(rateLimitHeaders(await rateLimits.peek(principal.account.id, principal.account.rateLimit)));
@@ -72,7 +72,37 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
     if (permission && !PERMISSIONS[principal.key.type].includes(permission)) {
       throw ApiError.forbidden(`This ${principal.key.type.replace('_', '-')} key cannot ${permission}`);
     }
+  }
+
+  return async function admit(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    // routeOptions is built anew at each read: read once.
+    const { config } = request.routeOptions;
+    if (!config.public && isApiCall(request.url)) await admitCall(request, reply, config.operationId);
+    // An unknown path stays a 404, whatever it holds.
+    if (!request.is404) refuseUnreadableParams(request);
   };
+}
+
+const paramsOf = (request: FastifyRequest): [string, unknown][] => Object.entries((request.params as Record<string, unknown> | undefined) ?? {});
+
+const hasEmptyParam = (request: FastifyRequest): boolean => paramsOf(request).some(([, value]) => value === '');
+
+/** U+0000, or a surrogate not in a pair: no id holds one, and Postgres cannot even compare text with a NUL. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const unreadable = (value: string): boolean => value.includes('\u0000') || LONE_SURROGATE.test(value);
+
+/**
+ * The validation every route gets, whoever serves it (CONTRACT: General, strings must be valid
+ * Unicode): a path parameter holding U+0000 or a lone surrogate is 400 `pattern`, before anything
+ * looks it up. Runs after the key checks, as validation follows them.
+ */
+function refuseUnreadableParams(request: FastifyRequest): void {
+  for (const [name, value] of paramsOf(request)) {
+    if (typeof value === 'string' && unreadable(value)) {
+      const field = name === '*' ? 'path' : name;
+      throw ApiError.badRequest(field, 'pattern', `${field} must not hold U+0000 or an unpaired surrogate`);
+    }
+  }
 }
 
 /**

@@ -132,6 +132,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     // Whatever of a body is still unread when the answer goes (a refusal before reading, a body
     // over the limit, a body a GET carried) is not read: the connection is closed after it.
     if (!request.raw.complete) reply.header('connection', 'close');
+    // tRPC answers with a web Response, and one it builds before any procedure runs (a missing
+    // Content-Type) is typed as text by default: it is tRPC's JSON envelope like every other.
+    if (payload instanceof Response && isTrpcUrl(request.url) && payload.headers.get('content-type')?.startsWith('text/plain'))
+      payload.headers.set('content-type', 'application/json');
     done(null, payload);
   });
 
@@ -196,13 +200,15 @@ function apiErrorOf(error: unknown, request: FastifyRequest): ApiError {
   return ApiError.serverError(request.id);
 }
 
+const isTrpcUrl = (url: string): boolean => url.startsWith('/trpc/') || url.startsWith('/console/trpc/');
+
 /**
  * The one place an error response is written: the contract's body for REST, tRPC's envelope with
  * that body inside for /trpc.
  */
 function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   reply.code(error.status).headers(error.headers).type('application/json; charset=utf-8');
-  if (request.url.startsWith('/trpc/') || request.url.startsWith('/console/trpc/')) {
+  if (isTrpcUrl(request.url)) {
     const path = (request.params as { path?: string } | undefined)?.path;
     return reply.send({ error: trpcErrorShape(error, path) });
   }

@@ -33,6 +33,11 @@ export function apiErrorOf(error: { code: string; message: string; cause?: unkno
       return ApiError.badRequest('input', 'json', 'The input is not valid JSON');
     case 'METHOD_NOT_SUPPORTED':
       return ApiError.badRequest('method', 'enum', 'Queries are called with GET, mutations with POST');
+    // tRPC refuses a mutation without a JSON Content-Type itself, before any procedure runs.
+    case 'UNSUPPORTED_MEDIA_TYPE':
+      return ApiError.badRequest('body', 'content_type', 'Send the body as JSON with "Content-Type: application/json"');
+    case 'PAYLOAD_TOO_LARGE':
+      return ApiError.badRequest('body', 'max_bytes', 'The body is larger than 1 MiB');
     case 'BAD_REQUEST':
       return new ApiError('bad_request', error.message);
     default:
