@@ -6,6 +6,7 @@ import { type DatabaseHandle, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { readEnv } from './env.js';
 import { RateLimits } from './edge/rate-limits.js';
+import { drainThenClose } from './http/drain.js';
 import { buildServer } from './http/server.js';
 import { DEMO_ACCOUNT_NAME, seedDemo } from './operator/demo-seed.js';
 import { KEY_TYPES, PLANS, type Plan, accountsService } from './services/accounts.js';
@@ -40,10 +41,10 @@ const print = (value: unknown): void => {
 
 const program = new Command('convo-server').description('Run and operate the Convo API server').showHelpAfterError();
 
-/** Stops `stop` on the first SIGTERM or SIGINT, then exits. */
-function onShutdown(stop: () => Promise<void>) {
+/** Stops `stop` on the first SIGTERM or SIGINT, then exits; a second signal ends the process at once (Node's default). */
+function onShutdown(stop: () => Promise<void>, what = 'finishing requests and jobs under way') {
   const handler = (signal: NodeJS.Signals) => {
-    process.stderr.write(`convo-server: ${signal}: stopping (finishing requests and jobs under way)\n`);
+    process.stderr.write(`convo-server: ${signal}: stopping (${what})\n`);
     stop().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -76,7 +77,12 @@ program
     env.settings.secretKey();
     const database = openConfiguredDatabase();
     if (env.nodeEnv !== 'production') await migrateToLatest(database.db);
-    const rateLimits = RateLimits.create({ database, redisUrl: env.redisUrl, authFailuresPerMinute: env.settings.authFailuresPerMinute });
+    const rateLimits = RateLimits.create({
+      database,
+      redisUrl: env.redisUrl,
+      redisPrefix: env.redisPrefix,
+      authFailuresPerMinute: env.settings.authFailuresPerMinute,
+    });
     const app = await buildServer({
       database,
       settings: env.settings,
@@ -86,13 +92,16 @@ program
       publicUrl: env.publicUrl,
     });
     const worker = env.workerInServe ? await startWorker(database, app.log) : undefined;
-    // Stop accepting, finish in-flight requests, counts and jobs, then close the pool.
-    onShutdown(async () => {
-      await app.close();
-      await rateLimits.close();
-      await worker?.stop();
-      await database.destroy();
-    });
+    // Drain (/readyz 503, still serving), stop accepting, finish in-flight requests and the jobs
+    // under way meanwhile (http/drain.ts), then the counts, then the pool.
+    onShutdown(
+      async () => {
+        await Promise.all([drainThenClose(app, { drainMs: env.drainMs }), worker?.stop()]);
+        await rateLimits.close();
+        await database.destroy();
+      },
+      `draining for ${env.drainMs / 1000} s, then finishing requests and jobs under way`,
+    );
     await app.listen({ port: env.port, host: env.host });
     process.stderr.write(`Convo API on ${env.publicUrl}/v1 (${database.dialect}); reference at ${env.publicUrl}/docs; console at ${env.publicUrl}/console/\n`);
   });

@@ -69,4 +69,23 @@ describe('environment', () => {
     expect(() => readEnv({ CONVO_GRAPH_API_VERSION: '23' })).toThrow('CONVO_GRAPH_API_VERSION must look like v23.0');
     expect(() => readEnv({ CONVO_CHANNEL_SENDS_PER_SECOND: '0' })).toThrow('CONVO_CHANNEL_SENDS_PER_SECOND must be a positive number');
   });
+
+  it('reads the drain period from CONVO_DRAIN_SECONDS: 10 s by default, none for test servers', () => {
+    expect(readEnv({}).drainMs).toBe(10_000);
+    expect(readEnv({ NODE_ENV: 'production' }).drainMs).toBe(10_000);
+    expect(readEnv({ NODE_ENV: 'test' }).drainMs).toBe(0);
+    expect(readEnv({ NODE_ENV: 'test', CONVO_DRAIN_SECONDS: '3' }).drainMs).toBe(3_000);
+    expect(readEnv({ CONVO_DRAIN_SECONDS: '0.5' }).drainMs).toBe(500);
+    expect(readEnv({ CONVO_DRAIN_SECONDS: '0' }).drainMs).toBe(0);
+    for (const value of ['-1', 'ten', '10s', ' ']) {
+      expect(() => readEnv({ CONVO_DRAIN_SECONDS: value })).toThrow(`CONVO_DRAIN_SECONDS must be a number of seconds, 0 or more, got "${value}"`);
+    }
+  });
+
+  it('takes the Redis key prefix from CONVO_REDIS_PREFIX (default convo:) and a 15 s worker lease unless CONVO_WORKER_LEASE says otherwise', () => {
+    expect(readEnv({}).redisPrefix).toBe('convo:');
+    expect(readEnv({ CONVO_REDIS_PREFIX: 'staging:' }).redisPrefix).toBe('staging:');
+    expect(readEnv({}).workerLeaseMs).toBe(15_000);
+    expect(readEnv({ CONVO_WORKER_LEASE: '30s' }).workerLeaseMs).toBe(30_000);
+  });
 });

@@ -22,10 +22,21 @@ export interface Env {
   databasePoolSize: number | undefined;
   /** Redis for the shared rate-limit counters (REDIS_URL); without it, the database's store. */
   redisUrl: string | undefined;
+  /** What every Redis key begins with (CONVO_REDIS_PREFIX, default `convo:`), so deployments can share one Redis. */
+  redisPrefix: string;
+  /**
+   * How long `serve` keeps answering after SIGTERM, with /readyz at 503, before it stops accepting
+   * (CONVO_DRAIN_SECONDS, default 10; 0 when NODE_ENV=test): long enough for a load balancer's
+   * health checks to take it out.
+   */
+  drainMs: number;
   logLevel: string;
   /** Run the worker inside `serve` (CONVO_WORKER, default true). */
   workerInServe: boolean;
-  /** How long a worker's claim on a job lasts (CONVO_WORKER_LEASE, default 60s). */
+  /**
+   * How long a worker's claim on a job lasts without renewal (CONVO_WORKER_LEASE, default 15s): a
+   * live worker renews it while the job runs, so this is how soon a dead worker's jobs go to others.
+   */
   workerLeaseMs: number;
   settings: Settings;
 }
@@ -56,9 +67,12 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     databaseUrl,
     databasePoolSize,
     redisUrl: source.REDIS_URL || undefined,
+    redisPrefix: source.CONVO_REDIS_PREFIX ?? 'convo:',
+    // Test servers stop at once unless a test asks for a drain: nothing balances them.
+    drainMs: source.CONVO_DRAIN_SECONDS ? seconds('CONVO_DRAIN_SECONDS', source.CONVO_DRAIN_SECONDS) * 1000 : nodeEnv === 'test' ? 0 : 10_000,
     logLevel: source.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
     workerInServe: flag(source.CONVO_WORKER, true),
-    workerLeaseMs: source.CONVO_WORKER_LEASE ? (parseSchedule(source.CONVO_WORKER_LEASE)[0] as number) : 60_000,
+    workerLeaseMs: source.CONVO_WORKER_LEASE ? (parseSchedule(source.CONVO_WORKER_LEASE)[0] as number) : 15_000,
     settings: defaultSettings({
       // Always in development and test; elsewhere only when asked for.
       allowPrivateWebhooks: nodeEnv !== 'production' || flag(source.CONVO_ALLOW_PRIVATE_WEBHOOKS, false),
@@ -99,6 +113,13 @@ function secretKeyOf(value: string | undefined, nodeEnv: Env['nodeEnv'], databas
 const positiveNumber = (name: string, value: string): number => {
   const number = Number(value);
   if (!Number.isFinite(number) || number <= 0) throw new Error(`${name} must be a positive number, got "${value}"`);
+  return number;
+};
+
+/** A duration in seconds, 0 or more (fractions allowed). */
+const seconds = (name: string, value: string): number => {
+  const number = Number(value);
+  if (value.trim() === '' || !Number.isFinite(number) || number < 0) throw new Error(`${name} must be a number of seconds, 0 or more, got "${value}"`);
   return number;
 };
 

@@ -29,6 +29,8 @@ export interface RateLimitsOptions {
   database: DatabaseHandle;
   /** Redis for the counts (REDIS_URL); when set, it is the store whatever the database. */
   redisUrl?: string | undefined;
+  /** What the counters' Redis keys begin with (CONVO_REDIS_PREFIX), `convo:` by default. */
+  redisPrefix?: string;
   /** Failed authentications allowed per client address and minute. */
   authFailuresPerMinute?: number;
 }
@@ -83,7 +85,13 @@ export class RateLimits {
       return new RateLimits(
         'redis',
         (points) =>
-          new RateLimiterRedis({ storeClient: redis, keyPrefix: `convo:rpm${points}`, points, duration: WINDOW_SECONDS, insuranceLimiter: inMemory(points) }),
+          new RateLimiterRedis({
+            storeClient: redis,
+            keyPrefix: `${options.redisPrefix ?? 'convo:'}rpm${points}`,
+            points,
+            duration: WINDOW_SECONDS,
+            insuranceLimiter: inMemory(points),
+          }),
         () => redis.disconnect(),
         authFailuresPerMinute,
         firstAttempt,

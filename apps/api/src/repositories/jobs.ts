@@ -168,6 +168,24 @@ export const jobsRepository = {
       .where('locked_by', '=', workerId)
       .execute(),
 
+  /**
+   * Extends this worker's lease on the jobs `ids` (those it still holds) to `leaseUntil`. A worker
+   * renews while it lives, so a short lease is safe for long jobs and a dead worker's jobs are soon
+   * free. By id, through the primary key: no index leads with `locked_by`.
+   */
+  renew: (db: Executor, workerId: string, ids: readonly string[], leaseUntil: string) => {
+    if (ids.length === 0) return Promise.resolve();
+    const dialect = dialectOf(db);
+    return db
+      .updateTable('jobs')
+      .set({ locked_until: leaseUntil })
+      .where(dialect.isOneOf('id', dialect.boundList(ids)))
+      .where('locked_by', '=', workerId)
+      .where('locked_until', 'is not', null)
+      .execute()
+      .then(() => {});
+  },
+
   /** Gives claimed jobs back at once (graceful stop). */
   release: (db: Executor, workerId: string) => db.updateTable('jobs').set({ locked_by: null, locked_until: null }).where('locked_by', '=', workerId).execute(),
 };

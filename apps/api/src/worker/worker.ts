@@ -38,7 +38,10 @@ export interface WorkerOptions {
   handlers: JobHandlers;
   /** How often to look for due jobs when idle. */
   pollIntervalMs?: number;
-  /** How long a claim holds; a worker that dies loses its jobs to others after this. */
+  /**
+   * How long a claim holds unless renewed (15 s by default). The worker renews the lease of the
+   * jobs it holds every third of it, so a worker that dies loses its jobs to others within this.
+   */
   leaseMs?: number;
   /**
    * Jobs run at once by this worker (64 by default): deliveries mostly wait on the network, and
@@ -78,6 +81,13 @@ export class Worker {
   private readonly inFlight = new Set<Promise<void>>();
   /** Jobs running (a batch runs several in one task). */
   private runningJobs = 0;
+  /** The ids of the jobs running, whose leases renew() extends (with those of `finished`). */
+  private readonly runningIds = new Set<string>();
+  /** The timer of the next renewal, from start() until stop() has let the running jobs finish. */
+  private renewal: NodeJS.Timeout | undefined;
+  private renewingLeases = false;
+  /** The renewal under way, which stop() waits for before it gives the jobs back. */
+  private renewing: Promise<void> | undefined;
   /**
    * Jobs this worker finished whose rows are still queued under its lease: they leave the queue
    * with the next claim, in its transaction. A crash before that runs them again when the lease
@@ -92,7 +102,7 @@ export class Worker {
   private readonly options: Required<Omit<WorkerOptions, 'logger'>> & { logger: WorkerLogger | undefined };
 
   constructor(options: WorkerOptions) {
-    this.options = { pollIntervalMs: 250, leaseMs: 60_000, concurrency: 64, ...options, logger: options.logger };
+    this.options = { pollIntervalMs: 250, leaseMs: 15_000, concurrency: 64, ...options, logger: options.logger };
   }
 
   async start(): Promise<void> {
@@ -100,6 +110,29 @@ export class Worker {
     this.running = true;
     await this.ensurePruneJob();
     this.loop = this.run();
+    this.renewingLeases = true;
+    this.scheduleRenewal();
+  }
+
+  /** Renews the leases every third of a lease while the worker runs: two renewals may fail before one runs out. */
+  private scheduleRenewal(): void {
+    this.renewal = setTimeout(() => {
+      this.renewing = this.renew().finally(() => {
+        this.renewing = undefined;
+        if (this.renewingLeases) this.scheduleRenewal();
+      });
+    }, this.options.leaseMs / 3);
+  }
+
+  /** Extends the lease of every job this worker holds: running, or finished and not yet deleted. */
+  private async renew(): Promise<void> {
+    const ids = [...this.runningIds, ...this.finished];
+    try {
+      await jobsRepository.renew(this.options.database.db, this.id, ids, new Date(Date.now() + this.options.leaseMs).toISOString());
+    } catch (error) {
+      // The next renewal tries again; past the lease another worker may run the jobs again (at least once).
+      this.options.logger?.error({ err: error, jobs: ids.length }, 'worker: renewing leases failed');
+    }
   }
 
   /** Stops claiming, lets running jobs finish, and gives back any claim not started. */
@@ -109,6 +142,10 @@ export class Worker {
     this.wake();
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
+    // Renewed until the jobs finished, however long they took: only then is the claim given back.
+    this.renewingLeases = false;
+    clearTimeout(this.renewal);
+    await this.renewing;
     try {
       await this.flushFinished();
     } finally {
@@ -183,10 +220,14 @@ export class Worker {
    */
   private launch(jobs: ClaimedJob[]): void {
     this.runningJobs += jobs.length;
-    for (const job of jobs) this.countAccount(job.account_id, 1);
+    for (const job of jobs) {
+      this.countAccount(job.account_id, 1);
+      this.runningIds.add(job.id);
+    }
     const task = this.process(jobs).finally(() => {
       this.inFlight.delete(task);
       this.runningJobs -= jobs.length;
+      for (const job of jobs) this.runningIds.delete(job.id);
       for (const job of jobs) this.countAccount(job.account_id, -1);
       if (this.options.concurrency - this.runningJobs >= Math.max(1, Math.floor(this.options.concurrency / 4))) this.wake();
     });
