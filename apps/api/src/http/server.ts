@@ -17,6 +17,7 @@ import { trpcErrorShape } from '../trpc/error-shape.js';
 import { type AppRouter, appRouter } from '../trpc/router.js';
 import { validatePart } from '../validation.js';
 import { renderDocsPage } from './docs-page.js';
+import { installDrain } from './drain.js';
 import { metaHooks } from './meta-hooks.js';
 import { registerOperationRoutes } from './routes.js';
 
@@ -89,6 +90,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : `req_${nextUlid()}`;
     },
     requestIdHeader: false,
+    // While closing, refusals are ours (http/drain.ts): the contract's body and X-Request-Id.
+    return503OnClosing: false,
     bodyLimit: MAX_BODY_BYTES,
     // No path parameter can outgrow the request line, which Node caps at maxHeaderSize (a 400, see
     // answerClientError): an over-long id is then a 404 like any other id that names nothing.
@@ -127,6 +130,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     reply.header('x-request-id', request.id);
     done();
   });
+  installDrain(app);
   app.addHook('onRequest', admit);
   app.addHook('onSend', (request, reply, payload, done) => {
     // Whatever of a body is still unread when the answer goes (a refusal before reading, a body
@@ -148,6 +152,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
+    // Draining: the balancer takes this instance out while it still serves (http/drain.ts).
+    if (app.drain.draining) return reply.code(503).send({ status: 'unavailable', reason: 'shutting down' });
     try {
       await sql`select 1`.execute(database.db);
       return { status: 'ready' };
