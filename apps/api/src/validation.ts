@@ -54,6 +54,16 @@ export function toValidationIssues(issues: readonly Issue[], input: unknown, dro
       out.push({ field: fieldName(issue.path, dropSegments), constraint: 'type', message: 'Invalid value type' });
       continue;
     }
+    if (issue.code === 'invalid_key') {
+      // A record's key its key schema refused (an attribute key's characters or length): that
+      // schema's problem, at the key's place, rather than a generic `type`.
+      const [inner] = issue.issues;
+      if (inner) {
+        const constraint = constraintOf(inner, issue.path[issue.path.length - 1]);
+        out.push({ field: fieldName(issue.path, dropSegments), constraint, message: messageOf({ ...inner, path: issue.path }, constraint) });
+        continue;
+      }
+    }
     const constraint = constraintOf(issue, valueAt(input, issue.path));
     out.push({ field: fieldName(issue.path, dropSegments), constraint, message: messageOf(issue, constraint) });
   }
@@ -145,38 +155,59 @@ const lastSegment = (path: readonly PropertyKey[]): string | undefined => {
 };
 
 /**
- * Postgres cannot store U+0000 in text (nor look it up), and both databases must answer alike: no
- * string of a request, value or name, may hold it (400 `pattern` naming where it is).
+ * What no string of a request may be, value or name, wherever the schema takes strings (so a new
+ * field is covered without anyone naming it): hold U+0000, which Postgres cannot store, or a lone
+ * surrogate, which both databases would store as U+FFFD. Both are refused with 400 `pattern`
+ * (CONTRACT: General), so that whatever is accepted reads back exactly as sent.
  */
-export function nulIssues(value: unknown, path: string[] = []): ValidationIssue[] {
-  if (!holdsNul(value)) return [];
-  const issue = (at: string[]): ValidationIssue => {
+export const isValidText = (text: string): boolean => !text.includes('\u0000') && (text as WellFormedString).isWellFormed();
+
+/** Node 20 has String.prototype.isWellFormed; the ES2023 lib the project compiles with does not declare it. */
+type WellFormedString = string & { isWellFormed(): boolean };
+
+/**
+ * zod leaves an own `__proto__` key (JSON.parse makes one) out of a record's output unchecked, and
+ * the responses leave it out too: a key of that name is refused rather than dropped in silence.
+ */
+const REFUSED_KEY = '__proto__';
+
+/** The problems of every string and key of a value that isValidText refuses, and of `__proto__` keys (400 `pattern`). */
+export function textIssues(value: unknown, path: string[] = []): ValidationIssue[] {
+  if (!holdsBadText(value)) return [];
+  const issue = (at: string[], message: string): ValidationIssue => {
     const field = at.join('.') || 'body';
-    return { field, constraint: 'pattern', message: `${field} must not contain the character U+0000` };
+    return { field, constraint: 'pattern', message: `${field} ${message}` };
   };
-  if (typeof value === 'string') return [issue(path)];
-  if (Array.isArray(value)) return value.flatMap((inner, i) => nulIssues(inner, [...path, String(i)]));
-  return Object.entries(value as object).flatMap(([key, inner]) => (key.includes('\u0000') ? [issue([...path, key])] : nulIssues(inner, [...path, key])));
+  if (typeof value === 'string') return [issue(path, 'must be valid Unicode: no lone surrogate, no U+0000')];
+  if (Array.isArray(value)) return value.flatMap((inner, i) => textIssues(inner, [...path, String(i)]));
+  return Object.entries(value as object).flatMap(([key, inner]) => {
+    if (!isValidText(key)) return [issue([...path, key], 'is not a valid key: keys must be valid Unicode, with no lone surrogate and no U+0000')];
+    if (key === REFUSED_KEY) return [issue([...path, key], 'is not accepted as a key')];
+    return textIssues(inner, [...path, key]);
+  });
 }
 
-/** Whether any string in a value, or any key, holds U+0000 (allocating nothing). */
-function holdsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
+/** Whether textIssues finds anything in a value (allocating nothing). */
+function holdsBadText(value: unknown): boolean {
+  if (typeof value === 'string') return !isValidText(value);
   if (!value || typeof value !== 'object') return false;
-  if (Array.isArray(value)) return value.some(holdsNul);
+  if (Array.isArray(value)) return value.some(holdsBadText);
   for (const key in value) {
-    if (Object.hasOwn(value, key) && (key.includes('\u0000') || holdsNul((value as Record<string, unknown>)[key]))) return true;
+    if (Object.hasOwn(value, key) && (key === REFUSED_KEY || !isValidText(key) || holdsBadText((value as Record<string, unknown>)[key]))) return true;
   }
   return false;
 }
 
 /**
  * Validates one part of a request (params, query or body) against its contract schema: the parsed
- * value, or one ApiError naming every problem (U+0000 included).
+ * value, or one ApiError naming every problem (textIssues included).
  */
 export function validatePart<S extends z.ZodType>(schema: S, value: unknown): { value: z.output<S> } | { error: ApiError } {
   const result = schema.safeParse(value);
-  const issues = [...(result.success ? [] : toValidationIssues(result.error.issues, value)), ...nulIssues(value)];
+  const schemaIssues = result.success ? [] : toValidationIssues(result.error.issues, value);
+  // A field zod already refused (`__proto__` in a strict object is `unknown`) is named once.
+  const named = new Set(schemaIssues.map((issue) => issue.field));
+  const issues = [...schemaIssues, ...textIssues(value).filter((issue) => !named.has(issue.field))];
   if (issues.length > 0) return { error: ApiError.validation(issues) };
   return { value: (result as { data: z.output<S> }).data };
 }

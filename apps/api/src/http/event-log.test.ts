@@ -134,7 +134,7 @@ describeEachDialect('the event log', (server) => {
 
       const first = await list(key, { starting_after: ids[0] as string, limit: 3 });
       expect(first.data.map((e) => e.id)).toEqual(ids.slice(1, 4));
-      expect(first).toMatchObject({ total: 7, has_more: true });
+      expect(first).toMatchObject({ total: 6, offset: 0, has_more: true });
       const last = await list(key, { starting_after: ids[3] as string, limit: 3 });
       expect(last.data.map((e) => e.id)).toEqual(ids.slice(4, 7));
       expect(last.has_more).toBe(false);

@@ -53,8 +53,8 @@ export const eventsRepository = {
 
   /**
    * A page of events by position from a cursor: before it (`starting_after`, newest first) or
-   * after it (`ending_before`: the `limit` oldest after it, returned newest first), and whether
-   * more lie beyond the page in that direction.
+   * after it (`ending_before`: the `limit` oldest after it, returned newest first), and how many
+   * events lie on the cursor's side (the page's `total`, CONTRACT: Pagination).
    */
   async listFrom(
     scope: TenantScope,
@@ -70,18 +70,8 @@ export const eventsRepository = {
       base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
     ]);
     if (cursor.direction === 'after') rows.reverse();
-    return { rows, hasMore: Number(beyond.n) > page.offset + rows.length };
+    return { rows, total: Number(beyond.n) };
   },
-
-  /** How many events the account has since `since` (of `type`). */
-  count: async (scope: TenantScope, filter: EventFilter) =>
-    Number(
-      (
-        await listed(scope, filter)
-          .select((eb) => eb.fn.countAll<number>().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    ),
 
   /** Deletes events older than `before`, across accounts (the worker's retention job). */
   prune: async (db: Executor, before: string) => Number((await db.deleteFrom('events').where('created_at', '<', before).executeTakeFirst()).numDeletedRows),

@@ -123,7 +123,8 @@ export const eventsService = {
       before === undefined
         ? { direction: 'after' as const, position: after as number }
         : { direction: 'before' as const, position: before, ...(after === undefined ? {} : { after }) };
-    const [{ rows, hasMore }, total] = await Promise.all([eventsRepository.listFrom(scope, filter, cursor, query), eventsRepository.count(scope, filter)]);
-    return { data: rows.map(toEvent), total, limit: query.limit, offset: query.offset, has_more: hasMore };
+    // `total` counts the events on the cursor's side, so has_more = offset + data.length < total holds as for any list.
+    const { rows, total } = await eventsRepository.listFrom(scope, filter, cursor, query);
+    return page(rows.map(toEvent), total, query.limit, query.offset);
   },
 };
