@@ -99,7 +99,7 @@ describeEachDialect('console', (server) => {
       expect((await client.query('keys.list')).status).toBe(401);
     });
 
-    it('limits failed sign-ins per e-mail address: past ten, even the right password is 429 with Retry-After', async () => {
+    it('limits failed sign-ins per e-mail and address: past ten, even the right password is 429 with Retry-After', async () => {
       const { email } = await owner();
       const client = new ConsoleClient(origin());
       for (let i = 0; i < 10; i++) expect((await client.mutate('session.signIn', { email, password: `wrong ${i} password` })).status).toBe(401);
@@ -108,6 +108,24 @@ describeEachDialect('console', (server) => {
       expect(blocked.error.error.code).toBe('rate_limited');
       expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(client.cookie).toBeUndefined();
+    });
+
+    it("a stranger's wrong passwords from another address do not lock the owner out", async () => {
+      const { email } = await owner();
+      // Distinct loopback addresses: the server sees each as its own client (request.ip).
+      const stranger = new ConsoleClient(origin(), { localAddress: '127.0.0.2' });
+      for (let i = 0; i < 10; i++) expect((await stranger.mutate('session.signIn', { email, password: `guess ${i} password` })).status).toBe(401);
+      expect((await stranger.mutate('session.signIn', { email, password: 'guess 10 password' })).status).toBe(429);
+      expect((await stranger.mutate('session.signIn', { email, password: PASSWORD })).status).toBe(429);
+
+      const ownerElsewhere = new ConsoleClient(origin(), { localAddress: '127.0.0.3' });
+      const signedIn = await ownerElsewhere.mutate('session.signIn', { email, password: PASSWORD });
+      expect(signedIn.status, JSON.stringify(signedIn.error)).toBe(200);
+      expect(signedIn.data.user.email).toBe(email);
+      // The owner's success clears nothing of the stranger's.
+      const still = await stranger.mutate('session.signIn', { email, password: PASSWORD });
+      expect(still.status).toBe(429);
+      expect(Number(still.headers.get('retry-after'))).toBeGreaterThan(0);
     });
 
     it('a password change ends every session of the person and keeps this browser signed in', async () => {
@@ -208,6 +226,23 @@ describeEachDialect('console', (server) => {
       );
       expect(signIn.status).toBe(403);
       expect((await client.query('keys.list')).data).toEqual([]);
+    });
+
+    it("compares the Origin with the configured public URL's, never with the request's own Host", async () => {
+      const { client } = await owner();
+      const spoofed = await client.mutate(
+        'keys.create',
+        { name: 'spoofed', type: 'full_access' },
+        { origin: 'http://evil.example', headers: { host: 'evil.example' } },
+      );
+      expect(spoofed.status).toBe(403);
+      expect(spoofed.error).toEqual({
+        error: { code: 'forbidden', message: 'Cross-site request refused: the console only accepts calls from its own pages' },
+      });
+      // The public URL's origin is accepted whatever Host the request names (a proxy may rewrite it).
+      const proxied = await client.mutate('keys.create', { name: 'proxied', type: 'full_access' }, { headers: { host: 'internal.example:8080' } });
+      expect(proxied.status, JSON.stringify(proxied.error)).toBe(200);
+      expect((await client.query('keys.list')).data.map((key: { name: string }) => key.name)).toEqual(['proxied']);
     });
   });
 
@@ -401,10 +436,13 @@ describe('console secrets and the log', () => {
     const lines: string[] = [];
     const database = openDatabase('file::memory:');
     await migrateToLatest(database.db);
-    const app = await buildServer({ database, settings: testSettings(), logger: { level: 'trace', stream: { write: (line) => lines.push(line) } } });
+    const settings = testSettings();
+    const app = await buildServer({ database, settings, logger: { level: 'trace', stream: { write: (line) => lines.push(line) } } });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const address = app.server.address() as { port: number };
     const origin = `http://127.0.0.1:${address.port}`;
+    // The console's origin is the public URL, known once the server listens.
+    settings.publicUrl = origin;
     try {
       const client = new ConsoleClient(origin);
       expect((await client.mutate('session.signUp', { email: 'logged@example.com', password: PASSWORD, account_name: 'Logged' })).status).toBe(200);

@@ -50,7 +50,6 @@ export interface ConsoleOptions {
 export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, options) => {
   const { database, settings } = options;
   const signInGuard = options.signInGuard ?? new SignInGuard();
-  const allowedOrigins = new Set([new URL(settings.publicUrl).origin]);
 
   await app.register(fastifyCookie);
 
@@ -59,7 +58,7 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
     reply.header('X-Content-Type-Options', 'nosniff');
     reply.header('Referrer-Policy', 'same-origin');
     reply.header('Cache-Control', 'no-store');
-    if (request.method === 'POST') checkSameSite(request, allowedOrigins);
+    if (request.method === 'POST') checkSameSite(request, settings.publicUrl);
   });
 
   const cookieOptions = { path: '/console', httpOnly: true, sameSite: 'lax', secure: settings.secureCookies } as const;
@@ -112,14 +111,14 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
 };
 
 /**
- * CSRF guard of every state-changing call: the browser's Origin must be the console's own, and the
- * call must carry CSRF_HEADER, which only a script of that origin can add (a custom header makes a
- * cross-site request preflighted, and nobody is allowed through CORS).
+ * CSRF guard of every state-changing call: the browser's Origin must be the console's own, the
+ * configured public URL's (CONVO_PUBLIC_URL) and never one derived from the request, whose Host a
+ * client chooses; and the call must carry CSRF_HEADER, which only a script of that origin can add
+ * (a custom header makes a cross-site request preflighted, and nobody is allowed through CORS).
+ * The public URL is read on each call: a server listening on port 0 learns it only once it listens.
  */
-function checkSameSite(request: FastifyRequest, allowedOrigins: Set<string>): void {
-  const origin = request.headers.origin;
-  const ownOrigin = `${request.protocol}://${request.host}`;
-  if (typeof origin !== 'string' || (origin !== ownOrigin && !allowedOrigins.has(origin)))
+function checkSameSite(request: FastifyRequest, publicUrl: string): void {
+  if (request.headers.origin !== new URL(publicUrl).origin)
     throw ApiError.forbidden('Cross-site request refused: the console only accepts calls from its own pages');
   if (request.headers[CSRF_HEADER] !== '1') throw ApiError.forbidden(`Cross-site request refused: the ${CSRF_HEADER} header is missing`);
 }

@@ -74,7 +74,7 @@ export const consoleRouter = c.router({
       await ctx.signInGuard.check(email, ctx.address);
       try {
         const { token } = await peopleService.signIn(ctx.database, input);
-        await ctx.signInGuard.succeeded(email);
+        await ctx.signInGuard.succeeded(email, ctx.address);
         return await sessionOf(ctx, token);
       } catch (error) {
         await ctx.signInGuard.failed(email, ctx.address);

@@ -1,35 +1,58 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../errors.js';
 
-/** Failed sign-ins allowed per e-mail address, and per client address, in a window. */
+/** Failed sign-ins allowed in a window, by what they are counted against. */
 export interface SignInGuardOptions {
-  perEmail?: number;
+  /** Per e-mail address and client address together: one person's mistypes, or one stranger's guesses. */
+  perEmailAndAddress?: number;
+  /** Per client address across e-mail addresses: one address guessing many accounts. */
   perAddress?: number;
+  /** Per e-mail address from every client address: past it, the e-mail is under attack. */
+  perEmail?: number;
+  /** What perEmailAndAddress becomes while the e-mail is under attack. */
+  perEmailAndAddressUnderAttack?: number;
   windowSeconds?: number;
 }
 
 /**
- * The brute-force guard of sign-in (CONTRACT: Console and people): failures are counted per
- * e-mail address (one account guessed from many addresses) and per client address (many accounts
- * guessed from one). Past either limit every sign-in of that e-mail or address is 429 until the
- * window ends, a right password included; a success clears the e-mail's count. Counted in this
- * process's memory, like the API's failed-key guard.
+ * The brute-force guard of sign-in (CONTRACT: Console and people), as OWASP's authentication
+ * cheat sheet advises: failures are counted per (e-mail, client address) pair, so a stranger's
+ * guesses lock out the stranger and never the owner signing in from elsewhere, and per client
+ * address across e-mails (one address trying many accounts). Past either limit, sign-ins of that
+ * pair or address are 429 until the window ends, a right password included.
+ *
+ * Guessing one e-mail from many addresses is slowed, not locked: past `perEmail` failures from
+ * everywhere, each pair gets `perEmailAndAddressUnderAttack` failures instead of
+ * `perEmailAndAddress`. An address that has not failed for that e-mail can always try, so no
+ * amount of failures elsewhere locks the owner out. A success clears its own pair only; the
+ * e-mail's count measures the attack and ends with its window. Counted in this process's memory,
+ * like the API's failed-key guard.
  */
 export class SignInGuard {
-  private readonly byEmail: RateLimiterMemory;
+  private readonly byPair: RateLimiterMemory;
   private readonly byAddress: RateLimiterMemory;
+  private readonly byEmail: RateLimiterMemory;
+  private readonly perPairUnderAttack: number;
 
   constructor(options: SignInGuardOptions = {}) {
     const duration = options.windowSeconds ?? 15 * 60;
-    this.byEmail = new RateLimiterMemory({ keyPrefix: 'sign-in-email', points: options.perEmail ?? 10, duration });
+    this.byPair = new RateLimiterMemory({ keyPrefix: 'sign-in-pair', points: options.perEmailAndAddress ?? 10, duration });
     this.byAddress = new RateLimiterMemory({ keyPrefix: 'sign-in-address', points: options.perAddress ?? 50, duration });
+    this.byEmail = new RateLimiterMemory({ keyPrefix: 'sign-in-email', points: options.perEmail ?? 100, duration });
+    this.perPairUnderAttack = options.perEmailAndAddressUnderAttack ?? 3;
   }
 
-  /** 429 when the e-mail or the address has used up its failures. */
+  /** 429 when this e-mail from this address, or this address, has used up its failures. */
   async check(email: string, address: string): Promise<void> {
-    const [emailWindow, addressWindow] = await Promise.all([this.byEmail.get(email), this.byAddress.get(address)]);
+    const [pairWindow, addressWindow, emailWindow] = await Promise.all([
+      this.byPair.get(pairKey(email, address)),
+      this.byAddress.get(address),
+      this.byEmail.get(email),
+    ]);
+    const underAttack = emailWindow !== null && emailWindow.consumedPoints >= this.byEmail.points;
+    const pairLimit = underAttack ? Math.min(this.perPairUnderAttack, this.byPair.points) : this.byPair.points;
     const blocked: RateLimiterRes[] = [];
-    if (emailWindow && emailWindow.consumedPoints >= this.byEmail.points) blocked.push(emailWindow);
+    if (pairWindow && pairWindow.consumedPoints >= pairLimit) blocked.push(pairWindow);
     if (addressWindow && addressWindow.consumedPoints >= this.byAddress.points) blocked.push(addressWindow);
     if (blocked.length === 0) return;
     const retryAfter = Math.max(1, Math.ceil(Math.max(...blocked.map((window) => window.msBeforeNext)) / 1000));
@@ -42,10 +65,13 @@ export class SignInGuard {
       limiter.consume(key).catch((rejection) => {
         if (!(rejection instanceof RateLimiterRes)) throw rejection;
       });
-    await Promise.all([count(this.byEmail, email), count(this.byAddress, address)]);
+    await Promise.all([count(this.byPair, pairKey(email, address)), count(this.byAddress, address), count(this.byEmail, email)]);
   }
 
-  async succeeded(email: string): Promise<void> {
-    await this.byEmail.delete(email);
+  async succeeded(email: string, address: string): Promise<void> {
+    await this.byPair.delete(pairKey(email, address));
   }
 }
+
+/** Unambiguous whatever either part contains. */
+const pairKey = (email: string, address: string): string => JSON.stringify([email, address]);
