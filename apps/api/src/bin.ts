@@ -40,6 +40,11 @@ const print = (value: unknown): void => {
 };
 
 const program = new Command('convo-server').description('Run and operate the Convo API server').showHelpAfterError();
+// serve and worker run until stopped: an error nothing handled is logged and ends them non-zero,
+// for their supervisor to restart (crash-policy.ts).
+program.hook('preAction', async (_program, command) => {
+  if (command.name() === 'serve' || command.name() === 'worker') (await import('./crash-policy.js')).installCrashPolicy(command.name());
+});
 
 /** Stops `stop` on the first SIGTERM or SIGINT, then exits; a second signal ends the process at once (Node's default). */
 function onShutdown(stop: () => Promise<void>, what = 'finishing requests and jobs under way') {

@@ -10,6 +10,7 @@ import { admission, admittedCall } from '../edge/admission.js';
 import { RateLimits } from '../edge/rate-limits.js';
 import { MAX_BODY_BYTES, acceptJsonBodies } from '../edge/request-body.js';
 import { consolePlugin } from '../console/plugin.js';
+import { requestScope } from '../crash-policy.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import { nextUlid } from '../ids.js';
 import { type Settings, defaultSettings } from '../settings.js';
@@ -128,7 +129,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.addHook('onRequest', (request, reply, done) => {
     // Every response carries it, errors included (the error handler keeps headers already set).
     reply.header('x-request-id', request.id);
-    done();
+    // The rest of the request runs in its scope: an error nothing handled is logged with its id (crash-policy.ts).
+    requestScope.run({ requestId: request.id }, done);
   });
   installDrain(app);
   app.addHook('onRequest', admit);
