@@ -33,6 +33,14 @@ export interface Settings {
   secureCookies: boolean;
   /** The console's build served at /console (apps/console/dist), if there is one. */
   consoleDir: string | undefined;
+  /** A request's line and headers must have arrived this long after it began (README: Timeouts). */
+  headersTimeoutMs: number;
+  /** The whole request, body included, must have arrived by then: a body that trickles or stops is answered 400 and the connection closed. */
+  requestTimeoutMs: number;
+  /** An idle kept-alive connection is closed after this: longer than a balancer's idle timeout, so the balancer never reuses one being closed. */
+  keepAliveTimeoutMs: number;
+  /** A connection on which nothing moves either way for this long is dropped. */
+  idleTimeoutMs: number;
 }
 
 /** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (CONTRACT: Events and webhooks). */
@@ -59,5 +67,9 @@ export const defaultSettings = (overrides: Partial<Settings> = {}): Settings => 
   channelPayloadRetryScheduleMs: [2_000, 10_000, 60_000],
   secureCookies: false,
   consoleDir: undefined,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 72_000,
+  idleTimeoutMs: 120_000,
   ...overrides,
 });

@@ -94,6 +94,15 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     // While closing, refusals are ours (http/drain.ts): the contract's body and X-Request-Id.
     return503OnClosing: false,
     bodyLimit: MAX_BODY_BYTES,
+    // Slow clients are cut off (README: Timeouts). Node enforces the headers and request timeouts
+    // when it checks its connections, so it checks often enough for the shortest of them to hold.
+    requestTimeout: settings.requestTimeoutMs,
+    keepAliveTimeout: settings.keepAliveTimeoutMs,
+    connectionTimeout: settings.idleTimeoutMs,
+    http: {
+      headersTimeout: Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs),
+      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(settings.headersTimeoutMs / 4))),
+    },
     // No path parameter can outgrow the request line, which Node caps at maxHeaderSize (a 400, see
     // answerClientError): an over-long id is then a 404 like any other id that names nothing.
     routerOptions: { maxParamLength: maxHeaderSize },
