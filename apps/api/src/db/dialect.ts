@@ -58,7 +58,30 @@ export interface Dialect {
    * holds, and on statistics older than the table joined it by reading all of the account's rows.
    */
   rowsOf<R>(rows: readonly R[], columns: { [K in keyof R]: 'text' | 'integer' }): RawBuilder<R>;
+  /**
+   * The error is one the whole transaction may not meet if run again: a deadlock, a serialization
+   * failure, or a delete whose row a concurrent insert referenced after its read (Postgres); a busy
+   * database (SQLite, another process writing).
+   */
+  transientFailure(error: unknown): boolean;
+  /**
+   * The foreign key whose referenced row an insert or update did not find, and the missing key's
+   * id (Postgres names both). SQLite names neither; its write transactions run one at a time, so
+   * a row read by one cannot vanish before its write.
+   */
+  missingReference(error: unknown): { constraint: string; id: string | undefined } | undefined;
 }
+
+/** What a driver's error says of itself (pg's DatabaseError, better-sqlite3's SqliteError). */
+type DriverError = { code?: unknown; constraint?: unknown; detail?: unknown } | null | undefined;
+const codeOf = (error: unknown): string | undefined => {
+  const code = (error as DriverError)?.code;
+  return typeof code === 'string' ? code : undefined;
+};
+const detailOf = (error: unknown): string => {
+  const detail = (error as DriverError)?.detail;
+  return typeof detail === 'string' ? detail : '';
+};
 
 const postgres: Dialect = {
   rowLocks: true,
@@ -85,6 +108,20 @@ const postgres: Dialect = {
     const definitions = Object.entries(columns).map(([name, type]) => sql`${sql.id(name)} ${sql.raw(type as string)}`);
     return sql`(select * from json_to_recordset(${JSON.stringify(rows)}::json) as r(${sql.join(definitions)}))`;
   },
+  // 40P01 deadlock_detected, 40001 serialization_failure; 23503 on a delete is a row referencing
+  // the deleted one that a concurrent insert committed after the delete's statements had read.
+  transientFailure: (error) => {
+    const code = codeOf(error);
+    return code === '40P01' || code === '40001' || (code === '23503' && detailOf(error).includes('is still referenced'));
+  },
+  missingReference: (error) => {
+    const constraint = (error as DriverError)?.constraint;
+    if (codeOf(error) !== '23503' || typeof constraint !== 'string') return undefined;
+    // `Key (account_id, contact_id)=(acct_…, ct_…) is not present in table "contacts".`: the id is the key's last value.
+    const key = /\)=\((.*)\) is not present in table/.exec(detailOf(error))?.[1];
+    if (key === undefined) return undefined;
+    return { constraint, id: key.split(', ').at(-1) };
+  },
 };
 
 const sqlite: Dialect = {
@@ -108,6 +145,10 @@ const sqlite: Dialect = {
     const fields = Object.keys(columns).map((name) => sql`json_extract(value, ${`$."${name}"`}) as ${sql.id(name)}`);
     return sql`(select ${sql.join(fields)} from json_each(${JSON.stringify(rows)}))`;
   },
+  // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT: a read transaction that could not
+  // become a write one), which the busy timeout does not wait out.
+  transientFailure: (error) => codeOf(error)?.startsWith('SQLITE_BUSY') ?? false,
+  missingReference: () => undefined,
 };
 
 /** The dialect of a Kysely instance or transaction (migrations too: they receive a bare Kysely). */
@@ -122,11 +163,27 @@ export const isPostgres = (db: AnyKysely): boolean => dialectOf(db) === postgres
 
 /**
  * `SELECT … FOR UPDATE` where rows can be locked (rowLocks), optionally skipping locked rows; the
- * query as it is elsewhere.
+ * query as it is elsewhere. `keysKept` (`FOR NO KEY UPDATE`) is for a holder that changes no key:
+ * inserts of rows that reference the locked one (their foreign-key checks) go on meanwhile.
  */
-export function lockedForUpdate<Q extends { forUpdate(): Q; skipLocked(): Q }>(db: AnyKysely, query: Q, options: { skipLocked?: boolean } = {}): Q {
+export function lockedForUpdate<Q extends { forUpdate(): Q; forNoKeyUpdate(): Q; skipLocked(): Q }>(
+  db: AnyKysely,
+  query: Q,
+  options: { skipLocked?: boolean; keysKept?: boolean } = {},
+): Q {
   if (!dialectOf(db).rowLocks) return query;
-  return options.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
+  const locked = options.keysKept ? query.forNoKeyUpdate() : query.forUpdate();
+  return options.skipLocked ? locked.skipLocked() : locked;
+}
+
+/**
+ * `SELECT … FOR KEY SHARE` where rows can be locked: the rows found cannot be deleted until the
+ * transaction ends, and a row whose delete is under way is waited for and then not found, so a
+ * write that references what it read never meets a foreign-key violation. The lock a foreign-key
+ * check takes anyway, taken at the read.
+ */
+export function lockedAgainstDelete<Q extends { forKeyShare(): Q }>(db: AnyKysely, query: Q): Q {
+  return dialectOf(db).rowLocks ? query.forKeyShare() : query;
 }
 
 /**

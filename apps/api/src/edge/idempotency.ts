@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Database } from '../db/schema.js';
+import { ReferenceGone, runTransaction } from '../db/transactions.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import { now } from '../ids.js';
 import type { Executor } from '../repositories/tenant.js';
@@ -55,7 +56,7 @@ export async function idempotently(
 ): Promise<OperationResponse & { replayed: boolean }> {
   checkKey(claim.key);
   try {
-    return await database.db.transaction().execute(async (trx) => {
+    return await runTransaction(database.db, async (trx) => {
       const stored = await claimKey(trx, claim);
       if (stored) return answered(stored, true);
       let response: OperationResponse;
@@ -68,10 +69,12 @@ export async function idempotently(
       return answered(response, false);
     });
   } catch (error) {
-    if (!(error instanceof RefusedByOperation)) throw error;
+    // A 404 for what a concurrent delete removed is the operation's answer too (runTransaction
+    // tells it only once the transaction is rolled back).
+    const sent = error instanceof RefusedByOperation ? error.apiError : error instanceof ReferenceGone ? error : undefined;
+    if (!sent) throw error;
     // The operation's own changes are rolled back; what it answered is kept, unless a duplicate
     // that ran meanwhile already stored its own answer.
-    const sent = error.apiError;
     await database.db
       .insertInto('idempotency_keys')
       .values({ ...rowOf(claim), state: 'done', response_status: sent.status, response_body: JSON.stringify(toErrorBody(sent)) })

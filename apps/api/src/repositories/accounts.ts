@@ -20,9 +20,11 @@ export const accountsRepository = {
   /**
    * Holds the account's row until the transaction ends, so that changes that count the account's
    * records first (its next order number, its number of webhook endpoints) take turns (Postgres;
-   * SQLite's write transactions already run one at a time).
+   * SQLite's write transactions already run one at a time). Without a key lock: every insert of
+   * the account's rows checks its foreign key on this row, and must not wait for, or deadlock with, it.
    */
-  lock: (db: Executor, id: string) => lockedForUpdate(db, db.selectFrom('accounts').select('accounts.id').where('accounts.id', '=', id)).execute(),
+  lock: (db: Executor, id: string) =>
+    lockedForUpdate(db, db.selectFrom('accounts').select('accounts.id').where('accounts.id', '=', id), { keysKept: true }).execute(),
 };
 
 /** The query of signingSecrets, for a statement that reads them with other things (a delivery's take). */

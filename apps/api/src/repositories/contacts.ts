@@ -1,5 +1,5 @@
 import { type Selectable, type Updateable, sql } from 'kysely';
-import { lockedForUpdate } from '../db/dialect.js';
+import { lockedAgainstDelete, lockedForUpdate } from '../db/dialect.js';
 import type { ContactTable } from '../db/schema.js';
 import { type SearchColumn, contactContains, foundBySearchTable } from './contact-search.js';
 import { preparedByShape } from './prepared.js';
@@ -94,6 +94,14 @@ export const contactsRepository = {
    */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
     lockedForUpdate(scope.db, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
+
+  /**
+   * The contact, held against a concurrent delete until the transaction ends, for a write that
+   * references it (an order, a conversation): a delete under way is waited for, and the contact
+   * is then not found (404) instead of failing the write's foreign key.
+   */
+  findByIdForReference: (scope: TenantScope, id: string) =>
+    lockedAgainstDelete(scope.db, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
 
   findByPhone: (scope: TenantScope, phone: string) => scope.selectFrom('contacts').selectAll().where('contacts.phone', '=', phone).executeTakeFirst(),
 

@@ -1,5 +1,5 @@
 import { type Expression, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
-import { dialectOf } from '../db/dialect.js';
+import { dialectOf, lockedForUpdate } from '../db/dialect.js';
 import type { ConversationTable } from '../db/schema.js';
 import { countFromCounters } from './conversation-counters.js';
 import {
@@ -98,10 +98,36 @@ export const conversationsRepository = {
     return { rows: await (walkIsCheaper(page, selected, total) ? rows({ by: 'walk' }, 'activity') : rows({ by: 'probe' }, 'sorted')), total };
   },
 
+  /**
+   * Holds the conversation until the transaction ends (Postgres), so that status changes take
+   * turns and each reads the status the one before it left: a transition happens, and emits its
+   * events, once. Messages may still be inserted into it meanwhile (no key changes).
+   */
+  lockForChange: async (scope: TenantScope, id: string): Promise<boolean> =>
+    (await lockedForUpdate(scope.db, scope.selectFrom('conversations').select('conversations.id').where('conversations.id', '=', id), {
+      keysKept: true,
+    }).executeTakeFirst()) !== undefined,
+
   insert: (scope: TenantScope, row: Omit<ConversationRow, 'account_id'>) => scope.insert('conversations', row),
 
   update: (scope: TenantScope, id: string, patch: Updateable<ConversationTable>) =>
     scope.updateTable('conversations').set(patch).where('conversations.id', '=', id).execute(),
+
+  /**
+   * Reopens a resolved conversation, and tells whether it did: a conditional update, so that of
+   * concurrent messages only one reopens it (and emits the change).
+   */
+  reopen: async (scope: TenantScope, id: string, at: string): Promise<boolean> =>
+    Number(
+      (
+        await scope
+          .updateTable('conversations')
+          .set({ status: 'active', updated_at: at })
+          .where('conversations.id', '=', id)
+          .where('conversations.status', '=', 'resolved')
+          .executeTakeFirst()
+      ).numUpdatedRows,
+    ) > 0,
 
   /** Takes the conversation's next event sequence number (1, 2, …). */
   async nextEventSequence(scope: TenantScope, id: string): Promise<number> {

@@ -1,6 +1,7 @@
 import type { Selectable, Updateable } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { MessageTable } from '../db/schema.js';
+import { runTransaction } from '../db/transactions.js';
 import { conversationsRepository, messageRecorded } from './conversations.js';
 import { prepared } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
@@ -115,7 +116,7 @@ export const messagesRepository = {
         await insertMessage(db, ...values);
         return true;
       };
-      done = scope.db.isTransaction ? await work(scope.db) : await scope.db.transaction().execute(work);
+      done = await runTransaction(scope.db, work);
     }
     return done ? 'recorded' : conversationsRepository.whyNotOpen(scope, row.conversation_id);
   },

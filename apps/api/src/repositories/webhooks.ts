@@ -1,5 +1,5 @@
 import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
-import { dialectOf, lockedForUpdate } from '../db/dialect.js';
+import { dialectOf, lockedAgainstDelete, lockedForUpdate } from '../db/dialect.js';
 import type { WebhookDeliveryTable, WebhookEndpointTable } from '../db/schema.js';
 import { signingSecretsOf } from './accounts.js';
 import type { TenantScope } from './tenant.js';
@@ -23,8 +23,12 @@ export const webhookEndpointsRepository = {
 
   findById: (scope: TenantScope, id: string) => scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.id', '=', id).executeTakeFirst(),
 
-  /** Endpoints that receive new deliveries. */
-  listEnabled: (scope: TenantScope) => scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.status', '=', 'enabled').execute(),
+  /**
+   * Endpoints that receive new deliveries, held against deletion until the transaction ends: one
+   * being deleted meanwhile is waited for and left out, so its deliveries are never inserted.
+   */
+  listEnabled: (scope: TenantScope) =>
+    lockedAgainstDelete(scope.db, scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.status', '=', 'enabled')).execute(),
 
   async list(scope: TenantScope, page: { limit: number; offset: number }) {
     const [rows, total] = await Promise.all([

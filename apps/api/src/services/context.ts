@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Database } from '../db/schema.js';
+import { runTransaction } from '../db/transactions.js';
 import type { Settings } from '../settings.js';
 import { TenantScope } from '../repositories/tenant.js';
 
@@ -15,20 +16,19 @@ export interface ServiceContext {
 export const scopeOf = (ctx: ServiceContext): TenantScope => new TenantScope(ctx.database.db, ctx.accountId);
 
 /**
- * Runs `work` in one transaction, scoped to the context's account. Inside a transaction already
- * (a workflow step calling a verb), it joins that one, so the step and its effects commit together.
+ * Runs `work` in one transaction, scoped to the context's account, retried on a deadlock or a
+ * serialization failure (runTransaction). Inside a transaction already (a workflow step calling a
+ * verb), it joins that one, so the step and its effects commit together.
  */
 export const inTransaction = <T>(ctx: ServiceContext, work: (scope: TenantScope) => Promise<T>): Promise<T> =>
-  ctx.database.db.isTransaction
-    ? work(new TenantScope(ctx.database.db, ctx.accountId))
-    : ctx.database.db.transaction().execute((trx) => work(new TenantScope(trx, ctx.accountId)));
+  runTransaction(ctx.database.db, (trx) => work(new TenantScope(trx, ctx.accountId)));
 
 /**
  * Runs `work` with a context whose database calls all run in one transaction: the context's own
- * when it has one (an idempotent request, a workflow step), else a new one.
+ * when it has one (an idempotent request, a workflow step), else a new one (runTransaction).
  */
 export const inContextTransaction = <T>(ctx: ServiceContext, work: (tx: ServiceContext) => Promise<T>): Promise<T> =>
-  ctx.database.db.isTransaction ? work(ctx) : ctx.database.db.transaction().execute((trx) => work(withinTransaction(ctx, trx)));
+  ctx.database.db.isTransaction ? work(ctx) : runTransaction(ctx.database.db, (trx) => work(withinTransaction(ctx, trx)));
 
 /** The same context with its database calls running in `trx`. */
 export const withinTransaction = (ctx: ServiceContext, trx: Transaction<Database>): ServiceContext => ({

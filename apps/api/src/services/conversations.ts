@@ -56,7 +56,7 @@ export const conversationsService = {
   /** `channelId` when a channel's inbound message opens it; the API's conversations have none. */
   async create(ctx: ServiceContext, body: z.output<typeof CreateConversationBody>, channelId: string | null = null): Promise<Conversation> {
     return inTransaction(ctx, async (scope) => {
-      const contact = await contactsRepository.findById(scope, body.contact_id);
+      const contact = await contactsRepository.findByIdForReference(scope, body.contact_id);
       if (!contact) throw ApiError.notFound('contact', body.contact_id);
       const at = now();
       const row = {
@@ -83,6 +83,9 @@ export const conversationsService = {
   /** Status changes follow CONVERSATION_TRANSITIONS; setting the current status changes nothing. */
   async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateConversationBody>): Promise<Conversation> {
     return inTransaction(ctx, async (scope) => {
+      // Locked first, then read: concurrent changes take turns, each deciding on what the one
+      // before it left, so a transition (and its events) happens once.
+      if (body.status !== undefined && !(await conversationsRepository.lockForChange(scope, id))) throw ApiError.notFound('conversation', id);
       const current = await findConversationOrThrow(scope, id);
       const next = body.status;
       if (next === undefined || next === current.status) return toConversation(current);

@@ -1,11 +1,12 @@
 import type { ConversationStatus, Message, MessageMedia, MessageTemplate, MessageType, SendMessageBody } from '@convo/core';
 import type * as z from 'zod';
+import { runTransaction } from '../db/transactions.js';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { channelsRepository, contactIdentitiesRepository } from '../repositories/channels.js';
 import { conversationsRepository, messageRecorded } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
-import { TenantScope } from '../repositories/tenant.js';
+import type { TenantScope } from '../repositories/tenant.js';
 import { channelLane, enqueue } from '../worker/queue.js';
 import { type ServiceContext, inTransaction, scopeOf } from './context.js';
 import { findConversationOrThrow, toConversation, toMessage } from './conversations.js';
@@ -77,8 +78,8 @@ export const messagesService = {
       await messagesRepository.insert(scope, row);
       // The message's event takes its sequence number in the statement that records the message.
       const sequence = await conversationsRepository.recordMessage(scope, conversation.id, { content: row.content, at: row.created_at });
-      const reopened = conversation.status === 'resolved';
-      if (reopened) await conversationsRepository.update(scope, conversation.id, { status: 'active', updated_at: row.created_at });
+      // Only the message whose update changed the status reopens it: concurrent ones read the same status.
+      const reopened = conversation.status === 'resolved' && (await conversationsRepository.reopen(scope, conversation.id, row.created_at));
       const message = toMessage({ ...row, account_id: ctx.accountId });
       await emitEvent(scope, 'message.received', message, { id: conversation.id, sequence });
       if (reopened) await emitEvent(scope, 'conversation.updated', toConversation(await findConversationOrThrow(scope, conversation.id)), conversation.id);
@@ -137,7 +138,7 @@ export const messagesService = {
       await emitEvent(tx, 'message.updated', message, row.conversation_id);
       return message;
     };
-    return scope.db.isTransaction ? work(scope) : scope.db.transaction().execute((trx) => work(new TenantScope(trx, scope.accountId)));
+    return runTransaction(scope.db, (trx) => work(scope.with(trx)));
   },
 };
 

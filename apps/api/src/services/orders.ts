@@ -102,7 +102,7 @@ export const ordersService = {
       let number = body.number;
       try {
         return await inTransaction(ctx, async (scope) => {
-          const contact = await contactsRepository.findById(scope, body.contact_id);
+          const contact = await contactsRepository.findByIdForReference(scope, body.contact_id);
           if (!contact) throw ApiError.notFound('contact', body.contact_id);
           if (number === undefined) {
             await accountsRepository.lock(scope.db, scope.accountId);

@@ -2,6 +2,7 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@convo/core';
 import { randomBytes } from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Role } from '../db/schema.js';
+import { runTransaction } from '../db/transactions.js';
 import { ApiError } from '../errors.js';
 import { newId, nextUlid, now } from '../ids.js';
 import { hashKey } from '../keys.js';
@@ -96,7 +97,7 @@ export const peopleService = {
     checkPassword(input.password);
     if (!input.invitation && !input.accountName?.trim()) throw ApiError.badRequest('account_name', 'required', 'Name the account to create');
     const passwordHash = await hashPassword(input.password);
-    return database.db.transaction().execute(async (trx) => {
+    return runTransaction(database.db, async (trx) => {
       const tx = { ...database, db: trx };
       if (await usersRepository.findByEmail(trx, email))
         throw ApiError.badRequest('email', 'unique', 'An account already uses this e-mail address; sign in instead');
@@ -152,7 +153,7 @@ export const peopleService = {
     if (!user || !(await verifyPassword(input.currentPassword, user.password_hash)))
       throw ApiError.badRequest('current_password', 'format', 'The current password is wrong');
     const passwordHash = await hashPassword(input.newPassword);
-    return database.db.transaction().execute(async (trx) => {
+    return runTransaction(database.db, async (trx) => {
       await replacePassword(trx, user.id, passwordHash);
       return { token: await startSession({ ...database, db: trx }, user.id, session.account.id) };
     });
@@ -198,7 +199,7 @@ export const peopleService = {
 
   /** A signed-in person accepts an invitation; the session moves to that account. */
   async acceptInvitation(database: DatabaseHandle, session: ActiveSession, token: string): Promise<void> {
-    await database.db.transaction().execute(async (trx) => {
+    await runTransaction(database.db, async (trx) => {
       const tx = { ...database, db: trx };
       const accountId = await acceptInvitation(tx, session.user.id, token);
       await sessionsRepository.setAccount(trx, session.tokenHash, accountId);
@@ -209,7 +210,7 @@ export const peopleService = {
 
   /** Removes a member and ends their sessions on that account; the last owner stays. */
   async removeMember(database: DatabaseHandle, session: ActiveSession, userId: string): Promise<void> {
-    await database.db.transaction().execute(async (trx) => {
+    await runTransaction(database.db, async (trx) => {
       const membership = await membershipsRepository.find(trx, session.account.id, userId);
       if (!membership) throw ApiError.notFound('member', userId);
       if (membership.role === 'owner' && session.role !== 'owner') throw ApiError.forbidden('Only an owner can remove an owner');
@@ -235,7 +236,7 @@ export const peopleService = {
       created_at: at,
       updated_at: at,
     };
-    await database.db.transaction().execute(async (trx) => {
+    await runTransaction(database.db, async (trx) => {
       if (!existing) await usersRepository.insert(trx, user);
       if (await membershipsRepository.find(trx, input.accountId, user.id)) await membershipsRepository.setRole(trx, input.accountId, user.id, input.role);
       else await membershipsRepository.insert(trx, { account_id: input.accountId, user_id: user.id, role: input.role, created_at: at });
@@ -251,7 +252,7 @@ export const peopleService = {
     const user = await usersRepository.findByEmail(database.db, normalizeEmail(email));
     if (!user) throw new Error(`No such user: ${email}`);
     const passwordHash = await hashPassword(password);
-    await database.db.transaction().execute(async (trx) => {
+    await runTransaction(database.db, async (trx) => {
       await replacePassword(trx, user.id, passwordHash);
     });
   },
@@ -278,7 +279,7 @@ export const peopleService = {
     checkPassword(input.newPassword, 'new_password');
     const passwordHash = await hashPassword(input.newPassword);
     const tokenHash = hashKey(input.token);
-    return database.db.transaction().execute(async (trx) => {
+    return runTransaction(database.db, async (trx) => {
       const reset = await passwordResetsRepository.find(trx, tokenHash);
       if (!reset || !(await passwordResetsRepository.use(trx, tokenHash, now()))) throw ApiError.notFound('password reset link');
       await replacePassword(trx, reset.user_id, passwordHash);

@@ -131,7 +131,8 @@ export const webhookEndpointsService = {
 
   /** Its deliveries go with it; their queued jobs find nothing to do. */
   async delete(ctx: ServiceContext, id: string): Promise<void> {
-    const result = await webhookEndpointsRepository.delete(scopeOf(ctx), id);
+    // In a transaction of its own, retried: its cascade to the deliveries can deadlock with writers.
+    const result = await inTransaction(ctx, (scope) => webhookEndpointsRepository.delete(scope, id));
     if (Number(result.numDeletedRows) === 0) throw ApiError.notFound('webhook endpoint', id);
   },
 

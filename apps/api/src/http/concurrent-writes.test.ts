@@ -1,0 +1,321 @@
+import { CONVERSATION_TRANSITIONS, Contact, Conversation, type ConversationStatus, type EventType, Order, WebhookEndpoint } from '@convo/core';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { lockedForUpdate } from '../db/dialect.js';
+import { ReferenceGone, runTransaction } from '../db/transactions.js';
+import { type TestResponse, type TestServer, describeEachDialect, expectBody, expectExactError } from '../testing/harness.js';
+
+/** Rounds of each race: a race lost once in a few rounds is still caught. */
+const ROUNDS = 5;
+
+/** A deterministic PRNG (mulberry32), so that a failing concurrent phase can be replayed by its seed. */
+function randomFrom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The contract's 404 for a contact that is gone, and nothing else. */
+function expectContactGone(response: TestResponse, contactId: string): void {
+  expectExactError(response, 404, 'not_found');
+  expect(response.body.error.message).toBe(`No such contact: ${contactId}`);
+}
+
+/** The events of the account of these types, as stored, in the order of their conversation's sequence. */
+async function eventsOf(server: TestServer, types: EventType[], conversationId?: string) {
+  let query = server.database.db
+    .selectFrom('events')
+    .select(['id', 'type', 'conversation_id', 'sequence', 'data'])
+    .where('account_id', '=', server.accountId)
+    .where('type', 'in', types);
+  if (conversationId !== undefined) query = query.where('conversation_id', '=', conversationId);
+  const rows = await query.orderBy('sequence').orderBy('created_at').execute();
+  return rows.map((row) => ({ ...row, data: JSON.parse(row.data) as Record<string, unknown> & { id: string } }));
+}
+
+/**
+ * The conversation's status changes as its events tell them, checked against the contract: each
+ * `conversation.updated` is a real transition from the status before it, and each entry into
+ * `resolved` emits `conversation.resolved` once, right after its `conversation.updated`.
+ */
+async function expectEventsTellTransitions(server: TestServer, conversationId: string): Promise<ConversationStatus> {
+  const events = await eventsOf(server, ['conversation.updated', 'conversation.resolved'], conversationId);
+  let status: ConversationStatus = 'active';
+  for (const [index, event] of events.entries()) {
+    if (event.type === 'conversation.resolved') {
+      const before = events[index - 1];
+      expect(before?.type, `conversation.resolved of ${conversationId} follows its change`).toBe('conversation.updated');
+      expect(before?.data.status).toBe('resolved');
+      continue;
+    }
+    const next = event.data.status as ConversationStatus;
+    expect(CONVERSATION_TRANSITIONS[status], `${conversationId}: ${status} → ${next}`).toContain(next);
+    if (next === 'resolved') expect(events[index + 1]?.type, `${conversationId} entered resolved without its event`).toBe('conversation.resolved');
+    status = next;
+  }
+  return status;
+}
+
+describeEachDialect('concurrent writes', (server) => {
+  let phoneSeq = 4_100_000;
+  const phone = () => `+1629${phoneSeq++}`;
+  const createContact = async () => expectBody(await server().request('POST', '/contacts', { body: { name: 'Racer', phone: phone() } }), 201, Contact);
+  const createConversation = async (contactId: string) =>
+    expectBody(await server().request('POST', '/conversations', { body: { contact_id: contactId, platform: 'whatsapp' } }), 201, Conversation);
+  const createEndpoint = async () =>
+    expectBody(await server().request('POST', '/webhook_endpoints', { body: { url: 'http://127.0.0.1:9/hook', events: ['*'] } }), 201, WebhookEndpoint);
+  const items = [{ name: 'Mug', quantity: 1, unit_amount: 900 }];
+
+  it('emits conversation.resolved once when ten PATCHes resolve a conversation at once', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const conversation = await createConversation((await createContact()).id);
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () => server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: 'resolved' } })),
+      );
+      for (const answer of answers) expect(expectBody(answer, 200, Conversation).status).toBe('resolved');
+      const resolved = await eventsOf(server(), ['conversation.resolved'], conversation.id);
+      expect(resolved, `round ${round}`).toHaveLength(1);
+      expect(await eventsOf(server(), ['conversation.updated'], conversation.id)).toHaveLength(1);
+    }
+  });
+
+  it('emits one event per transition when PATCHes move a conversation back and forth at once', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const conversation = await createConversation((await createContact()).id);
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, (_, n) =>
+          server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: n % 2 === 0 ? 'resolved' : 'active' } }),
+        ),
+      );
+      for (const answer of answers) expectBody(answer, 200, Conversation);
+      const last = await expectEventsTellTransitions(server(), conversation.id);
+      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status).toBe(last);
+    }
+  });
+
+  it('answers 404 for orders and conversations of a contact deleted at the same time, and keeps what it accepted', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const contact = await createContact();
+      const [deleted, ...answers] = await Promise.all([
+        server().request('DELETE', `/contacts/${contact.id}`),
+        ...Array.from({ length: 4 }, () => server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'USD', items } })),
+        ...Array.from({ length: 4 }, () => server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'facebook' } })),
+      ]);
+      expect(deleted?.status, deleted?.text).toBe(204);
+      for (const answer of answers) {
+        if (answer.status === 404) {
+          expectContactGone(answer, contact.id);
+          continue;
+        }
+        expect(answer.status, answer.text).toBe(201);
+        if (String(answer.body.id).startsWith('ord_')) {
+          // An order placed before the delete outlives its contact, unlinked.
+          const order = expectBody(await server().request('GET', `/orders/${answer.body.id}`), 200, Order);
+          expect(order).toEqual({ ...expectBody(answer, 201, Order), contact_id: null, updated_at: order.updated_at });
+        } else {
+          // A conversation opened before the delete went with its contact.
+          expectExactError(await server().request('GET', `/conversations/${answer.body.id}`), 404, 'not_found');
+        }
+      }
+      expectContactGone(await server().request('GET', `/contacts/${contact.id}`), contact.id);
+    }
+  });
+
+  it('fans an event out only to the endpoints that exist when webhook endpoints are deleted and created meanwhile', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const endpoints = [await createEndpoint(), await createEndpoint()];
+      const contact = await createContact();
+      const answers = await Promise.all([
+        ...endpoints.map((endpoint) => server().request('DELETE', `/webhook_endpoints/${endpoint.id}`)),
+        server().request('POST', '/webhook_endpoints', { body: { url: 'http://127.0.0.1:9/other', events: ['*'] } }),
+        ...Array.from({ length: 3 }, () => server().request('POST', '/contacts', { body: { phone: phone() } })),
+        ...Array.from({ length: 3 }, () => server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'EUR', items } })),
+        server().request('DELETE', `/contacts/${contact.id}`),
+      ]);
+      for (const answer of answers) {
+        if (answer.status === 404) expectContactGone(answer, contact.id);
+        else expect(answer.status, answer.text).toBeLessThan(300);
+      }
+      const created = answers[2]?.body as WebhookEndpoint;
+      expect((await server().request('DELETE', `/webhook_endpoints/${created.id}`)).status).toBe(204);
+    }
+  });
+
+  it('runs a transaction again when it deadlocks', async (context) => {
+    if (server().dialect !== 'postgres') context.skip();
+    const [a, b] = [await createContact(), await createContact()];
+    const db = server().database.db;
+    let firstLocks = 0;
+    let bothHoldOne: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      bothHoldOne = resolve;
+    });
+    let runs = 0;
+    const lock = (trx: typeof db, id: string) => lockedForUpdate(trx, trx.selectFrom('contacts').select('id').where('id', '=', id)).execute();
+    // Each locks one contact, waits until the other holds its own, then asks for the other's: a deadlock, the first time.
+    const crossing = (first: string, second: string) =>
+      runTransaction(db, async (trx) => {
+        runs++;
+        await lock(trx, first);
+        if (++firstLocks === 2) bothHoldOne();
+        await held;
+        await lock(trx, second);
+        return first;
+      });
+    expect(await Promise.all([crossing(a.id, b.id), crossing(b.id, a.id)])).toEqual([a.id, b.id]);
+    expect(runs).toBe(3);
+  });
+
+  it('runs a transaction again after a serialization failure, and gives up after a bounded number of runs', async (context) => {
+    if (server().dialect !== 'postgres') context.skip();
+    const db = server().database.db;
+    const failing = (times: number) => {
+      let runs = 0;
+      const work = runTransaction(db, async (trx) => {
+        runs++;
+        if (runs <= times) await sql`do $$ begin raise exception 'conflict' using errcode = '40001'; end $$`.execute(trx);
+        return runs;
+      });
+      return work;
+    };
+    expect(await failing(2)).toBe(3);
+    await expect(failing(100)).rejects.toMatchObject({ code: '40001' });
+  });
+
+  it('answers the contract 404 for a write that references a row deleted before it', async (context) => {
+    if (server().dialect !== 'postgres') context.skip();
+    const db = server().database.db;
+    const insertOrder = runTransaction(db, (trx) =>
+      trx
+        .insertInto('orders')
+        .values({
+          account_id: server().accountId,
+          id: 'ord_GONE',
+          contact_id: 'ct_GONE',
+          number: 'GONE-1',
+          number_key: null,
+          status: 'pending',
+          currency: 'USD',
+          total_amount: 1,
+          items: '[]',
+          placed_at: new Date().toISOString(),
+          created_at: new Date().toISOString(),
+          updated_at: new Date().toISOString(),
+        })
+        .execute(),
+    );
+    const error = await insertOrder.catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ReferenceGone);
+    expect(error).toMatchObject({ code: 'not_found', message: 'No such contact: ct_GONE' });
+  });
+
+  describe('concurrent phase of the fuzz', () => {
+    /** Operations of one round, all sent at once. */
+    const OPERATIONS_PER_ROUND = 60;
+    const FUZZ_ROUNDS = 4;
+
+    it('answers no 5xx, only the contract 404 for what is gone, one event per change, and keeps every accepted write', { timeout: 30_000 }, async () => {
+      const random = randomFrom(39);
+      const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
+      for (let round = 0; round < FUZZ_ROUNDS; round++) {
+        const contacts = await Promise.all(Array.from({ length: 5 }, () => createContact()));
+        const conversations = await Promise.all(contacts.slice(0, 3).map((contact) => createConversation(contact.id)));
+        const endpoints = [await createEndpoint(), await createEndpoint()];
+        type Sent = { kind: string; target?: string; body?: Record<string, unknown>; response: Promise<TestResponse> };
+        const sent: Sent[] = [];
+        const send = (kind: string, method: string, path: string, body?: Record<string, unknown>, target?: string) =>
+          sent.push({ kind, ...(target ? { target } : {}), ...(body ? { body } : {}), response: server().request(method, path, body ? { body } : {}) });
+        for (let n = 0; n < OPERATIONS_PER_ROUND; n++) {
+          const contact = pick(contacts);
+          const conversation = pick(conversations);
+          const endpoint = pick(endpoints);
+          const roll = random();
+          if (roll < 0.08) send('delete contact', 'DELETE', `/contacts/${contact.id}`, undefined, contact.id);
+          else if (roll < 0.3) send('create order', 'POST', '/orders', { contact_id: contact.id, currency: 'USD', items }, contact.id);
+          else if (roll < 0.45)
+            send('create conversation', 'POST', '/conversations', { contact_id: contact.id, platform: pick(['whatsapp', 'facebook'] as const) }, contact.id);
+          else if (roll < 0.75)
+            send(
+              'patch conversation',
+              'PATCH',
+              `/conversations/${conversation.id}`,
+              { status: pick(['active', 'resolved', 'resolved', 'archived'] as const) },
+              conversation.id,
+            );
+          else if (roll < 0.82) send('delete endpoint', 'DELETE', `/webhook_endpoints/${endpoint.id}`, undefined, endpoint.id);
+          else if (roll < 0.87) send('create endpoint', 'POST', '/webhook_endpoints', { url: `http://127.0.0.1:9/fuzz-${round}-${n}`, events: ['*'] });
+          else send('create contact', 'POST', '/contacts', { name: `Fuzz ${round}-${n}`, phone: phone() });
+        }
+        const answers = await Promise.all(sent.map(async (request) => ({ ...request, answer: await request.response })));
+
+        const deletedContacts = new Set(answers.filter((a) => a.kind === 'delete contact' && a.answer.status === 204).map((a) => a.target));
+        for (const { kind, target, body, answer } of answers) {
+          const what = `${kind} ${target ?? ''}: ${answer.status} ${answer.text}`;
+          expect(answer.status, what).toBeLessThan(500);
+          if (answer.status === 404) {
+            if (kind === 'delete endpoint') expectExactError(answer, 404, 'not_found');
+            else if (kind === 'patch conversation') {
+              // Its contact's delete took the conversation along.
+              expectExactError(answer, 404, 'not_found');
+              expect(answer.body.error.message).toBe(`No such conversation: ${target}`);
+            } else expectContactGone(answer, target as string);
+            const contactOf = kind === 'patch conversation' ? conversations.find((c) => c.id === target)?.contact.id : target;
+            if (kind !== 'delete endpoint') expect(deletedContacts.has(contactOf), what).toBe(true);
+            continue;
+          }
+          if (answer.status === 400) {
+            // Only a refused transition (archived is final) or the endpoint limit.
+            expectExactError(answer, 400, 'bad_request');
+            expect(['patch conversation', 'create endpoint'], what).toContain(kind);
+            continue;
+          }
+          expect(answer.status, what).toBeLessThan(300);
+          // Every accepted write reads back as it was answered, but for what a delete of its contact changed.
+          if (kind === 'create order') {
+            const order = expectBody(await server().request('GET', `/orders/${answer.body.id}`), 200, Order);
+            const sentOrder = expectBody(answer, 201, Order);
+            expect(sentOrder).toMatchObject({ contact_id: body?.contact_id, items, currency: 'USD' });
+            if (order.contact_id === null) expect(deletedContacts.has(target)).toBe(true);
+            expect(order).toEqual({ ...sentOrder, contact_id: order.contact_id, updated_at: order.updated_at });
+          } else if (kind === 'create conversation') {
+            const read = await server().request('GET', `/conversations/${answer.body.id}`);
+            if (read.status === 404) expect(deletedContacts.has(target)).toBe(true);
+            else expect(expectBody(read, 200, Conversation)).toEqual(expectBody(answer, 201, Conversation));
+          } else if (kind === 'create contact' || kind === 'create endpoint') {
+            const path = kind === 'create contact' ? `/contacts/${answer.body.id}` : `/webhook_endpoints/${answer.body.id}`;
+            const read = await server().request('GET', path);
+            const { secret: _secret, ...returned } = answer.body as Record<string, unknown>;
+            expect(read.body, what).toEqual(returned);
+          } else if (kind === 'patch conversation') {
+            // Whether it changed the status or found it so, the conversation is now as asked.
+            expect(expectBody(answer, 200, Conversation).status, what).toBe(body?.status);
+          }
+        }
+
+        // Every event counted: one per change that happened.
+        const idsOf = (kind: string, status: number) =>
+          answers.filter((a) => a.kind === kind && a.answer.status === status).map((a) => a.answer.body.id as string);
+        const placed = new Set((await eventsOf(server(), ['order.placed'])).map((event) => event.data.id));
+        for (const id of idsOf('create order', 201)) expect(placed.has(id), id).toBe(true);
+        const opened = await eventsOf(server(), ['conversation.created']);
+        for (const id of idsOf('create conversation', 201)) expect(opened.filter((event) => event.data.id === id)).toHaveLength(1);
+        const removed = await eventsOf(server(), ['contact.deleted']);
+        for (const id of deletedContacts) expect(removed.filter((event) => event.data.id === id)).toHaveLength(1);
+        for (const conversation of conversations) {
+          const last = await expectEventsTellTransitions(server(), conversation.id);
+          const read = await server().request('GET', `/conversations/${conversation.id}`);
+          if (read.status === 200) expect(read.body.status).toBe(last);
+          else expect(deletedContacts.has(conversation.contact.id)).toBe(true);
+        }
+        // Endpoints left by the round are removed: an account has at most 16.
+        const list = await server().request('GET', '/webhook_endpoints', { query: { limit: 100 } });
+        for (const endpoint of list.body.data as WebhookEndpoint[]) await server().request('DELETE', `/webhook_endpoints/${endpoint.id}`);
+      }
+    });
+  });
+});
