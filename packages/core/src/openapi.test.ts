@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import packageJson from '../package.json' with { type: 'json' };
-import { CONTRACT_VERSION, type EndpointDefinition, buildOpenApiDocument, endpoints, toOpenApiPath } from './index.js';
+import { CONTRACT_VERSION, type EndpointDefinition, REQUEST_TEXT_PATTERN, buildOpenApiDocument, endpoints, toOpenApiPath } from './index.js';
 
 describe('buildOpenApiDocument', () => {
   const doc = buildOpenApiDocument();
@@ -100,6 +100,53 @@ describe('buildOpenApiDocument', () => {
     ] as const) {
       expect(statuses(path, method), `${method} ${path}`).toContain('404');
     }
+  });
+
+  it('says in every request schema what the server refuses in any string: U+0000, a lone surrogate, a __proto__ key', () => {
+    // The same answers with the `u` flag (as JSON Schema validators use it) and without.
+    for (const flags of ['u', '']) {
+      const text = new RegExp(REQUEST_TEXT_PATTERN, flags);
+      for (const good of ['', 'plain', 'café', '😀 emoji', '\ud83d\ude00', 'a\u0001b', '\uffff'])
+        expect(text.test(good), `${JSON.stringify(good)} /${flags}`).toBe(true);
+      for (const bad of ['\u0000', 'a\u0000', 'fz\ud800', '\udfff', '\ude00\ud83d', 'a\ud83d'])
+        expect(text.test(bad), `${JSON.stringify(bad)} /${flags}`).toBe(false);
+    }
+    type Json = Record<string, unknown>;
+    const strings: string[] = [];
+    const maps: Json[] = [];
+    const visit = (value: unknown, at: string): void => {
+      if (Array.isArray(value)) {
+        for (const [i, inner] of value.entries()) visit(inner, `${at}.${i}`);
+        return;
+      }
+      if (!value || typeof value !== 'object') return;
+      const schema = value as Json;
+      const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+      if (types.includes('string') && schema.format === undefined && schema.enum === undefined && schema.const === undefined) {
+        if (schema.pattern !== REQUEST_TEXT_PATTERN && typeof schema.pattern !== 'string') strings.push(at);
+      }
+      if (schema.additionalProperties && typeof schema.additionalProperties === 'object') maps.push(schema);
+      for (const [key, inner] of Object.entries(schema)) if (key !== 'example' && key !== 'default') visit(inner, `${at}.${key}`);
+    };
+    const requestComponents = new Set<string>();
+    for (const [path, methods] of Object.entries(doc.paths).filter(([path]) => path.startsWith('/v1/'))) {
+      for (const [method, operation] of Object.entries(methods as Record<string, Json>)) {
+        visit(operation.parameters, `${method} ${path} parameters`);
+        visit(operation.requestBody, `${method} ${path} body`);
+        for (const ref of JSON.stringify(operation.requestBody ?? {}).match(/#\/components\/schemas\/\w+/g) ?? [])
+          requestComponents.add(ref.split('/').pop() as string);
+      }
+    }
+    for (const name of requestComponents) visit(doc.components.schemas[name], name);
+    expect(strings, 'request strings without the text pattern').toEqual([]);
+    expect(maps.length).toBeGreaterThan(0);
+    for (const map of maps) expect(map.propertyNames).toMatchObject({ not: { const: '__proto__' } });
+    const list = doc.paths['/v1/contacts']?.get as { parameters: { name?: string; schema?: Json }[] } | undefined;
+    const search = list?.parameters.find((p) => p.name === 'search');
+    expect(search?.schema?.pattern).toBe(REQUEST_TEXT_PATTERN);
+    expect(doc.info.description).toContain('lone surrogate');
+    const create = doc.paths['/v1/contacts']?.post as { responses: Record<string, { description: string }> } | undefined;
+    expect(create?.responses['400']?.description).toContain('lone surrogate');
   });
 
   it('leaves out excluded operations', () => {

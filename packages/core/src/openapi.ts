@@ -26,6 +26,8 @@ const REF_PREFIX = '#/components/schemas/';
  */
 class SchemaCollector {
   readonly components: Record<string, JsonSchema> = {};
+  /** Each component as zod converts it, before withTextRules: what the two sides must agree on. */
+  private readonly converted: Record<string, string> = {};
 
   convert(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
     const json = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as JsonSchema;
@@ -33,15 +35,21 @@ class SchemaCollector {
     const defs = (json.$defs ?? {}) as Record<string, JsonSchema>;
     delete json.$defs;
     for (const [id, def] of Object.entries(defs)) this.add(id, rewriteRefs(def) as JsonSchema);
-    return rewriteRefs(json) as JsonSchema;
+    const converted = rewriteRefs(json) as JsonSchema;
+    return io === 'input' ? (withTextRules(converted) as JsonSchema) : converted;
   }
 
+  /**
+   * A component with the text rules of requests, even when responses use it too (a workflow's
+   * steps): what the server accepted holds no string they refuse, so its answers match them.
+   */
   private add(id: string, def: JsonSchema): void {
-    const existing = this.components[id];
-    if (existing && JSON.stringify(existing) !== JSON.stringify(def)) {
+    const converted = JSON.stringify(def);
+    if (this.converted[id] !== undefined && this.converted[id] !== converted) {
       throw new Error(`Schema "${id}" converts differently as request and response; give the two sides different ids`);
     }
-    this.components[id] = def;
+    this.converted[id] = converted;
+    this.components[id] = withTextRules(def) as JsonSchema;
   }
 }
 
@@ -57,8 +65,40 @@ function rewriteRefs(value: unknown): unknown {
   return value;
 }
 
+/**
+ * What every string of a request matches (CONTRACT: General): valid Unicode without U+0000, that
+ * is no NUL and no lone surrogate. It means the same with the `u` flag (a surrogate pair is one
+ * code point, outside the excluded range) and without it (a pair is two units, the second branch).
+ */
+export const REQUEST_TEXT_PATTERN = '^(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$';
+
+/** What the server refuses in any string of a request, said once for the document's descriptions. */
+const TEXT_RULE =
+  'No string of a request (path, query or body, value or key) may hold U+0000 or a lone surrogate (`\\ud800` without its pair), and no key may be `__proto__`: each is a 400 with constraint `pattern`.';
+
+/**
+ * A request schema with the server's rules for every string made explicit: a string with no
+ * syntax of its own (no format, pattern, enum or const) gets REQUEST_TEXT_PATTERN, and a map's
+ * keys are never `__proto__`. Strings with a pattern of their own keep it; the description says
+ * the rule holds for them too.
+ */
+function withTextRules(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withTextRules);
+  if (!value || typeof value !== 'object') return value;
+  const out: JsonSchema = {};
+  for (const [key, inner] of Object.entries(value)) out[key] = key === 'example' || key === 'default' ? inner : withTextRules(inner);
+  const types = Array.isArray(out.type) ? out.type : [out.type];
+  const free = out.format === undefined && out.pattern === undefined && out.enum === undefined && out.const === undefined;
+  if (types.includes('string') && free) out.pattern = REQUEST_TEXT_PATTERN;
+  if (out.additionalProperties && typeof out.additionalProperties === 'object') {
+    const names = (out.propertyNames ?? withTextRules({ type: 'string' })) as JsonSchema;
+    out.propertyNames = { ...names, not: { const: '__proto__' } };
+  }
+  return out;
+}
+
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid request: `details.field` and `details.constraint` say what to fix.',
+  400: 'Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.',
   401: 'Missing or invalid API key.',
   403: 'The key may not do this: a read-only key writing, or a webhook signing secret used as an API key.',
   404: 'No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names.',
@@ -180,7 +220,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
         `${Object.keys(ERROR_STATUS)
           .map((c) => `\`${c}\``)
           .join(', ')}. ` +
-        'No string of a request (path, query or body, value or name) may contain U+0000: a 400 with constraint `pattern`.',
+        `${TEXT_RULE} The request schemas say so: a \`pattern\` on every string without a syntax of its own, and \`propertyNames\` on maps.`,
       license: { name: 'Proprietary', identifier: 'LicenseRef-Convo' },
     },
     ...(options.serverUrl ? { servers: [{ url: options.serverUrl.replace(/\/+$/, '').replace(/\/v1$/, '') }] } : {}),

@@ -901,9 +901,9 @@ class ListEventsQuery(TypedDict, total=False):
     """Zero-based position of the first record."""
     type: EventType
     starting_after: str
-    """An event id: list the events recorded before it (the next page, newest first)."""
+    """An event id: list the events recorded before it (the next page, newest first). `total` then counts the events before it, and `offset` counts from it."""
     ending_before: str
-    """An event id: list the events recorded after it, the `limit` oldest of them (newest first, as always). To catch up, pass the newest event id you have, then the first id of each page, until `has_more` is false. With `starting_after` too: the events between the two, paged from `starting_after`."""
+    """An event id: list the events recorded after it, the `limit` oldest of them (newest first, as always). To catch up, pass the newest event id you have, then the first id of each page, until `has_more` is false. With `starting_after` too: the events between the two, paged from `starting_after`. `total` counts the events after it (between the two), so `has_more` is `offset + data.length < total` here too."""
 
 
 class ListWebhookEndpointsQuery(TypedDict, total=False):

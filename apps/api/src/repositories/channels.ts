@@ -1,5 +1,6 @@
 import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
+import { runTransaction } from '../db/transactions.js';
 import type { JobRow } from './jobs.js';
 import type { ChannelPayloadTable, ChannelTable, ContactIdentityTable, MessageTable } from '../db/schema.js';
 import type { Executor, TenantScope } from './tenant.js';
@@ -51,7 +52,7 @@ export const channelPayloadsRepository = {
    */
   async insertWithJob(db: Executor, payload: ChannelPayloadRow, job: JobRow): Promise<void> {
     if (!dialectOf(db).dataModifyingCtes) {
-      await db.transaction().execute(async (trx) => {
+      await runTransaction(db, async (trx) => {
         await trx.insertInto('channel_payloads').values(payload).execute();
         await trx.insertInto('jobs').values(job).execute();
       });

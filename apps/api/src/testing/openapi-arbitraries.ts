@@ -1,3 +1,4 @@
+import { REQUEST_TEXT_PATTERN } from '@convo/core';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
@@ -103,20 +104,27 @@ export function integerIn(min: number, max: number): fc.Arbitrary<number> {
   );
 }
 
-/** A string of min..max code points: ASCII, any code point (NUL and astral included), or at a bound. */
-export function textOf(min: number, max: number): fc.Arbitrary<string> {
+/** Whether a string is one the document's REQUEST_TEXT_PATTERN allows: valid Unicode without U+0000. */
+const REQUEST_TEXT = new RegExp(REQUEST_TEXT_PATTERN, 'u');
+export const isRequestText = (s: string) => REQUEST_TEXT.test(s);
+
+/** Characters that break things: controls, direction and byte-order marks, a pair, quotes, template marks. */
+const ODD_UNITS = ['a', ' ', '\n', '\t', '\u202e', '\ufeff', '\ud83d\ude00', 'é', '"', '\\', '%', '{{'];
+/** What no request string may hold (400 `pattern`): U+0000 and lone surrogates of both halves. */
+export const REFUSED_UNITS = ['\u0000', '\ud800', '\udbff', '\udc00', '\udfff'];
+
+/**
+ * A string of min..max code points: ASCII, any code point, odd characters, or at a bound. With
+ * `refused`, U+0000 and lone surrogates too (a lone surrogate counts as one code point); without,
+ * only text REQUEST_TEXT_PATTERN allows.
+ */
+export function textOf(min: number, max: number, refused = true): fc.Arbitrary<string> {
   const cap = Math.min(max, Math.max(min, 40));
+  const units = refused ? [...ODD_UNITS, ...REFUSED_UNITS] : ODD_UNITS;
   return weighted<string>(
     [6, fc.string({ unit: 'grapheme-ascii', minLength: min, maxLength: cap })],
-    [3, fc.string({ unit: 'binary', minLength: min, maxLength: cap })],
-    [
-      1,
-      fc.string({
-        unit: fc.constantFrom('a', ' ', '\u0000', '\n', '\t', '\u202e', '\ufeff', '\ud83d\ude00', 'é', '"', '\\', '%', '{{'),
-        minLength: min,
-        maxLength: cap,
-      }),
-    ],
+    [3, fc.string({ unit: 'binary', minLength: min, maxLength: cap }).filter((s) => refused || isRequestText(s))],
+    [1, fc.string({ unit: fc.constantFrom(...units), minLength: min, maxLength: cap })],
     [1, fc.tuple(fc.constantFrom(min, max), fc.constantFrom('a', 'é', '😀', '字', ' ')).map(([n, c]) => (n === 0 ? '' : `b${c.repeat(n - 1)}`))],
   ).filter((s) => codePoints(s) >= min && codePoints(s) <= max);
 }
@@ -238,6 +246,8 @@ function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | u
         case 'date-time':
           return dateTime;
       }
+      // A string with no syntax of its own: any text the server keeps as sent.
+      if (schema.pattern === REQUEST_TEXT_PATTERN) return textOf(min, max, false);
       if (typeof schema.pattern === 'string') return fc.stringMatching(new RegExp(schema.pattern), { maxLength: max }).filter(fits);
       return textOf(min, max);
     }

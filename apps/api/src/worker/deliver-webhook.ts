@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.js';
+import { runTransaction } from '../db/transactions.js';
 import { now } from '../ids.js';
 import type { StoredEvent } from '../repositories/events.js';
 import { TenantScope } from '../repositories/tenant.js';
@@ -195,7 +196,7 @@ async function record(
 
 /** Appends the attempt and decides what comes next, in one transaction with the delivery locked. */
 async function recordLocked(deps: DeliveryDeps, scope: TenantScope, deliveryId: string, attempt: StoredDeliveryAttempt): Promise<JobOutcome> {
-  return deps.database.db.transaction().execute(async (trx) => {
+  return runTransaction(deps.database.db, async (trx) => {
     const txScope = scope.with(trx);
     const current = await webhookDeliveriesRepository.findByIdForUpdate(txScope, deliveryId);
     if (!current) return;

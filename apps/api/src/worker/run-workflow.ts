@@ -1,5 +1,6 @@
 import { SendMessageBody, type WorkflowRun, type WorkflowStep } from '@convo/core';
 import type { DatabaseHandle } from '../db/database.js';
+import { runTransaction } from '../db/transactions.js';
 import { apiKeysRepository } from '../repositories/accounts.js';
 import { eventsRepository } from '../repositories/events.js';
 import { ApiError } from '../errors.js';
@@ -84,7 +85,7 @@ export async function runWorkflow(deps: { database: DatabaseHandle; settings: Se
 /** Takes the run one step further. */
 async function advance(ctx: ServiceContext, runId: string): Promise<Progress> {
   try {
-    return await ctx.database.db.transaction().execute(async (trx) => {
+    return await runTransaction(ctx.database.db, async (trx) => {
       const scope = new TenantScope(trx, ctx.accountId);
       // Lock order as in contactsService.delete (contact, then its runs), so the two never deadlock.
       const seen = await workflowRunsRepository.findById(scope, runId);
@@ -221,7 +222,7 @@ export const WORKFLOW_USER_AGENT = 'Convo-Workflows/1';
  */
 async function recordAnswer(ctx: ServiceContext, runId: string, index: number, response: WebhookResponse): Promise<void> {
   try {
-    await ctx.database.db.transaction().execute(async (trx) => {
+    await runTransaction(ctx.database.db, async (trx) => {
       const scope = new TenantScope(trx, ctx.accountId);
       const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);
       if (!run || isFinished(run) || run.current_step !== index) return;
@@ -280,7 +281,7 @@ async function performStep(
 
 /** Marks the step failed, the steps after it skipped and the run failed, unless it moved on meanwhile. */
 async function failRun(ctx: ServiceContext, runId: string, failure: StepFailure): Promise<void> {
-  await ctx.database.db.transaction().execute(async (trx) => {
+  await runTransaction(ctx.database.db, async (trx) => {
     const scope = new TenantScope(trx, ctx.accountId);
     const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);
     if (!run || isFinished(run) || run.current_step !== failure.index) return;

@@ -1,6 +1,7 @@
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { type GraphError, sendToPlatform } from '../channels/graph-api.js';
 import type { DatabaseHandle } from '../db/database.js';
+import { runTransaction } from '../db/transactions.js';
 import { now } from '../ids.js';
 import { type ChannelRow, channelsRepository, contactIdentitiesRepository } from '../repositories/channels.js';
 import { conversationsRepository } from '../repositories/conversations.js';
@@ -72,9 +73,9 @@ export async function sendMessage(deps: SendDeps, job: JobContext<'send_message'
   return fail(deps, scope, message.id, errorOf(result));
 }
 
-/** The change and its `message.updated` event commit together, so that no reader sees one without the other. */
+/** The change and its `message.updated` event commit together, so that no reader sees one without the other (retried on a deadlock). */
 const inTransaction = <T>(deps: SendDeps, scope: TenantScope, work: (tx: TenantScope) => Promise<T>): Promise<T> =>
-  deps.database.db.transaction().execute((trx) => work(scope.with(trx)));
+  runTransaction(deps.database.db, (trx) => work(scope.with(trx)));
 
 /**
  * The message, its channel and the recipient's platform id; undefined when there is nothing to do,

@@ -1545,7 +1545,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1667,7 +1667,7 @@ export interface operations {
                     "application/json": components["schemas"]["Conversation"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1792,7 +1792,7 @@ export interface operations {
                     "application/json": components["schemas"]["Conversation"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1922,7 +1922,7 @@ export interface operations {
                     "application/json": components["schemas"]["Conversation"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2061,7 +2061,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessageList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2197,7 +2197,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2323,7 +2323,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2466,7 +2466,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContactList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2590,7 +2590,7 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2705,7 +2705,7 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2808,7 +2808,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2941,7 +2941,7 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3080,7 +3080,7 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3209,7 +3209,7 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3331,7 +3331,7 @@ export interface operations {
                     "application/json": components["schemas"]["TagList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3421,7 +3421,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3541,7 +3541,7 @@ export interface operations {
                     "application/json": components["schemas"]["Tag"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3679,7 +3679,7 @@ export interface operations {
                     "application/json": components["schemas"]["OrderList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3808,7 +3808,7 @@ export interface operations {
                     "application/json": components["schemas"]["Order"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3933,7 +3933,7 @@ export interface operations {
                     "application/json": components["schemas"]["Order"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4067,7 +4067,7 @@ export interface operations {
                     "application/json": components["schemas"]["Order"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4207,7 +4207,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4338,7 +4338,7 @@ export interface operations {
                     "application/json": components["schemas"]["Workflow"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4454,7 +4454,7 @@ export interface operations {
                     "application/json": components["schemas"]["Workflow"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4557,7 +4557,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4691,7 +4691,7 @@ export interface operations {
                     "application/json": components["schemas"]["Workflow"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4831,7 +4831,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowRun"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4974,7 +4974,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowRunList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5104,7 +5104,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowRun"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5236,7 +5236,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowRun"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5322,9 +5322,9 @@ export interface operations {
                 /** @description Zero-based position of the first record. */
                 offset?: number;
                 type?: components["schemas"]["EventType"];
-                /** @description An event id: list the events recorded before it (the next page, newest first). */
+                /** @description An event id: list the events recorded before it (the next page, newest first). `total` then counts the events before it, and `offset` counts from it. */
                 starting_after?: string;
-                /** @description An event id: list the events recorded after it, the `limit` oldest of them (newest first, as always). To catch up, pass the newest event id you have, then the first id of each page, until `has_more` is false. With `starting_after` too: the events between the two, paged from `starting_after`. */
+                /** @description An event id: list the events recorded after it, the `limit` oldest of them (newest first, as always). To catch up, pass the newest event id you have, then the first id of each page, until `has_more` is false. With `starting_after` too: the events between the two, paged from `starting_after`. `total` counts the events after it (between the two), so `has_more` is `offset + data.length < total` here too. */
                 ending_before?: string;
             };
             header?: {
@@ -5382,7 +5382,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5511,7 +5511,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5628,7 +5628,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhookEndpoint"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5733,7 +5733,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5836,7 +5836,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5959,7 +5959,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6097,7 +6097,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6224,7 +6224,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6350,7 +6350,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6476,7 +6476,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryReplay"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6611,7 +6611,7 @@ export interface operations {
                     "application/json": components["schemas"]["ChannelList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6733,7 +6733,7 @@ export interface operations {
                     "application/json": components["schemas"]["Channel"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6856,7 +6856,7 @@ export interface operations {
                     "application/json": components["schemas"]["Channel"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6959,7 +6959,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7087,7 +7087,7 @@ export interface operations {
                     "application/json": components["schemas"]["Channel"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7226,7 +7226,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix. */
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
