@@ -75,6 +75,18 @@ describeEachDialect('the edge refuses what no route can mean', (server) => {
     expect(res.headers.get('x-request-id')).toMatch(/^req_/);
   });
 
+  it('a tRPC route called with a method tRPC cannot serve (TRACE) is 400 method inside the envelope, not a 500', async () => {
+    for (const [path, headers] of [
+      ['/trpc/contacts.create', bearer(server().keys.full)],
+      ['/console/trpc/contacts.create', {}],
+    ] as const) {
+      const res = await rawRequest(origin(), 'TRACE', path, headers);
+      expect(res.status, `${path}: ${res.text}`).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expectExactError({ ...res, body: res.body.error.data.body }, 400, 'bad_request', { field: 'method', constraint: 'enum' });
+    }
+  });
+
   it('a tRPC call without a JSON Content-Type is 400 content_type inside the envelope, not a 500', async () => {
     for (const [path, key] of [
       ['/trpc/contacts.create', server().keys.full],

@@ -78,10 +78,18 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
     // routeOptions is built anew at each read: read once.
     const { config } = request.routeOptions;
     if (!config.public && isApiCall(request.url)) await admitCall(request, reply, config.operationId);
+    // tRPC serves queries by GET and mutations by POST; its adapter cannot even represent another
+    // method such as TRACE (a web Request refuses it), so another is refused here.
+    if (TRPC_URL.test(request.url) && !TRPC_METHODS.has(request.method)) {
+      throw ApiError.badRequest('method', 'enum', 'Queries are called with GET, mutations with POST');
+    }
     // An unknown path stays a 404, whatever it holds.
     if (!request.is404) refuseUnreadableParams(request);
   };
 }
+
+const TRPC_URL = /^\/(console\/)?trpc(\/|\?|$)/;
+const TRPC_METHODS = new Set(['GET', 'HEAD', 'POST']);
 
 const paramsOf = (request: FastifyRequest): [string, unknown][] => Object.entries((request.params as Record<string, unknown> | undefined) ?? {});
 

@@ -38,6 +38,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** `METHOD /path` of every route registered under /v1 (for the OpenAPI drift check). */
     apiRoutes: string[];
+    /** Every route the server mounts, as registered (the surface fuzz covers each one). */
+    routeTable: { method: string; url: string }[];
   }
 }
 
@@ -122,10 +124,14 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     clientErrorHandler: answerClientError,
   });
   app.decorate('apiRoutes', [] as string[]);
+  app.decorate('routeTable', [] as { method: string; url: string }[]);
   app.decorateRequest('principal', null);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const method of methods) if (route.url.startsWith('/v1/') && method !== 'HEAD') app.apiRoutes.push(`${method} ${route.url}`);
+    for (const method of methods) {
+      app.routeTable.push({ method, url: route.url });
+      if (route.url.startsWith('/v1/') && method !== 'HEAD') app.apiRoutes.push(`${method} ${route.url}`);
+    }
   });
   app.setValidatorCompiler(
     ({ schema }) =>

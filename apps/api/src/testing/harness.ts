@@ -50,6 +50,8 @@ export interface TestServer {
   /** The database's URL, for a second connection to it (another process's view). */
   databaseUrl: string;
   settings: Settings;
+  /** Every route the server mounted (its onRoute table), so that a new route is tested without being listed. */
+  routes: readonly { method: string; url: string }[];
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   /** Starts a background worker on this server's database (stopped by close()). */
   startWorker(options?: { pollIntervalMs?: number; leaseMs?: number }): Promise<Worker>;
@@ -108,6 +110,7 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
     otherAccountId: b.id,
     database,
     settings,
+    routes: app.routeTable,
     async startWorker(options = {}) {
       const worker = new Worker({ database, handlers: jobHandlers({ database, settings }), pollIntervalMs: 50, ...options });
       await worker.start();
