@@ -3,7 +3,8 @@ import { findPgBouncer } from './src/resilience/pgbouncer.js';
 
 /**
  * The resilience suite: real `convo-server` processes, a redis-server and a throwaway Postgres
- * cluster of its own, killed and restarted under load; then the HTTP suite on Postgres reached
+ * cluster of its own, killed and restarted under load (the fleet drill behind HAProxy among them,
+ * which skips or fails without haproxy as below for pgbouncer); then the HTTP suite on Postgres reached
  * through a PgBouncer pooling per transaction. Run with `pnpm test:resilience`, one of them with
  * `--project resilience` or `--project pgbouncer`.
  */

@@ -4,7 +4,7 @@ import { type AddressInfo, createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
-import { BIN } from '../testing/built-bin.js';
+import { API_DIR, BIN } from '../testing/built-bin.js';
 
 /**
  * Real processes for the resilience suite: `convo-server serve`, redis-server and a throwaway
@@ -126,6 +126,14 @@ export async function stopAll(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // convo-server serve
 
+/**
+ * The node flags of the command's shebang (apps/api/bin/convo-server.js), which the README's
+ * production lines pass too: the processes here run with the memory settings of production.
+ */
+export const NODE_FLAGS: readonly string[] = (readFileSync(join(API_DIR, 'bin', 'convo-server.js'), 'utf8').split('\n')[0] as string)
+  .split(/\s+/)
+  .filter((arg) => arg.startsWith('--'));
+
 export interface ServerProcess {
   child: ChildProcess;
   port: number;
@@ -138,11 +146,11 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
-/** Starts `convo-server serve` on a free port and waits until GET /healthz answers 200. */
-export async function startServer(env: Record<string, string | undefined>, name = 'server'): Promise<ServerProcess> {
-  const port = await freePort();
+/** Starts `convo-server serve` on `port` (a free one by default) and waits until GET /healthz answers 200. */
+export async function startServer(env: Record<string, string | undefined>, name = 'server', givenPort?: number): Promise<ServerProcess> {
+  const port = givenPort ?? (await freePort());
   const child = track(
-    spawn(process.execPath, [BIN, 'serve'], {
+    spawn(process.execPath, [...NODE_FLAGS, BIN, 'serve'], {
       env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', CONVO_WORKER: 'false', HOST: '127.0.0.1', ...env, PORT: String(port) },
       stdio: ['ignore', 'ignore', 'pipe'],
     }),
@@ -180,6 +188,105 @@ export async function startServer(env: Record<string, string | undefined>, name 
     50,
   );
   return server;
+}
+
+// ---------------------------------------------------------------------------------------------
+// convo-server worker, and the other commands
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  stderr(): string;
+  exited: Promise<number | string>;
+  running(): boolean;
+  kill(signal?: NodeJS.Signals): Promise<number | string>;
+}
+
+/** Starts `convo-server worker` and waits until it says it runs. */
+export async function startWorkerProcess(env: Record<string, string | undefined>, name = 'worker'): Promise<WorkerProcess> {
+  const child = track(
+    spawn(process.execPath, [...NODE_FLAGS, BIN, 'worker'], {
+      env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    }),
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk) => {
+    stderr += String(chunk);
+    debug(name, chunk);
+  });
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  const worker: WorkerProcess = {
+    child,
+    stderr: () => stderr,
+    exited,
+    running: () => child.exitCode === null && child.signalCode === null,
+    async kill(signal = 'SIGKILL') {
+      if (worker.running()) child.kill(signal);
+      return exited;
+    },
+  };
+  await waitFor(
+    async () => {
+      if (!worker.running()) throw new Error(`convo-server worker exited (${await exited}) before it ran:\n${stderr}`);
+      return stderr.includes('Convo worker');
+    },
+    `${name} to run`,
+    20_000,
+  );
+  return worker;
+}
+
+/** Runs a `convo-server` command to its end; its stdout, or an error with its stderr. */
+export async function convoServer(env: Record<string, string | undefined>, ...args: string[]): Promise<string> {
+  try {
+    const { stdout } = await run(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env }, timeout: 30_000 });
+    return stdout;
+  } catch (error) {
+    throw new Error(`convo-server ${args.join(' ')} failed: ${String(error)}\n${(error as { stderr?: string }).stderr ?? ''}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HAProxy
+
+/** Debian installs it in /usr/sbin, which is not on every PATH. */
+export const findHaproxy = (): string | undefined => findBinary('haproxy') ?? (existsSync('/usr/sbin/haproxy') ? '/usr/sbin/haproxy' : undefined);
+
+/** Starts `haproxy -f config` in the foreground (the config reads its addresses from `env`); resolves once `probeUrl` answers. */
+export async function startHaproxy(config: string, env: Record<string, string>, probeUrl: string): Promise<{ kill(): Promise<void> }> {
+  const child = track(
+    spawn(findHaproxy() ?? 'haproxy', ['-db', '-f', config], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
+  let output = '';
+  for (const stream of [child.stdout, child.stderr]) {
+    stream?.on('data', (chunk) => {
+      output += String(chunk);
+      debug('haproxy', chunk);
+    });
+  }
+  await waitFor(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`haproxy exited with ${child.exitCode}:\n${output}`);
+      try {
+        return (await fetch(probeUrl, { signal: AbortSignal.timeout(1_000) })).status === 200;
+      } catch {
+        return false;
+      }
+    },
+    'haproxy to forward requests',
+    10_000,
+  );
+  return {
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,342 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Agent, type IncomingHttpHeaders, type Server, createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DatabaseHandle, openDatabase } from '../db/database.js';
+import { RateLimits } from '../edge/rate-limits.js';
+import { API_DIR, ensureBuilt } from '../testing/built-bin.js';
+import {
+  type Answer,
+  type PostgresCluster,
+  type RedisProcess,
+  type ServerProcess,
+  type WorkerProcess,
+  binariesAvailable,
+  convoServer,
+  describeAnswer,
+  findHaproxy,
+  freePort,
+  postgresClusterAvailable,
+  send,
+  startHaproxy,
+  startPostgresCluster,
+  startRedis,
+  startServer,
+  startWorkerProcess,
+  stopAll,
+  waitFor,
+} from './processes.js';
+
+/**
+ * The fleet drill (CONTRACT.md, Operations): three API processes and two workers on a Postgres and
+ * a Redis of their own, behind HAProxy configured as README.md shows (./haproxy.cfg), all run as
+ * in production (NODE_ENV=production, migrated by `convo-server migrate` alone). Under load, one
+ * API process is drained by SIGTERM and one worker is killed with SIGKILL; then the shared rate
+ * limit, key revocation and every acknowledged write are checked on every instance.
+ */
+
+const HAPROXY_CONFIG = join(API_DIR, 'src', 'resilience', 'haproxy.cfg');
+/** Long enough for HAProxy's two failed checks a second apart (haproxy.cfg), short for the drill. */
+const DRAIN_SECONDS = 4;
+/** The workers' default lease (env.ts): a dead worker's jobs are taken within it. */
+const LEASE_MS = 15_000;
+/** The limited account's requests per minute. */
+const L = 24;
+const LANES = 4;
+const REDIS_PREFIX = 'fleet:';
+
+function haproxyAvailable(): boolean {
+  if (findHaproxy()) return true;
+  const message = 'the fleet drill needs haproxy (Debian: apt-get install haproxy), not found on PATH or in /usr/sbin';
+  if (process.env.CI === 'true') throw new Error(`${message} (required under CI=true)`);
+  console.warn(`${message}; it is skipped`);
+  return false;
+}
+
+const AVAILABLE = postgresClusterAvailable('the fleet drill') && binariesAvailable(['redis-server'], 'the fleet drill') && haproxyAvailable();
+
+/**
+ * One GET through node:http, which shows the Connection header that fetch keeps to itself, on a
+ * keep-alive connection: a `Connection: close` in the answer is the server's choice.
+ */
+function rawGet(origin: string, path: string, key?: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: any }> {
+  const agent = new Agent({ keepAlive: true });
+  return new Promise<{ status: number; headers: IncomingHttpHeaders; body: any }>((resolve, reject) => {
+    const req = httpRequest(`${origin}${path}`, { headers: key ? { authorization: `Bearer ${key}` } : {}, agent }, (res) => {
+      let text = '';
+      res.on('data', (chunk) => {
+        text += String(chunk);
+      });
+      res.on('end', () => resolve({ status: res.statusCode as number, headers: res.headers, body: text ? JSON.parse(text) : undefined }));
+    });
+    req.once('error', reject);
+    req.setTimeout(5_000, () => req.destroy(new Error('timed out')));
+    req.end();
+  }).finally(() => agent.destroy());
+}
+
+/**
+ * A webhook receiver on loopback that answers 200 after HOLD_MS, so that deliveries are in flight
+ * when a worker dies. A delivery counts once its 200 went out to a sender still there (one killed
+ * meanwhile has closed the connection): the times of each event's counted deliveries, by event id.
+ */
+const HOLD_MS = 150;
+async function startReceiver() {
+  const deliveries = new Map<string, number[]>();
+  /** Events of the deliveries being held now, and of those whose sender went away meanwhile. */
+  const holding = new Set<string>();
+  const abandoned = new Set<string>();
+  const server: Server = createServer((request, response) => {
+    request.resume();
+    request.once('end', () => {
+      const id = request.headers['webhook-id'] as string;
+      holding.add(id);
+      setTimeout(() => {
+        holding.delete(id);
+        if (request.socket.destroyed) {
+          abandoned.add(id);
+          return;
+        }
+        response.writeHead(200).end('ok', () => {
+          const times = deliveries.get(id) ?? [];
+          times.push(Date.now());
+          deliveries.set(id, times);
+        });
+      }, HOLD_MS);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    deliveries,
+    holding,
+    abandoned,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behind HAProxy', () => {
+  let cluster: PostgresCluster;
+  let redis: RedisProcess;
+  let database: DatabaseHandle;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let lb = '';
+  let apiEnv: Record<string, string> = {};
+  let common: Record<string, string> = {};
+  const apis: ServerProcess[] = [];
+  const workers: WorkerProcess[] = [];
+  let accountId = '';
+  let key = '';
+  let limited = { id: '', key: '' };
+
+  /** Every POST /v1/contacts the load sent that was acknowledged. */
+  const acknowledged: { id: string; phone: string }[] = [];
+  /** When the first worker was killed, and the jobs it held then. */
+  let killedAt = 0;
+  let orphans: { id: string; locked_until: string | null }[] = [];
+  let victimId = '';
+
+  const json = (stdout: string) => JSON.parse(stdout) as Record<string, any>;
+
+  beforeAll(async () => {
+    ensureBuilt();
+    [cluster, redis, receiver] = await Promise.all([startPostgresCluster(), startRedis(), startReceiver()]);
+    const databaseUrl = cluster.url('postgres');
+    common = {
+      DATABASE_URL: databaseUrl,
+      NODE_ENV: 'production',
+      CONVO_SECRET_KEY: randomBytes(32).toString('hex'),
+      CONVO_ALLOW_PRIVATE_WEBHOOKS: 'true',
+      REDIS_URL: redis.url,
+      CONVO_REDIS_PREFIX: REDIS_PREFIX,
+    };
+    // In production only `migrate` migrates: serve and worker never do.
+    await convoServer(common, 'migrate');
+    const keyOf = async (account: string, type: string) =>
+      json(await convoServer(common, 'keys', 'create', '--account', account, '--type', type, '--json')).key;
+    await Promise.all([
+      (async () => {
+        accountId = json(await convoServer(common, 'accounts', 'create', '--name', 'Fleet', '--plan', 'enterprise', '--rpm', '1000000', '--json')).id;
+        [key] = await Promise.all([keyOf(accountId, 'full_access'), keyOf(accountId, 'webhook')]);
+      })(),
+      (async () => {
+        const id = json(await convoServer(common, 'accounts', 'create', '--name', 'Limited', '--plan', 'enterprise', '--rpm', String(L), '--json')).id;
+        limited = { id, key: await keyOf(id, 'full_access') };
+      })(),
+    ]);
+
+    const lbPort = await freePort();
+    lb = `http://127.0.0.1:${lbPort}`;
+    apiEnv = { ...common, CONVO_WORKER: 'false', CONVO_DRAIN_SECONDS: String(DRAIN_SECONDS), CONVO_PUBLIC_URL: lb };
+    apis.push(...(await Promise.all([1, 2, 3].map((n) => startServer(apiEnv, `api-${n}`)))));
+    workers.push(...(await Promise.all([1, 2].map((n) => startWorkerProcess(common, `worker-${n}`)))));
+    await startHaproxy(
+      HAPROXY_CONFIG,
+      {
+        CONVO_LB_ADDRESS: `127.0.0.1:${lbPort}`,
+        CONVO_API_1: `127.0.0.1:${apis[0]?.port}`,
+        CONVO_API_2: `127.0.0.1:${apis[1]?.port}`,
+        CONVO_API_3: `127.0.0.1:${apis[2]?.port}`,
+      },
+      `${lb}/healthz`,
+    );
+    database = openDatabase(databaseUrl);
+    const endpoint = await send(lb, 'POST', '/v1/webhook_endpoints', { key, body: { url: receiver.url, events: ['contact.created'] } });
+    expect(endpoint.status, describeAnswer(endpoint)).toBe(201);
+  }, 90_000);
+
+  afterAll(async () => {
+    await database?.destroy();
+    await stopAll();
+    await receiver?.close();
+  });
+
+  it('shows in README.md the HAProxy configuration it runs', () => {
+    const readme = readFileSync(join(API_DIR, '..', '..', 'README.md'), 'utf8');
+    expect(readme).toContain(readFileSync(HAPROXY_CONFIG, 'utf8').trim());
+  });
+
+  it('loses no client request to a SIGTERM of an API process under load, which drains and exits 0', async () => {
+    const failures: Answer[] = [];
+    let stop = false;
+    let phones = 0;
+    // Bounded loops: each writes a contact and reads it back (through another instance, likely).
+    const lane = async () => {
+      for (let i = 0; i < 5_000 && !stop; i++) {
+        const phone = `+1415${String(2_000_000 + phones++).padStart(7, '0')}`;
+        const written = await send(lb, 'POST', '/v1/contacts', { key, body: { phone } });
+        if (written.status !== 201) {
+          failures.push(written);
+          continue;
+        }
+        acknowledged.push({ id: written.body.id, phone });
+        const read = await send(lb, 'GET', `/v1/contacts/${written.body.id}`, { key });
+        if (read.status !== 200 || read.body?.phone !== phone) failures.push(read);
+      }
+    };
+    const lanes = Array.from({ length: LANES }, lane);
+    try {
+      await waitFor(() => acknowledged.length >= 100, '100 acknowledged writes', 30_000);
+
+      // A worker holding deliveries in flight dies without a word.
+      const victim = workers[0] as WorkerProcess;
+      victimId = /Convo worker (\S+) running/.exec(victim.stderr())?.[1] as string;
+      // Killed while the receiver holds a delivery it is making: one it cannot have recorded.
+      await waitFor(
+        async () => {
+          const held = await database.db.selectFrom('jobs').select('payload').where('locked_by', '=', victimId).where('kind', '=', 'deliver_webhook').execute();
+          const ids = held.map((job) => (JSON.parse(job.payload) as { deliveryId: string }).deliveryId);
+          if (ids.length === 0) return false;
+          const sending = await database.db.selectFrom('webhook_deliveries').select('event_id').where('id', 'in', ids).execute();
+          return sending.some((delivery) => receiver.holding.has(delivery.event_id));
+        },
+        'the first worker to be making a delivery',
+        15_000,
+        5,
+      );
+      killedAt = Date.now();
+      expect(await victim.kill('SIGKILL')).toBe('SIGKILL');
+      // What it died holding: nobody else may run these until their lease runs out.
+      orphans = await database.db.selectFrom('jobs').select(['id', 'locked_until']).where('locked_by', '=', victimId).execute();
+
+      const drained = apis[0] as ServerProcess;
+      const signalledAt = Date.now();
+      drained.child.kill('SIGTERM');
+      // Out of the balancer's rotation at once, and still serving, closing each connection it answers.
+      await waitFor(async () => (await rawGet(drained.origin, '/readyz')).status === 503, '/readyz to answer 503', 1_000, 10);
+      const during = await rawGet(drained.origin, '/v1/contacts?limit=1', key);
+      expect(during.status).toBe(200);
+      expect(during.headers.connection).toBe('close');
+      expect(await drained.exited).toBe(0);
+      expect(Date.now() - signalledAt).toBeGreaterThanOrEqual(DRAIN_SECONDS * 1000);
+      expect(drained.stderr()).toContain(`draining for ${DRAIN_SECONDS} s`);
+
+      // The load goes on a little after it left, then a rolling restart brings it back on its port.
+      const after = acknowledged.length;
+      await waitFor(() => acknowledged.length >= after + 100, '100 more acknowledged writes', 30_000);
+    } finally {
+      stop = true;
+      await Promise.all(lanes);
+    }
+    expect(failures.map(describeAnswer)).toEqual([]);
+    apis[0] = await startServer(apiEnv, 'api-1-again', (apis[0] as ServerProcess).port);
+  });
+
+  it(`delivers every event although a worker was killed holding deliveries, within the ${LEASE_MS / 1000} s lease`, async () => {
+    expect(orphans.length).toBeGreaterThan(0);
+    expect(receiver.abandoned.size).toBeGreaterThan(0);
+    // Renewed every third of it while the worker lived: no lease outlasted it by more than one lease.
+    for (const job of orphans) expect(Date.parse(job.locked_until as string)).toBeLessThanOrEqual(killedAt + LEASE_MS);
+    const events = await database.db.selectFrom('events').select(['id', 'created_at']).where('type', '=', 'contact.created').execute();
+    expect(events.length).toBe(acknowledged.length);
+    const deadline = killedAt + LEASE_MS + 5_000;
+    await waitFor(
+      async () =>
+        events.every((event) => receiver.deliveries.has(event.id)) &&
+        (await database.db.selectFrom('jobs').select('id').where('locked_by', '=', victimId).execute()).length === 0,
+      "every event to be delivered, and the dead worker's jobs to be taken",
+      Math.max(1, deadline - Date.now()),
+      100,
+    );
+    let duplicates = 0;
+    for (const event of events) duplicates += (receiver.deliveries.get(event.id) as number[]).length - 1;
+    // The deliveries the dead worker was making went again once its lease ran out, within it.
+    const retaken = [...receiver.abandoned].map((id) => (receiver.deliveries.get(id)?.[0] as number) - killedAt);
+    for (const ms of retaken) expect(ms).toBeLessThanOrEqual(LEASE_MS + 3_000);
+    // At least once is the promise: a delivery a dead worker had made but not recorded goes again.
+    console.info(
+      `fleet drill: ${events.length} events delivered, ${duplicates} of them twice or more; the killed worker held ${orphans.length} jobs, ` +
+        `${receiver.abandoned.size} deliveries in flight, made again ${retaken.join(', ')} ms after the kill`,
+    );
+  });
+
+  it('serves exactly L of 2L requests spread over the 3 instances (one count in Redis, under its prefix)', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 2 * L }, (_, i) => send((apis[i % 3] as ServerProcess).origin, 'GET', '/v1/contacts?limit=1', { key: limited.key })),
+    );
+    for (const answer of answers) expect([200, 429], describeAnswer(answer)).toContain(answer.status);
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(L);
+    expect(answers.filter((a) => a.status === 429)).toHaveLength(L);
+    for (const answer of answers.filter((a) => a.status === 429)) expect(answer.body?.error?.code).toBe('rate_limited');
+    for (const server of [0, 1, 2]) expect(answers.some((a, i) => i % 3 === server && a.status === 200)).toBe(true);
+
+    // Another deployment on the same Redis, under another prefix, counts the same account apart.
+    const admin = new Redis(redis.url);
+    const elsewhere = RateLimits.create({ database, redisUrl: redis.url, redisPrefix: 'elsewhere:' });
+    try {
+      for (let i = 0; i < L; i++) await elsewhere.consume(limited.id, L);
+      await expect(elsewhere.consume(limited.id, L)).rejects.toMatchObject({ code: 'rate_limited' });
+      expect((await admin.keys(`*${limited.id}*`)).sort()).toEqual([`elsewhere:rpm${L}:${limited.id}`, `${REDIS_PREFIX}rpm${L}:${limited.id}`]);
+      expect((await admin.keys('*')).filter((k) => !k.startsWith(REDIS_PREFIX) && !k.startsWith('elsewhere:'))).toEqual([]);
+    } finally {
+      await elsewhere.close();
+      admin.disconnect();
+    }
+  });
+
+  it('refuses a revoked key on the very next request to each instance', async () => {
+    const fresh = json(await convoServer(common, 'keys', 'create', '--account', accountId, '--type', 'read_only', '--json'));
+    for (const api of apis) expect((await send(api.origin, 'GET', '/v1/contacts?limit=1', { key: fresh.key })).status).toBe(200);
+    await convoServer(common, 'keys', 'revoke', fresh.id);
+    for (const api of apis) {
+      const answer = await send(api.origin, 'GET', '/v1/contacts?limit=1', { key: fresh.key });
+      expect(answer.status, describeAnswer(answer)).toBe(401);
+      expect(answer.body?.error?.code).toBe('unauthorized');
+    }
+  });
+
+  it('reads back every acknowledged write', async () => {
+    const missing: string[] = [];
+    for (let i = 0; i < acknowledged.length; i += 25) {
+      const batch = acknowledged.slice(i, i + 25);
+      const answers = await Promise.all(batch.map((contact) => send(lb, 'GET', `/v1/contacts/${contact.id}`, { key })));
+      for (const [j, answer] of answers.entries()) if (answer.status !== 200 || answer.body?.phone !== batch[j]?.phone) missing.push(describeAnswer(answer));
+    }
+    expect(missing).toEqual([]);
+    const list = await send(lb, 'GET', '/v1/contacts?limit=1', { key });
+    expect(list.body?.total).toBe(acknowledged.length);
+  });
+});
