@@ -146,6 +146,24 @@ describeEachDialect('concurrent writes', (server) => {
     }
   });
 
+  it('gives every duplicate of an idempotent order the one answer, 201 or the 404 of a contact deleted meanwhile', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const contact = await createContact();
+      const key = `race-${round}-${contact.id}`;
+      const order = () =>
+        server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'USD', items }, headers: { 'Idempotency-Key': key } });
+      const [deleted, ...answers] = await Promise.all([server().request('DELETE', `/contacts/${contact.id}`), order(), order(), order()]);
+      expect(deleted?.status, deleted?.text).toBe(204);
+      const first = answers[0] as TestResponse;
+      if (first.status === 404) expectContactGone(first, contact.id);
+      else expect(first.status, first.text).toBe(201);
+      for (const answer of answers) expect({ status: answer.status, body: answer.body }).toEqual({ status: first.status, body: first.body });
+      // Replayed later, whatever happened since.
+      const replay = await order();
+      expect({ status: replay.status, body: replay.body }).toEqual({ status: first.status, body: first.body });
+    }
+  });
+
   it('runs a transaction again when it deadlocks', async (context) => {
     if (server().dialect !== 'postgres') context.skip();
     const [a, b] = [await createContact(), await createContact()];
@@ -222,9 +240,16 @@ describeEachDialect('concurrent writes', (server) => {
     it('answers no 5xx, only the contract 404 for what is gone, one event per change, and keeps every accepted write', { timeout: 30_000 }, async () => {
       const random = randomFrom(39);
       const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
+      /** The kinds of answer seen (`create order 404`), to check that the races ran at all. */
+      const outcomes = new Set<string>();
       for (let round = 0; round < FUZZ_ROUNDS; round++) {
-        const contacts = await Promise.all(Array.from({ length: 5 }, () => createContact()));
-        const conversations = await Promise.all(contacts.slice(0, 3).map((contact) => createConversation(contact.id)));
+        // The first two contacts may be deleted; the conversations are mostly of the others, so that
+        // their status changes race each other more often than their contact's delete.
+        const contacts = await Promise.all(Array.from({ length: 6 }, () => createContact()));
+        const doomed = contacts.slice(0, 2);
+        const conversations = await Promise.all(
+          [contacts[0], contacts[2], contacts[3], contacts[4]].map((contact) => createConversation((contact as Contact).id)),
+        );
         const endpoints = [await createEndpoint(), await createEndpoint()];
         type Sent = { kind: string; target?: string; body?: Record<string, unknown>; response: Promise<TestResponse> };
         const sent: Sent[] = [];
@@ -235,23 +260,23 @@ describeEachDialect('concurrent writes', (server) => {
           const conversation = pick(conversations);
           const endpoint = pick(endpoints);
           const roll = random();
-          if (roll < 0.08) send('delete contact', 'DELETE', `/contacts/${contact.id}`, undefined, contact.id);
-          else if (roll < 0.3) send('create order', 'POST', '/orders', { contact_id: contact.id, currency: 'USD', items }, contact.id);
-          else if (roll < 0.45)
+          if (roll < 0.05) {
+            const victim = pick(doomed);
+            send('delete contact', 'DELETE', `/contacts/${victim.id}`, undefined, victim.id);
+          } else if (roll < 0.23) send('create order', 'POST', '/orders', { contact_id: contact.id, currency: 'USD', items }, contact.id);
+          else if (roll < 0.35)
             send('create conversation', 'POST', '/conversations', { contact_id: contact.id, platform: pick(['whatsapp', 'facebook'] as const) }, contact.id);
-          else if (roll < 0.75)
-            send(
-              'patch conversation',
-              'PATCH',
-              `/conversations/${conversation.id}`,
-              { status: pick(['active', 'resolved', 'resolved', 'archived'] as const) },
-              conversation.id,
-            );
-          else if (roll < 0.82) send('delete endpoint', 'DELETE', `/webhook_endpoints/${endpoint.id}`, undefined, endpoint.id);
-          else if (roll < 0.87) send('create endpoint', 'POST', '/webhook_endpoints', { url: `http://127.0.0.1:9/fuzz-${round}-${n}`, events: ['*'] });
+          else if (roll < 0.5) send('send message', 'POST', '/messages', { conversation_id: conversation.id, content: `m ${round}-${n}` }, conversation.id);
+          else if (roll < 0.77) {
+            // Archived is final: rarer, so that most PATCHes race transitions that can still happen.
+            const status = pick(['active', 'resolved', 'active', 'resolved', 'resolved', 'active', 'archived'] as const);
+            send('patch conversation', 'PATCH', `/conversations/${conversation.id}`, { status }, conversation.id);
+          } else if (roll < 0.83) send('delete endpoint', 'DELETE', `/webhook_endpoints/${endpoint.id}`, undefined, endpoint.id);
+          else if (roll < 0.88) send('create endpoint', 'POST', '/webhook_endpoints', { url: `http://127.0.0.1:9/fuzz-${round}-${n}`, events: ['*'] });
           else send('create contact', 'POST', '/contacts', { name: `Fuzz ${round}-${n}`, phone: phone() });
         }
         const answers = await Promise.all(sent.map(async (request) => ({ ...request, answer: await request.response })));
+        for (const { kind, answer } of answers) outcomes.add(`${kind} ${answer.status}`);
 
         const deletedContacts = new Set(answers.filter((a) => a.kind === 'delete contact' && a.answer.status === 204).map((a) => a.target));
         for (const { kind, target, body, answer } of answers) {
@@ -259,19 +284,19 @@ describeEachDialect('concurrent writes', (server) => {
           expect(answer.status, what).toBeLessThan(500);
           if (answer.status === 404) {
             if (kind === 'delete endpoint') expectExactError(answer, 404, 'not_found');
-            else if (kind === 'patch conversation') {
+            else if (kind === 'patch conversation' || kind === 'send message') {
               // Its contact's delete took the conversation along.
               expectExactError(answer, 404, 'not_found');
               expect(answer.body.error.message).toBe(`No such conversation: ${target}`);
             } else expectContactGone(answer, target as string);
-            const contactOf = kind === 'patch conversation' ? conversations.find((c) => c.id === target)?.contact.id : target;
+            const contactOf = kind === 'patch conversation' || kind === 'send message' ? conversations.find((c) => c.id === target)?.contact.id : target;
             if (kind !== 'delete endpoint') expect(deletedContacts.has(contactOf), what).toBe(true);
             continue;
           }
           if (answer.status === 400) {
-            // Only a refused transition (archived is final) or the endpoint limit.
+            // Only a refused transition (archived is final, and receives no messages) or the endpoint limit.
             expectExactError(answer, 400, 'bad_request');
-            expect(['patch conversation', 'create endpoint'], what).toContain(kind);
+            expect(['patch conversation', 'send message', 'create endpoint'], what).toContain(kind);
             continue;
           }
           expect(answer.status, what).toBeLessThan(300);
@@ -291,6 +316,11 @@ describeEachDialect('concurrent writes', (server) => {
             const read = await server().request('GET', path);
             const { secret: _secret, ...returned } = answer.body as Record<string, unknown>;
             expect(read.body, what).toEqual(returned);
+          } else if (kind === 'send message') {
+            const read = await server().request('GET', `/messages/${answer.body.id}`);
+            const contactId = conversations.find((c) => c.id === target)?.contact.id;
+            if (read.status === 404) expect(deletedContacts.has(contactId), what).toBe(true);
+            else expect(read.body, what).toEqual(answer.body);
           } else if (kind === 'patch conversation') {
             // Whether it changed the status or found it so, the conversation is now as asked.
             expect(expectBody(answer, 200, Conversation).status, what).toBe(body?.status);
@@ -309,13 +339,29 @@ describeEachDialect('concurrent writes', (server) => {
         for (const conversation of conversations) {
           const last = await expectEventsTellTransitions(server(), conversation.id);
           const read = await server().request('GET', `/conversations/${conversation.id}`);
-          if (read.status === 200) expect(read.body.status).toBe(last);
-          else expect(deletedContacts.has(conversation.contact.id)).toBe(true);
+          if (read.status === 200) {
+            expect(read.body.status).toBe(last);
+            // Its counter counts exactly the messages accepted into it.
+            const accepted = answers.filter((a) => a.kind === 'send message' && a.target === conversation.id && a.answer.status === 201);
+            expect(read.body.message_count, conversation.id).toBe(accepted.length);
+          } else expect(deletedContacts.has(conversation.contact.id)).toBe(true);
         }
         // Endpoints left by the round are removed: an account has at most 16.
         const list = await server().request('GET', '/webhook_endpoints', { query: { limit: 100 } });
         for (const endpoint of list.body.data as WebhookEndpoint[]) await server().request('DELETE', `/webhook_endpoints/${endpoint.id}`);
       }
+      // The races happened: writes for deleted contacts refused, others accepted, status changes made.
+      for (const outcome of [
+        'create order 201',
+        'create order 404',
+        'create conversation 404',
+        'patch conversation 200',
+        'send message 201',
+        'delete endpoint 204',
+      ]) {
+        expect(outcomes, outcome).toContain(outcome);
+      }
+      expect(await eventsOf(server(), ['conversation.resolved'])).not.toHaveLength(0);
     });
   });
 });
