@@ -1,6 +1,7 @@
 import { CONVERSATION_TRANSITIONS, Contact, Conversation, type ConversationStatus, type EventType, Order, WebhookEndpoint } from '@convo/core';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../db/database.js';
 import { lockedForUpdate } from '../db/dialect.js';
 import { ReferenceGone, runTransaction } from '../db/transactions.js';
 import { type TestResponse, type TestServer, describeEachDialect, expectBody, expectExactError } from '../testing/harness.js';
@@ -203,6 +204,30 @@ describeEachDialect('concurrent writes', (server) => {
     };
     expect(await failing(2)).toBe(3);
     await expect(failing(100)).rejects.toMatchObject({ code: '40001' });
+  });
+
+  it('runs a SQLite transaction again when another connection wrote between its read and its write', async (context) => {
+    if (server().dialect !== 'sqlite') context.skip();
+    const contact = await createContact();
+    // Another process's connection to the same file (an operator command, a second server).
+    const elsewhere = openDatabase(server().databaseUrl);
+    try {
+      let runs = 0;
+      await runTransaction(server().database.db, async (trx) => {
+        runs++;
+        await trx.selectFrom('contacts').select('id').where('id', '=', contact.id).execute();
+        if (runs === 1) await elsewhere.db.updateTable('contacts').set({ name: 'Elsewhere' }).where('id', '=', contact.id).execute();
+        // Its snapshot is older than that commit: SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out.
+        await trx.updateTable('contacts').set({ email: 'here@example.com' }).where('id', '=', contact.id).execute();
+      });
+      expect(runs).toBe(2);
+      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact)).toMatchObject({
+        name: 'Elsewhere',
+        email: 'here@example.com',
+      });
+    } finally {
+      await elsewhere.destroy();
+    }
   });
 
   it('answers the contract 404 for a write that references a row deleted before it', async (context) => {
