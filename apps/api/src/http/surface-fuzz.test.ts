@@ -167,7 +167,7 @@ function bodyClasses(kind: Kind): { label: string; body: Buffer; contentType?: s
     { label: 'raw NUL', body: Buffer.concat([json('{"name":"a'), Buffer.from([0]), json('b"}')]) },
     { label: 'lone surrogates', body: wrap('"name":"\\ud800","content":"x\\udfff","phone":"\\udc00\\ud800"') },
     { label: 'huge numbers', body: wrap('"name":1e400,"limit":123456789012345678901234567890,"amount":-1e309,"seconds":1e-400') },
-    { label: 'long strings', body: wrap(`"name":"${'é'.repeat(100_000)}","phone":"${'9'.repeat(50_000)}"`) },
+    { label: 'long strings', body: wrap(`"name":"${'é'.repeat(20_000)}","phone":"${'9'.repeat(10_000)}"`) },
     { label: 'duplicate keys', body: wrap('"name":"a","name":{"x":1},"status":"active","status":"archived"') },
     { label: '__proto__ and constructor', body: wrap('"__proto__":{"admin":true},"constructor":{"prototype":{"x":1}},"attributes":{"__proto__":{"y":2}}') },
     { label: 'wrong JSON types', body: json('[1,2,3]') },
@@ -347,9 +347,11 @@ describeEachDialect(
       };
 
       const routes = routesOf(s);
-      const all: { sent: Sent; tolerateReset: boolean }[] = [];
-      for (const { method, url } of routes) all.push(...batchFor(method, url));
-      await run(all);
+      // One batch per kind of route (REST, tRPC, the console's tRPC, Meta's hooks, the rest), each followed by /healthz.
+      const batches = new Map<Kind, { sent: Sent; tolerateReset: boolean }[]>();
+      for (const { method, url } of routes) batches.set(kindOf(url), [...(batches.get(kindOf(url)) ?? []), ...batchFor(method, url)]);
+      expect([...batches.keys()].sort()).toEqual(['console-trpc', 'meta', 'other', 'trpc', 'v1']);
+      for (const batch of batches.values()) await run(batch);
 
       // Unknown paths, with and without a key.
       const unknown: { sent: Sent; tolerateReset: boolean }[] = [];
