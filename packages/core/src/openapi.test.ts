@@ -144,6 +144,10 @@ describe('buildOpenApiDocument', () => {
     const list = doc.paths['/v1/contacts']?.get as { parameters: { name?: string; schema?: Json }[] } | undefined;
     const search = list?.parameters.find((p) => p.name === 'search');
     expect(search?.schema?.pattern).toBe(REQUEST_TEXT_PATTERN);
+    // Only requests: an error message may quote what was refused.
+    for (const name of ['Error', 'Contact', 'Message'])
+      expect(JSON.stringify(doc.components.schemas[name]), name).not.toContain(JSON.stringify(REQUEST_TEXT_PATTERN));
+    expect(JSON.stringify(doc.components.schemas.CreateContactBody)).toContain(JSON.stringify(REQUEST_TEXT_PATTERN));
     expect(doc.info.description).toContain('lone surrogate');
     const create = doc.paths['/v1/contacts']?.post as { responses: Record<string, { description: string }> } | undefined;
     expect(create?.responses['400']?.description).toContain('lone surrogate');

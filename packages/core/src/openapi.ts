@@ -34,22 +34,23 @@ class SchemaCollector {
     delete json.$schema;
     const defs = (json.$defs ?? {}) as Record<string, JsonSchema>;
     delete json.$defs;
-    for (const [id, def] of Object.entries(defs)) this.add(id, rewriteRefs(def) as JsonSchema);
+    for (const [id, def] of Object.entries(defs)) this.add(id, rewriteRefs(def) as JsonSchema, io);
     const converted = rewriteRefs(json) as JsonSchema;
     return io === 'input' ? (withTextRules(converted) as JsonSchema) : converted;
   }
 
   /**
-   * A component with the text rules of requests, even when responses use it too (a workflow's
-   * steps): what the server accepted holds no string they refuse, so its answers match them.
+   * A component of requests gets the text rules of requests, even when responses use it too (a
+   * workflow's steps): what the server accepted holds no string they refuse, so its answers match.
    */
-  private add(id: string, def: JsonSchema): void {
+  private add(id: string, def: JsonSchema, io: 'input' | 'output'): void {
     const converted = JSON.stringify(def);
     if (this.converted[id] !== undefined && this.converted[id] !== converted) {
       throw new Error(`Schema "${id}" converts differently as request and response; give the two sides different ids`);
     }
     this.converted[id] = converted;
-    this.components[id] = withTextRules(def) as JsonSchema;
+    if (io === 'input') this.components[id] = withTextRules(def) as JsonSchema;
+    else this.components[id] ??= def;
   }
 }
 
