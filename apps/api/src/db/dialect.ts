@@ -60,8 +60,9 @@ export interface Dialect {
   rowsOf<R>(rows: readonly R[], columns: { [K in keyof R]: 'text' | 'integer' }): RawBuilder<R>;
   /**
    * The error is one the whole transaction may not meet if run again: a deadlock, a serialization
-   * failure, or a delete whose row a concurrent insert referenced after its read (Postgres); a busy
-   * database (SQLite, another process writing).
+   * failure, a unique key or a reference that a concurrent transaction committed after this one's
+   * read (Postgres; the run again reads it and answers as it would have); a busy database (SQLite,
+   * another process writing; its own transactions run one at a time, so its checks see everything).
    */
   transientFailure(error: unknown): boolean;
   /**
@@ -108,11 +109,13 @@ const postgres: Dialect = {
     const definitions = Object.entries(columns).map(([name, type]) => sql`${sql.id(name)} ${sql.raw(type as string)}`);
     return sql`(select * from json_to_recordset(${JSON.stringify(rows)}::json) as r(${sql.join(definitions)}))`;
   },
-  // 40P01 deadlock_detected, 40001 serialization_failure; 23503 on a delete is a row referencing
-  // the deleted one that a concurrent insert committed after the delete's statements had read.
+  // 40P01 deadlock_detected, 40001 serialization_failure. 23505 is a unique key a concurrent
+  // transaction committed after this one checked it was free: run again, the check answers (400).
+  // 23503 on a delete is a row referencing the deleted one that a concurrent insert committed
+  // after the delete's statements had read.
   transientFailure: (error) => {
     const code = codeOf(error);
-    return code === '40P01' || code === '40001' || (code === '23503' && detailOf(error).includes('is still referenced'));
+    return code === '40P01' || code === '40001' || code === '23505' || (code === '23503' && detailOf(error).includes('is still referenced'));
   },
   missingReference: (error) => {
     const constraint = (error as DriverError)?.constraint;

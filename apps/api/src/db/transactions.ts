@@ -30,10 +30,12 @@ export class ReferenceGone extends ApiError {}
 
 /**
  * Runs `work` in one transaction, run again from the start (after a short jittered pause) when the
- * database reports a transient failure: a deadlock or a serialization failure on Postgres, a busy
- * database on SQLite; every write of the services and the idempotency module goes through it. A
- * reference to a row that a concurrent transaction deleted answers the contract's 404. Inside a
- * transaction already, `work` joins it, and the outermost transaction retries.
+ * database reports a transient failure (Dialect.transientFailure: a deadlock, a serialization
+ * failure, a unique key taken meanwhile on Postgres; a busy database on SQLite); every write of the
+ * services and the idempotency module goes through it. A reference to a row that a concurrent
+ * transaction deleted answers the contract's 404. Inside a transaction already, `work` joins it,
+ * and the outermost transaction retries: a failed statement ends a Postgres transaction, so only
+ * the outermost can run the work again.
  */
 export async function runTransaction<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
   if (db.isTransaction) return work(db as Transaction<Database>);

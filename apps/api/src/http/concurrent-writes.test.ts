@@ -165,6 +165,32 @@ describeEachDialect('concurrent writes', (server) => {
     }
   });
 
+  it('answers 400 unique to all but one of concurrent idempotent requests that take one phone or order number', async () => {
+    const contact = await createContact();
+    for (let round = 0; round < ROUNDS; round++) {
+      const taken = phone();
+      const number = `RACE-${round}-${contact.id}`;
+      const keyed = (n: number) => ({ 'Idempotency-Key': `unique-${round}-${n}-${taken}` });
+      const answers = await Promise.all([
+        ...Array.from({ length: 4 }, (_, n) => server().request('POST', '/contacts', { body: { phone: taken }, headers: keyed(n) })),
+        ...Array.from({ length: 4 }, (_, n) =>
+          server().request('POST', '/orders', { body: { contact_id: contact.id, number, currency: 'USD', items }, headers: keyed(10 + n) }),
+        ),
+      ]);
+      for (const [field, group] of [
+        ['phone', answers.slice(0, 4)],
+        ['number', answers.slice(4)],
+      ] as const) {
+        const created = group.filter((answer) => answer.status === 201);
+        expect(created, group.map((answer) => answer.text).join('\n')).toHaveLength(1);
+        for (const answer of group.filter((a) => a.status !== 201)) {
+          expectExactError(answer, 400, 'bad_request', { field, constraint: 'unique' });
+          expect(answer.body.error.details.existing_id).toBe(created[0]?.body.id);
+        }
+      }
+    }
+  });
+
   it('runs a transaction again when it deadlocks', async (context) => {
     if (server().dialect !== 'postgres') context.skip();
     const [a, b] = [await createContact(), await createContact()];

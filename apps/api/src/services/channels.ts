@@ -74,7 +74,8 @@ export const channelsService = {
         await channelsRepository.insert(scope, row);
       });
     } catch (error) {
-      if (ctx.database.isUniqueViolation(error)) {
+      // Taken meanwhile; inside a caller's transaction nothing can be read now, and its run again answers.
+      if (ctx.database.isUniqueViolation(error) && !ctx.database.db.isTransaction) {
         const existing = await channelsRepository.findByExternalId(scopeOf(ctx), body.platform, body.external_id);
         if (existing) throw externalIdTaken(existing.id);
       }

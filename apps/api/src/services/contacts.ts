@@ -49,9 +49,13 @@ async function assertPhoneFree(scope: TenantScope, phone: string, exceptId?: str
 const phoneTaken = (existingId: string) =>
   ApiError.badRequest('phone', 'unique', 'A contact with this phone number already exists', { existing_id: existingId });
 
-/** A concurrent writer may take the phone between our check and our insert. */
+/**
+ * A concurrent writer may take the phone between our check and our insert. Inside a caller's
+ * transaction (an idempotent request) nothing can be read after the failed insert: its outermost
+ * run starts again (runTransaction), and the check answers.
+ */
 async function rethrowPhoneRace(ctx: ServiceContext, error: unknown, phone: string): Promise<never> {
-  if (ctx.database.isUniqueViolation(error)) {
+  if (ctx.database.isUniqueViolation(error) && !ctx.database.db.isTransaction) {
     const existing = await contactsRepository.findByPhone(scopeOf(ctx), phone);
     if (existing) throw phoneTaken(existing.id);
   }

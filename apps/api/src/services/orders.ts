@@ -118,7 +118,9 @@ export const ordersService = {
           return order;
         });
       } catch (error) {
-        if (!ctx.database.isUniqueViolation(error) || number === undefined) throw error;
+        // Inside a caller's transaction nothing can be read after the failed insert: its outermost
+        // run starts again (runTransaction), and the number is checked or read again there.
+        if (!ctx.database.isUniqueViolation(error) || number === undefined || ctx.database.db.isTransaction) throw error;
         if (body.number !== undefined || attempt >= NUMBERING_ATTEMPTS) {
           throw numberTaken((await ordersRepository.findByNumber(scopeOf(ctx), number))?.id);
         }
