@@ -314,15 +314,17 @@ describeEachDialect('concurrent writes', (server) => {
           if (roll < 0.05) {
             const victim = pick(doomed);
             send('delete contact', 'DELETE', `/contacts/${victim.id}`, undefined, victim.id);
-          } else if (roll < 0.23) send('create order', 'POST', '/orders', { contact_id: contact.id, currency: 'USD', items }, contact.id);
-          else if (roll < 0.35)
+          } else if (roll < 0.2) send('create order', 'POST', '/orders', { contact_id: contact.id, currency: 'USD', items }, contact.id);
+          else if (roll < 0.3)
             send('create conversation', 'POST', '/conversations', { contact_id: contact.id, platform: pick(['whatsapp', 'facebook'] as const) }, contact.id);
-          else if (roll < 0.5) send('send message', 'POST', '/messages', { conversation_id: conversation.id, content: `m ${round}-${n}` }, conversation.id);
-          else if (roll < 0.77) {
+          else if (roll < 0.43) send('send message', 'POST', '/messages', { conversation_id: conversation.id, content: `m ${round}-${n}` }, conversation.id);
+          else if (roll < 0.63) {
             // Archived is final: rarer, so that most PATCHes race transitions that can still happen.
             const status = pick(['active', 'resolved', 'active', 'resolved', 'resolved', 'active', 'archived'] as const);
             send('patch conversation', 'PATCH', `/conversations/${conversation.id}`, { status }, conversation.id);
-          } else if (roll < 0.83) send('delete endpoint', 'DELETE', `/webhook_endpoints/${endpoint.id}`, undefined, endpoint.id);
+          } else if (roll < 0.7) send('tag contact', 'POST', `/contacts/${contact.id}/tags`, { tag: `t${round}-${n}` }, contact.id);
+          else if (roll < 0.76) send('rename contact', 'PATCH', `/contacts/${contact.id}`, { name: `Renamed ${round}-${n}` }, contact.id);
+          else if (roll < 0.83) send('delete endpoint', 'DELETE', `/webhook_endpoints/${endpoint.id}`, undefined, endpoint.id);
           else if (roll < 0.88) send('create endpoint', 'POST', '/webhook_endpoints', { url: `http://127.0.0.1:9/fuzz-${round}-${n}`, events: ['*'] });
           else send('create contact', 'POST', '/contacts', { name: `Fuzz ${round}-${n}`, phone: phone() });
         }
@@ -361,7 +363,11 @@ describeEachDialect('concurrent writes', (server) => {
           } else if (kind === 'create conversation') {
             const read = await server().request('GET', `/conversations/${answer.body.id}`);
             if (read.status === 404) expect(deletedContacts.has(target)).toBe(true);
-            else expect(expectBody(read, 200, Conversation)).toEqual(expectBody(answer, 201, Conversation));
+            else {
+              // The contact's summary is the contact's as it is now (a rename meanwhile shows).
+              const conversation = expectBody(read, 200, Conversation);
+              expect(conversation).toEqual({ ...expectBody(answer, 201, Conversation), contact: { ...answer.body.contact, name: conversation.contact.name } });
+            }
           } else if (kind === 'create contact' || kind === 'create endpoint') {
             const path = kind === 'create contact' ? `/contacts/${answer.body.id}` : `/webhook_endpoints/${answer.body.id}`;
             const read = await server().request('GET', path);
@@ -372,6 +378,11 @@ describeEachDialect('concurrent writes', (server) => {
             const contactId = conversations.find((c) => c.id === target)?.contact.id;
             if (read.status === 404) expect(deletedContacts.has(contactId), what).toBe(true);
             else expect(read.body, what).toEqual(answer.body);
+          } else if (kind === 'tag contact' || kind === 'rename contact') {
+            const read = await server().request('GET', `/contacts/${target}`);
+            if (read.status === 404) expect(deletedContacts.has(target), what).toBe(true);
+            else if (kind === 'tag contact') expect(read.body.tags, what).toContain(body?.tag);
+            else expect(answers.some((a) => a.kind === kind && a.target === target && a.answer.status === 200 && a.body?.name === read.body.name)).toBe(true);
           } else if (kind === 'patch conversation') {
             // Whether it changed the status or found it so, the conversation is now as asked.
             expect(expectBody(answer, 200, Conversation).status, what).toBe(body?.status);
@@ -381,8 +392,17 @@ describeEachDialect('concurrent writes', (server) => {
         // Every event counted: one per change that happened.
         const idsOf = (kind: string, status: number) =>
           answers.filter((a) => a.kind === kind && a.answer.status === status).map((a) => a.answer.body.id as string);
-        const placed = new Set((await eventsOf(server(), ['order.placed'])).map((event) => event.data.id));
-        for (const id of idsOf('create order', 201)) expect(placed.has(id), id).toBe(true);
+        const placed = await eventsOf(server(), ['order.placed']);
+        for (const id of idsOf('create order', 201)) expect(placed.filter((event) => event.data.id === id)).toHaveLength(1);
+        // Each accepted tag and rename changed its contact (every tag and name is new): one contact.updated each.
+        const updated = await eventsOf(server(), ['contact.updated']);
+        for (const contact of contacts) {
+          const changes = answers.filter((a) => (a.kind === 'tag contact' || a.kind === 'rename contact') && a.target === contact.id && a.answer.status < 300);
+          expect(
+            updated.filter((event) => event.data.id === contact.id),
+            contact.id,
+          ).toHaveLength(changes.length);
+        }
         const opened = await eventsOf(server(), ['conversation.created']);
         for (const id of idsOf('create conversation', 201)) expect(opened.filter((event) => event.data.id === id)).toHaveLength(1);
         const removed = await eventsOf(server(), ['contact.deleted']);
