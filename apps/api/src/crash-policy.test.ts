@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { API_DIR, ensureBuilt } from './testing/built-bin.js';
+import { API_DIR, BIN, ensureBuilt } from './testing/built-bin.js';
 
 /** The built library, as a child process imports it. */
 const BUILT = pathToFileURL(join(API_DIR, 'dist', 'index.js')).href;
@@ -40,8 +42,47 @@ const crashLine = (stderr: string) => {
   return JSON.parse(lines[lines.length - 1] as string) as { level: string; kind: string; role: string; requestId?: string; err: { message: string } };
 };
 
+/**
+ * Runs the built `convo-server <command>` with a module loaded first that throws once a handler
+ * for uncaught exceptions is installed: the command's own policy must log it and exit non-zero.
+ */
+function runCommandThatCrashes(command: 'serve' | 'worker'): Promise<Ended> {
+  const dir = mkdtempSync(join(tmpdir(), 'convo-crash-'));
+  const preload = join(dir, 'throw-once-installed.mjs');
+  writeFileSync(
+    preload,
+    `const timer = setInterval(() => {
+      if (process.listenerCount('uncaughtException') === 0) return;
+      clearInterval(timer);
+      throw new Error('thrown inside ${command}');
+    }, 20);`,
+  );
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', pathToFileURL(preload).href, BIN, command], {
+      cwd: dir,
+      env: { ...process.env, DATABASE_URL: `file:${join(dir, 'convo.db')}`, PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent', CONVO_WORKER: 'false' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    let stdout = '';
+    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+    child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      rmSync(dir, { recursive: true, force: true });
+      resolve({ code, signal, stderr, stdout });
+    });
+  });
+}
+
 describe('the crash policy', () => {
   beforeAll(() => ensureBuilt(), 120_000);
+
+  it.each(['serve', 'worker'] as const)('`convo-server %s` installs it: an uncaught exception is logged and ends it non-zero', async (command) => {
+    const ended = await runCommandThatCrashes(command);
+    expect(ended.code, ended.stderr).toBe(1);
+    expect(crashLine(ended.stderr)).toMatchObject({ level: 'fatal', kind: 'uncaughtException', role: command, err: { message: `thrown inside ${command}` } });
+  });
 
   it('an uncaught exception is logged and ends the process non-zero', async () => {
     const ended = await runChild(`
