@@ -2,7 +2,7 @@ import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_pro
 import { accessSync, chownSync, constants, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { type AddressInfo, createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { API_DIR, BIN } from '../testing/built-bin.js';
 
@@ -126,13 +126,14 @@ export async function stopAll(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // convo-server serve
 
+/** The command's bin, whose shebang (`/usr/bin/env -S node …`) execs node with NODE_FLAGS: the README's production line. */
+export const BIN_SCRIPT = join(API_DIR, 'bin', 'convo-server.js');
+
 /**
  * The node flags of the command's shebang (apps/api/bin/convo-server.js), which the README's
  * production lines pass too: the processes here run with the memory settings of production.
  */
-export const NODE_FLAGS: readonly string[] = (readFileSync(join(API_DIR, 'bin', 'convo-server.js'), 'utf8').split('\n')[0] as string)
-  .split(/\s+/)
-  .filter((arg) => arg.startsWith('--'));
+export const NODE_FLAGS: readonly string[] = (readFileSync(BIN_SCRIPT, 'utf8').split('\n')[0] as string).split(/\s+/).filter((arg) => arg.startsWith('--'));
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -146,12 +147,22 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
-/** Starts `convo-server serve` on `port` (a free one by default) and waits until GET /healthz answers 200. */
-export async function startServer(env: Record<string, string | undefined>, name = 'server', givenPort?: number): Promise<ServerProcess> {
-  const port = givenPort ?? (await freePort());
+/**
+ * Starts `convo-server serve` on `port` (a free one by default) and waits until GET /healthz
+ * answers 200: as `node NODE_FLAGS dist/bin.js serve`, or with `viaBin` as `bin/convo-server.js
+ * serve` (node found on PATH, this test's node first), both run as the README says to in production.
+ */
+export async function startServer(
+  env: Record<string, string | undefined>,
+  name = 'server',
+  options: { port?: number; viaBin?: boolean } = {},
+): Promise<ServerProcess> {
+  const port = options.port ?? (await freePort());
+  const [command, args] = options.viaBin ? [BIN_SCRIPT, ['serve']] : [process.execPath, [...NODE_FLAGS, BIN, 'serve']];
+  const path = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`;
   const child = track(
-    spawn(process.execPath, [...NODE_FLAGS, BIN, 'serve'], {
-      env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', CONVO_WORKER: 'false', HOST: '127.0.0.1', ...env, PORT: String(port) },
+    spawn(command, args, {
+      env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', CONVO_WORKER: 'false', HOST: '127.0.0.1', PATH: path, ...env, PORT: String(port) },
       stdio: ['ignore', 'ignore', 'pipe'],
     }),
   );
