@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CSRF_HEADER } from '../console/plugin.js';
 import { MAX_BODY_BYTES } from '../edge/request-body.js';
 import { type TestServer, describeEachDialect, testSettings } from '../testing/harness.js';
+import { signMetaPayload } from '../testing/meta-payloads.js';
 
 /*
  * Every route the server mounts, taken from the server's own route table (its onRoute hook), gets
@@ -139,6 +140,9 @@ function check(sent: Sent, answer: Answer | 'reset', tolerateReset: boolean): vo
 }
 
 const json = (text: string) => Buffer.from(text, 'utf8');
+
+/** The app secret of the channel whose hook gets signed bodies. */
+const APP_SECRET = 'surface-fuzz-app-secret';
 
 /** `{"body":[[[…]]]}` nested `levels` deep. */
 const deep = (levels: number) => json(`{"body":${'['.repeat(levels)}${']'.repeat(levels)}}`);
@@ -274,6 +278,11 @@ describeEachDialect(
       const statuses = new Map<string, number>();
       const wrongKey = `convo_sk_${'0'.repeat(40)}`;
       const publicOrigin = new URL(s.settings.publicUrl).origin;
+      const opened = await s.request('POST', '/channels', {
+        body: { platform: 'whatsapp', external_id: '106540352242922', access_token: 'EAAGfuzz', app_secret: APP_SECRET },
+      });
+      expect(opened.status, opened.text).toBe(201);
+      const channelId = opened.body.id as string;
 
       const keysFor = (kind: Kind, url: string): { label: string; key: string | null; full: boolean }[] => {
         const needsKey = (kind === 'v1' && url !== '/v1/openapi.json') || kind === 'trpc';
@@ -320,6 +329,31 @@ describeEachDialect(
             add(`${plainPath}${suffix}`, `path suffix: ${suffix}`);
           if (!carriesBody || kind === 'trpc')
             for (const query of full ? QUERIES : QUERIES.slice(0, 1)) add(`${plainPath}${query}`, `query: ${query.slice(0, 40)}`);
+        }
+        // Meta's hooks take no key: their credential is the signature, so a real channel gets every
+        // body signed with its app secret (past the signature check, into parsing and storing).
+        if (kind === 'meta') {
+          const path = fill(url, channelId);
+          const signed = (label: string, body: Buffer, contentType: string | undefined, tolerateReset = false) =>
+            batch.push({
+              sent: {
+                method,
+                path,
+                headers: { 'x-hub-signature-256': signMetaPayload(APP_SECRET, body), ...(contentType ? { 'content-type': contentType } : {}) },
+                body,
+                label: `signed, ${label}`,
+              },
+              tolerateReset,
+            });
+          if (carriesBody) for (const b of bodiesOf(kind)) signed(`body: ${b.label}`, b.body, b.contentType ?? 'application/json', b.oversized === true);
+          else
+            for (const query of [
+              '?hub.mode=subscribe&hub.verify_token=%00&hub.challenge=1',
+              `?hub.mode=subscribe&hub.verify_token=x&hub.challenge=${'9'.repeat(6_000)}`,
+              '?hub.mode=subscribe&hub.mode=subscribe&hub.verify_token=x',
+              '?hub.challenge=%ED%A0%80&hub.mode=%zz',
+            ])
+              batch.push({ sent: { method, path: `${path}${query}`, headers: {}, label: `real channel, query: ${query.slice(0, 40)}` }, tolerateReset: false });
         }
         return batch;
       };
