@@ -126,6 +126,8 @@ describe('draining and closing the server', () => {
     const inFlightAnswer = readToEnd(inFlight);
     const late = await sendPart(`GET /v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n`);
     const lateAnswer = readToEnd(late);
+    const lateTrpc = await sendPart(`GET /trpc/contacts.list HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n`);
+    const lateTrpcAnswer = readToEnd(lateTrpc);
 
     const closed = app.close();
     await vi.waitFor(() => expect(app.drain.closing).toBe(true), { timeout: 5_000, interval: 5 });
@@ -157,6 +159,13 @@ describe('draining and closing the server', () => {
     expect(refused.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(refused.headers['retry-after']).toBe('1');
     expect(refused.headers.connection).toBe('close');
+
+    // On /trpc, the same refusal in tRPC's envelope, the contract's body inside.
+    lateTrpc.write('\r\n');
+    const refusedTrpc = parseAnswer(await lateTrpcAnswer);
+    expect(refusedTrpc.status).toBe(503);
+    expect(refusedTrpc.headers['x-request-id']).toMatch(/^req_/);
+    expect(refusedTrpc.body.error.data).toMatchObject({ httpStatus: 503, body: { error: { code: 'server_error' } } });
 
     await closed;
     // The refused request was never run: only the one in flight wrote.

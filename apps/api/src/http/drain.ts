@@ -55,11 +55,14 @@ export function installDrain(app: FastifyInstance): void {
   app.decorate('beginDrain', () => {
     state.draining = true;
   });
-  app.addHook('onRequest', async () => {
-    if (state.closing) throw new ShuttingDown();
+  // Callback hooks, not async ones: they run on every request and need no promise.
+  app.addHook('onRequest', (_request, _reply, done) => {
+    if (state.closing) done(new ShuttingDown());
+    else done();
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (state.draining) reply.header('connection', 'close');
+    done(null, payload);
   });
   app.addHook('preClose', async () => {
     state.draining = true;
