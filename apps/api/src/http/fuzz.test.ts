@@ -35,7 +35,10 @@ import {
   type Schema,
   type Validator,
   arbitraryOf,
+  REFUSED_UNITS,
   createAjv,
+  differencesFromSent,
+  holdsRefusedText,
   operationsOf,
   resolve,
   weighted,
@@ -150,10 +153,11 @@ function mutationOf(valid: unknown): fc.Arbitrary<{ label: string; value: unknow
       fc.constantFrom(...NUMBERS),
       fc.constantFrom(...COUNTS),
       fc.constantFrom(...STRANGE_VALUES),
-      fc.constantFrom('a', '😀', 'é', ' ', '/', '\u0000'),
+      fc.constantFrom('a', '😀', 'é', ' ', '/', '\u0000', '\ud800'),
       fc.string({ minLength: 1, maxLength: 12 }),
+      fc.constantFrom(...REFUSED_UNITS),
     )
-    .map(([path, choice, length, number, count, strange, char, name]) => {
+    .map(([path, choice, length, number, count, strange, char, name, refused]) => {
       const value = clone(valid);
       const at = getAt(value, path);
       const where = path.join('.') || 'body';
@@ -165,6 +169,11 @@ function mutationOf(valid: unknown): fc.Arbitrary<{ label: string; value: unknow
           [`${where} ← ${length}×${JSON.stringify(char)}`, () => char.repeat(length)],
         );
         options.push([`${where} ← " ${at} "`, () => ` ${at} `], [`${where} ← number`, () => number]);
+        // What no string may hold (400 `pattern`), inside a string that is valid otherwise.
+        options.push(
+          [`${where} + ${JSON.stringify(refused)}`, () => `${at}${refused}`],
+          [`${where} ← ${JSON.stringify(refused)} + it`, () => `${refused}${at}`],
+        );
       } else if (typeof at === 'number') {
         options.push([`${where} ← ${number}`, () => number], [`${where} ← ${number}`, () => number], [`${where} ← "${at}"`, () => String(at)]);
       } else if (Array.isArray(at)) {
@@ -173,6 +182,9 @@ function mutationOf(valid: unknown): fc.Arbitrary<{ label: string; value: unknow
       } else if (at && typeof at === 'object') {
         options.push([`${where} + unknown ${JSON.stringify(name)}`, () => ({ ...(at as object), [name]: 'x' })]);
         options.push([`${where} + unknown ${JSON.stringify(name)}`, () => ({ ...(at as object), [name]: strange })]);
+        // A computed key makes an own `__proto__` property, which JSON.stringify writes as any other.
+        options.push([`${where} + "__proto__"`, () => ({ ...(at as object), ['__proto__']: 'x' })]);
+        options.push([`${where} + key ${JSON.stringify(`k${refused}`)}`, () => ({ ...(at as object), [`k${refused}`]: 'x' })]);
         const keys = Object.keys(at);
         options.push([
           `${where} ← ${count} keys`,
@@ -599,8 +611,12 @@ interface Verdict {
   /** A body field (contact_id, conversation_id) names a resource of the other account. */
   foreignBodyId: boolean;
   oddPath: boolean;
-  /** Some string of the request holds U+0000, which the document's description rules out. */
-  hasNul: boolean;
+  /**
+   * Some string or key of the request holds U+0000 or a lone surrogate, or a key is `__proto__`:
+   * a 400 `pattern` wherever the document says so (every string without a pattern of its own) and
+   * where only its description does (strings with a pattern of their own, such as a tag).
+   */
+  refusedText: boolean;
 }
 
 function judge(
@@ -656,19 +672,19 @@ function judge(
       return encoded;
     }
   };
-  const hasNul = [
+  const refusedText = holdsRefusedText([
     ...Object.values(c.params).map((p) => decoded(p.encoded)),
     ...c.query.flatMap((p) => [p.name, p.value]),
-    c.body.kind === 'json' ? JSON.stringify(c.body.value) : '',
-  ].some((text) => text.includes('\u0000') || text.includes('\\u0000'));
-  return { validity, headBytes, foreignPath, foreignBodyId, oddPath, hasNul };
+    c.body.kind === 'json' ? c.body.value : null,
+  ]);
+  return { validity, headBytes, foreignPath, foreignBodyId, oddPath, refusedText };
 }
 
 /** The only 400s a request the document accepts may get: rules about state, or beyond JSON Schema. */
 function semanticRefusal(field: string, constraint: string, verdict: Verdict): boolean {
   if (constraint === 'unique' || constraint === 'transition') return true;
-  // U+0000, which the document's description rules out in every string.
-  if (constraint === 'pattern' && verdict.hasNul) return true;
+  // U+0000, a lone surrogate or `__proto__`, which the document's description rules out everywhere.
+  if (constraint === 'pattern' && verdict.refusedText) return true;
   // An Idempotency-Key used before with another request.
   if (constraint === 'idempotency_key' && field === 'Idempotency-Key') return true;
   // A contact's 51st tag (tags.add); an order total beyond 2^53 (items).
@@ -779,6 +795,30 @@ function assertExpectations(operation: Operation, c: Case, sent: Sent, received:
     // Validation (a semantic 400 above) comes before existence.
     if (verdict.foreignPath || verdict.foreignBodyId) check(status === 404 || status === 400, `another tenant's resource answered ${status}, not 404`);
   }
+}
+
+/**
+ * An accepted write answers, and a create then reads back, what it sent: every string, number and
+ * boolean of the body at the same place (a lone surrogate stored as U+FFFD would differ). Only a
+ * create is read again: no other operation knows its id, so nothing changes it meanwhile.
+ */
+async function assertReadBack(operations: Operation[], operation: Operation, c: Case, sent: Sent, received: Received, body: any): Promise<void> {
+  if (c.body.kind !== 'json' || received.status >= 300 || !body || typeof body !== 'object' || typeof body.id !== 'string') return;
+  if (operation.method !== 'POST' && operation.method !== 'PATCH') return;
+  // A replay answers the first request's record, which another body may have made.
+  if (received.headers.get('idempotent-replayed') === 'true') return;
+  const answered = differencesFromSent(c.body.value, body);
+  check(answered.length === 0, `the write answered other values than it sent: ${answered.join('; ')}`);
+  const retrieve = received.status === 201 && operations.find((op) => op.method === 'GET' && op.path === `${operation.path}/{id}`);
+  if (!retrieve) return;
+  const res = await fetch(`${sent.url.replace(/[?#].*$/, '')}/${encodeURIComponent(body.id)}`, {
+    headers: { authorization: sent.headers.authorization ?? '' },
+    signal: AbortSignal.timeout(15_000),
+  });
+  // A delete of the same kind of record cannot reach it: deletes take ids made before the fuzz.
+  check(res.status === 200, `${retrieve.id} of the record just made answered ${res.status}`);
+  const read = differencesFromSent(c.body.value, await res.json());
+  check(read.length === 0, `${retrieve.id} reads back other values than were sent: ${read.join('; ')}`);
 }
 
 /**
@@ -1084,6 +1124,7 @@ describe.concurrent('fuzz', () =>
                 tally.validity[verdict.validity]++;
                 const parsed = assertResponse(operation, operations, c, sent, received, verdict, strict, errorSchema);
                 assertExpectations(operation, c, sent, received, parsed, verdict);
+                await assertReadBack(operations, operation, c, sent, received, parsed);
                 await assertTrpcTwin(server(), operation, c, sent, received);
               } catch (error) {
                 const reason = error instanceof Mismatch ? error.message : `the request failed: ${String(error)}`;

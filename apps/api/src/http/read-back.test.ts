@@ -14,7 +14,16 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type * as z from 'zod';
 import { accountsService } from '../services/accounts.js';
 import { type TestServer, describeEachDialect } from '../testing/harness.js';
-import { type Hints, type OpenApiDocument, type Schema, arbitraryOf, operationsOf, weighted } from '../testing/openapi-arbitraries.js';
+import {
+  type Hints,
+  type OpenApiDocument,
+  REFUSED_UNITS,
+  type Schema,
+  arbitraryOf,
+  differencesFromSent,
+  operationsOf,
+  weighted,
+} from '../testing/openapi-arbitraries.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261125);
 const RUNS = Number(process.env.READBACK_RUNS ?? 25);
@@ -146,6 +155,41 @@ const responseSchema = (operationId: OperationId): z.ZodType => {
   return definition.response;
 };
 
+/**
+ * The body with what the server refuses put in one place (`pick` chooses it): a NUL or a lone
+ * surrogate at the end of a string, or a `__proto__` key (or a key holding the unit) in an object;
+ * and the field the refusal must name. Undefined for a body with no string and no object.
+ */
+function spoiled(body: unknown, pick: number, unit: string): { body: unknown; field: string } | undefined {
+  const copy = body === undefined ? undefined : JSON.parse(JSON.stringify(body));
+  const strings: (string | number)[][] = [];
+  const objects: (string | number)[][] = [];
+  const walk = (value: unknown, path: (string | number)[]) => {
+    if (typeof value === 'string') strings.push(path);
+    else if (Array.isArray(value)) {
+      for (const [i, inner] of value.entries()) walk(inner, [...path, i]);
+    } else if (value && typeof value === 'object') {
+      objects.push(path);
+      for (const [key, inner] of Object.entries(value)) walk(inner, [...path, key]);
+    }
+  };
+  walk(copy, []);
+  const at = (path: (string | number)[]) => path.reduce<any>((value, key) => value[key], copy);
+  const places = unit === '__proto__' || strings.length === 0 ? objects : strings;
+  const path = places[pick % Math.max(places.length, 1)];
+  if (!path) return undefined;
+  if (places === strings) {
+    const parent = at(path.slice(0, -1));
+    const last = path[path.length - 1] as string | number;
+    parent[last] = `${parent[last]}${unit}`;
+    return { body: copy, field: path.join('.') };
+  }
+  const key = unit === '__proto__' ? unit : `k${unit}`;
+  // defineProperty makes an own `__proto__` key, which JSON.stringify then writes as any other.
+  Object.defineProperty(at(path), key, { value: 'x', enumerable: true, writable: true, configurable: true });
+  return { body: copy, field: [...path, key].join('.') };
+}
+
 const pathOf = (operationId: OperationId, params: Record<string, string>) =>
   endpoints[operationId].path.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(params[name] ?? ''));
 
@@ -199,8 +243,12 @@ describeEachDialect('what is accepted can be read back', (server) => {
         const tag = weighted<string>([3, fc.constant(fixtures.tag)], [1, fc.string({ minLength: 1, maxLength: 64 })]);
         let written = 0;
 
+        const spoil = weighted<[number, string] | null>([3, fc.constant(null)], [1, fc.tuple(fc.nat(), fc.constantFrom(...REFUSED_UNITS, '__proto__'))]);
+
         await fc.assert(
-          fc.asyncProperty(body, tag, async (sent, pathTag) => {
+          fc.asyncProperty(body, tag, spoil, async (valid, pathTag, spoiling) => {
+            const bad = spoiling ? spoiled(valid, ...spoiling) : undefined;
+            const sent = bad ? bad.body : valid;
             if (operationId === 'contacts.tags.remove') {
               await server().request('POST', pathOf('contacts.tags.add', { id: fixtures.contact }), { key: fixtures.key, body: { tag: pathTag } });
             }
@@ -209,6 +257,12 @@ describeEachDialect('what is accepted can be read back', (server) => {
             const res = await server().request(definition.method, path, { key: fixtures.key, body: sent });
             expect(res.status, `${definition.method} ${path} ${JSON.stringify(sent)}\n${res.text}`).toBeLessThan(500);
             const events = await read(server(), fixtures.key, ['events.list', {}]);
+            if (bad) {
+              // What no request may hold is refused, at its place (another problem of the same field may be named instead).
+              expect(res.status, `${bad.field} spoiled: ${JSON.stringify(sent)}\n${res.text}`).toBe(400);
+              const fields = ((res.body.error.details.issues ?? [res.body.error.details]) as { field: string }[]).map((issue) => issue.field);
+              expect(fields, res.text).toContain(bad.field);
+            }
             if (res.status >= 400) {
               expect(events.length, `a refused ${operationId} emitted an event`).toBe(eventsBefore);
               return;
@@ -216,13 +270,26 @@ describeEachDialect('what is accepted can be read back', (server) => {
             expect(res.status).toBe(definition.status);
             const record = responseSchema(operationId).parse(res.body) as Resource;
             written++;
+            // Exactly as sent: in the answer, its retrieve and every list that holds it.
+            const exactly = (read: unknown, where: string) => expect(differencesFromSent(sent, read), `${where} of ${JSON.stringify(sent)}`).toEqual([]);
+            // A replay answers how many deliveries it queued, not a record of what it was sent.
+            if (operationId !== 'webhookEndpoints.replay') exactly(res.body, 'the answer');
             const { retrieve, lists, related = [] } = (WRITES[operationId] as (r: Resource) => ReadBack)(record);
-            if (retrieve) expect((await read(server(), fixtures.key, retrieve))[0]?.id).toBe(record.id);
+            if (retrieve) {
+              const [retrieved] = await read(server(), fixtures.key, retrieve);
+              expect(retrieved?.id).toBe(record.id);
+              exactly(retrieved, retrieve[0]);
+            }
             for (const list of lists) {
+              const listed = await read(server(), fixtures.key, list);
               expect(
-                (await read(server(), fixtures.key, list)).map((r) => r.id),
+                listed.map((r) => r.id),
                 `${list[0]} ${JSON.stringify(list[2] ?? {})}`,
               ).toContain(record.id);
+              exactly(
+                listed.find((r) => r.id === record.id),
+                list[0],
+              );
             }
             for (const other of related) await read(server(), fixtures.key, other);
           }),

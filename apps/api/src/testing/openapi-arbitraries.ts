@@ -286,3 +286,42 @@ function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | u
       return fc.jsonValue();
   }
 }
+
+/** Whether a value holds what no request may (400 `pattern`): a string or key REQUEST_TEXT_PATTERN refuses, or a `__proto__` key. */
+export function holdsRefusedText(value: unknown): boolean {
+  if (typeof value === 'string') return !isRequestText(value);
+  if (Array.isArray(value)) return value.some(holdsRefusedText);
+  if (!value || typeof value !== 'object') return false;
+  return Object.entries(value).some(([key, inner]) => key === '__proto__' || !isRequestText(key) || holdsRefusedText(inner));
+}
+
+/**
+ * What the contract does to a value it accepts, for differencesFromSent: fields it keeps in
+ * another form (`placed_at` in UTC) are not compared, and lists it keeps as sets (a contact's
+ * tags) are compared with their first occurrences.
+ */
+export const CONTRACT_NORMALIZATIONS = { skip: ['placed_at'], sets: ['tags'] } as const;
+type Normalizations = { skip: readonly string[]; sets: readonly string[] };
+
+/**
+ * Where a record differs from the body of the write that made or changed it: each string, number
+ * and boolean the body sent must be found again at the same place, each array with as many items.
+ * A field the record does not show (a secret) is not compared.
+ */
+export function differencesFromSent(sent: unknown, record: unknown, rules: Normalizations = CONTRACT_NORMALIZATIONS, path: string[] = []): string[] {
+  const at = path.join('.') || 'body';
+  // Nothing sent (a write without a body) is nothing to find again.
+  if (sent === undefined || rules.skip.includes(at)) return [];
+  if (Array.isArray(sent)) {
+    const kept = rules.sets.includes(at) ? [...new Set(sent)] : sent;
+    if (!Array.isArray(record) || record.length !== kept.length) return [`${at}: sent ${JSON.stringify(sent)}, read ${JSON.stringify(record)}`];
+    return kept.flatMap((inner, i) => differencesFromSent(inner, record[i], rules, [...path, String(i)]));
+  }
+  if (sent !== null && typeof sent === 'object') {
+    if (record === null || typeof record !== 'object' || Array.isArray(record)) return [`${at}: sent an object, read ${JSON.stringify(record)}`];
+    return Object.entries(sent).flatMap(([key, inner]) =>
+      Object.hasOwn(record, key) ? differencesFromSent(inner, (record as Record<string, unknown>)[key], rules, [...path, key]) : [],
+    );
+  }
+  return sent === record ? [] : [`${at}: sent ${JSON.stringify(sent)}, read ${JSON.stringify(record)}`];
+}
