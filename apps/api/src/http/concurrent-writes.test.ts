@@ -1,4 +1,14 @@
-import { CONVERSATION_TRANSITIONS, Contact, Conversation, type ConversationStatus, type EventType, Order, WebhookEndpoint } from '@convo/core';
+import {
+  CONVERSATION_TRANSITIONS,
+  Contact,
+  Conversation,
+  type ConversationStatus,
+  type EventType,
+  ORDER_TRANSITIONS,
+  Order,
+  type OrderStatus,
+  WebhookEndpoint,
+} from '@convo/core';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
@@ -302,6 +312,11 @@ describeEachDialect('concurrent writes', (server) => {
           [contacts[0], contacts[2], contacts[3], contacts[4]].map((contact) => createConversation((contact as Contact).id)),
         );
         const endpoints = [await createEndpoint(), await createEndpoint()];
+        const orders = await Promise.all(
+          [contacts[2], contacts[3]].map(async (contact) =>
+            expectBody(await server().request('POST', '/orders', { body: { contact_id: (contact as Contact).id, currency: 'USD', items } }), 201, Order),
+          ),
+        );
         type Sent = { kind: string; target?: string; body?: Record<string, unknown>; response: Promise<TestResponse> };
         const sent: Sent[] = [];
         const send = (kind: string, method: string, path: string, body?: Record<string, unknown>, target?: string) =>
@@ -317,11 +332,14 @@ describeEachDialect('concurrent writes', (server) => {
           } else if (roll < 0.2) send('create order', 'POST', '/orders', { contact_id: contact.id, currency: 'USD', items }, contact.id);
           else if (roll < 0.3)
             send('create conversation', 'POST', '/conversations', { contact_id: contact.id, platform: pick(['whatsapp', 'facebook'] as const) }, contact.id);
-          else if (roll < 0.43) send('send message', 'POST', '/messages', { conversation_id: conversation.id, content: `m ${round}-${n}` }, conversation.id);
-          else if (roll < 0.63) {
+          else if (roll < 0.4) send('send message', 'POST', '/messages', { conversation_id: conversation.id, content: `m ${round}-${n}` }, conversation.id);
+          else if (roll < 0.57) {
             // Archived is final: rarer, so that most PATCHes race transitions that can still happen.
             const status = pick(['active', 'resolved', 'active', 'resolved', 'resolved', 'active', 'archived'] as const);
             send('patch conversation', 'PATCH', `/conversations/${conversation.id}`, { status }, conversation.id);
+          } else if (roll < 0.63) {
+            const order = pick(orders);
+            send('patch order', 'PATCH', `/orders/${order.id}`, { status: pick(['paid', 'paid', 'fulfilled', 'cancelled', 'refunded'] as const) }, order.id);
           } else if (roll < 0.7) send('tag contact', 'POST', `/contacts/${contact.id}/tags`, { tag: `t${round}-${n}` }, contact.id);
           else if (roll < 0.76) send('rename contact', 'PATCH', `/contacts/${contact.id}`, { name: `Renamed ${round}-${n}` }, contact.id);
           else if (roll < 0.83) send('delete endpoint', 'DELETE', `/webhook_endpoints/${endpoint.id}`, undefined, endpoint.id);
@@ -349,7 +367,7 @@ describeEachDialect('concurrent writes', (server) => {
           if (answer.status === 400) {
             // Only a refused transition (archived is final, and receives no messages) or the endpoint limit.
             expectExactError(answer, 400, 'bad_request');
-            expect(['patch conversation', 'send message', 'create endpoint'], what).toContain(kind);
+            expect(['patch conversation', 'patch order', 'send message', 'create endpoint'], what).toContain(kind);
             continue;
           }
           expect(answer.status, what).toBeLessThan(300);
@@ -394,6 +412,23 @@ describeEachDialect('concurrent writes', (server) => {
           answers.filter((a) => a.kind === kind && a.answer.status === status).map((a) => a.answer.body.id as string);
         const placed = await eventsOf(server(), ['order.placed']);
         for (const id of idsOf('create order', 201)) expect(placed.filter((event) => event.data.id === id)).toHaveLength(1);
+        // An order's statuses form a chain without cycles: its order.updated events, in the chain's
+        // order, must be one per transition, each allowed from the one before, ending where it is.
+        const orderUpdates = await eventsOf(server(), ['order.updated']);
+        for (const order of orders) {
+          const entered = orderUpdates.filter((event) => event.data.id === order.id).map((event) => event.data.status as OrderStatus);
+          expect(new Set(entered).size, `${order.id}: ${entered.join(', ')}`).toBe(entered.length);
+          const rank: Record<OrderStatus, number> = { pending: 0, paid: 1, fulfilled: 2, cancelled: 3, refunded: 3 };
+          let status: OrderStatus = 'pending';
+          for (const next of entered.sort((a, b) => rank[a] - rank[b])) {
+            expect(ORDER_TRANSITIONS[status], `${order.id}: ${status} → ${next}`).toContain(next);
+            status = next;
+          }
+          expect(expectBody(await server().request('GET', `/orders/${order.id}`), 200, Order).status).toBe(status);
+          for (const patch of answers.filter((a) => a.kind === 'patch order' && a.target === order.id && a.answer.status === 200)) {
+            expect(['pending', ...entered]).toContain(patch.body?.status);
+          }
+        }
         // Each accepted tag and rename changed its contact (every tag and name is new): one contact.updated each.
         const updated = await eventsOf(server(), ['contact.updated']);
         for (const contact of contacts) {
