@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { RateLimits } from '../edge/rate-limits.js';
 import { API_DIR, ensureBuilt } from '../testing/built-bin.js';
@@ -351,5 +352,22 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
     expect(missing).toEqual([]);
     const list = await send(lb, 'GET', '/v1/contacts?limit=1', { key });
     expect(list.body?.total).toBe(acknowledged.length);
+  });
+
+  it('migrates only by `convo-server migrate` in production: serve and worker leave a new database as they found it', async () => {
+    await sql`create database untouched`.execute(database.db);
+    const env = { ...apiEnv, DATABASE_URL: cluster.url('untouched'), CONVO_DRAIN_SECONDS: '0' };
+    const server = await startServer(env, 'api-unmigrated');
+    expect(await server.kill('SIGTERM')).toBe(0);
+    // The worker cannot run on a schema that is not there, and says so rather than make it.
+    const worker = startWorkerProcess({ ...common, DATABASE_URL: cluster.url('untouched') }, 'worker-unmigrated');
+    await expect(worker).rejects.toThrow(/exited \(1\)/);
+    const untouched = openDatabase(cluster.url('untouched'));
+    try {
+      const tables = await sql<{ table_name: string }>`select table_name from information_schema.tables where table_schema = 'public'`.execute(untouched.db);
+      expect(tables.rows).toEqual([]);
+    } finally {
+      await untouched.destroy();
+    }
   });
 });
