@@ -253,7 +253,7 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
       const signalledAt = Date.now();
       drained.child.kill('SIGTERM');
       // Out of the balancer's rotation at once, and still serving, closing each connection it answers.
-      await waitFor(async () => (await rawGet(drained.origin, '/readyz')).status === 503, '/readyz to answer 503', 1_000, 10);
+      await waitFor(async () => (await rawGet(drained.origin, '/readyz')).status === 503, '/readyz to answer 503', 2_000, 10);
       const during = await rawGet(drained.origin, '/v1/contacts?limit=1', key);
       expect(during.status).toBe(200);
       expect(during.headers.connection).toBe('close');
