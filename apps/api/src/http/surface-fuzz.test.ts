@@ -1,6 +1,7 @@
 import { ErrorBody, operationIds } from '@convo/core';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -92,6 +93,26 @@ function send(origin: URL, sent: Sent): Promise<Answer | 'reset'> {
       else reject(error);
     });
     req.end(sent.body);
+  });
+}
+
+/**
+ * Writes `bytes` on a connection of its own. When an answer is expected, resolves with all the
+ * server wrote once it closed the connection; otherwise the client goes away at once, as a client
+ * that crashes or loses its network would, and resolves when the socket is gone.
+ */
+function rawExchange(origin: URL, bytes: string, waitForAnswer: boolean): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: origin.hostname, port: Number(origin.port) }, () => {
+      socket.write(bytes);
+      if (!waitForAnswer) socket.destroy();
+    });
+    let received = '';
+    socket.setEncoding('utf8');
+    socket.setTimeout(15_000, () => socket.destroy(new Error(`no answer within 15 s to ${JSON.stringify(bytes.slice(0, 80))}`)));
+    socket.on('data', (text: string) => (received += text));
+    socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' || error.code === 'EPIPE' ? undefined : reject(error)));
+    socket.on('close', () => resolve(received));
   });
 }
 
@@ -403,6 +424,41 @@ describeEachDialect(
               tolerateReset: false,
             });
       await run(unknown);
+
+      // Broken HTTP and clients that go away, once for every route: the sockets' errors must all be handled.
+      const rawFailures: string[] = [];
+      const rawCases: { label: string; bytes: string; answered: boolean; method: string; path: string }[] = [];
+      for (const { method, url } of routes) {
+        const kind = kindOf(url);
+        const path = kind === 'trpc' || kind === 'console-trpc' ? fill(url, procedureFor(method)) : fill(url, kind === 'meta' ? channelId : 'x_nope');
+        const head = `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.keys.full}\r\nContent-Type: application/json\r\n`;
+        const cases: { label: string; bytes: string; answered: boolean }[] = [
+          { label: 'gone mid-body', bytes: `${head}Content-Length: 1000\r\n\r\n{"name":"x`, answered: false },
+          { label: 'gone mid-headers', bytes: `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthor`, answered: false },
+          { label: 'gone after the request', bytes: `${head}Content-Length: 2\r\n\r\n{}`, answered: false },
+          { label: 'malformed chunk', bytes: `${head}Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, answered: true },
+          { label: 'Content-Length and chunked', bytes: `${head}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, answered: true },
+          { label: 'NUL in a header', bytes: `${head}X-Evil: a\u0000b\r\nContent-Length: 2\r\n\r\n{}`, answered: true },
+        ];
+        rawCases.push(...cases.map((c) => ({ ...c, method, path })));
+      }
+      await pool(rawCases, 6, async ({ label, bytes, answered, method, path }) => {
+        const answer = await rawExchange(origin, bytes, answered);
+        if (answered) {
+          const match = /^HTTP\/1\.1 (\d{3})[^\r]*\r\n[\s\S]*?\r\n\r\n([\s\S]*)$/.exec(answer);
+          if (match?.[1] !== '400') rawFailures.push(`${method} ${path} [${label}]: ${answer.slice(0, 200) || 'no answer'}`);
+          else {
+            try {
+              expectContractError(JSON.parse(match[2] as string), 400, label);
+            } catch (error) {
+              rawFailures.push(`${method} ${path} [${label}]: ${String(error).slice(0, 200)}`);
+            }
+          }
+        }
+      });
+      sentCount += rawCases.length;
+      expect(rawFailures.slice(0, 40)).toEqual([]);
+      await run([]);
 
       // Nesting two million levels deep (4 MB, over the size limit too) once for every kind of route:
       // the body that used to end the process.
