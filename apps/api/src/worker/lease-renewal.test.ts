@@ -21,7 +21,8 @@ function gatedHandlers(started: string[], gate: Promise<void>, startedAt: number
   };
 }
 
-const LEASE_MS = 600;
+// Long enough that a renewal every third of it survives a busy machine.
+const LEASE_MS = 1_500;
 
 for (const dialect of ACTIVE_DIALECTS) {
   describe(`job leases [${dialect}]`, () => {
@@ -89,7 +90,7 @@ for (const dialect of ACTIVE_DIALECTS) {
         await vi.waitFor(() => expect(started).toEqual(['orphan', 'orphan']), { timeout: 10_000, interval: 10 });
         // Not before the dead worker's lease ran out, and soon after.
         expect(takenAt[0]).toBeGreaterThanOrEqual(lease.until as number);
-        expect(takenAt[0]).toBeLessThan((lease.until as number) + 2_000);
+        expect(takenAt[0]).toBeLessThan((lease.until as number) + 3_000);
       } finally {
         await taker.stop();
       }
