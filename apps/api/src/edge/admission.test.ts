@@ -56,7 +56,10 @@ describeEachDialect('the edge refuses what no route can mean', (server) => {
         ['DELETE', '/v1/webhook_endpoints/'],
         ['GET', '/v1/conversations//messages'],
       ] as const) {
-        expectExactError(await rawRequest(origin(), method, path, bearer(key)), 404, 'not_found');
+        const res = await rawRequest(origin(), method, path, bearer(key));
+        expectExactError(res, 404, 'not_found');
+        // An authenticated answer, as the 404 of any unknown path: it carries the rate-limit headers.
+        expect(res.headers.get('x-ratelimit-limit'), `${method} ${path}`).not.toBeNull();
       }
     }
   });

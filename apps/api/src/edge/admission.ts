@@ -57,17 +57,18 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
   async function admitCall(request: FastifyRequest, reply: FastifyReply, own: OperationId | undefined): Promise<void> {
     const principal = await authenticate(request);
     request.principal = principal;
+    const { id, rateLimit } = principal.account;
+    // Webhook keys are refused before counting: a signing secret used by mistake must not spend the account's quota.
+    const webhookKey = principal.key.type === 'webhook';
+    reply.headers(rateLimitHeaders(webhookKey ? await rateLimits.peek(id, rateLimit) : await rateLimits.consume(id, rateLimit)));
     // `/v1/contacts/` matches `/v1/contacts/:id` with an empty id: it names no resource and no
-    // operation, so it is an unknown path (404 whatever the key's type), not a call to refuse.
+    // operation, so it is an unknown path (404 whatever the key's type), as the 404 handler answers.
     if (hasEmptyParam(request)) throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
     const operationId = operationOf(request, own);
-    if (principal.key.type === 'webhook') {
-      // Refused before counting: a signing secret used by mistake must not spend the account's quota.
-      reply.headers(rateLimitHeaders(await rateLimits.peek(principal.account.id, principal.account.rateLimit)));
+    if (webhookKey) {
       if (operationId) throw ApiError.forbidden('Webhook keys only sign webhook deliveries; use a full-access or read-only key for the API');
       return;
     }
-    reply.headers(rateLimitHeaders(await rateLimits.consume(principal.account.id, principal.account.rateLimit)));
     const permission = operationId && endpoints[operationId].permission;
     if (permission && !PERMISSIONS[principal.key.type].includes(permission)) {
       throw ApiError.forbidden(`This ${principal.key.type.replace('_', '-')} key cannot ${permission}`);
