@@ -47,10 +47,10 @@ program.hook('preAction', async (_program, command) => {
 });
 
 /** Stops `stop` on the first SIGTERM or SIGINT, then exits; a second signal ends the process at once (Node's default). */
-function onShutdown(stop: () => Promise<void>, what = 'finishing requests and jobs under way') {
+function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, what: (signal: NodeJS.Signals) => string = () => 'finishing requests and jobs under way') {
   const handler = (signal: NodeJS.Signals) => {
-    process.stderr.write(`convo-server: ${signal}: stopping (${what})\n`);
-    stop().then(
+    process.stderr.write(`convo-server: ${signal}: stopping (${what(signal)})\n`);
+    stop(signal).then(
       () => process.exit(0),
       (error: unknown) => {
         process.stderr.write(`convo-server: shutdown failed: ${String(error)}\n`);
@@ -99,13 +99,15 @@ program
     const worker = env.workerInServe ? await startWorker(database, app.log) : undefined;
     // Drain (/readyz 503, still serving), stop accepting, finish in-flight requests and the jobs
     // under way meanwhile (http/drain.ts), then the counts, then the pool.
+    // Balancers and supervisors send SIGTERM; Ctrl-C (SIGINT) is someone at a terminal, who is not kept waiting.
+    const drainMs = (signal: NodeJS.Signals) => (signal === 'SIGTERM' ? env.drainMs : 0);
     onShutdown(
-      async () => {
-        await Promise.all([drainThenClose(app, { drainMs: env.drainMs }), worker?.stop()]);
+      async (signal) => {
+        await Promise.all([drainThenClose(app, { drainMs: drainMs(signal) }), worker?.stop()]);
         await rateLimits.close();
         await database.destroy();
       },
-      `draining for ${env.drainMs / 1000} s, then finishing requests and jobs under way`,
+      (signal) => `draining for ${drainMs(signal) / 1000} s, then finishing requests and jobs under way`,
     );
     await app.listen({ port: env.port, host: env.host });
     process.stderr.write(`Convo API on ${env.publicUrl}/v1 (${database.dialect}); reference at ${env.publicUrl}/docs; console at ${env.publicUrl}/console/\n`);

@@ -354,11 +354,14 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
     expect(list.body?.total).toBe(acknowledged.length);
   });
 
-  it('migrates only by `convo-server migrate` in production: serve and worker leave a new database as they found it', async () => {
+  it('migrates only by `convo-server migrate` in production: serve and worker leave a new database as they found it (and Ctrl-C skips the drain)', async () => {
     await sql`create database untouched`.execute(database.db);
-    const env = { ...apiEnv, DATABASE_URL: cluster.url('untouched'), CONVO_DRAIN_SECONDS: '0' };
-    const server = await startServer(env, 'api-unmigrated');
-    expect(await server.kill('SIGTERM')).toBe(0);
+    const server = await startServer({ ...apiEnv, DATABASE_URL: cluster.url('untouched') }, 'api-unmigrated');
+    // Ctrl-C is someone at a terminal: stopped at once, without the drain a SIGTERM gets.
+    const interruptedAt = Date.now();
+    expect(await server.kill('SIGINT')).toBe(0);
+    expect(Date.now() - interruptedAt).toBeLessThan(DRAIN_SECONDS * 1000);
+    expect(server.stderr()).toContain('SIGINT: stopping (draining for 0 s');
     // The worker cannot run on a schema that is not there, and says so rather than make it.
     const worker = startWorkerProcess({ ...common, DATABASE_URL: cluster.url('untouched') }, 'worker-unmigrated');
     await expect(worker).rejects.toThrow(/exited \(1\)/);
