@@ -18,6 +18,7 @@ import {
   binariesAvailable,
   convoServer,
   describeAnswer,
+  NODE_FLAGS,
   findHaproxy,
   freePort,
   postgresClusterAvailable,
@@ -198,9 +199,11 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
     await receiver?.close();
   });
 
-  it('shows in README.md the HAProxy configuration it runs', () => {
+  it('shows in README.md the HAProxy configuration it runs, and the production command with the flags it runs node with', () => {
     const readme = readFileSync(join(API_DIR, '..', '..', 'README.md'), 'utf8');
     expect(readme).toContain(readFileSync(HAPROXY_CONFIG, 'utf8').trim());
+    expect(NODE_FLAGS.length).toBeGreaterThan(0);
+    expect(readme).toContain(`node ${NODE_FLAGS.join(' ')} apps/api/dist/bin.js serve`);
   });
 
   it('loses no client request to a SIGTERM of an API process under load, which drains and exits 0', async () => {
