@@ -179,6 +179,8 @@ function spawnApi(command: 'serve' | 'worker', url: string): ChildProcess {
       ...process.env,
       DATABASE_URL: url,
       NODE_ENV: 'production',
+      // Nobody balances load here: stop at once rather than drain.
+      CONVO_DRAIN_SECONDS: '0',
       CONVO_SECRET_KEY: '0'.repeat(64),
       LOG_LEVEL: 'silent',
       CONVO_WORKER: 'false',

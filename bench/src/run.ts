@@ -515,7 +515,14 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
   const real = startServer(
     'real',
     [...SERVER_NODE_FLAGS, ...(options.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), API_BIN, 'serve'],
-    { DATABASE_URL: databases.realUrl, CONVO_WORKER: 'false', LOG_LEVEL: 'silent', NODE_ENV: 'production', CONVO_SECRET_KEY: '0'.repeat(64) },
+    {
+      DATABASE_URL: databases.realUrl,
+      CONVO_WORKER: 'false',
+      LOG_LEVEL: 'silent',
+      NODE_ENV: 'production',
+      CONVO_DRAIN_SECONDS: '0',
+      CONVO_SECRET_KEY: '0'.repeat(64),
+    },
     options.port,
     logDir,
   );
