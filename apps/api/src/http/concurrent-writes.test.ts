@@ -1,5 +1,6 @@
 import {
   CONVERSATION_TRANSITIONS,
+  Channel,
   Contact,
   Conversation,
   type ConversationStatus,
@@ -14,6 +15,10 @@ import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
 import { lockedForUpdate } from '../db/dialect.js';
 import { ReferenceGone, runTransaction } from '../db/transactions.js';
+import { type ChannelRow, channelsRepository } from '../repositories/channels.js';
+import { TenantScope } from '../repositories/tenant.js';
+import { type Arrival, receiveManyOnChannel, receiveOnChannel } from '../services/channel-inbound.js';
+import { newWamid } from '../testing/meta-payloads.js';
 import { type TestResponse, type TestServer, describeEachDialect, expectBody, expectExactError } from '../testing/harness.js';
 
 /** Rounds of each race: a race lost once in a few rounds is still caught. */
@@ -198,6 +203,59 @@ describeEachDialect('concurrent writes', (server) => {
           expect(answer.body.error.details.existing_id).toBe(created[0]?.body.id);
         }
       }
+    }
+  });
+
+  it("stores a channel's messages for a conversation resolved meanwhile only by reopening it", async () => {
+    const channel = expectBody(
+      await server().request('POST', '/channels', {
+        body: {
+          platform: 'whatsapp',
+          external_id: `${Date.now()}${phoneSeq++}`,
+          access_token: `EAAG${'x'.repeat(40)}`,
+          app_secret: 'race-app-secret-0123456789',
+        },
+      }),
+      201,
+      Channel,
+    );
+    const ctx = { database: server().database, accountId: server().accountId, settings: server().settings };
+    const channelRow = (await channelsRepository.findById(new TenantScope(server().database.db, server().accountId), channel.id)) as ChannelRow;
+    const arrival = (from: string, content: string): Arrival => ({
+      sender: { externalId: from, profileName: 'Racer' },
+      message: { platformMessageId: newWamid(), type: 'text', content, media: null },
+    });
+    for (let round = 0; round < ROUNDS; round++) {
+      const sender = `3163${phoneSeq++}`;
+      const first = await receiveOnChannel(ctx, channelRow, arrival(sender, 'first').sender, arrival(sender, 'first').message);
+      const conversationId = first?.conversation_id as string;
+      const later = arrival(sender, 'later');
+      const [left, resolved] = await Promise.all([
+        receiveManyOnChannel(ctx, channelRow, [later]),
+        server().request('PATCH', `/conversations/${conversationId}`, { body: { status: 'resolved' } }),
+      ]);
+      expect(resolved.status, resolved.text).toBe(200);
+      for (const { sender: from, message } of left) await receiveOnChannel(ctx, channelRow, from, message);
+      // Open again, then one message at a time (the path of a new sender or a reopen) against a resolve.
+      expect((await server().request('PATCH', `/conversations/${conversationId}`, { body: { status: 'active' } })).status).toBe(200);
+      const slow = arrival(sender, 'slow');
+      const [, resolvedAgain] = await Promise.all([
+        receiveOnChannel(ctx, channelRow, slow.sender, slow.message),
+        server().request('PATCH', `/conversations/${conversationId}`, { body: { status: 'resolved' } }),
+      ]);
+      expect(resolvedAgain.status, resolvedAgain.text).toBe(200);
+      // In the order of the conversation's events, a message that arrives while it is resolved
+      // reopens it: the next event is its change back to active.
+      const events = await eventsOf(server(), ['conversation.updated', 'message.received'], conversationId);
+      let status = 'active';
+      for (const [index, event] of events.entries()) {
+        if (event.type === 'conversation.updated') status = event.data.status as string;
+        else if (status !== 'active') {
+          const next = events[index + 1];
+          expect(`${next?.type} ${next?.data.status}`, `round ${round}: ${event.data.content} arrived while ${status}`).toBe('conversation.updated active');
+        }
+      }
+      expect(events.filter((event) => event.type === 'message.received').map((event) => event.data.content)).toEqual(['first', 'later', 'slow']);
     }
   });
 

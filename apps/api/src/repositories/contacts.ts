@@ -90,9 +90,15 @@ export const contactsRepository = {
 
   /**
    * The contact, its row locked until the transaction ends, for read-modify-write changes
-   * (tags): concurrent writers then queue instead of losing each other's changes.
+   * (tags): concurrent writers then queue instead of losing each other's changes. Rows that
+   * reference it may still be inserted meanwhile (their foreign-key checks are not blocked): a
+   * writer holding it while it waits for one of them would otherwise deadlock.
    */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
+    lockedForUpdate(scope.db, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id), { keysKept: true }).executeTakeFirst(),
+
+  /** The contact, locked against every other writer and every insert that references it, to delete it. */
+  findByIdForDelete: (scope: TenantScope, id: string) =>
     lockedForUpdate(scope.db, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
 
   /**

@@ -149,13 +149,21 @@ export const conversationsRepository = {
     >;
   },
 
-  /** Counts a new message, makes it the last one, and takes the next event sequence number for its event. */
-  async recordMessage(scope: TenantScope, id: string, message: { content: string; at: string }): Promise<number> {
+  /**
+   * Counts a new message, makes it the last one, and takes the next event sequence number for its
+   * event; with the conversation's status as the update found it (the row is held from then on, so
+   * a change committed since an earlier read shows here).
+   */
+  async recordMessage(
+    scope: TenantScope,
+    id: string,
+    message: { content: string; at: string },
+  ): Promise<{ sequence: number; status: ConversationRow['status'] }> {
     const row = await messageRecorded(scope, id, message)
       .set((eb) => ({ event_sequence: eb('event_sequence', '+', 1) }))
-      .returning('conversations.event_sequence')
+      .returning(['conversations.event_sequence', 'conversations.status'])
       .executeTakeFirstOrThrow();
-    return Number(row.event_sequence);
+    return { sequence: Number(row.event_sequence), status: row.status };
   },
 
   /**
@@ -183,18 +191,22 @@ export const conversationsRepository = {
     return new Map(rows.map((row) => [row.id, Number(row.event_sequence)]));
   },
 
-  /** Each of these contacts' open conversation on a channel (as findOpenOnChannel), by contact. */
+  /**
+   * Each of these contacts' open conversation on a channel (as findOpenOnChannel), by contact,
+   * held until the transaction ends: the messages stored into it find the status read here (a
+   * concurrent resolve waits, rather than leaving them in a resolved conversation).
+   */
   async openOnChannelOf(scope: TenantScope, contactIds: readonly string[], channelId: string): Promise<Map<string, Pick<ConversationRow, 'id' | 'status'>>> {
     const dialect = dialectOf(scope.db);
-    const rows = await scope
+    const query = scope
       .selectFrom('conversations')
       .select(['conversations.id', 'conversations.contact_id', 'conversations.status'])
       .where('conversations.channel_id', '=', channelId)
       .where(dialect.isOneOf('conversations.contact_id', dialect.boundList(contactIds)))
       .where('conversations.status', '!=', 'archived')
       .orderBy('conversations.last_activity_at', 'desc')
-      .orderBy('conversations.id', 'desc')
-      .execute();
+      .orderBy('conversations.id', 'desc');
+    const rows = await lockedForUpdate(scope.db, query, { keysKept: true }).execute();
     const open = new Map<string, Pick<ConversationRow, 'id' | 'status'>>();
     for (const row of rows) if (!open.has(row.contact_id)) open.set(row.contact_id, { id: row.id, status: row.status });
     return open;

@@ -136,7 +136,8 @@ export const contactsService = {
   /** Deletes the contact with its conversations and messages; its orders and workflow runs stay, unlinked. */
   async delete(ctx: ServiceContext, id: string): Promise<void> {
     await inTransaction(ctx, async (scope) => {
-      const current = await lockOrThrow(scope, id);
+      const current = await contactsRepository.findByIdForDelete(scope, id);
+      if (!current) throw ApiError.notFound('contact', id);
       const at = now();
       await ordersRepository.detachContact(scope, id, at);
       await workflowRunsRepository.detachContact(scope, id, at);

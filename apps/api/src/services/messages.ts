@@ -76,10 +76,12 @@ export const messagesService = {
         updated_at: at,
       };
       await messagesRepository.insert(scope, row);
-      // The message's event takes its sequence number in the statement that records the message.
-      const sequence = await conversationsRepository.recordMessage(scope, conversation.id, { content: row.content, at: row.created_at });
+      // The message's event takes its sequence number in the statement that records the message,
+      // which also tells the status as it is now: a resolve or archive committed since the read above counts.
+      const { sequence, status } = await conversationsRepository.recordMessage(scope, conversation.id, { content: row.content, at: row.created_at });
+      if (status === 'archived') throw ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived');
       // Only the message whose update changed the status reopens it: concurrent ones read the same status.
-      const reopened = conversation.status === 'resolved' && (await conversationsRepository.reopen(scope, conversation.id, row.created_at));
+      const reopened = status === 'resolved' && (await conversationsRepository.reopen(scope, conversation.id, row.created_at));
       const message = toMessage({ ...row, account_id: ctx.accountId });
       await emitEvent(scope, 'message.received', message, { id: conversation.id, sequence });
       if (reopened) await emitEvent(scope, 'conversation.updated', toConversation(await findConversationOrThrow(scope, conversation.id)), conversation.id);
