@@ -848,8 +848,6 @@ async function assertTrpcTwin(server: TestServer, operation: Operation, c: Case,
   const query = Object.fromEntries(
     c.query.map(({ name, value }) => [name, (name === 'limit' || name === 'offset') && /^-?\d+$/.test(value) ? Number(value) : value]),
   );
-  // tRPC reads its input with JSON.parse and no own `__proto__` key survives it; REST refuses one.
-  if (JSON.stringify([query, c.body.kind === 'json' ? c.body.value : null]).includes('"__proto__"')) return;
   // A request line over Node's limit is refused before either transport.
   if (rest.status === 400 && rest.text.includes('"field":"headers"')) return;
   const headers: Record<string, string> = {};
