@@ -129,6 +129,17 @@ export const conversationsRepository = {
       ).numUpdatedRows,
     ) > 0,
 
+  /** Sets the conversation's status and takes `events` sequence numbers for its events: the last one. */
+  async changeStatus(scope: TenantScope, id: string, patch: { status: ConversationRow['status']; updated_at: string }, events: number): Promise<number> {
+    const row = await scope
+      .updateTable('conversations')
+      .set((eb) => ({ ...patch, event_sequence: eb('event_sequence', '+', events) }))
+      .where('conversations.id', '=', id)
+      .returning('conversations.event_sequence')
+      .executeTakeFirstOrThrow();
+    return Number(row.event_sequence);
+  },
+
   /** Takes the conversation's next event sequence number (1, 2, …). */
   async nextEventSequence(scope: TenantScope, id: string): Promise<number> {
     const row = await scope

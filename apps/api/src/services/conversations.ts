@@ -8,7 +8,7 @@ import { type ConversationWithContact, conversationsRepository } from '../reposi
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type ServiceContext, inTransaction, page, scopeOf, foldedSearch } from './context.js';
-import { emitEvent } from './events.js';
+import { emitEvent, emitEvents } from './events.js';
 
 export const toConversation = (row: ConversationWithContact): Conversation => ({
   id: row.id,
@@ -93,10 +93,15 @@ export const conversationsService = {
         throw ApiError.badRequest('status', 'transition', `A conversation cannot go from ${current.status} to ${next}`);
       }
       const patch = { status: next, updated_at: now() };
-      await conversationsRepository.update(scope, id, patch);
+      const types = next === 'resolved' ? (['conversation.updated', 'conversation.resolved'] as const) : (['conversation.updated'] as const);
+      // The change takes its events' sequence numbers in its own update: a second update of the row
+      // would check its contact's foreign key again, and wait for (or deadlock with) the contact's delete.
+      const last = await conversationsRepository.changeStatus(scope, id, patch, types.length);
       const conversation = toConversation({ ...current, ...patch });
-      await emitEvent(scope, 'conversation.updated', conversation, conversation.id);
-      if (next === 'resolved') await emitEvent(scope, 'conversation.resolved', conversation, conversation.id);
+      await emitEvents(
+        scope,
+        types.map((type, index) => ({ type, data: conversation, conversation: { id, sequence: last - types.length + 1 + index } })),
+      );
       return conversation;
     });
   },
