@@ -88,4 +88,13 @@ describe('environment', () => {
     expect(readEnv({}).workerLeaseMs).toBe(15_000);
     expect(readEnv({ CONVO_WORKER_LEASE: '30s' }).workerLeaseMs).toBe(30_000);
   });
+
+  it('trusts no balancer unless CONVO_TRUSTED_PROXIES names them, by address, range or name', () => {
+    expect(readEnv({}).settings.trustedProxies).toBe(false);
+    expect(readEnv({ CONVO_TRUSTED_PROXIES: ' ' }).settings.trustedProxies).toBe(false);
+    expect(readEnv({ CONVO_TRUSTED_PROXIES: '10.0.0.7, 10.1.0.0/16,loopback, ::1' }).settings.trustedProxies).toBe('10.0.0.7,10.1.0.0/16,loopback,::1');
+    for (const value of ['true', '*', '1', '10.0.0.0/40', 'lb.internal']) {
+      expect(() => readEnv({ CONVO_TRUSTED_PROXIES: value })).toThrow(`CONVO_TRUSTED_PROXIES: "${value}" is not an address`);
+    }
+  });
 });

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ipaddr from 'ipaddr.js';
 import { parseDatabaseUrl } from './db/database.js';
 import { developmentSecretKey, parseSecretKey } from './secret-box.js';
 import { type Settings, defaultSettings } from './settings.js';
@@ -88,6 +89,7 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
       secretKey: secretKeyOf(source.CONVO_SECRET_KEY, nodeEnv, databaseUrl),
       secureCookies: nodeEnv === 'production',
       consoleDir: source.CONVO_CONSOLE_DIR || consoleBuild(),
+      trustedProxies: trustedProxiesOf(source.CONVO_TRUSTED_PROXIES),
     }),
   };
 }
@@ -131,6 +133,37 @@ const httpUrl = (name: string, value: string): string => {
 const graphVersion = (value: string): string => {
   if (!/^v\d+\.\d+$/.test(value)) throw new Error(`CONVO_GRAPH_API_VERSION must look like v23.0, got "${value}"`);
   return value;
+};
+
+/**
+ * CONVO_TRUSTED_PROXIES: addresses and CIDR ranges (and proxy-addr's names `loopback`,
+ * `linklocal`, `uniquelocal`) separated by commas. Never "any" nor a hop count: a client could then
+ * name itself whatever address it likes.
+ */
+function trustedProxiesOf(value: string | undefined): string | false {
+  if (!value?.trim()) return false;
+  const entries = value.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    const named = entry === 'loopback' || entry === 'linklocal' || entry === 'uniquelocal';
+    if (!named && !isAddress(entry) && !isCidr(entry)) {
+      throw new Error(`CONVO_TRUSTED_PROXIES: "${entry}" is not an address, a CIDR range, loopback, linklocal or uniquelocal`);
+    }
+  }
+  return entries.join(',');
+}
+
+/** Written out in full: ipaddr.js would also take `1` or `0x7f.1` for an IPv4 address. */
+const isAddress = (entry: string): boolean => ipaddr.IPv4.isValidFourPartDecimal(entry) || ipaddr.IPv6.isValid(entry);
+
+const isCidr = (entry: string): boolean => {
+  const [address, bits] = entry.split('/');
+  if (address === undefined || bits === undefined || !isAddress(address)) return false;
+  try {
+    ipaddr.parseCIDR(entry);
+    return true;
+  } catch {
+    return false;
+  }
 };
 
 /** CONVO_PUBLIC_URL without a trailing `/` or `/v1`, else the address the server listens on. */

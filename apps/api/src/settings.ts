@@ -41,6 +41,11 @@ export interface Settings {
   keepAliveTimeoutMs: number;
   /** A connection on which nothing moves either way for this long is dropped. */
   idleTimeoutMs: number;
+  /**
+   * The load balancers whose `X-Forwarded-For` names the client (addresses and CIDR ranges, comma
+   * separated): without them every client behind a balancer is one address to the per-address guards.
+   */
+  trustedProxies: string | false;
 }
 
 /** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (CONTRACT: Events and webhooks). */
@@ -71,5 +76,6 @@ export const defaultSettings = (overrides: Partial<Settings> = {}): Settings => 
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 72_000,
   idleTimeoutMs: 120_000,
+  trustedProxies: false,
   ...overrides,
 });

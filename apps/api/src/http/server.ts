@@ -96,6 +96,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     // While closing, refusals are ours (http/drain.ts): the contract's body and X-Request-Id.
     return503OnClosing: false,
     bodyLimit: MAX_BODY_BYTES,
+    // request.ip, which the per-address guards count by, is the client's only behind a trusted balancer.
+    trustProxy: settings.trustedProxies,
     // Slow clients are cut off (README: Timeouts). Node enforces the headers and request timeouts
     // when it checks its connections, so it checks often enough for the shortest of them to hold.
     requestTimeout: settings.requestTimeoutMs,

@@ -163,7 +163,7 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
       json(await convoServer(common, 'keys', 'create', '--account', account, '--type', type, '--json')).key;
     const lbPort = await freePort();
     lb = `http://127.0.0.1:${lbPort}`;
-    apiEnv = { ...common, CONVO_WORKER: 'false', CONVO_DRAIN_SECONDS: String(DRAIN_SECONDS), CONVO_PUBLIC_URL: lb };
+    apiEnv = { ...common, CONVO_WORKER: 'false', CONVO_TRUSTED_PROXIES: 'loopback', CONVO_DRAIN_SECONDS: String(DRAIN_SECONDS), CONVO_PUBLIC_URL: lb };
     await Promise.all([
       (async () => {
         accountId = json(await convoServer(common, 'accounts', 'create', '--name', 'Fleet', '--plan', 'enterprise', '--rpm', '1000000', '--json')).id;
