@@ -303,6 +303,10 @@ const WHATSAPP_WEBHOOK_EXAMPLE = {
   ],
 };
 
+/** What the server refuses of any request on these routes before it looks at the channel. */
+const MALFORMED_HOOK_REQUEST =
+  'a path that is not validly percent-encoded (`field: path`, constraint `format`), a `channel_id` holding U+0000 or a lone surrogate (`pattern`), or a request line and headers over 16 KiB (`field: headers`, `max_bytes`)';
+
 /**
  * The two routes Meta calls for a channel (CONTRACT: Channels): the subscription handshake and the
  * signed webhooks. No API key: the channel's verify token and app secret stand in for one.
@@ -342,6 +346,7 @@ function metaHookPaths(errorRef: { $ref: string }): Record<string, Record<string
         ],
         responses: {
           200: { description: 'The challenge.', content: { 'text/plain': { schema: { type: 'string' }, example: '1158201444' } } },
+          400: error(`Malformed: ${MALFORMED_HOOK_REQUEST}.`),
           403: error('Not `subscribe`, or not the verify token.'),
           404: error('No such channel.'),
         },
@@ -374,7 +379,7 @@ function metaHookPaths(errorRef: { $ref: string }): Record<string, Record<string
         },
         responses: {
           200: { description: 'Stored.', content: { 'text/plain': { schema: { type: 'string' }, example: 'EVENT_RECEIVED' } } },
-          400: error('The body is not a JSON object (constraint `json`), or over 1 MiB.'),
+          400: error(`The body is not a JSON object (constraint \`json\`) or is over 1 MiB (\`max_bytes\`); or malformed: ${MALFORMED_HOOK_REQUEST}.`),
           401: error('Missing or wrong signature: nothing is stored.'),
           404: error('No such channel.'),
         },

@@ -59,6 +59,8 @@ interface Sent {
   body?: Buffer;
   /** What is being tried, for the failure message. */
   label: string;
+  /** The statuses the OpenAPI document gives this route, when it documents it (outside /v1's own fuzz). */
+  documented?: string[];
 }
 
 interface Answer {
@@ -145,6 +147,7 @@ function check(sent: Sent, answer: Answer | 'reset', tolerateReset: boolean): vo
     return;
   }
   expect(answer.status, `${label}: ${answer.text.slice(0, 300)}`).toBeLessThan(500);
+  if (sent.documented) expect(sent.documented, `${label}: ${answer.status} is not among the route's documented answers`).toContain(String(answer.status));
   if (answer.status < 400 || sent.method === 'HEAD') return;
   expect(answer.contentType, label).toMatch(/^application\/json/);
   const body = JSON.parse(answer.text) as unknown;
@@ -316,12 +319,31 @@ describeEachDialect(
         ];
       };
 
+      // Routes outside /v1 that the document lists (Meta's hooks) must answer only what it says; /v1's
+      // operations have the same check in fuzz.test.ts.
+      const document = (await (await fetch(new URL('/v1/openapi.json', origin))).json()) as {
+        paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      };
+      const documentedFor = (method: string, url: string, path: string): string[] | undefined => {
+        if (kindOf(url) === 'v1' || method === 'HEAD') return undefined;
+        const operation = document.paths[url.replace(/:([A-Za-z_]+)/g, '{$1}')]?.[method.toLowerCase()];
+        const route = new RegExp(`^${url.replace(/:[A-Za-z_]+/g, '[^/?]+')}(\\?|$)`);
+        return operation && route.test(path) ? Object.keys(operation.responses) : undefined;
+      };
+      let documentedChecks = 0;
+
       const bodyCache = new Map<Kind, ReturnType<typeof bodyClasses>>();
       const bodiesOf = (kind: Kind) => bodyCache.get(kind) ?? bodyCache.set(kind, bodyClasses(kind)).get(kind) ?? [];
 
       const batchFor = (method: string, url: string): { sent: Sent; tolerateReset: boolean }[] => {
         const kind = kindOf(url);
         const batch: { sent: Sent; tolerateReset: boolean }[] = [];
+        const withDocumented = (sent: Sent): Sent => {
+          const documented = documentedFor(method, url, sent.path);
+          if (!documented) return sent;
+          documentedChecks++;
+          return { ...sent, documented };
+        };
         const plainPath = kind === 'trpc' || kind === 'console-trpc' ? fill(url, procedureFor(method)) : fill(url, 'x_nope');
         const carriesBody = !['GET', 'HEAD', 'TRACE', 'OPTIONS'].includes(method);
         for (const { label: keyLabel, key, full } of keysFor(kind, url)) {
@@ -331,7 +353,13 @@ describeEachDialect(
           if (kind === 'console-trpc') Object.assign(headers, { origin: publicOrigin, [CSRF_HEADER]: '1' });
           const add = (path: string, label: string, extra: Partial<Sent> = {}, tolerateReset = false) =>
             batch.push({
-              sent: { method, path, headers: { ...headers, ...extra.headers }, label: `${keyLabel}, ${label}`, ...(extra.body ? { body: extra.body } : {}) },
+              sent: withDocumented({
+                method,
+                path,
+                headers: { ...headers, ...extra.headers },
+                label: `${keyLabel}, ${label}`,
+                ...(extra.body ? { body: extra.body } : {}),
+              }),
               tolerateReset,
             });
 
@@ -357,13 +385,13 @@ describeEachDialect(
           const path = fill(url, channelId);
           const signed = (label: string, body: Buffer, contentType: string | undefined, tolerateReset = false) =>
             batch.push({
-              sent: {
+              sent: withDocumented({
                 method,
                 path,
                 headers: { 'x-hub-signature-256': signMetaPayload(APP_SECRET, body), ...(contentType ? { 'content-type': contentType } : {}) },
                 body,
                 label: `signed, ${label}`,
-              },
+              }),
               tolerateReset,
             });
           if (carriesBody) for (const b of bodiesOf(kind)) signed(`body: ${b.label}`, b.body, b.contentType ?? 'application/json', b.oversized === true);
@@ -374,7 +402,10 @@ describeEachDialect(
               '?hub.mode=subscribe&hub.mode=subscribe&hub.verify_token=x',
               '?hub.challenge=%ED%A0%80&hub.mode=%zz',
             ])
-              batch.push({ sent: { method, path: `${path}${query}`, headers: {}, label: `real channel, query: ${query.slice(0, 40)}` }, tolerateReset: false });
+              batch.push({
+                sent: withDocumented({ method, path: `${path}${query}`, headers: {}, label: `real channel, query: ${query.slice(0, 40)}` }),
+                tolerateReset: false,
+              });
         }
         return batch;
       };
@@ -487,6 +518,7 @@ describeEachDialect(
       expect(sentCount).toBeLessThan(12_000);
       console.info(`surface fuzz [${s.dialect}]: ${sentCount} requests to ${routes.length} routes in ${Date.now() - started} ms`, Object.fromEntries(statuses));
       for (const status of ['200', '400', '401', '403', '404']) expect(statuses.get(status) ?? 0, `answers ${status}`).toBeGreaterThan(0);
+      expect(documentedChecks, 'answers held to the document outside /v1').toBeGreaterThan(50);
       expect(Date.now() - started).toBeLessThan(120_000);
     });
   },
