@@ -1,18 +1,10 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
+import { recordEscapedErrors } from '../testing/escaped-errors.js';
 import { describeEachDialect } from '../testing/harness.js';
 import { MAX_BODY_BYTES } from './request-body.js';
 
 /** Errors that escaped every handler while this file ran: the process would have died of them. */
-const escaped: unknown[] = [];
-const record = (error: unknown) => escaped.push(error);
-beforeAll(() => {
-  process.on('uncaughtException', record);
-  process.on('unhandledRejection', record);
-});
-afterAll(() => {
-  process.off('uncaughtException', record);
-  process.off('unhandledRejection', record);
-});
+const escaped = recordEscapedErrors();
 
 /** `{"body":[[[…]]]}` nested `levels` deep: over the size limit as well as the depth limit. */
 const deepBody = (levels: number) => Buffer.from(`{"body":${'['.repeat(levels)}${']'.repeat(levels)}}`);

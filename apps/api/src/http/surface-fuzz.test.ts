@@ -4,9 +4,10 @@ import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { CSRF_HEADER } from '../console/plugin.js';
 import { MAX_BODY_BYTES } from '../edge/request-body.js';
+import { recordEscapedErrors } from '../testing/escaped-errors.js';
 import { type TestServer, describeEachDialect, testSettings } from '../testing/harness.js';
 import { signMetaPayload } from '../testing/meta-payloads.js';
 
@@ -19,16 +20,7 @@ import { signMetaPayload } from '../testing/meta-payloads.js';
  */
 
 /** Errors that escaped every handler while this file ran: in production, each ends the process. */
-const escaped: unknown[] = [];
-const record = (error: unknown) => escaped.push(error);
-beforeAll(() => {
-  process.on('uncaughtException', record);
-  process.on('unhandledRejection', record);
-});
-afterAll(() => {
-  process.off('uncaughtException', record);
-  process.off('unhandledRejection', record);
-});
+const escaped = recordEscapedErrors();
 
 /** A console build of a page and an asset, so that the console's static routes are mounted and fuzzed too. */
 const consoleDir = mkdtempSync(join(tmpdir(), 'convo-fuzz-console-'));
