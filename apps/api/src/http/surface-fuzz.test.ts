@@ -312,7 +312,7 @@ describeEachDialect(
       };
 
       // Routes outside /v1 that the document lists (Meta's hooks) must answer only what it says; /v1's
-      // operations have the same check in fuzz.test.ts.
+      // operations have the same check in testing/openapi-fuzz.ts.
       const document = (await (await fetch(new URL('/v1/openapi.json', origin))).json()) as {
         paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
       };

@@ -1,0 +1,4 @@
+import { describeFuzz } from '../testing/openapi-fuzz.js';
+
+// Every operation of the served OpenAPI document, fuzzed on sqlite (the other database has its own file).
+describeFuzz('sqlite');
