@@ -1,10 +1,21 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-
 /**
- * The request being served, entered by the server for each request (http/server.ts), so that an
- * error nothing handled can still name the request it came from.
+ * The ids of the requests being served, kept by the server (http/server.ts), so that an error
+ * nothing handled can name the requests it may have come from. A Set, not AsyncLocalStorage: on
+ * Node 20 that cost the get_by_id benchmark target (bench/README.md).
  */
-export const requestScope = new AsyncLocalStorage<{ requestId: string }>();
+export const requestsInFlight = new Set<string>();
+
+/** More than any server serves at once: a request whose end was never seen cannot grow the Set without bound. */
+const MAX_TRACKED = 10_000;
+
+export function requestStarted(requestId: string): void {
+  if (requestsInFlight.size >= MAX_TRACKED) requestsInFlight.delete(requestsInFlight.values().next().value as string);
+  requestsInFlight.add(requestId);
+}
+
+export function requestEnded(requestId: string): void {
+  requestsInFlight.delete(requestId);
+}
 
 export interface CrashPolicyOptions {
   /** Receives the one JSON line logged before the process ends (defaults to stderr). */
@@ -41,14 +52,17 @@ export function installCrashPolicy(role: string, options: CrashPolicyOptions = {
     // A second error while the first is being logged changes nothing: the process is ending.
     if (crashed) return;
     crashed = true;
-    const requestId = requestScope.getStore()?.requestId ?? requestIdOf(error);
+    // The request it came from: the one the error names, else the only one in flight; with several
+    // in flight, their ids (one of them is the cause).
+    const inFlight = [...requestsInFlight];
+    const requestId = requestIdOf(error) ?? (inFlight.length === 1 ? inFlight[0] : undefined);
     const line = {
       level: 'fatal',
       time: Date.now(),
       msg: `${role}: ${kind}, exiting`,
       role,
       kind,
-      ...(requestId ? { requestId } : {}),
+      ...(requestId ? { requestId } : inFlight.length > 1 ? { requestsInFlight: inFlight.slice(0, 100) } : {}),
       err: describeError(error),
     };
     try {

@@ -1,5 +1,5 @@
 export { buildServer, type ServerOptions } from './http/server.js';
-export { installCrashPolicy, requestScope } from './crash-policy.js';
+export { installCrashPolicy } from './crash-policy.js';
 export { openDatabase, type DatabaseHandle } from './db/database.js';
 export { migrateToLatest } from './db/migrate.js';
 export { accountsService } from './services/accounts.js';

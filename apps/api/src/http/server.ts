@@ -10,7 +10,7 @@ import { admission, admittedCall } from '../edge/admission.js';
 import { RateLimits } from '../edge/rate-limits.js';
 import { MAX_BODY_BYTES, acceptJsonBodies } from '../edge/request-body.js';
 import { consolePlugin } from '../console/plugin.js';
-import { requestScope } from '../crash-policy.js';
+import { requestEnded, requestStarted } from '../crash-policy.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import { nextUlid } from '../ids.js';
 import { type Settings, defaultSettings } from '../settings.js';
@@ -146,9 +146,15 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.addHook('onRequest', (request, reply, done) => {
     // Every response carries it, errors included (the error handler keeps headers already set).
     reply.header('x-request-id', request.id);
-    // The rest of the request runs in its scope: an error nothing handled is logged with its id (crash-policy.ts).
-    requestScope.run({ requestId: request.id }, done);
+    // An error nothing handled is logged with the ids of the requests in flight (crash-policy.ts).
+    requestStarted(request.id);
+    done();
   });
+  app.addHook('onResponse', (request, _reply, done) => {
+    requestEnded(request.id);
+    done();
+  });
+
   installDrain(app);
   app.addHook('onRequest', admit);
   app.addHook('onSend', (request, reply, payload, done) => {
@@ -161,7 +167,6 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       payload.headers.set('content-type', 'application/json');
     done(null, payload);
   });
-
   app.setNotFoundHandler(async (request) => {
     throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
   });
