@@ -7,7 +7,8 @@ import {
   type OperationResult,
   endpoints,
 } from '@convo/core';
-import { initTRPC } from '@trpc/server';
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { StandardSchemaV1Error, initTRPC } from '@trpc/server';
 import type { FastifyReply } from 'fastify';
 import { ApiError } from '../errors.js';
 import { runOperation } from '../operations.js';
@@ -26,6 +27,10 @@ export interface TrpcContext {
 /** The ApiError a tRPC error stands for: the one a procedure threw, or tRPC's own refusal. */
 export function apiErrorOf(error: { code: string; message: string; cause?: unknown }, path: string | undefined, requestId: string | undefined): ApiError {
   if (error.cause instanceof ApiError) return error.cause;
+  if (error.cause instanceof StandardSchemaV1Error) {
+    const issues = error.cause.issues as readonly ContractIssue[];
+    return ApiError.validation(issues.map(({ field, constraint, message }) => ({ field, constraint, message })));
+  }
   switch (error.code) {
     case 'NOT_FOUND':
       return ApiError.notFound('procedure', path);
@@ -52,30 +57,37 @@ export const t = initTRPC.context<TrpcContext>().create({
 /**
  * An operation's input as tRPC parses it: `{ params?, query?, body? }`, each part validated by
  * the contract exactly as REST validates it, in REST's order (params, body, query: Fastify's),
- * the first part with a problem answering for all. Typed for tRPC clients as the operation's
- * input and parsed input.
+ * the first part with a problem answering for all. A Standard Schema, which tRPC takes as an
+ * input validator, typed for tRPC clients as the operation's input and parsed input.
  */
-export function operationInput<K extends OperationId>(operationId: K) {
+export function operationInput<K extends OperationId>(operationId: K): StandardSchemaV1<OperationInput<K>, OperationParsedInput<K>> {
   const operation: EndpointDefinition = endpoints[operationId];
   const parts = { params: operation.params, body: operation.body, query: querySchemaOf(operation) };
-  const parse = (raw: unknown): OperationParsedInput<K> => {
+  const validate = (raw: unknown): StandardSchemaV1.Result<OperationParsedInput<K>> => {
     const input = (raw ?? {}) as Record<string, unknown>;
     const unknownParts = Object.keys(input).filter((name) => !Object.hasOwn(parts, name) || parts[name as keyof typeof parts] === undefined);
     if (unknownParts.length > 0) {
-      throw ApiError.validation(unknownParts.map((name): ValidationIssue => ({ field: name, constraint: 'unknown', message: `Unknown input part "${name}"` })));
+      return refused(unknownParts.map((name): ValidationIssue => ({ field: name, constraint: 'unknown', message: `Unknown input part "${name}"` })));
     }
     const out: Record<string, unknown> = {};
     for (const [name, schema] of Object.entries(parts)) {
       if (!schema) continue;
       // Only a missing part is empty: a part sent as null is refused as REST refuses a null body.
       const result = validatePart(schema, input[name] === undefined ? (name === 'params' ? undefined : {}) : input[name]);
-      if ('error' in result) throw result.error;
+      if ('error' in result) return refused(result.error.details?.issues ?? []);
       out[name] = result.value;
     }
-    return out as OperationParsedInput<K>;
+    return { value: out as OperationParsedInput<K> };
   };
-  return { parse, _input: undefined as unknown as OperationInput<K>, _output: undefined as unknown as OperationParsedInput<K> };
+  return { '~standard': { version: 1, vendor: 'convo', validate } };
 }
+
+/** A Standard Schema issue that carries the contract's field and constraint, for apiErrorOf to answer with. */
+type ContractIssue = StandardSchemaV1.Issue & ValidationIssue;
+
+const refused = (issues: readonly ValidationIssue[]): StandardSchemaV1.FailureResult => ({
+  issues: issues.map((issue): ContractIssue => ({ ...issue, path: issue.field.split('.') })),
+});
 
 /** Runs the operation as REST does; a replayed refusal is thrown again. */
 export async function call<K extends OperationId>(
