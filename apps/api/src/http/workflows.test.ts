@@ -1,6 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Contact, Conversation, EventList, Message, MessageList, Workflow, WorkflowList, WorkflowRun, WorkflowRunList } from '@convo/core';
-import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
 import { enqueue } from '../worker/queue.js';
 
@@ -25,19 +24,34 @@ describeEachDialect('workflows', (server) => {
   const runsOf = async (workflowId: string, query: Record<string, string | number> = {}) =>
     expectBody(await server().request('GET', `/workflows/${workflowId}/runs`, { query: { limit: 100, ...query } }), 200, WorkflowRunList);
 
-  /** Polls the runs list until the run satisfies `until` (finished by default); returns it and every status seen. */
-  async function pollRun(workflowId: string, runId: string, until: (run: WorkflowRun) => boolean = isFinished, timeoutMs = 15_000) {
+  /**
+   * Runs the queued jobs until the run satisfies `until` (finished by default), reading it from the
+   * runs list after each round; when no job is due, moves the stopped clock (stopClock) to the next
+   * one. Returns the run and every status seen.
+   */
+  async function runUntil(workflowId: string, runId: string, until: (run: WorkflowRun) => boolean = isFinished) {
     const seen = new Set<WorkflowRun['status']>();
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
+    for (let round = 0; round < 100; round++) {
       const run = (await runsOf(workflowId)).data.find((r) => r.id === runId);
       if (!run) throw new Error(`run ${runId} is not listed`);
       seen.add(run.status);
       if (until(run)) return { run, seen };
-      if (Date.now() > deadline) throw new Error(`run ${runId} is still ${run.status} after ${timeoutMs} ms`);
-      await sleep(25);
+      if ((await server().drainJobs()) > 0) continue;
+      const next = await server().nextJobAt();
+      if (next === undefined || !vi.isFakeTimers()) throw new Error(`run ${runId} is still ${run.status} and no job is due`);
+      vi.setSystemTime(Math.max(Date.now(), Date.parse(next)));
     }
+    throw new Error(`run ${runId} is not done after 100 rounds of jobs`);
   }
+
+  /** Stops the clock (Date only) for the rest of the test: it moves when runUntil or advanceClock moves it. */
+  const stopClock = () => vi.useFakeTimers({ toFake: ['Date'] });
+
+  /** Moves the stopped clock `ms` on and runs the jobs due by then. */
+  const advanceClock = async (ms: number) => {
+    vi.setSystemTime(Date.now() + ms);
+    await server().drainJobs();
+  };
 
   describe('POST /workflows, GET /workflows, GET /workflows/:id', () => {
     it('creates a workflow (201), retrieves it and lists newest first', async () => {
@@ -276,11 +290,12 @@ describeEachDialect('workflows', (server) => {
   });
 
   describe('running in the background', () => {
-    beforeAll(async () => {
-      await server().startWorker();
+    afterEach(() => {
+      vi.useRealTimers();
     });
 
     it('sends a templated message, changes tags, waits, and resolves the conversation', async () => {
+      stopClock();
       const contact = await createContact({ name: 'Ana', tags: ['lead'] });
       const conversation = await openConversation(contact.id);
       const workflow = await createWorkflow([
@@ -293,7 +308,7 @@ describeEachDialect('workflows', (server) => {
       const queued = await trigger(workflow.id, contact.id, { order: '1001' });
 
       // While it waits, the steps before the wait are done and the one after it is not.
-      const { run: waiting } = await pollRun(workflow.id, queued.id, (run) => run.status !== 'queued' && run.status !== 'running');
+      const { run: waiting } = await runUntil(workflow.id, queued.id, (run) => run.status !== 'queued' && run.status !== 'running');
       expect(waiting.status).toBe('waiting');
       expect(waiting.started_at).not.toBeNull();
       expect(waiting.steps.map((s) => s.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'running', 'pending']);
@@ -302,7 +317,7 @@ describeEachDialect('workflows', (server) => {
       expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual(['customer']);
       expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status).toBe('active');
 
-      const { run } = await pollRun(workflow.id, queued.id);
+      const { run } = await runUntil(workflow.id, queued.id);
       expect(run).toMatchObject({ status: 'succeeded', error: null, contact_id: contact.id, data: { order: '1001' } });
       expect(run.steps).toEqual(workflow.steps.map((step, index) => ({ index, type: step.type, status: 'succeeded', error: null })));
       expect(Date.parse(run.finished_at ?? '') - Date.parse(run.started_at ?? '')).toBeGreaterThanOrEqual(1000);
@@ -324,7 +339,7 @@ describeEachDialect('workflows', (server) => {
       // A message makes the older conversation the latest active one.
       expectBody(await server().request('POST', '/messages', { body: { conversation_id: older.id, content: 'earlier' } }), 201, Message);
       const workflow = await createWorkflow([{ type: 'send_message', content: '[{{contact.name}}] {{ data.note }} {{contact.phone}}' }]);
-      const { run } = await pollRun(workflow.id, (await trigger(workflow.id, contact.id, { note: '<b>&</b>' })).id);
+      const { run } = await runUntil(workflow.id, (await trigger(workflow.id, contact.id, { note: '<b>&</b>' })).id);
       expect(run.status).toBe('succeeded');
       const sent = expectBody(await server().request('GET', `/conversations/${older.id}/messages`), 200, MessageList);
       // Verbatim: no escaping; a missing name is empty; other placeholders stay as written.
@@ -343,7 +358,7 @@ describeEachDialect('workflows', (server) => {
         { type: 'send_message', content: 'Hello' },
         { type: 'add_tag', tag: 'after' },
       ]);
-      const { run } = await pollRun(workflow.id, (await trigger(workflow.id, contact.id)).id);
+      const { run } = await runUntil(workflow.id, (await trigger(workflow.id, contact.id)).id);
       expect(run).toMatchObject({ status: 'failed', error: 'step 1 (send_message): no_open_conversation' });
       expect(run.steps).toEqual([
         { index: 0, type: 'add_tag', status: 'succeeded', error: null },
@@ -355,7 +370,7 @@ describeEachDialect('workflows', (server) => {
       expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual(['before']);
 
       const statusWorkflow = await createWorkflow([{ type: 'set_conversation_status', status: 'resolved' }]);
-      const { run: statusRun } = await pollRun(statusWorkflow.id, (await trigger(statusWorkflow.id, contact.id)).id);
+      const { run: statusRun } = await runUntil(statusWorkflow.id, (await trigger(statusWorkflow.id, contact.id)).id);
       expect(statusRun).toMatchObject({ status: 'failed', error: 'step 0 (set_conversation_status): no_open_conversation' });
     });
 
@@ -366,7 +381,7 @@ describeEachDialect('workflows', (server) => {
         { type: 'add_tag', tag: 't0' },
         { type: 'add_tag', tag: 'one-too-many' },
       ]);
-      const { run } = await pollRun(workflow.id, (await trigger(workflow.id, contact.id)).id);
+      const { run } = await runUntil(workflow.id, (await trigger(workflow.id, contact.id)).id);
       expect(run.steps.map((s) => s.status)).toEqual(['succeeded', 'succeeded', 'failed']);
       expect(run.steps[2]?.error).toBe('A contact has at most 50 tags');
       expect(run).toMatchObject({ status: 'failed', error: 'step 2 (add_tag): A contact has at most 50 tags' });
@@ -378,8 +393,8 @@ describeEachDialect('workflows', (server) => {
       const reachable = await createContact();
       await openConversation(reachable.id);
       const unreachable = await createContact();
-      const good = await pollRun(workflow.id, (await trigger(workflow.id, reachable.id)).id);
-      const bad = await pollRun(workflow.id, (await trigger(workflow.id, unreachable.id)).id);
+      const good = await runUntil(workflow.id, (await trigger(workflow.id, reachable.id)).id);
+      const bad = await runUntil(workflow.id, (await trigger(workflow.id, unreachable.id)).id);
       expect(good.run.status).toBe('succeeded');
       expect(bad.run.status).toBe('failed');
 
@@ -402,6 +417,7 @@ describeEachDialect('workflows', (server) => {
 
       // A job for a finished run changes nothing.
       const jobId = await enqueue(server().database.db, { kind: 'run_workflow', accountId: server().accountId, payload: { runId: bad.run.id } });
+      await server().drainJobs();
       await vi.waitFor(
         async () => expect(await server().database.db.selectFrom('jobs').select('id').where('id', '=', jobId).executeTakeFirst()).toBeUndefined(),
         {
@@ -412,19 +428,20 @@ describeEachDialect('workflows', (server) => {
     });
 
     it('a run keeps the steps it started with when the workflow changes, and a waiting run can be cancelled', async () => {
+      stopClock();
       const contact = await createContact();
       const workflow = await createWorkflow([
         { type: 'wait', seconds: 1 },
         { type: 'add_tag', tag: 'original' },
       ]);
       const first = await trigger(workflow.id, contact.id);
-      await pollRun(workflow.id, first.id, (run) => run.status === 'waiting');
+      await runUntil(workflow.id, first.id, (run) => run.status === 'waiting');
       expect((await server().request('PATCH', `/workflows/${workflow.id}`, { body: { steps: [{ type: 'add_tag', tag: 'edited' }] } })).status).toBe(200);
-      const { run } = await pollRun(workflow.id, first.id);
+      const { run } = await runUntil(workflow.id, first.id);
       expect(run.status).toBe('succeeded');
       expect(run.steps.map((s) => s.type)).toEqual(['wait', 'add_tag']);
       const second = await trigger(workflow.id, contact.id);
-      expect((await pollRun(workflow.id, second.id)).run.steps.map((s) => s.type)).toEqual(['add_tag']);
+      expect((await runUntil(workflow.id, second.id)).run.steps.map((s) => s.type)).toEqual(['add_tag']);
       expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual(['original', 'edited']);
 
       const waiting = await createWorkflow([
@@ -432,33 +449,34 @@ describeEachDialect('workflows', (server) => {
         { type: 'add_tag', tag: 'not-after-cancel' },
       ]);
       const long = await trigger(waiting.id, contact.id);
-      await pollRun(waiting.id, long.id, (r) => r.status === 'waiting');
+      await runUntil(waiting.id, long.id, (r) => r.status === 'waiting');
       const cancelled = expectBody(await server().request('POST', `/workflows/${waiting.id}/runs/${long.id}/cancel`), 200, WorkflowRun);
       expect(cancelled.steps.map((s) => s.status)).toEqual(['skipped', 'skipped']);
       // The run's job comes back after the wait, finds it cancelled and does nothing.
-      await sleep(2_500);
+      await advanceClock(2_500);
       expect(expectBody(await server().request('GET', `/workflows/${waiting.id}/runs/${long.id}`), 200, WorkflowRun)).toEqual(cancelled);
       expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).not.toContain('not-after-cancel');
     });
 
     it('a running run cannot be cancelled, and deleting its workflow stops it at its next step', async () => {
+      stopClock();
       const contact = await createContact();
       const workflow = await createWorkflow([
         { type: 'wait', seconds: 1 },
         { type: 'add_tag', tag: 'after-delete' },
       ]);
       const run = await trigger(workflow.id, contact.id);
-      await pollRun(workflow.id, run.id, (r) => r.status === 'waiting');
+      await runUntil(workflow.id, run.id, (r) => r.status === 'waiting');
       expect((await server().request('DELETE', `/workflows/${workflow.id}`)).status).toBe(204);
       const stopped = expectBody(await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`), 200, WorkflowRun);
       expect(stopped.status).toBe('cancelled');
-      await sleep(1_500);
+      await advanceClock(1_500);
       expect(expectBody(await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`), 200, WorkflowRun)).toEqual(stopped);
       expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).not.toContain('after-delete');
 
       const done = await createWorkflow([{ type: 'add_tag', tag: 'quick' }]);
       const finished = await trigger(done.id, contact.id);
-      await pollRun(done.id, finished.id);
+      await runUntil(done.id, finished.id);
       expectError(await server().request('POST', `/workflows/${done.id}/runs/${finished.id}/cancel`), 400, 'bad_request', {
         field: 'run_id',
         constraint: 'transition',
@@ -466,6 +484,7 @@ describeEachDialect('workflows', (server) => {
     });
 
     it('fails at the next step with contact_deleted when the contact is deleted during a wait', async () => {
+      stopClock();
       const contact = await createContact();
       const workflow = await createWorkflow([
         { type: 'wait', seconds: 1 },
@@ -473,9 +492,9 @@ describeEachDialect('workflows', (server) => {
         { type: 'wait', seconds: 1 },
       ]);
       const queued = await trigger(workflow.id, contact.id);
-      await pollRun(workflow.id, queued.id, (run) => run.status === 'waiting');
+      await runUntil(workflow.id, queued.id, (run) => run.status === 'waiting');
       expect((await server().request('DELETE', `/contacts/${contact.id}`)).status).toBe(204);
-      const { run, seen } = await pollRun(workflow.id, queued.id);
+      const { run, seen } = await runUntil(workflow.id, queued.id);
       expect(seen.has('waiting')).toBe(true);
       expect(run).toMatchObject({ status: 'failed', contact_id: null, error: 'step 1 (add_tag): contact_deleted' });
       expect(run.steps.map((s) => [s.status, s.error])).toEqual([

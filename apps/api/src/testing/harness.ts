@@ -55,6 +55,14 @@ export interface TestServer {
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   /** Starts a background worker on this server's database (stopped by close()). */
   startWorker(options?: { pollIntervalMs?: number; leaseMs?: number }): Promise<Worker>;
+  /**
+   * Runs every job due now to completion, and the jobs those enqueue, until none is due; returns
+   * how many ran. Due jobs a background worker holds are waited for. "Now" is `Date`'s, so under
+   * `vi.useFakeTimers({ toFake: ['Date'] })` a test moves the clock and drains instead of sleeping.
+   */
+  drainJobs(): Promise<number>;
+  /** When the next job nobody holds is due (its run_at), or undefined when there is none. */
+  nextJobAt(): Promise<string | undefined>;
   close(): Promise<void>;
 }
 
@@ -81,6 +89,8 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
   await migrateToLatest(database.db);
   const app: FastifyInstance = await buildServer({ database, settings, logger: false });
   const workers: Worker[] = [];
+  // Never started: drainJobs() runs it one claim at a time (Worker.runDue).
+  const drainer = new Worker({ database, handlers: jobHandlers({ database, settings }) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
@@ -117,6 +127,26 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
       workers.push(worker);
       return worker;
     },
+    async drainJobs() {
+      let ran = 0;
+      for (let claim = 0; claim < MAX_DRAIN_CLAIMS; claim++) {
+        const claimed = await drainer.runDue();
+        ran += claimed;
+        if (claimed > 0) continue;
+        if (!(await dueJobHeld(database))) return ran;
+        await vi.waitFor(
+          async () => {
+            if (await dueJobHeld(database)) throw new Error('a background worker still holds a due job');
+          },
+          { timeout: 15_000, interval: 10 },
+        );
+      }
+      throw new Error(`jobs still due after ${MAX_DRAIN_CLAIMS} claims: a job keeps rescheduling itself as due`);
+    },
+    async nextJobAt() {
+      const next = await database.db.selectFrom('jobs').select('run_at').where('locked_by', 'is', null).orderBy('run_at').limit(1).executeTakeFirst();
+      return next?.run_at;
+    },
     async request(method, path, options = {}) {
       const url = new URL(baseUrl + path);
       for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
@@ -140,6 +170,23 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
       await testDatabase.drop();
     },
   };
+}
+
+/** Claims drainJobs() makes at most: past them a job must be rescheduling itself as due forever. */
+const MAX_DRAIN_CLAIMS = 1_000;
+
+/** A job is due now and a worker's lease holds it: running, or finished and not yet deleted by the worker's next claim. */
+async function dueJobHeld(database: DatabaseHandle): Promise<boolean> {
+  const now = new Date().toISOString();
+  const held = await database.db
+    .selectFrom('jobs')
+    .select('id')
+    .where('run_at', '<=', now)
+    .where('locked_until', 'is not', null)
+    .where('locked_until', '>=', now)
+    .limit(1)
+    .executeTakeFirst();
+  return held !== undefined;
 }
 
 /** Revokes a key as another process (the operator command) does: on its own connection, without this process's services. */
