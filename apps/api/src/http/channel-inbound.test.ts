@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Channel, Contact, type Conversation, ConversationList, type Event, EventList, type EventType, Message, MessageList } from '@convo/core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { type MetaPlatform, startFakeGraphApi } from '../testing/fake-graph-api.js';
 import { type TestServer, describeEachDialect, eventually, expectBody, expectError, testSettings } from '../testing/harness.js';
 import {
@@ -55,12 +55,10 @@ const externalId = () => `${Date.now()}${String(next()).padStart(4, '0')}`;
 /** A WhatsApp id: a phone number's digits. */
 const waId = () => `3162${String(1_000_000 + next()).padStart(7, '0')}`;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 type Body = object;
 
-/** Helpers over one test server: channels, signed posts, a worker run by hand, and reads through the API. */
-function inboundTools(server: () => TestServer, worker: () => Worker) {
+/** Helpers over one test server: channels, signed posts, the queue drained by hand, and reads through the API. */
+function inboundTools(server: () => TestServer) {
   const openChannel = async (platform: MetaPlatform): Promise<Channel> => {
     const id = externalId();
     const token = `EAAG${randomBytes(24).toString('base64url')}`;
@@ -84,7 +82,7 @@ function inboundTools(server: () => TestServer, worker: () => Worker) {
 
   /** Runs the jobs that are due until none is left (payloads, and the sends they lead to). */
   const drain = async () => {
-    while ((await worker().runDue()) > 0);
+    await server().drainJobs();
   };
 
   const deliver = async (channel: Channel, body: Body) => {
@@ -133,10 +131,16 @@ function inboundTools(server: () => TestServer, worker: () => Worker) {
   /** Outbound messages sent through the fake, so that each has the platform id the fake gave it. */
   const sendAll = async (conversation: Conversation, texts: string[]): Promise<Message[]> => {
     const queued: Message[] = [];
-    for (const content of texts) {
-      queued.push(expectBody(await server().request('POST', '/messages', { body: { conversation_id: conversation.id, content } }), 201, Message));
-      // Receipts with a watermark compare creation times: each message its own millisecond.
-      await sleep(5);
+    // Receipts with a watermark compare creation times: each message its own millisecond, on a
+    // stopped clock moved 1 ms per message; the real one has passed them by when it comes back.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      for (const content of texts) {
+        vi.setSystemTime(Date.now() + 1);
+        queued.push(expectBody(await server().request('POST', '/messages', { body: { conversation_id: conversation.id, content } }), 201, Message));
+      }
+    } finally {
+      vi.useRealTimers();
     }
     await drain();
     const stored = await messagesOf(conversation.id);
@@ -178,7 +182,7 @@ describeEachDialect(
     beforeAll(() => {
       worker = new Worker({ database: server().database, handlers: jobHandlers({ database: server().database, settings: server().settings }) });
     });
-    const tools = inboundTools(server, () => worker);
+    const tools = inboundTools(server);
     const { openChannel, post, drain, deliver, conversationsOn, onlyConversation, messagesOf, contact, conversationEvents, payloads, payloadErrors } = tools;
 
     it('stores every WhatsApp message type with its caption, media and the sender as a contact named by its profile', async () => {
@@ -660,11 +664,7 @@ describeEachDialect(
 describeEachDialect(
   'statuses of outbound messages from channels',
   (server) => {
-    let worker: Worker;
-    beforeAll(() => {
-      worker = new Worker({ database: server().database, handlers: jobHandlers({ database: server().database, settings: server().settings }) });
-    });
-    const { openChannel, drain, deliver, onlyConversation, updates, payloads, payloadErrors, sendAll, statusOf } = inboundTools(server, () => worker);
+    const { openChannel, drain, deliver, onlyConversation, updates, payloads, payloadErrors, sendAll, statusOf } = inboundTools(server);
 
     /** A WhatsApp channel with a contact who just wrote, and outbound messages sent to it. */
     const whatsappSends = async (count: number) => {

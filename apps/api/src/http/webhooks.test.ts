@@ -320,8 +320,13 @@ describeEachDialect('webhook endpoints', (server) => {
         return list.total === 2 && list;
       });
       const until = new Date(Date.now() + 1).toISOString();
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      await placeOrder(contact.id);
+      // The next order comes after `until`: made on a clock stopped past it, not after a wait.
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.parse(until) + 1 });
+      try {
+        await placeOrder(contact.id);
+      } finally {
+        vi.useRealTimers();
+      }
       await eventually(async () => (await deliveries(endpoint.id, undefined, { status: 'failed' })).total === 3);
       up = true;
 

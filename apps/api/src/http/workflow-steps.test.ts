@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Contact, Conversation, Workflow, WorkflowRun, WorkflowRunList } from '@convo/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachDialect, eventually, expectBody, expectError, testSettings } from '../testing/harness.js';
@@ -322,7 +321,8 @@ describeEachDialect('workflow steps if and http_request', (server) => {
       await eventually(() => release !== undefined);
       expect((await server().request('DELETE', `/workflows/${workflow.id}`)).status).toBe(204);
       release?.();
-      await sleep(500);
+      // The background worker finishes the run's job: the step's answer finds the run cancelled.
+      await server().drainJobs();
       const cancelled = await retrieveRun(workflow.id, run.id);
       expect(cancelled.status).toBe('cancelled');
       expect(cancelled.steps.map((s) => s.status)).toEqual(['skipped', 'skipped']);

@@ -26,22 +26,18 @@ describeEachDialect('workflows', (server) => {
 
   /**
    * Runs the queued jobs until the run satisfies `until` (finished by default), reading it from the
-   * runs list after each round; when no job is due, moves the stopped clock (stopClock) to the next
-   * one. Returns the run and every status seen.
+   * runs list after each round of jobs; a run that waits needs the clock stopped (stopClock).
+   * Returns the run and every status seen.
    */
   async function runUntil(workflowId: string, runId: string, until: (run: WorkflowRun) => boolean = isFinished) {
     const seen = new Set<WorkflowRun['status']>();
-    for (let round = 0; round < 100; round++) {
-      const run = (await runsOf(workflowId)).data.find((r) => r.id === runId);
-      if (!run) throw new Error(`run ${runId} is not listed`);
-      seen.add(run.status);
-      if (until(run)) return { run, seen };
-      if ((await server().drainJobs()) > 0) continue;
-      const next = await server().nextJobAt();
-      if (next === undefined || !vi.isFakeTimers()) throw new Error(`run ${runId} is still ${run.status} and no job is due`);
-      vi.setSystemTime(Math.max(Date.now(), Date.parse(next)));
-    }
-    throw new Error(`run ${runId} is not done after 100 rounds of jobs`);
+    const run = await server().runJobsUntil(async () => {
+      const listed = (await runsOf(workflowId)).data.find((r) => r.id === runId);
+      if (!listed) throw new Error(`run ${runId} is not listed`);
+      seen.add(listed.status);
+      return until(listed) && listed;
+    });
+    return { run, seen };
   }
 
   /** Stops the clock (Date only) for the rest of the test: it moves when runUntil or advanceClock moves it. */

@@ -61,8 +61,12 @@ export interface TestServer {
    * `vi.useFakeTimers({ toFake: ['Date'] })` a test moves the clock and drains instead of sleeping.
    */
   drainJobs(): Promise<number>;
-  /** When the next job nobody holds is due (its run_at), or undefined when there is none. */
-  nextJobAt(): Promise<string | undefined>;
+  /**
+   * Runs jobs until `check` returns something other than undefined or false, and returns it: drains
+   * the queue, and when nothing is due moves the stopped clock (`vi.useFakeTimers({ toFake: ['Date'] })`)
+   * on to the next job.
+   */
+  runJobsUntil<T>(check: () => Promise<T | undefined | false>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -111,6 +115,23 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
     otherFull: await key(b.id, 'full_access'),
   };
 
+  const drainJobs = async (): Promise<number> => {
+    let ran = 0;
+    for (let claim = 0; claim < MAX_DRAIN_CLAIMS; claim++) {
+      const claimed = await drainer.runDue();
+      ran += claimed;
+      if (claimed > 0) continue;
+      if (!(await dueJobHeld(database))) return ran;
+      await vi.waitFor(
+        async () => {
+          if (await dueJobHeld(database)) throw new Error('a background worker still holds a due job');
+        },
+        { timeout: 15_000, interval: 10 },
+      );
+    }
+    throw new Error(`jobs still due after ${MAX_DRAIN_CLAIMS} claims: a job keeps rescheduling itself as due`);
+  };
+
   return {
     dialect,
     baseUrl,
@@ -127,25 +148,18 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
       workers.push(worker);
       return worker;
     },
-    async drainJobs() {
-      let ran = 0;
-      for (let claim = 0; claim < MAX_DRAIN_CLAIMS; claim++) {
-        const claimed = await drainer.runDue();
-        ran += claimed;
-        if (claimed > 0) continue;
-        if (!(await dueJobHeld(database))) return ran;
-        await vi.waitFor(
-          async () => {
-            if (await dueJobHeld(database)) throw new Error('a background worker still holds a due job');
-          },
-          { timeout: 15_000, interval: 10 },
-        );
+    drainJobs,
+    async runJobsUntil(check) {
+      for (let round = 0; round < MAX_DRAIN_CLAIMS; round++) {
+        const value = await check();
+        if (value !== undefined && value !== false) return value;
+        if ((await drainJobs()) > 0) continue;
+        const next = await database.db.selectFrom('jobs').select('run_at').where('locked_by', 'is', null).orderBy('run_at').limit(1).executeTakeFirst();
+        if (!next) throw new Error('the condition does not hold and the queue is empty');
+        if (!vi.isFakeTimers()) throw new Error(`the condition does not hold and the next job is due at ${next.run_at}: stop the clock to reach it`);
+        vi.setSystemTime(Math.max(Date.now(), Date.parse(next.run_at)));
       }
-      throw new Error(`jobs still due after ${MAX_DRAIN_CLAIMS} claims: a job keeps rescheduling itself as due`);
-    },
-    async nextJobAt() {
-      const next = await database.db.selectFrom('jobs').select('run_at').where('locked_by', 'is', null).orderBy('run_at').limit(1).executeTakeFirst();
-      return next?.run_at;
+      throw new Error(`the condition does not hold after ${MAX_DRAIN_CLAIMS} rounds of jobs`);
     },
     async request(method, path, options = {}) {
       const url = new URL(baseUrl + path);
@@ -172,7 +186,7 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
   };
 }
 
-/** Claims drainJobs() makes at most: past them a job must be rescheduling itself as due forever. */
+/** Claims drainJobs() makes at most (and rounds of runJobsUntil()): past them a job must be rescheduling itself forever. */
 const MAX_DRAIN_CLAIMS = 1_000;
 
 /** A job is due now and a worker's lease holds it: running, or finished and not yet deleted by the worker's next claim. */
