@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import os
+import time
 from types import TracebackType
-from typing import Optional, Type
+from typing import Callable, Optional, Type
 
 from ._request_sender import RequestSender
 from ._transport import Transport, UrllibTransport
@@ -38,10 +39,12 @@ class Client:
         max_retries: int = 2,
         *,
         transport: Optional[Transport] = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         """`api_key` defaults to CONVO_API_KEY; `base_url` (ending in /v1) to CONVO_BASE_URL, else
         http://127.0.0.1:3000/v1. `timeout` is in seconds per attempt; `max_retries` counts the
-        retries after a network error, a 429 or a 5xx. `transport` replaces urllib (tests)."""
+        retries after a network error, a 429 or a 5xx. `transport` replaces urllib (tests).
+        `sleep(seconds)` waits between two attempts of a request (default `time.sleep`)."""
         from . import __version__
 
         api_key = api_key or os.environ.get("CONVO_API_KEY") or None
@@ -55,6 +58,7 @@ class Client:
             max_retries=max_retries,
             transport=self._transport,
             user_agent=f"convo-python/{__version__}",
+            sleep=sleep,
         )
         self.conversations = Conversations(self._sender)
         self.messages = Messages(self._sender)

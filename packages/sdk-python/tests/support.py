@@ -80,9 +80,8 @@ def page(data: List[Any], *, total: int, offset: int = 0, limit: int = 20) -> Ht
 def fake_client(*replies: Reply, **kwargs: Any) -> "tuple[convo.Client, FakeTransport, List[float]]":
     """A client on a FakeTransport whose waits are recorded instead of slept."""
     transport = FakeTransport(*replies)
-    client = convo.Client(api_key="convo_sk_test", base_url="https://api.example.com/v1", transport=transport, **kwargs)
     sleeps: List[float] = []
-    client._sender.sleep = sleeps.append  # pyright: ignore[reportPrivateUsage]
+    client = convo.Client(api_key="convo_sk_test", base_url="https://api.example.com/v1", transport=transport, sleep=sleeps.append, **kwargs)
     client._sender.jitter = lambda: 0.5  # pyright: ignore[reportPrivateUsage]
     return client, transport, sleeps
 

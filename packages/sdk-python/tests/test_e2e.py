@@ -190,8 +190,7 @@ class EndToEnd(unittest.TestCase):
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
             base = f"http://127.0.0.1:{server.server_address[1]}/v1"
-            client = convo.Client(api_key="k", base_url=base, max_retries=1)
-            client._sender.sleep = lambda _: None  # pyright: ignore[reportPrivateUsage]
+            client = convo.Client(api_key="k", base_url=base, max_retries=1, sleep=lambda _: None)
             with self.assertRaises(convo.ServerError) as failed:
                 client.tags.list()
             self.assertEqual((failed.exception.status, failed.exception.request_id), (500, "req_1"))

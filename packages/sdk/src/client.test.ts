@@ -19,12 +19,12 @@ const contact = { id: 'ct_1', name: 'Ana', phone: '+14155550123', email: null, t
 
 function client(replies: Parameters<typeof fakeFetch>[0], maxRetries = 2) {
   const fake = fakeFetch(replies);
-  const convo = new Convo({ apiKey: 'convo_sk_test', baseUrl: 'https://api.example.com/v1', fetch: fake.fetch, maxRetries });
   // No real waiting between retries in unit tests; the delays are recorded instead.
   const delays: number[] = [];
-  (convo as unknown as { conversations: { sender: { config: { sleep: (ms: number) => Promise<void> } } } }).conversations.sender.config.sleep = async (ms) => {
+  const sleep = async (ms: number) => {
     delays.push(ms);
   };
+  const convo = new Convo({ apiKey: 'convo_sk_test', baseUrl: 'https://api.example.com/v1', fetch: fake.fetch, maxRetries, sleep });
   return { convo, sent: fake.sent, delays };
 }
 

@@ -23,6 +23,11 @@ export interface ConvoOptions {
   maxRetries?: number;
   /** A fetch implementation; default the global one. */
   fetch?: typeof fetch;
+  /**
+   * Waits `ms` milliseconds between two attempts of a request; default a timer. Replace it to
+   * observe the delays or not to wait (tests), or to wait on your own scheduler.
+   */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** Reads an environment variable where the runtime has `process` (Node, Bun, Deno), else undefined. */
@@ -60,6 +65,7 @@ export class Convo {
       timeoutMs: options.timeoutMs ?? 30_000,
       maxRetries: options.maxRetries ?? 2,
       fetch: fetchImpl,
+      sleep: options.sleep,
     });
     this.conversations = new Conversations(sender);
     this.messages = new Messages(sender);

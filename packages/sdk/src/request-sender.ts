@@ -17,7 +17,7 @@ export interface SenderConfig {
   timeoutMs: number;
   maxRetries: number;
   fetch: typeof fetch;
-  /** Waits between attempts; replaceable in tests. */
+  /** Waits between attempts (ConvoOptions.sleep); a timer by default. */
   sleep?: (ms: number) => Promise<void>;
 }
 
