@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Event, Convo } from '@convo/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type TestServer, startServer } from './server.js';
 
 const BIN = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
@@ -43,14 +43,26 @@ describe('catching up on events', () => {
   it('events.follow yields new events as they come, of one type when asked, until aborted', async () => {
     const stop = new AbortController();
     const followed: Event[] = [];
+    // Follow's first answer is its starting point: the new events come after it.
+    let answered!: () => void;
+    const startingPoint = new Promise<void>((resolve) => (answered = resolve));
+    const follower = new Convo({
+      apiKey: server.keys.full,
+      baseUrl: server.baseUrl,
+      maxRetries: 0,
+      fetch: async (input, init) => {
+        const response = await fetch(input, init);
+        answered();
+        return response;
+      },
+    });
     const following = (async () => {
-      for await (const event of convo.events.follow({ type: 'contact.created', intervalMs: 50, signal: stop.signal })) {
+      for await (const event of follower.events.follow({ type: 'contact.created', intervalMs: 50, signal: stop.signal })) {
         followed.push(event);
         if (followed.length === 3) stop.abort();
       }
     })();
-    // Give follow its starting point before the new events.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await startingPoint;
     const a = await newContact();
     await convo.contacts.update(a.id, { name: 'Not followed' });
     const b = await newContact();
@@ -85,9 +97,9 @@ describe('catching up on events', () => {
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    await waitFor(() => lines(stdout).length === 1);
+    await vi.waitFor(() => expect(lines(stdout)).toHaveLength(1), { timeout: 10_000, interval: 25 });
     const second = await newContact();
-    await waitFor(() => lines(stdout).length === 2);
+    await vi.waitFor(() => expect(lines(stdout)).toHaveLength(2), { timeout: 10_000, interval: 25 });
     child.kill('SIGINT');
     expect(await exited).toBe(0);
     expect(lines(stdout).map((e) => e.data.id)).toEqual([first.id, second.id]);
@@ -109,12 +121,4 @@ function run(args: string[], env: Record<string, string>): Promise<{ code: numbe
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
-}
-
-async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
