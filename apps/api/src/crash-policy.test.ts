@@ -88,6 +88,7 @@ describe('the crash policy', () => {
     const ended = await runChild(`
       import { installCrashPolicy } from ${JSON.stringify(BUILT)};
       installCrashPolicy('serve');
+      // The crash under test, and a timer that prints only if the process outlives it.
       setTimeout(() => { throw new Error('boom from a timer'); }, 1);
       setTimeout(() => console.log('still running'), 5_000);
     `);
@@ -103,6 +104,7 @@ describe('the crash policy', () => {
       import { installCrashPolicy } from ${JSON.stringify(BUILT)};
       installCrashPolicy('worker');
       Promise.reject(new Error('nobody awaited this'));
+      // Keeps the process alive unless the rejection ends it.
       setTimeout(() => console.log('still running'), 5_000);
     `);
     expect(ended.code).toBe(1);

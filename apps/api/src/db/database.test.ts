@@ -77,7 +77,7 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres sessions', () => 
 describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres pool', () => {
   it('opens at most the pool size of connections (DATABASE_POOL_SIZE), the default without one', async () => {
     const target = await createTestDatabase('postgres');
-    // Sessions held at once by more statements than the pool has connections.
+    // Sessions held at once by more statements than the pool has connections (pg_sleep holds each one: the subject, not a wait).
     const sessionsUnder = async (poolSize: number | undefined, statements: number) => {
       const database = openDatabase(target.url, { poolSize });
       try {

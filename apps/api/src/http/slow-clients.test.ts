@@ -39,6 +39,7 @@ function trickle(socket: Socket, parts: string[], gapMs: number): Promise<Closed
     const next = (index: number) => {
       if (index >= parts.length || socket.destroyed) return;
       socket.write(parts[index] as string);
+      // The gap is the subject, not a wait: a client this slow is what the server's timeouts cut off.
       timer = setTimeout(() => next(index + 1), gapMs);
     };
     next(0);

@@ -135,6 +135,7 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
         (child) =>
           new Promise<void>((done) => {
             if (child.exitCode !== null || child.signalCode !== null) return done();
+            // A bound on a stuck child, not a wait: the exit event ends it.
             const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
             child.once('exit', () => {
               clearTimeout(timer);

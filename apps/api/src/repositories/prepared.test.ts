@@ -114,7 +114,8 @@ describe('prepared reads on SQLite', () => {
         answered = true;
         return result.rows;
       });
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // better-sqlite3 answers synchronously: a read that did not wait would have answered by the next immediate.
+      await new Promise((resolve) => setImmediate(resolve));
       expect(answered).toBe(false);
       release();
       expect(await transaction).toBe('rolled back');

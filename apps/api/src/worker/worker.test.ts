@@ -12,6 +12,7 @@ import { type JobHandlers, Worker } from './worker.js';
 function recordingHandlers(runs: string[], delayMs = 5): JobHandlers {
   return {
     run_workflow: async (job) => {
+      // The job's own work, not a wait for the worker: jobs that take time overlap in its slots.
       await new Promise((r) => setTimeout(r, delayMs));
       runs.push(job.payload.runId);
     },
@@ -132,6 +133,7 @@ for (const dialect of ACTIVE_DIALECTS) {
         ...recordingHandlers([]),
         run_workflow: async (job) => {
           started.push(job.payload.runId);
+          // Slow jobs, the subject of the test: the flood holds the slots while the other account's job comes.
           await new Promise((resolve) => setTimeout(resolve, 20));
         },
       };
