@@ -14,7 +14,7 @@ import type { Scale } from './options.js';
 import { Rng, seededUlid } from './random.js';
 
 /** Bump when the generated data changes: cached data sets of another version are rebuilt. */
-export const GENERATOR_VERSION = 2;
+export const GENERATOR_VERSION = 3;
 
 export type ColumnType = 'text' | 'integer' | 'bigint';
 

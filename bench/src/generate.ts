@@ -174,7 +174,10 @@ async function createSchemaAndAccount(url: string): Promise<{ accountId: string;
  * contacts' names and their trigram counts), computed afresh from the loaded
  * rows: the Postgres load runs without triggers. A new column or table of that kind belongs here.
  */
-const REFILL_DERIVED_TABLES = `delete from conversation_counts;
+const REFILL_DERIVED_TABLES = `delete from contact_tag_counts;
+  insert into contact_tag_counts (account_id, tag, contacts)
+    select account_id, tag, count(*) from contact_tags group by account_id, tag;
+  delete from conversation_counts;
   insert into conversation_counts (account_id, status, platform, count)
     select account_id, status, platform, count(*) from conversations group by account_id, status, platform;
   update contacts set conversation_count = (

@@ -282,6 +282,7 @@ export interface Database {
   contact_identities: ContactIdentityTable;
   rate_limits: RateLimitTable;
   conversation_counts: ConversationCountTable;
+  contact_tag_counts: ContactTagCountTable;
   conversation_name_trigrams: ConversationNameTrigramTable;
   users: UserTable;
   memberships: MembershipTable;
@@ -359,6 +360,13 @@ export interface ConversationCountTable {
   status: ConversationTable['status'];
   platform: ConversationTable['platform'];
   count: number;
+}
+
+/** Contacts per account and tag, kept by triggers on contact_tags (migration 0018). */
+export interface ContactTagCountTable {
+  account_id: string;
+  tag: string;
+  contacts: number;
 }
 
 /**

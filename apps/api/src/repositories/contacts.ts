@@ -1,6 +1,6 @@
-import { type Selectable, type Updateable, sql } from 'kysely';
-import { lockedAgainstDelete, lockedForUpdate } from '../db/dialect.js';
-import type { ContactTable } from '../db/schema.js';
+import { type ExpressionBuilder, type Selectable, type Updateable, sql } from 'kysely';
+import { dialectOf, lockedAgainstDelete, lockedForUpdate } from '../db/dialect.js';
+import type { ContactTable, Database } from '../db/schema.js';
 import { type SearchColumn, contactContains, foundBySearchTable } from './contact-search.js';
 import { preparedByShape } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
@@ -71,17 +71,17 @@ const unsearchedPage = preparedByShape((db: Executor, shape: UnsearchedShape, va
 );
 
 /**
- * The exact number of contacts of a list without a search, compiled once per shape. A tag alone is
- * counted from the tag index: a contact has a tag at most once, and deleting a contact deletes its
- * rows there.
+ * The exact number of contacts of a list without a search, compiled once per shape. A tag's is
+ * its counter (migration 0018: kept by triggers on contact_tags, so exact under every writer); no
+ * row means no contact ever had the tag.
  */
 const unsearchedCount = preparedByShape((db: Executor, shape: UnsearchedShape, values: UnsearchedValues) => {
   const scope = new TenantScope(db, values.accountId);
   return shape.tag
     ? scope
-        .selectFrom('contact_tags')
-        .where('contact_tags.tag', '=', values.tag as string)
-        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .selectFrom('contact_tag_counts')
+        .where('contact_tag_counts.tag', '=', values.tag as string)
+        .select('contact_tag_counts.contacts as total')
     : scope.selectFrom('contacts').select((eb) => eb.fn.countAll<number>().as('total'));
 });
 
@@ -158,12 +158,45 @@ export const contactsRepository = {
   removeFromTagIndex: (scope: TenantScope, contactId: string, tag: string) =>
     scope.deleteFrom('contact_tags').where('contact_tags.contact_id', '=', contactId).where('contact_tags.tag', '=', tag).execute(),
 
-  /** Makes the contact_tags index match the contact's tags. */
+  /**
+   * Makes the contact_tags index match the contact's tags, writing only the tags that changed: each
+   * write moves the tag's counter (migration 0018), whose row stays locked until the transaction
+   * ends. Where rows are locked (Postgres) the counters of the changed tags are locked first, all at
+   * once in name order, so that two transactions changing the same tags queue instead of
+   * deadlocking (one removing a tag the other adds, and the reverse, locked them crosswise).
+   */
   async replaceTagIndex(scope: TenantScope, contactId: string, tags: readonly string[], at: string) {
-    await scope.deleteFrom('contact_tags').where('contact_tags.contact_id', '=', contactId).execute();
-    await scope.insert(
-      'contact_tags',
-      tags.map((tag) => ({ contact_id: contactId, tag, created_at: at })),
-    );
+    const indexed = scope.selectFrom('contact_tags').where('contact_tags.contact_id', '=', contactId);
+    const had = (await indexed.select('contact_tags.tag').execute()).map((row) => row.tag);
+    const removed = had.filter((tag) => !tags.includes(tag));
+    const added = tags.filter((tag) => !had.includes(tag)).sort(byCodePoint);
+    if (removed.length === 0 && added.length === 0) return;
+    if (dialectOf(scope.db).rowLocks) await lockTagCounts(scope, [...removed, ...added]);
+    if (removed.length > 0) {
+      const gone = scope.deleteFrom('contact_tags').where('contact_tags.contact_id', '=', contactId);
+      await gone.where('contact_tags.tag', 'in', removed).execute();
+    }
+    if (added.length > 0)
+      await scope.insert(
+        'contact_tags',
+        added.map((tag) => ({ contact_id: contactId, tag, created_at: at })),
+      );
   },
 };
+
+/** An upsert's update that leaves a counter as it is, and so only locks its row. */
+const unchanged = {
+  contacts: (eb: ExpressionBuilder<Database, 'contact_tag_counts'>) => eb.ref('contact_tag_counts.contacts'),
+};
+
+/** Locks the counters of these tags, in name order (a counter not there yet is made, at zero). */
+async function lockTagCounts(scope: TenantScope, tags: string[]): Promise<void> {
+  const rows = [...tags].sort(byCodePoint).map((tag) => ({ account_id: scope.accountId, tag, contacts: 0 }));
+  await scope.db
+    .insertInto('contact_tag_counts')
+    .values(rows)
+    .onConflict((conflict) => conflict.columns(['account_id', 'tag']).doUpdateSet(unchanged))
+    .execute();
+}
+
+const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
