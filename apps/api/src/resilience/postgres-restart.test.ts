@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { accountsService } from '../services/accounts.js';
@@ -88,6 +88,7 @@ describe.skipIf(!HAVE_CLUSTER)('a Postgres restart under load', () => {
           ] as const) {
             pending.push(send(s.origin, method, path, { key, body, timeoutMs: MAX_ANSWER_MS * 2 }).then((a) => void answers.push(a)));
           }
+          // The stream's pace, the load under test: not a wait for the server.
           await sleep(100);
         }
       })();
@@ -99,21 +100,30 @@ describe.skipIf(!HAVE_CLUSTER)('a Postgres restart under load', () => {
           const phone = `+1416${String(6_000_000 + phones++).padStart(7, '0')}`;
           const answer = await send(s.origin, 'POST', '/v1/contacts', { key, body: { phone }, timeoutMs: MAX_ANSWER_MS * 2 });
           answers.push(answer);
+          // A failed writer paces itself as a client would, rather than spinning through the outage.
           if (answer.status !== 201) await sleep(20);
         }
       };
       const writers = Array.from({ length: BUSY_WRITERS }, busyWriter);
 
-      await sleep(1_000);
+      const succeeded = (a: Answer) => a.status === (a.method === 'POST' ? 201 : 200);
+      // Postgres goes away once the server has answered under the load (the checks below want more than 5 answers before).
+      await vi.waitFor(() => expect(answers.filter(succeeded).length).toBeGreaterThan(10), { timeout: 20_000, interval: 20 });
       const downAt = Date.now();
       await c.stop(mode);
       const stoppedAt = Date.now();
-      await sleep(500);
+      // /readyz is asked once a request sent during the outage has failed.
+      await vi.waitFor(() => expect(answers.some((a) => a.sentAt >= stoppedAt && !succeeded(a))).toBe(true), { timeout: 20_000, interval: 20 });
       const readyWhileDown = await send(s.origin, 'GET', '/readyz', { timeoutMs: MAX_ANSWER_MS * 2 });
+      // The outage itself, the subject of the test: Postgres stays down this long under the load.
       await sleep(1_500);
       await c.start();
       const upAt = Date.now();
-      await sleep(RECOVERY_MS + 2_000);
+      // The traffic goes on until 20 requests sent past the recovery time are answered (the checks want more than 10).
+      await vi.waitFor(() => expect(answers.filter((a) => a.sentAt >= upAt + RECOVERY_MS).length).toBeGreaterThan(20), {
+        timeout: RECOVERY_MS + 30_000,
+        interval: 50,
+      });
       streaming = false;
       await stream;
       await Promise.all([...pending, ...writers]);
@@ -140,7 +150,6 @@ describe.skipIf(!HAVE_CLUSTER)('a Postgres restart under load', () => {
           expect(answer.headers?.get('x-request-id')).toBeTruthy();
         }
       }
-      const succeeded = (a: Answer) => a.status === (a.method === 'POST' ? 201 : 200);
       // Before the restart everything worked; while Postgres was down, requests did fail.
       const before = answers.filter((a) => a.sentAt + a.ms < downAt);
       expect(before.length).toBeGreaterThan(5);

@@ -135,6 +135,7 @@ describe.skipIf(!HAVE_REDIS)('rate limits shared by two server processes through
     const pending: Promise<void>[] = [];
     // A couple of seconds of steady traffic, 16 requests every 100 ms over both accounts and servers:
     // 100 per account and server, more than L, so the insurance limiter has to refuse some too.
+    // The pace is the traffic under test, not a wait for the servers.
     for (let round = 0, i = 0; round < 25; round++, await sleep(100)) {
       for (let n = 0; n < 16; n++, i++) {
         const server = i % 2;
