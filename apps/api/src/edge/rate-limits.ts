@@ -1,8 +1,10 @@
 import { createRequire } from 'node:module';
 import type { Redis as RedisClient } from 'ioredis';
-import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterPostgres, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { DatabaseHandle } from '../db/database.js';
+import { databaseRateLimiter } from '../db/rate-limiter-store.js';
 import { ApiError } from '../errors.js';
+import { CoalescedCounts } from './coalesced-counts.js';
 
 /** An account's window: a fixed minute from its first request. */
 const WINDOW_SECONDS = 60;
@@ -47,7 +49,7 @@ export interface RateLimitsOptions {
  * counting it in memory would only let each process admit the whole limit on its own.
  */
 export class RateLimits {
-  private readonly limiters = new Map<number, RateLimiterAbstract>();
+  private readonly limiters = new Map<number, { limiter: RateLimiterAbstract; counts: CoalescedCounts }>();
   /** Failed authentications per client address: a brute-force guard that never touches accounts. */
   private readonly authFailures: RateLimiterMemory;
   /** Until it settles, counts wait for it (Redis: the client's first connection attempt). */
@@ -98,60 +100,36 @@ export class RateLimits {
       );
     }
 
-    const pool = options.database.pgPool;
-    if (pool) {
-      // The store names its statements; behind a transaction-mode pooler, which does not keep a
-      // server connection's named statements, its client sends them unnamed.
-      const storeClient = options.database.preparedStatements
-        ? pool
-        : { query: (query: { text: string; values?: unknown[] }) => pool.query(query.text, query.values) };
-      return new RateLimits(
-        'postgres',
-        (points) =>
-          new RateLimiterPostgres({
-            storeClient,
-            storeType: 'pool',
-            // Migration 0003 creates the table in the library's layout, so concurrent starts never race to.
-            tableName: 'rate_limits',
-            tableCreated: true,
-            // A row per account and limit, reused by each window: nothing piles up to sweep, and the
-            // sweep's timer (one per limiter) is one that close() could not stop.
-            clearExpiredByTimeout: false,
-            keyPrefix: `rpm${points}`,
-            points,
-            duration: WINDOW_SECONDS,
-          }),
-        () => {},
-        authFailuresPerMinute,
-      );
-    }
-
-    return new RateLimits('memory', inMemory, () => {}, authFailuresPerMinute);
+    const { database } = options;
+    return new RateLimits(
+      database.pgPool ? 'postgres' : 'memory',
+      (points) => databaseRateLimiter(database, { keyPrefix: `rpm${points}`, points, duration: WINDOW_SECONDS }),
+      () => {},
+      authFailuresPerMinute,
+    );
   }
 
-  private limiterFor(points: number): RateLimiterAbstract {
-    let limiter = this.limiters.get(points);
-    if (!limiter) {
-      limiter = this.makeLimiter(points);
-      this.limiters.set(points, limiter);
+  private limiterFor(points: number): { limiter: RateLimiterAbstract; counts: CoalescedCounts } {
+    let made = this.limiters.get(points);
+    if (!made) {
+      const limiter = this.makeLimiter(points);
+      made = { limiter, counts: new CoalescedCounts(limiter) };
+      this.limiters.set(points, made);
     }
-    return limiter;
+    return made;
   }
 
   /**
    * Counts one request of the account against `limit` requests per minute. Past the limit it
    * throws 429 `rate_limited` carrying the rate-limit headers and Retry-After; a store that fails
-   * (Postgres) throws its own error.
+   * (Postgres) throws its own error. The account's concurrent requests share store calls
+   * (CoalescedCounts), each with a count of its own.
    */
   async consume(accountId: string, limit: number): Promise<RateLimitState> {
     if (this.starting !== undefined) await this.starting;
-    try {
-      const counted = await this.limiterFor(limit).consume(accountId);
-      return { limit, remaining: counted.remainingPoints, resetAt: resetAt(counted.msBeforeNext) };
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      throw rateLimited(limit, rejection.msBeforeNext);
-    }
+    const { consumed, msBeforeNext } = await this.limiterFor(limit).counts.count(accountId);
+    if (consumed > limit) throw rateLimited(limit, msBeforeNext);
+    return { limit, remaining: limit - consumed, resetAt: resetAt(msBeforeNext) };
   }
 
   /**
@@ -160,7 +138,7 @@ export class RateLimits {
    */
   async peek(accountId: string, limit: number): Promise<RateLimitState> {
     if (this.starting !== undefined) await this.starting;
-    const window = await this.limiterFor(limit).get(accountId);
+    const window = await this.limiterFor(limit).limiter.get(accountId);
     return { limit, remaining: Math.max(0, limit - (window?.consumedPoints ?? 0)), resetAt: resetAt(window?.msBeforeNext ?? WINDOW_SECONDS * 1000) };
   }
 
