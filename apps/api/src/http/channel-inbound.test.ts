@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Channel, Contact, type Conversation, ConversationList, type Event, EventList, type EventType, Message, MessageList } from '@convo/core';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { type MetaPlatform, startFakeGraphApi } from '../testing/fake-graph-api.js';
-import { type TestServer, describeEachDialect, eventually, expectBody, expectError, testSettings } from '../testing/harness.js';
+import { type TestServer, describeEachDialect, expectBody, expectError, testSettings } from '../testing/harness.js';
 import {
   type MessagingEvent,
   type WhatsAppInboundMessage,
@@ -664,7 +664,7 @@ describeEachDialect(
 describeEachDialect(
   'statuses of outbound messages from channels',
   (server) => {
-    const { openChannel, drain, deliver, onlyConversation, updates, payloads, payloadErrors, sendAll, statusOf } = inboundTools(server);
+    const { openChannel, deliver, onlyConversation, updates, payloads, payloadErrors, sendAll, statusOf } = inboundTools(server);
 
     /** A WhatsApp channel with a contact who just wrote, and outbound messages sent to it. */
     const whatsappSends = async (count: number) => {
@@ -718,17 +718,17 @@ describeEachDialect(
       await statuses({ id: pending, status: 'delivered' });
       expect((await payloads(channel)).at(-1)?.processed_at).toBeNull();
       await server().database.db.updateTable('messages').set({ platform_message_id: pending }).where('id', '=', message.id).execute();
-      await eventually(async () => {
-        await drain();
-        return (await statusOf(message)) === 'delivered';
-      });
-      expect(await updates(message.id)).toEqual(['sent', 'delivered']);
+      // The payload's retries come on a stopped clock moved to each, not after waits.
+      vi.useFakeTimers({ toFake: ['Date'] });
+      try {
+        await server().runJobsUntil(async () => (await statusOf(message)) === 'delivered');
+        expect(await updates(message.id)).toEqual(['sent', 'delivered']);
 
-      await statuses({ id: newWamid(), status: 'read' });
-      await eventually(async () => {
-        await drain();
-        return (await payloads(channel)).every((row) => row.processed_at !== null);
-      });
+        await statuses({ id: newWamid(), status: 'read' });
+        await server().runJobsUntil(async () => (await payloads(channel)).every((row) => row.processed_at !== null));
+      } finally {
+        vi.useRealTimers();
+      }
       const errors = await payloadErrors(channel);
       expect(errors).toEqual([{ path: 'entry.0.changes.0.value.statuses.0', error: expect.stringContaining('platform id') }]);
     });
