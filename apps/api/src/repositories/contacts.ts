@@ -53,29 +53,61 @@ const filtered = (scope: TenantScope, filter: ContactFilter, from: 'account' | '
   return query;
 };
 
-/** A list without a search: which filters it has (a tag or none), and the values it binds. */
-type UnsearchedShape = { tag: boolean };
-type UnsearchedValues = { accountId: string; tag: string | undefined };
-
 /**
- * The page of a list without a search, newest first along the creation order, compiled once per
- * shape (preparedByShape): Kysely built it at every request.
+ * A list without a search: which filters it has (a tag or none) and its page's size, and the
+ * values it binds. The size is a literal of the SQL (at most a hundred texts per shape): SQLite
+ * prepares a statement with a bound LIMIT again at each execution, and a Postgres plan made for
+ * any LIMIT walks no index.
  */
-const unsearchedPage = preparedByShape((db: Executor, shape: UnsearchedShape, values: UnsearchedValues & { limit: number; offset: number }) =>
+type UnsearchedShape = { tag: boolean; limit: number };
+type UnsearchedValues = { accountId: string; tag: string | undefined };
+type PageValues = UnsearchedValues & { offset: number };
+
+/** The contacts of a list without a search, newest first along the creation order. */
+const newestFirst = (db: Executor, shape: UnsearchedShape, values: UnsearchedValues) =>
   filtered(new TenantScope(db, values.accountId), { tag: shape.tag ? values.tag : undefined })
-    .selectAll()
     .orderBy('contacts.created_at', 'desc')
     .orderBy('contacts.id', 'desc')
-    .limit(values.limit)
-    .offset(values.offset),
+    .limit(sql.lit(shape.limit));
+
+/**
+ * The page of a list without a search, compiled once per shape (preparedByShape): Kysely built it
+ * at every request.
+ */
+const unsearchedPage = preparedByShape((db: Executor, shape: UnsearchedShape, values: PageValues) =>
+  newestFirst(db, shape, values).selectAll().offset(values.offset),
 );
+
+const rowsOf = (scope: TenantScope) => scope.selectFrom('contacts').selectAll('contacts');
+
+/**
+ * Postgres, a tag: the tag's counter and its page in one statement. The page's ids come from the
+ * creation-order index alone (each entry's tag probed by primary key), then its rows by primary
+ * key; past the counted total nothing is walked.
+ */
+const taggedPageWithTotal = preparedByShape((db: Executor, shape: UnsearchedShape, values: PageValues) => {
+  const scope = new TenantScope(db, values.accountId);
+  const counters = scope.selectFrom('contact_tag_counts').select('contact_tag_counts.contacts');
+  const counted = counters.where('contact_tag_counts.tag', '=', values.tag as string);
+  const ids = newestFirst(db, shape, values).select('contacts.id').offset(values.offset);
+  return db
+    .selectFrom(sql<{ total: number }>`(select coalesce((${counted}), 0) as total)`.as('t'))
+    .leftJoinLateral(
+      () => rowsOf(scope).where('contacts.id', '=', sql<string>`any(array(${ids}))`).as('r'),
+      (join) => join.on(sql<boolean>`t.total > ${values.offset}`),
+    )
+    .selectAll('r')
+    .select('t.total')
+    .orderBy('r.created_at', 'desc')
+    .orderBy('r.id', 'desc');
+});
 
 /**
  * The exact number of contacts of a list without a search, compiled once per shape. A tag's is
  * its counter (migration 0018: kept by triggers on contact_tags, so exact under every writer); no
  * row means no contact ever had the tag.
  */
-const unsearchedCount = preparedByShape((db: Executor, shape: UnsearchedShape, values: UnsearchedValues) => {
+const unsearchedCount = preparedByShape((db: Executor, shape: { tag: boolean }, values: UnsearchedValues) => {
   const scope = new TenantScope(db, values.accountId);
   return shape.tag
     ? scope
@@ -113,11 +145,17 @@ export const contactsRepository = {
 
   async list(scope: TenantScope, filter: ContactFilter, page: { limit: number; offset: number }) {
     if (!filter.search) {
-      const shape = { tag: filter.tag !== undefined };
+      const shape = { tag: filter.tag !== undefined, limit: page.limit };
       const values = { accountId: scope.accountId, tag: filter.tag };
+      if (shape.tag && dialectOf(scope.db).lateralJoins) {
+        const found = await taggedPageWithTotal(scope, shape, { ...values, offset: page.offset });
+        // Past the end the one row is the total's, without a contact.
+        const rows = found.filter((row) => row.id !== null) as ContactRow[];
+        return { rows, total: Number(found[0]?.total ?? 0) };
+      }
       const [found, counted] = await Promise.all([
-        unsearchedPage(scope, shape, { ...values, limit: page.limit, offset: page.offset }),
-        unsearchedCount(scope, shape, values),
+        unsearchedPage(scope, shape, { ...values, offset: page.offset }),
+        unsearchedCount(scope, { tag: shape.tag }, values),
       ]);
       return { rows: found as ContactRow[], total: Number(counted[0]?.total ?? 0) };
     }
