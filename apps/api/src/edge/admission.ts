@@ -5,6 +5,7 @@ import { ApiError } from '../errors.js';
 import { type Principal, accountsService } from '../services/accounts.js';
 import type { ServiceContext } from '../services/context.js';
 import type { Settings } from '../settings.js';
+import { coalesced } from './coalesced-calls.js';
 import { type RateLimits, rateLimitHeaders } from './rate-limits.js';
 
 declare module 'fastify' {
@@ -44,10 +45,14 @@ function operationOf(request: FastifyRequest, own: OperationId | undefined): Ope
  */
 export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimits }) {
   const { database, rateLimits } = deps;
+  // Requests with one Authorization header share lookups of the key (coalesced).
+  const lookUp = coalesced((authorization) => accountsService.authenticate(database, authorization));
 
   async function authenticate(request: FastifyRequest): Promise<Principal> {
     try {
-      return await accountsService.authenticate(database, request.headers.authorization);
+      const { authorization } = request.headers;
+      if (authorization === undefined) return await accountsService.authenticate(database, undefined);
+      return (await lookUp(authorization)).result;
     } catch (error) {
       if (error instanceof ApiError && error.code === 'unauthorized') await rateLimits.authenticationFailed(request.ip);
       throw error;
