@@ -1,11 +1,10 @@
 /**
- * The ids of the requests being served, kept by the server (http/server.ts), so that an error
- * nothing handled can name the requests it may have come from. A Set, not AsyncLocalStorage: on
- * Node 20 that cost the get_by_id benchmark target (bench/README.md).
+ * The ids of the requests being served, so an unhandled error can name where it may have come from. A Set, not
+ * AsyncLocalStorage: holds the get_by_id target of bench/README.md.
  */
 export const requestsInFlight = new Set<string>();
 
-/** More than any server serves at once: a request whose end was never seen cannot grow the Set without bound. */
+/** More than any server serves at once, so requests whose end was never seen cannot grow the Set without bound. */
 const MAX_TRACKED = 10_000;
 
 export function requestStarted(requestId: string): void {
@@ -39,10 +38,8 @@ const requestIdOf = (error: unknown): string | undefined => {
 };
 
 /**
- * What `serve` and `worker` do with an exception or rejection nothing handled: log it (with the
- * request id when it arose while serving one) and end the process with a non-zero code. Its state
- * is unknown after such an error, so carrying on could serve wrong answers; a supervisor restarts
- * it instead, and the balancer sends the next requests elsewhere meanwhile.
+ * On an unhandled exception or rejection, logs it and ends the process: its state is unknown, so carrying on
+ * could serve wrong answers; a supervisor restarts it instead.
  */
 export function installCrashPolicy(role: string, options: CrashPolicyOptions = {}): void {
   const write = options.write ?? ((line: string) => process.stderr.write(line));
@@ -52,8 +49,7 @@ export function installCrashPolicy(role: string, options: CrashPolicyOptions = {
     // A second error while the first is being logged changes nothing: the process is ending.
     if (crashed) return;
     crashed = true;
-    // The request it came from: the one the error names, else the only one in flight; with several
-    // in flight, their ids (one of them is the cause).
+    // The request the error names, else the only one in flight; with several in flight, all their ids.
     const inFlight = [...requestsInFlight];
     const requestId = requestIdOf(error) ?? (inFlight.length === 1 ? inFlight[0] : undefined);
     const line = {

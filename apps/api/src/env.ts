@@ -6,37 +6,31 @@ import { parseDatabaseUrl } from './db/database.js';
 import { developmentSecretKey, parseSecretKey } from './secret-box.js';
 import { type Settings, defaultSettings } from './settings.js';
 
-/**
- * The one place that reads process.env. Everything else receives configuration as arguments.
- */
+/** Configuration from the environment: this module alone reads process.env; the rest receives arguments. */
 export interface Env {
   nodeEnv: 'development' | 'test' | 'production';
   port: number;
   host: string;
-  /**
-   * Where clients reach the API (CONVO_PUBLIC_URL, e.g. `https://api.example.com`; default from
-   * HOST and PORT): the OpenAPI document's server and the URLs the commands print.
-   */
+  /** Where clients reach the API (CONVO_PUBLIC_URL, else from HOST and PORT): the URL documents and commands show. */
   publicUrl: string;
   databaseUrl: string | undefined;
-  /** Connections of the Postgres pool per process (DATABASE_POOL_SIZE; default: openDatabase's). */
+  /** Postgres connections per process (DATABASE_POOL_SIZE; default: openDatabase's). */
   databasePoolSize: number | undefined;
   /** Redis for the shared rate-limit counters (REDIS_URL); without it, the database's store. */
   redisUrl: string | undefined;
   /** What every Redis key begins with (CONVO_REDIS_PREFIX, default `convo:`), so deployments can share one Redis. */
   redisPrefix: string;
   /**
-   * How long `serve` keeps answering after SIGTERM, with /readyz at 503, before it stops accepting
-   * (CONVO_DRAIN_SECONDS, default 10; 0 when NODE_ENV=test): long enough for a load balancer's
-   * health checks to take it out.
+   * How long `serve` keeps answering after SIGTERM with /readyz at 503 (CONVO_DRAIN_SECONDS): long enough for a
+   * load balancer's health checks to take it out.
    */
   drainMs: number;
   logLevel: string;
   /** Run the worker inside `serve` (CONVO_WORKER, default true). */
   workerInServe: boolean;
   /**
-   * How long a worker's claim on a job lasts without renewal (CONVO_WORKER_LEASE, default 15s): a
-   * live worker renews it while the job runs, so this is how soon a dead worker's jobs go to others.
+   * How long a worker's claim on a job lasts without renewal (CONVO_WORKER_LEASE): how soon a dead worker's jobs
+   * go to others.
    */
   workerLeaseMs: number;
   settings: Settings;
@@ -95,8 +89,8 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
 }
 
 /**
- * CONVO_SECRET_KEY, required in production; elsewhere a key kept in the data folder (beside the
- * SQLite file, else `data/`). Read when first needed, so commands that seal nothing need no key.
+ * CONVO_SECRET_KEY, required in production; elsewhere a key kept beside the SQLite file, else in `data/`.
+ * Read when first needed, so commands that seal nothing need no key.
  */
 function secretKeyOf(value: string | undefined, nodeEnv: Env['nodeEnv'], databaseUrl: string | undefined): () => Buffer {
   let key: Buffer | undefined;
@@ -136,9 +130,8 @@ const graphVersion = (value: string): string => {
 };
 
 /**
- * CONVO_TRUSTED_PROXIES: addresses and CIDR ranges (and proxy-addr's names `loopback`,
- * `linklocal`, `uniquelocal`) separated by commas. Never "any" nor a hop count: a client could then
- * name itself whatever address it likes.
+ * CONVO_TRUSTED_PROXIES: comma-separated addresses, CIDR ranges and proxy-addr's named ranges. Never "any" nor a
+ * hop count: a client could then claim any address it likes.
  */
 function trustedProxiesOf(value: string | undefined): string | false {
   if (!value?.trim()) return false;
@@ -183,7 +176,7 @@ function publicUrlOf(value: string | undefined, host: string, port: number): str
   return `http://${reachable}:${port}`;
 }
 
-/** `CONVO_WEBHOOK_RETRY_SCHEDULE=5s,5m,30m` (or plain milliseconds): shorter schedules for tests. */
+/** Comma-separated durations such as `5s,5m,250ms` (a bare number is milliseconds), in milliseconds. */
 function parseSchedule(value: string): number[] {
   const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
   return value.split(',').map((part) => {
@@ -193,10 +186,7 @@ function parseSchedule(value: string): number[] {
   });
 }
 
-/**
- * The console's build in this workspace (apps/console/dist), from this module's place: src/ when
- * run from source, dist/ when bundled, both one level under apps/api.
- */
+/** apps/console/dist in this workspace, found from this module, which is one level under apps/api in src/ or dist/. */
 function consoleBuild(): string | undefined {
   const dir = fileURLToPath(new URL('../../console/dist', import.meta.url));
   return existsSync(dir) ? dir : undefined;

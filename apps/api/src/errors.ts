@@ -1,8 +1,8 @@
 import { type Constraint, ERROR_STATUS, type ErrorBody, type ErrorCode, type ErrorDetails, type ValidationIssue } from '@convo/core';
 
 /**
- * The one error type of the server. Services throw it; each transport turns it into its own
- * shape in one place (HTTP: `toErrorBody`). Anything else that is thrown becomes `server_error`.
+ * The server's one error type: each transport turns it into its own shape in one place (HTTP: `toErrorBody`).
+ * Anything else thrown becomes `server_error`.
  */
 export class ApiError extends Error {
   readonly code: ErrorCode;

@@ -7,9 +7,8 @@ const pool = new Uint8Array(POOL_BYTES);
 let poolOffset = POOL_BYTES;
 
 /**
- * ulid's random source, from a pool of cryptographic random bytes refilled 4 KiB at a time. Its
- * default asks the operating system for one byte per character, 16 calls per id: a request id
- * on every response made that a visible share of a fast request's time.
+ * ulid's random source, drawn from a pool of cryptographic random bytes: its default asks the operating system
+ * once per character, too slow for a request id on every response.
  */
 function pooledRandom(): number {
   if (poolOffset === POOL_BYTES) {

@@ -3,8 +3,7 @@ import * as crypto from 'node:crypto';
 export type KeyType = 'full_access' | 'read_only' | 'webhook';
 
 /**
- * Key values show their type in their prefix. API keys carry 256 random bits; webhook keys are
- * Standard Webhooks secrets (`whsec_` + base64 of 32 random bytes) so any Standard Webhooks
+ * Key values show their type in their prefix. Webhook keys are Standard Webhooks secrets, so any Standard Webhooks
  * library verifies deliveries with the key string as shown.
  */
 export const KEY_PREFIXES: Record<KeyType, string> = {
@@ -19,9 +18,8 @@ export function generateKey(type: KeyType): string {
 }
 
 /**
- * One-shot SHA-256 (`crypto.hash`, Node 20.12 and 21.7 on): about a third of the time of a Hash
- * object's create, update and digest, and every API request hashes its key. Typed loosely: the
- * @types/node this project pins for Node 20 may predate it.
+ * One-shot SHA-256 (`crypto.hash`, Node 20.12 on), cheaper than a Hash object on every request's key. Typed
+ * loosely: the @types/node pinned for Node 20 may predate it.
  */
 const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 

@@ -1,15 +1,12 @@
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
-/**
- * scrypt (memory-hard, in node:crypto) with N = 2^15, r = 8, p = 1: 32 MiB and tens of
- * milliseconds a hash, OWASP's recommended minimum. The parameters are stored with each hash, so
- * they can be raised later without invalidating existing passwords.
- */
+// scrypt at OWASP's recommended minimum. The parameters are stored with each hash, so they can be raised later
+// without invalidating existing passwords.
 const COST = 2 ** 15;
 const BLOCK_SIZE = 8;
 const PARALLELISM = 1;
 const KEY_LENGTH = 32;
-/** Node refuses scrypt above 32 MiB by default; 128 × N × r is exactly that, so room above it. */
+/** Node's default scrypt memory cap is exactly 128 × N × r, so it is raised to leave room. */
 const MAX_MEMORY = 64 * 1024 * 1024;
 
 const derive = (password: string, salt: Buffer, N: number, r: number, p: number, length: number) =>

@@ -2,11 +2,10 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/**
- * Secrets at rest (a channel's access token and app secret): AES-256-GCM under the server's
- * secret key, a fresh 96-bit nonce each time. The sealed form is `v1.<nonce>.<tag>.<ciphertext>`
- * in base64url, so that a later key or algorithm can be told apart by its prefix.
- */
+// Channel secrets at rest: AES-256-GCM under the server's secret key with a fresh nonce each time, sealed as
+// base64url `v1.<nonce>.<tag>.<ciphertext>`.
+
+/** Lets a later key or algorithm be told apart by its prefix. */
 const VERSION = 'v1';
 
 export function sealSecret(key: Buffer, plaintext: string): string {
@@ -34,10 +33,7 @@ export function parseSecretKey(value: string): Buffer {
 
 export const SECRET_KEY_FILE = 'secret.key';
 
-/**
- * Outside production, a key made once and kept in the data folder (mode 0600), so that a developer
- * needs no set-up and the secrets stored yesterday still open today.
- */
+/** Outside production, a key made once and kept in the data folder, so a developer needs no set-up. */
 export function developmentSecretKey(dataDir: string): Buffer {
   const path = join(dataDir, SECRET_KEY_FILE);
   if (!existsSync(path)) {

@@ -1,9 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
-/**
- * Behaviour the operator can switch, as the server and worker receive it (env.ts reads it from
- * the environment; tests build it directly).
- */
+/** Behaviour the operator can switch, read by env.ts or built directly by tests. */
 export interface Settings {
   /** Webhook URLs may be plain http and point at loopback/private addresses (development, tests). */
   allowPrivateWebhooks: boolean;
@@ -23,7 +20,7 @@ export interface Settings {
   graphApiUrl: string;
   /** The Graph API version in every call's path. */
   graphApiVersion: string;
-  /** Sends per second and channel, across workers (WhatsApp's default throughput is 80 messages a second). */
+  /** Sends per second and channel, across workers; the default is WhatsApp's default throughput. */
   channelSendsPerSecond: number;
   /** Waits before each retry of a send the platform may take later; after the last, the message fails. */
   channelSendRetryScheduleMs: readonly number[];
@@ -33,25 +30,25 @@ export interface Settings {
   secureCookies: boolean;
   /** The console's build served at /console (apps/console/dist), if there is one. */
   consoleDir: string | undefined;
-  /** A request's line and headers must have arrived this long after it began (README: Timeouts). */
+  /** A request's line and headers must have arrived this long after it began. */
   headersTimeoutMs: number;
-  /** The whole request, body included, must have arrived by then: a body that trickles or stops is answered 400 and the connection closed. */
+  /** The whole request must have arrived by then: a body that trickles or stops gets 400 and the connection closes. */
   requestTimeoutMs: number;
-  /** An idle kept-alive connection is closed after this: longer than a balancer's idle timeout, so the balancer never reuses one being closed. */
+  /** Longer than a balancer's idle timeout, so the balancer never reuses a kept-alive connection being closed. */
   keepAliveTimeoutMs: number;
   /** A connection on which nothing moves either way for this long is dropped. */
   idleTimeoutMs: number;
   /**
-   * The load balancers whose `X-Forwarded-For` names the client (addresses and CIDR ranges, comma
-   * separated): without them every client behind a balancer is one address to the per-address guards.
+   * Load balancers whose `X-Forwarded-For` names the client: without them every client behind a balancer is one
+   * address to the per-address guards.
    */
   trustedProxies: string | false;
 }
 
-/** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (CONTRACT: Events and webhooks). */
+/** The delivery retry schedule CONTRACT fixes (Events and webhooks). */
 export const WEBHOOK_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000] as const;
 
-/** 1 s, 5 s, 30 s, 2 min, 10 min, 30 min: a platform's outage of up to about 45 minutes loses no message. */
+/** Long enough in total that a platform's outage of most of an hour loses no message. */
 export const CHANNEL_SEND_RETRY_SCHEDULE_MS = [1_000, 5_000, 30_000, 120_000, 600_000, 1_800_000] as const;
 
 /** Without a configured key (tests that build settings directly), one key per process. */

@@ -5,8 +5,7 @@ import { ApiError } from './errors.js';
 type Issue = z.core.$ZodIssue;
 
 /**
- * Parses `input` with a contract schema; on failure throws one ApiError whose details name the
- * first problem's field and constraint and list every problem in `issues`.
+ * Parses `input` with a contract schema, or throws one ApiError listing every problem.
  * `pathPrefix` is dropped from field paths (`body.tags.2` → `tags.2`).
  */
 export function parseWith<S extends z.ZodType>(schema: S, input: unknown, pathPrefix: readonly PropertyKey[] = []): z.output<S> {
@@ -28,8 +27,8 @@ export function toValidationIssues(issues: readonly Issue[], input: unknown, dro
     if (issue.code === 'invalid_union') {
       const discriminator = 'discriminator' in issue ? (issue.discriminator as string | undefined) : undefined;
       if (discriminator !== undefined) {
-        // A discriminated union (workflow steps) whose tag matches no option. zod 4 already puts
-        // the tag in the path (`steps.0.type`); the check keeps that true if it ever stops doing so.
+        // A discriminated union whose tag matches no option; zod 4 already puts the tag in the path
+        // (`steps.0.type`), and the check keeps that true if it ever stops doing so.
         const path = lastSegment(issue.path) === discriminator ? issue.path : [...issue.path, discriminator];
         const value = valueAt(input, path);
         const options = ('options' in issue ? (issue.options as unknown[]) : []) ?? [];
@@ -55,8 +54,7 @@ export function toValidationIssues(issues: readonly Issue[], input: unknown, dro
       continue;
     }
     if (issue.code === 'invalid_key') {
-      // A record's key its key schema refused (an attribute key's characters or length): that
-      // schema's problem, at the key's place, rather than a generic `type`.
+      // A record key its key schema refused: report that schema's problem at the key, not a generic `type`.
       const [inner] = issue.issues;
       if (inner) {
         const constraint = constraintOf(inner, issue.path[issue.path.length - 1]);
@@ -70,10 +68,7 @@ export function toValidationIssues(issues: readonly Issue[], input: unknown, dro
   return out;
 }
 
-/**
- * The allowed values when every option of a failed union is an enum or a literal that rejected
- * the value itself; undefined for any other union.
- */
+/** The allowed values when every option of a failed union is an enum or literal; undefined otherwise. */
 function unionOfValues(issue: Extract<Issue, { code: 'invalid_union' }>): unknown[] | undefined {
   const branches = issue.errors;
   if (branches.length === 0) return undefined;
@@ -111,7 +106,7 @@ function constraintOf(issue: Issue, value: unknown): Constraint {
     case 'invalid_format':
       return issue.format === 'regex' ? 'pattern' : 'format';
     case 'invalid_value':
-      // An enum reports a missing value and a value of the wrong type as such, like every other field.
+      // A missing value or one of the wrong type is reported as such, like every other field.
       if (value === undefined) return 'required';
       return issue.values.some((allowed) => typeof allowed === typeof value) ? 'enum' : 'type';
     case 'not_multiple_of':
@@ -155,23 +150,18 @@ const lastSegment = (path: readonly PropertyKey[]): string | undefined => {
 };
 
 /**
- * What no string of a request may be, value or name, wherever the schema takes strings (so a new
- * field is covered without anyone naming it): hold U+0000, which Postgres cannot store, or a lone
- * surrogate, which both databases would store as U+FFFD. Both are refused with 400 `pattern`
- * (CONTRACT: General), so that whatever is accepted reads back exactly as sent.
+ * No string of a request, value or key, may hold U+0000 (Postgres cannot store it) or a lone surrogate (stored
+ * as U+FFFD), so whatever is accepted reads back exactly as sent. Every string is checked, not each field.
  */
 export const isValidText = (text: string): boolean => !text.includes('\u0000') && (text as WellFormedString).isWellFormed();
 
-/** Node 20 has String.prototype.isWellFormed; the ES2023 lib the project compiles with does not declare it. */
+/** Node 20 has String.prototype.isWellFormed, but the ES2023 lib the project compiles with does not declare it. */
 type WellFormedString = string & { isWellFormed(): boolean };
 
-/**
- * zod leaves an own `__proto__` key (JSON.parse makes one) out of a record's output unchecked, and
- * the responses leave it out too: a key of that name is refused rather than dropped in silence.
- */
+/** zod drops an own `__proto__` key from a record's output unchecked, so the key is refused, not lost silently. */
 const REFUSED_KEY = '__proto__';
 
-/** The problems of every string and key of a value that isValidText refuses, and of `__proto__` keys (400 `pattern`). */
+/** A `pattern` problem for every string or key isValidText refuses, and for every `__proto__` key. */
 export function textIssues(value: unknown, path: string[] = []): ValidationIssue[] {
   if (!holdsBadText(value)) return [];
   const issue = (at: string[], message: string): ValidationIssue => {
@@ -198,10 +188,7 @@ function holdsBadText(value: unknown): boolean {
   return false;
 }
 
-/**
- * Validates one part of a request (params, query or body) against its contract schema: the parsed
- * value, or one ApiError naming every problem (textIssues included).
- */
+/** Validates params, query or body against its contract schema: the parsed value, or one ApiError for every problem. */
 export function validatePart<S extends z.ZodType>(schema: S, value: unknown): { value: z.output<S> } | { error: ApiError } {
   const result = schema.safeParse(value);
   const schemaIssues = result.success ? [] : toValidationIssues(result.error.issues, value);
@@ -214,5 +201,5 @@ export function validatePart<S extends z.ZodType>(schema: S, value: unknown): { 
 
 const NO_QUERY = z.strictObject({});
 
-/** The schema of an operation's query string: operations without parameters still refuse unknown ones (400 `unknown`). */
+/** An operation's query schema: operations without parameters still refuse unknown ones. */
 export const querySchemaOf = (operation: EndpointDefinition): z.ZodType => operation.query ?? NO_QUERY;

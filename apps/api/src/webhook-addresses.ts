@@ -2,13 +2,8 @@ import type { LookupAddress, LookupOptions } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns';
 import ipaddr from 'ipaddr.js';
 
-/**
- * Where webhooks may be sent. Unless the server allows private webhooks (development, tests),
- * a webhook URL must be https and its host must be a public address: never loopback, private,
- * link-local, unspecified, multicast or reserved, so an integrator cannot make the server call
- * into its own network. The rule is checked when an endpoint is saved (IP literals, and the
- * host's DNS answers) and again on every delivery, after DNS resolution.
- */
+// Unless private webhooks are allowed, a webhook URL must be https to a public address, so an integrator cannot
+// make the server call into its own network. Checked when an endpoint is saved and again at every delivery.
 
 /** True when `host` is an IP address rather than a name. */
 export const isIpAddress = (host: string): boolean => ipaddr.isValid(host);
@@ -27,8 +22,7 @@ export function isPublicAddress(address: string): boolean {
     // ::7f00:1, an IPv4-compatible address (deprecated, ::/96), may reach 127.0.0.1: never a target.
     else if (v6.match(IPV4_COMPATIBLE)) return false;
   }
-  // Only ordinary unicast: every special range (including the IPv6 ones that embed an IPv4
-  // address, such as NAT64 and 6to4, and carrier-grade NAT) is refused.
+  // Only ordinary unicast: every special range, including NAT64, 6to4 and carrier-grade NAT, is refused.
   return parsed.range() === 'unicast';
 }
 

@@ -3,11 +3,7 @@ import https from 'node:https';
 import type { MessageTemplate, Platform } from '@convo/core';
 import type { Settings } from '../settings.js';
 
-/**
- * The Graph API calls that send a message, and what Meta's answers mean for the sender: accepted
- * (with the platform's message id), worth another try later, the channel's token refused, or refused
- * for good.
- */
+// Sends a message through Meta's Graph API and classifies the answer for the sender.
 
 /** A send that has no complete answer by then is a failed try (and tried again). */
 export const GRAPH_TIMEOUT_MS = 15_000;
@@ -18,10 +14,10 @@ const MAX_RESPONSE_BYTES = 256 * 1024;
 /** The most of Meta's error text kept on a message or a channel. */
 const MAX_ERROR_MESSAGE_LENGTH = 500;
 
-/** An idle connection to the Graph API is closed after this; a busy channel's connections are reused. */
+/** Idle connections close after this; a busy channel's connections are reused. */
 const IDLE_CONNECTION_MS = 4_000;
 
-/** One pool per protocol for the whole process: sends to Meta reuse their TLS connections, as webhook deliveries do. */
+/** One pool per protocol for the whole process, so sends to Meta reuse their TLS connections. */
 const agents = {
   http: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
   https: new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
@@ -54,7 +50,7 @@ export type GraphErrorKind = 'retryable' | 'invalid_token' | 'permanent';
 export interface GraphError {
   ok: false;
   kind: GraphErrorKind;
-  /** The Graph error's code as a string, or `network_error`, `timeout`, `http_<status>`, `unexpected_response`. */
+  /** The Graph error's code, or `network_error`, `timeout`, `http_<status>`, `unexpected_response`. */
   code: string;
   message: string;
   /** Null when no answer arrived. */
@@ -95,7 +91,7 @@ export const RETRYABLE_CODES: ReadonlySet<number> = new Set([
   1200,
 ]);
 
-/** Meta's error body: `{error: {message, type, code, error_subcode, error_data?, is_transient?, fbtrace_id}}`. */
+/** The `error` object of Meta's error body. */
 interface GraphErrorBody {
   message?: unknown;
   type?: unknown;
@@ -107,9 +103,7 @@ interface GraphErrorBody {
 }
 
 /**
- * Sends one message on a channel. WhatsApp Cloud API: `POST /{phone_number_id}/messages`, answered
- * `{messaging_product, contacts, messages: [{id}]}`; Messenger and Instagram: `POST /{id}/messages`,
- * answered `{recipient_id, message_id}`. Never throws: a network failure is a retryable error.
+ * Sends one message on a channel. Never throws: a network failure is a retryable error.
  * The token goes only into the Authorization header, never into a result.
  */
 export async function sendToPlatform(
@@ -132,7 +126,8 @@ export async function sendToPlatform(
 /** The Graph request body of a message, or why it cannot be sent on this platform. */
 export function requestBody(platform: Platform, recipient: string, message: OutboundMessage): Record<string, unknown> | string {
   if (platform === 'whatsapp') {
-    // https://developers.facebook.com/documentation/business-messaging/whatsapp/reference/whatsapp-business-phone-number/message-api
+    // https://developers.facebook.com/documentation/business-messaging/whatsapp/reference/
+    //   whatsapp-business-phone-number/message-api
     const envelope = { messaging_product: 'whatsapp', recipient_type: 'individual', to: recipient };
     if (message.type === 'text') return { ...envelope, type: 'text', text: { body: message.content } };
     if (message.type === 'template') {
@@ -219,9 +214,8 @@ function parseJson(text: string): unknown {
 type PostOutcome = { statusCode: number; text: string } | { failure: GraphError };
 
 /**
- * POSTs JSON with node:http(s) on kept-alive connections, under one deadline for the whole exchange
- * (connection, answer, body), and reads at most MAX_RESPONSE_BYTES of the answer. Redirects are not
- * followed: the Graph API does not redirect sends.
+ * POSTs JSON under one deadline for the whole exchange and reads at most MAX_RESPONSE_BYTES of the answer.
+ * Redirects are not followed: the Graph API does not redirect sends.
  */
 function postJson(url: string, accessToken: string, body: string, timeoutMs: number): Promise<PostOutcome> {
   let target: URL;

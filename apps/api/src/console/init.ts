@@ -31,10 +31,7 @@ export const c = initTRPC.context<ConsoleContext>().create({
   errorFormatter: ({ error, path, ctx }) => trpcErrorShape(apiErrorOf(error, path, ctx?.requestId), path),
 });
 
-/**
- * A console input validated by a zod schema of @convo/core, failing as the API does: 400 with
- * `details.field` and `details.constraint` (tRPC's own zod handling would say neither).
- */
+/** Validates a console input as the API does, so a failure names `details.field` and `details.constraint`. */
 export function consoleInput<S extends z.ZodType>(schema: S) {
   const parse = (raw: unknown): z.output<S> => {
     const result = validatePart(schema, raw ?? {});

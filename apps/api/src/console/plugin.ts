@@ -16,10 +16,7 @@ export const SESSION_COOKIE = 'convo_session';
 /** The header every state-changing console call carries: a cross-site form or image cannot set it. */
 export const CSRF_HEADER = 'x-convo-csrf';
 
-/**
- * The console's pages may run only the scripts and styles served with them, talk only to this
- * origin and be framed by nobody.
- */
+/** The console's pages run only their own scripts and styles, talk only to this origin and are never framed. */
 const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
   "script-src 'self'",
@@ -36,16 +33,14 @@ const CONTENT_SECURITY_POLICY = [
 export interface ConsoleOptions {
   database: DatabaseHandle;
   settings: Settings;
-  /** The console's build (apps/console/dist); without one, its pages answer 404 and the calls still work. */
+  /** The console's build; without one, its pages answer 404 and the calls still work. */
   staticDir: string | undefined;
   signInGuard?: SignInGuard;
 }
 
 /**
- * The web console at /console (CONTRACT: Console and people): its pages (the React build) and its
- * calls, tRPC at /console/trpc, authenticated by the session cookie and never by an API key.
- * Registered with the prefix /console, so that its cookie parser, CSRF check and security headers
- * apply to the console's routes only.
+ * The web console's pages and tRPC calls, authenticated by the session cookie, never by an API key. Register it
+ * with the prefix /console, so its cookie parser, CSRF check and security headers apply to its routes only.
  */
 export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, options) => {
   const { database, settings } = options;
@@ -111,11 +106,9 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
 };
 
 /**
- * CSRF guard of every state-changing call: the browser's Origin must be the console's own, the
- * configured public URL's (CONVO_PUBLIC_URL) and never one derived from the request, whose Host a
- * client chooses; and the call must carry CSRF_HEADER, which only a script of that origin can add
- * (a custom header makes a cross-site request preflighted, and nobody is allowed through CORS).
- * The public URL is read on each call: a server listening on port 0 learns it only once it listens.
+ * CSRF guard: the Origin must be the configured public URL's, never one derived from the client-chosen Host, and
+ * the call must carry CSRF_HEADER, which a cross-site request cannot without a preflight that CORS refuses.
+ * The public URL is read on each call: a server on port 0 learns it only once it listens.
  */
 function checkSameSite(request: FastifyRequest, publicUrl: string): void {
   if (request.headers.origin !== new URL(publicUrl).origin)

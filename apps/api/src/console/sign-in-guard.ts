@@ -15,18 +15,13 @@ export interface SignInGuardOptions {
 }
 
 /**
- * The brute-force guard of sign-in (CONTRACT: Console and people), as OWASP's authentication
- * cheat sheet advises: failures are counted per (e-mail, client address) pair, so a stranger's
- * guesses lock out the stranger and never the owner signing in from elsewhere, and per client
- * address across e-mails (one address trying many accounts). Past either limit, sign-ins of that
- * pair or address are 429 until the window ends, a right password included.
+ * Sign-in's brute-force guard, as OWASP advises: failures count per (e-mail, address) pair, so a stranger's
+ * guesses never lock out the owner signing in from elsewhere, and per address across e-mails. Past either
+ * limit, sign-ins are 429 until the window ends, a right password included.
  *
- * Guessing one e-mail from many addresses is slowed, not locked: past `perEmail` failures from
- * everywhere, each pair gets `perEmailAndAddressUnderAttack` failures instead of
- * `perEmailAndAddress`. An address that has not failed for that e-mail can always try, so no
- * amount of failures elsewhere locks the owner out. A success clears its own pair only; the
- * e-mail's count measures the attack and ends with its window. Counted in this process's memory,
- * like the API's failed-key guard.
+ * An e-mail guessed from many addresses is slowed, not locked: past `perEmail` failures, each pair gets
+ * `perEmailAndAddressUnderAttack`, but an address that has not failed for that e-mail can always try.
+ * A success clears its own pair only. Counted in this process's memory.
  */
 export class SignInGuard {
   private readonly byPair: RateLimiterMemory;

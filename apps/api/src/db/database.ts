@@ -8,13 +8,10 @@ import type { Database } from './schema.js';
 import { preparedStatementsPool } from './postgres-prepared-statements.js';
 import { withStatementCache } from './sqlite-statement-cache.js';
 
-/** Each driver is loaded when a database of its kind is opened: a server keeps in memory only the driver it uses. */
+/** Drivers load when a database of their kind opens, so a server keeps only the driver it uses in memory. */
 const load = createRequire(import.meta.url);
 
-/**
- * The one module that knows which database is in use. The rest of the code gets a Kysely
- * instance and the capabilities below, never the dialect's name.
- */
+/** An open database: a Kysely instance and the capabilities the rest of the code may ask about. */
 export interface DatabaseHandle {
   db: Kysely<Database>;
   /** `sqlite` or `postgres`: for logs and tests only. */
@@ -26,9 +23,8 @@ export interface DatabaseHandle {
   /** Statements may be named (prepared once per connection): false behind a transaction-mode pooler. */
   preparedStatements: boolean;
   /**
-   * A number that changes whenever another connection commits to the database (SQLite's
-   * `data_version`): what this process remembers of the database is checked with it in about a
-   * microsecond. Undefined on Postgres, which other instances share and nothing as cheap watches.
+   * A number that changes whenever another connection commits (SQLite's `data_version`): a cheap check of what
+   * this process caches. Undefined on Postgres, where no such cheap watch exists.
    */
   commitsElsewhere: (() => number) | undefined;
   /** True when the error is a unique-constraint violation. */
@@ -47,10 +43,9 @@ export function parseDatabaseUrl(url: string | undefined): { dialect: 'postgres'
 }
 
 /**
- * Connections of a process's Postgres pool unless DATABASE_POOL_SIZE says otherwise. A request
- * holds one for its statements only, and one Node process keeps a few busy: requests beyond them
- * wait in the pool's queue, first come first served, rather than as more backends competing for
- * the CPU, and Postgres' max_connections keeps room for more processes (bench/README.md).
+ * Postgres connections per process unless DATABASE_POOL_SIZE says otherwise: one Node process keeps only a few
+ * busy, so extra requests queue in the pool instead of competing as backends, and max_connections keeps room
+ * for more processes.
  */
 export const DEFAULT_POOL_SIZE = 5;
 
@@ -73,10 +68,8 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
     const pool = new pg.Pool({
       connectionString: connectionUrl.toString(),
       max: options.poolSize ?? DEFAULT_POOL_SIZE,
-      // No parallel query plans and no JIT, unless the URL's `options` say otherwise: the API runs
-      // many small queries at once, and a query that starts worker processes is slower when the
-      // server is busy. JIT compiles any statement estimated costly, which the job claim is with a
-      // deep queue (hundreds of ms to compile a few-ms query: the channel backlog's target).
+      // No parallel plans and no JIT unless the URL's `options` say otherwise: the API runs many small queries
+      // at once, and JIT would compile the job claim on a deep queue (holds the backlog target of bench/README.md).
       ...(connectionUrl.searchParams.has('options') ? {} : { options: '-c max_parallel_workers_per_gather=0 -c jit=off' }),
       // int8 (counts, amounts) as numbers: every value we store fits in 2^53.
       types: {
@@ -84,9 +77,8 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
           oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text'),
       },
     });
-    // A lost connection must not crash the process, idle or checked out (its query, if any, fails
-    // with the error too; the pool drops the client). Its first error is logged: the later ones
-    // (the socket closing after a FATAL) add nothing.
+    // A lost connection, idle or checked out, must not crash the process; only its first error is logged,
+    // since the later ones (the socket closing after a FATAL) add nothing.
     pool.on('connect', (client) => {
       let failed = false;
       client.on('error', (err) => {
@@ -138,16 +130,13 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
   };
 }
 
-/** Rows ANALYZE samples per index: statistics in milliseconds, whatever the table's size. */
+/** Rows ANALYZE samples per index, so gathering statistics stays quick whatever the table's size. */
 const ANALYSIS_LIMIT = 1000;
 const OPTIMIZE_EVERY_MS = 60 * 60 * 1000;
 
 /**
- * The query planner's statistics (sqlite_stat1), kept as SQLite recommends for long-lived
- * connections: `PRAGMA optimize=0x10002` on open (analyses every table whose statistics are
- * missing or stale, e.g. after a bulk load) and `PRAGMA optimize` every hour. Without them SQLite
- * guesses, and walks whole indexes where a search or a filter would have driven the query.
- * Postgres keeps its own (autovacuum's ANALYZE).
+ * Keeps the planner's statistics current as SQLite recommends for long-lived connections; without them SQLite
+ * walks whole indexes where a search should drive the query. Postgres keeps its own through autovacuum.
  */
 function keepStatistics(sqlite: SQLite.Database): () => void {
   sqlite.pragma(`analysis_limit = ${ANALYSIS_LIMIT}`);

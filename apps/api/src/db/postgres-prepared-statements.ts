@@ -5,9 +5,8 @@ import type pg from 'pg';
 const NAMED_STATEMENTS = 500;
 
 /**
- * Marks a statement Postgres must plan for its values at every execution, never named: a `LIKE`
- * whose pattern no trigram index can answer, which as a named statement turns to a generic plan
- * after five runs and scans the trigram index whole (bench/README.md, "Indexes and query plans").
+ * Marks a statement never to be named, so Postgres plans it for its values: a `LIKE` no trigram index can
+ * answer would otherwise switch to a generic plan that scans the trigram index whole.
  */
 export const PLAN_PER_VALUE = '/* plan per value */';
 
@@ -16,16 +15,10 @@ const isStaleResultType = (error: unknown): boolean =>
   (error as { code?: string } | null)?.code === '0A000' && /cached plan must not change result type/.test(String((error as Error).message));
 
 /**
- * Kysely's PostgresPool over a pg pool whose statements go out as named prepared statements, so
- * that Postgres parses and plans each statement once per connection instead of at every
- * execution: it exists for the benchmark's get-by-id target on Postgres (bench/README.md), which
- * three unnamed statements a request (key, rate limit, read) miss.
- *
- * Named statements live on one server connection, so a database reached through PgBouncer in
- * transaction mode (before 1.21) turns them off (`prepared_statements=false` in DATABASE_URL).
- * After an ALTER changes a statement's columns (a rolling migration), Postgres refuses the
- * connection's copy: the statement runs again unnamed when it is not inside a transaction, and the
- * connection is closed instead of going back to the pool, so no copy outlives the ALTER.
+ * Kysely's PostgresPool sending named prepared statements, planned once per connection; holds the get_by_id
+ * target on Postgres of bench/README.md. Behind PgBouncer's transaction mode, turn it off with
+ * `prepared_statements=false` in DATABASE_URL. When an ALTER changes a statement's columns, the statement
+ * reruns unnamed outside a transaction and the connection is closed, so no stale copy outlives the ALTER.
  */
 export function preparedStatementsPool(pool: pg.Pool): PostgresPool {
   const names = new Map<string, string>();

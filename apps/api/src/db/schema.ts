@@ -1,11 +1,9 @@
 import type { EventType, MessageType } from '@convo/core';
 import type { Generated } from 'kysely';
 
-/**
- * Table types for Kysely. Timestamps are ISO 8601 UTC strings with milliseconds in both
- * dialects (fixed width, so they sort chronologically as text); JSON columns are text.
- * Every tenant table starts its primary key with account_id (see CONTRACT: Operations).
- */
+// Timestamps are fixed-width ISO 8601 UTC strings with milliseconds, so they sort as text; JSON columns are text.
+// Every tenant table's primary key starts with account_id.
+
 export interface AccountTable {
   id: string;
   name: string;
@@ -36,7 +34,7 @@ export interface ContactTable {
   name: string | null;
   /** Lower-cased name, for case-insensitive search. */
   name_search: string | null;
-  /** Null for a contact known only by a Messenger or Instagram identity (migration 0013). */
+  /** Null for a contact known only by a Messenger or Instagram identity. */
   phone: string | null;
   /** The phone's digits only, for digit search ('' without a phone). */
   phone_digits: string;
@@ -46,7 +44,7 @@ export interface ContactTable {
   tags: string;
   /** JSON object. */
   attributes: string;
-  /** JSON array of {platform, channel_id, external_id}, oldest first: contact_identities again, as `tags` is contact_tags. */
+  /** JSON array of {platform, channel_id, external_id}, oldest first: a copy of contact_identities. */
   identities: Generated<string>;
   created_at: string;
   updated_at: string;
@@ -76,7 +74,7 @@ export interface ConversationTable {
   event_sequence: number;
   created_at: string;
   updated_at: string;
-  /** The contact's `name_search`, copied and kept by triggers (migration 0008); never written by the API. */
+  /** The contact's `name_search`, kept by triggers (migration 0008); never written by the API. */
   contact_name_search: Generated<string | null>;
   /** The channel the conversation runs on; null when opened through the API or the sandbox. */
   channel_id: string | null;
@@ -104,7 +102,7 @@ export interface OrderTable {
   id: string;
   contact_id: string | null;
   number: string;
-  /** An all-digits number left-padded with zeros to 64 digits (text order is numeric order); else null. */
+  /** An all-digits number zero-padded to 64 digits, so text order is numeric order; else null. */
   number_key: string | null;
   status: 'pending' | 'paid' | 'fulfilled' | 'cancelled' | 'refunded';
   currency: string;
@@ -126,7 +124,7 @@ export interface EventTable {
   /** JSON of the resource as the API returned it when the event happened. */
   data: string;
   created_at: string;
-  /** Its place in the account's log, given after it committed (migration 0016); null until then. */
+  /** Its place in the account's log, given after it committed; null until then. */
   position: Generated<number | null>;
 }
 
@@ -167,7 +165,7 @@ export interface JobTable {
   locked_by: string | null;
   locked_until: string | null;
   created_at: string;
-  /** `endpoint:<id>`, `account:<id>` or `system`: jobs of one endpoint's lane run only so many at once (migration 0012). */
+  /** `endpoint:<id>`, `account:<id>` or `system`: only so many jobs of one lane run at once. */
   lane: string;
 }
 
@@ -177,13 +175,13 @@ export interface WorkflowTable {
   name: string;
   /** JSON array of steps. */
   steps: string;
-  /** 1 or 0: a disabled workflow starts no run (migration 0015). */
+  /** 1 or 0: a disabled workflow starts no run. */
   enabled: Generated<number>;
   /** Set by DELETE: the row stays for its runs, out of every list and lookup. */
   deleted_at: Generated<string | null>;
-  /** JSON {event, conditions}, or null: runs start only by the API's trigger (migration 0017). */
+  /** JSON {event, conditions}, or null: runs start only by the API's trigger. */
   trigger: Generated<string | null>;
-  /** The trigger's event type again, for the lookup at every event. */
+  /** The trigger's event type, copied for the lookup at every event. */
   trigger_event: Generated<string | null>;
   created_at: string;
   updated_at: string;
@@ -293,7 +291,7 @@ export interface Database {
 
 export type Role = 'owner' | 'admin' | 'member';
 
-/** A person who signs in to the console (migration 0014); belongs to accounts through memberships. */
+/** A person who signs in to the console; belongs to accounts through memberships. */
 export interface UserTable {
   id: string;
   /** Lower case. */
@@ -342,11 +340,7 @@ export interface PasswordResetTable {
   used_at: string | null;
 }
 
-/**
- * Request counters of rate-limiter-flexible's Postgres store (unlogged, migrations 0003 and
- * 0005): one row per account and limit, `rpm<limit>:<account id>`, counting the requests of the
- * window that ends at `expire`.
- */
+/** rate-limiter-flexible's Postgres counters: one row per `rpm<limit>:<account id>`, its window ending at `expire`. */
 export interface RateLimitTable {
   key: string;
   points: number;
@@ -369,10 +363,7 @@ export interface ContactTagCountTable {
   contacts: number;
 }
 
-/**
- * Per account and trigram of a contact's `name_search`, the number of conversations whose contact's
- * name contains it, kept by triggers (migration 0008).
- */
+/** Conversations per account whose contact's `name_search` contains the trigram, kept by triggers (migration 0008). */
 export interface ConversationNameTrigramTable {
   account_id: string;
   trigram: string;

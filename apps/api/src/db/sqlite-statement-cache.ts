@@ -5,12 +5,9 @@ import type { SqliteDatabase } from 'kysely';
 const STATEMENT_CACHE_SIZE = 500;
 
 /**
- * Kysely's SqliteDatabase over better-sqlite3 that keeps each prepared statement instead of parsing
- * and planning every query anew: it exists for the benchmark's get-by-id and list targets on SQLite
- * (bench/README.md). Beyond `size` statements the first prepared is dropped first; a hit changes
- * nothing (reordering a Map on every query cost more than the rare statement prepared again).
- * Reuse is safe: Kysely runs one query at a time on the connection and each call binds its own
- * parameters.
+ * Kysely's SqliteDatabase keeping each prepared statement; holds the SQLite read targets of bench/README.md.
+ * Eviction is first-in first-out, since reordering on every hit costs more than a rare re-prepare. Reuse is safe:
+ * Kysely runs one query at a time on the connection and each call binds its own parameters.
  */
 export function withStatementCache(sqlite: SQLite.Database, size = STATEMENT_CACHE_SIZE): SqliteDatabase {
   const cache = new Map<string, SQLite.Statement>();

@@ -2,7 +2,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import type { FastifyInstance, preParsingHookHandler } from 'fastify';
 import { ApiError } from '../errors.js';
 
-/** Bodies larger than this are refused while they are read (CONTRACT: 1 MiB). */
+/** Bodies larger than CONTRACT's limit are refused while they are read. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 /** Deeper JSON is refused while it is read: nothing in the contract nests more than a few levels. */
 export const MAX_JSON_DEPTH = 32;
@@ -15,10 +15,8 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
 /**
- * Passes a body through unchanged while following how deeply its JSON nests, and fails the stream
- * as soon as it goes past MAX_JSON_DEPTH, so an over-deep body is never parsed (JSON.parse of a
- * deep body is recursive and holds the event loop). Strings are skipped: brackets inside them do
- * not count. Malformed JSON is left to the parser.
+ * Fails the stream as soon as a body's JSON nests past MAX_JSON_DEPTH, so JSON.parse, which recurses and holds
+ * the event loop, never sees it. Brackets inside strings do not count; malformed JSON is left to the parser.
  */
 export class JsonDepthLimit extends Transform {
   private depth = 0;
@@ -51,19 +49,16 @@ export class JsonDepthLimit extends Transform {
 }
 
 /**
- * preParsing: every JSON body is read through JsonDepthLimit. Fastify listens for the limiter's
- * error only while it reads the body; once it has answered otherwise (a Content-Length over the
- * limit is refused before a byte is read), the limiter's error reaches nobody, and an `error` event
- * without a listener ends the process. So the limiter always has a listener of its own: the
- * request has its answer either way. `stream.pipeline` is not used because it destroys the request
- * on the limiter's error, and with it the socket the 400 is written to.
+ * Reads every JSON body through JsonDepthLimit. The limiter has a listener of its own because Fastify listens
+ * only while it reads the body, and an unheard `error` event ends the process. Not `stream.pipeline`: it would
+ * destroy the request, and with it the socket the 400 is written to.
  */
 export const limitJsonDepth: preParsingHookHandler = (request, _reply, payload, done) => {
   const type = request.headers['content-type'];
   if (typeof type !== 'string' || !/json/i.test(type)) return done(null, payload);
   const limiter = new JsonDepthLimit();
   limiter.on('error', ignoreAnswered);
-  // pipe() does not pass the source's errors on: a request aborted mid-body ends the limiter, so that its reader is told.
+  // pipe() does not pass the source's errors on: an aborted request must end the limiter so its reader is told.
   payload.once('error', (error) => limiter.destroy(error));
   done(null, payload.pipe(limiter));
 };
@@ -74,10 +69,7 @@ function ignoreAnswered(): void {}
 /** Strict UTF-8: a body that is not valid UTF-8 is malformed, not silently repaired. */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/**
- * The request bodies the API accepts: JSON only (anything else is 400 `content_type` through the
- * error handler), read by Fastify within MAX_BODY_BYTES. An empty JSON body counts as no body.
- */
+/** JSON bodies only (anything else is 400 `content_type`), within MAX_BODY_BYTES; an empty body counts as none. */
 export function acceptJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_request, body: Buffer, done) => {

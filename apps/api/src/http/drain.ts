@@ -1,14 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 
-/**
- * Shutdown without losing a request (CONTRACT.md, Operations: Shutdown). On SIGTERM the server
- * first drains: /readyz answers 503 so that load balancers take it out, and every answer closes
- * its connection so that keep-alive clients reconnect elsewhere, while requests are still served.
- * Then it closes: no new connection is accepted, what is in flight finishes, and a request that
- * still arrives on an open connection is refused with the contract's body (never Fastify's own:
- * the server is built with `return503OnClosing: false`).
- */
+// Shutdown without losing a request: first drain (still serving, but out of the balancer and closing kept-alive
+// connections), then close, refusing late requests with the contract's body rather than Fastify's own.
+
 export interface DrainState {
   /** Since beginDrain(): /readyz is 503 and every answer carries `Connection: close`. */
   draining: boolean;
@@ -28,9 +23,8 @@ declare module 'fastify' {
 export const FINISH_IN_FLIGHT_MS = 30_000;
 
 /**
- * A request that arrived after the server stopped accepting: 503 (it was not processed, so any
- * client may send it again, to another instance), in the contract's body with code `server_error`,
- * the contract's code for a failure on the server's side (it has none of its own for 503).
+ * 503 for a request that arrived after the server stopped accepting, so a client may resend it elsewhere.
+ * Its code is `server_error`: the contract has none of its own for 503.
  */
 export class ShuttingDown extends ApiError {
   constructor() {
@@ -45,10 +39,7 @@ export class ShuttingDown extends ApiError {
   }
 }
 
-/**
- * Adds the drain state and its hooks. Register it after the hook that sets X-Request-Id and before
- * admission, so that a refused request is neither authenticated nor counted.
- */
+/** Register after the hook that sets X-Request-Id and before admission, so a refused request is not counted. */
 export function installDrain(app: FastifyInstance): void {
   const state: DrainState = { draining: false, closing: false };
   app.decorate('drain', state);
@@ -70,10 +61,7 @@ export function installDrain(app: FastifyInstance): void {
   });
 }
 
-/**
- * The whole shutdown of `serve`: drain for `drainMs`, then close, cutting the connections of
- * requests still in flight after `finishMs`. Resolves once the server is closed.
- */
+/** Drains for `drainMs`, then closes, cutting connections of requests still in flight after `finishMs`. */
 export async function drainThenClose(app: FastifyInstance, options: { drainMs: number; finishMs?: number }): Promise<void> {
   app.beginDrain();
   if (options.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, options.drainMs));

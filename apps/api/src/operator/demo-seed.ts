@@ -39,9 +39,8 @@ const THREADS = [
 ];
 
 /**
- * A demo account with realistic data: contacts with tags, conversations on all three platforms
- * in all three states, messages both ways, and orders. Written through the services, as the API
- * would write it. Returns a new full-access key (the only time it is shown).
+ * A demo account with realistic data, written through the services as the API would write it. Returns a new
+ * full-access key and owner password, the only time either is shown.
  */
 export async function seedDemo(database: DatabaseHandle) {
   let account = await accountsService.findAccountByName(database, DEMO_ACCOUNT_NAME);
@@ -73,7 +72,6 @@ async function fill(ctx: ServiceContext) {
       if (turn % 2 === 0) await messagesService.receive(ctx, { conversationId: conversation.id, content });
       else await messagesService.send(ctx, { conversation_id: conversation.id, content, type: 'text' });
     }
-    // A third of the conversations are resolved and a sixth archived.
     if (index % 3 === 1) await conversationsService.update(ctx, conversation.id, { status: 'resolved' });
     if (index % 6 === 5) await conversationsService.update(ctx, conversation.id, { status: 'archived' });
   }

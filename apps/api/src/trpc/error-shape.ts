@@ -12,9 +12,8 @@ const TRPC_CODES: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
 };
 
 /**
- * The one shape of a tRPC error, whether the edge refused the call or the procedure failed: tRPC's
- * own envelope (so its clients read it), with the HTTP status and the contract's error body, the
- * same as a REST caller gets, under `data`.
+ * Every tRPC error's shape: tRPC's own envelope, so its clients read it, with the HTTP status and the same
+ * error body a REST caller gets under `data`.
  */
 export function trpcErrorShape(error: ApiError, path: string | undefined) {
   const code = TRPC_CODES[error.code];
