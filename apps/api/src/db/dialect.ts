@@ -30,6 +30,25 @@ export interface Dialect {
   readonly steeredPlans: boolean;
   /** Ids aggregated into one value: an array (Postgres) or the JSON text of one (SQLite). */
   listOf(column: string): RawBuilder<string[] | string | null>;
+  /** The `id` column of a one-column query's rows, aggregated into one value as listOf does. */
+  listFrom(query: Expression<unknown>): RawBuilder<string[] | string | null>;
+  /** The ids of a list (listOf, boundList) as a table of one column, `id`. */
+  idsIn(list: Expression<unknown> | string[] | string): RawBuilder<{ id: string }>;
+  /** `column` is one of the ids of a list expression (listOf, listFrom). */
+  isInList(column: string, list: Expression<unknown>): Expression<SqlBool>;
+  /**
+   * `table` read through `index` only, where plans are steered (steeredPlans: `INDEXED BY`); the
+   * table itself where the planner chooses from its statistics.
+   */
+  indexedBy(table: string, index: string): RawBuilder<unknown>;
+  /** `column` in a form no index answers, where plans are steered (`+column`): the matches are sorted, not walked. */
+  unindexed(column: string): RawBuilder<unknown>;
+  /**
+   * Where contacts are searched through search tables (contactSearchTable): the contacts' rowids
+   * whose `texts` columns (FTS5 trigram table, migration 0004) or phone digits (`digits`: the
+   * phone-suffix table, migration 0009) contain `fragment`. Undefined elsewhere.
+   */
+  searchTableRowids?(texts: string[], digits: boolean, fragment: Expression<string> | string): RawBuilder<unknown>;
   /** A list of ids as one bound value, whatever its length (one statement text for every length). */
   boundList(values: readonly string[]): string[] | string;
   /** `column` is one of the ids of a bound list (boundList). */
@@ -92,6 +111,11 @@ const postgres: Dialect = {
   contactSearchTable: false,
   steeredPlans: false,
   listOf: (column) => sql`array_agg(${sql.ref(column)})`,
+  listFrom: (query) => sql`array(${query})`,
+  idsIn: (list) => sql`(select unnest(${list}::text[]) as id)`,
+  isInList: (column, list) => sql<SqlBool>`${sql.ref(column)} = any(${list})`,
+  indexedBy: (table) => sql.table(table),
+  unindexed: (column) => sql.ref(column),
   boundList: (values) => [...values],
   isOneOf: (column, list) => sql<SqlBool>`${sql.ref(column)} = any(${postgres.planAlike(list, 'text[]')}::text[])`,
   planAlike: (value, type) => sql`(select ${value}::${sql.raw(type)})`,
@@ -135,8 +159,25 @@ const sqlite: Dialect = {
   contactSearchTable: true,
   steeredPlans: true,
   listOf: (column) => sql`json_group_array(${sql.ref(column)})`,
+  listFrom: (query) => sql`(select json_group_array(l.id) from (${query}) l)`,
+  idsIn: (list) => sql`(select value as id from json_each(${list}))`,
+  isInList: (column, list) => sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${list}))`,
+  indexedBy: (table, index) => sql`${sql.table(table)} indexed by ${sql.id(index)}`,
+  // `+column` is no index's: SQLite sorts the rows it found rather than walk an index in its order.
+  unindexed: (column) => sql`+${sql.ref(column)}`,
+  // An FTS5 phrase of the literal fragment in the text columns (`{a b} : "frag"`, quotes doubled);
+  // a phone contains the digits when one of its suffixes starts with them (`:` sorts after `9`).
+  searchTableRowids: (texts, digits, fragment) => {
+    const finders: RawBuilder<unknown>[] = [];
+    if (texts.length > 0) {
+      const query = sql`${sql.lit(`{${texts.join(' ')}} : "`)} || replace(${fragment}, '"', '""') || '"'`;
+      finders.push(sql`select rowid from contacts_search where contacts_search match ${query}`);
+    }
+    if (digits) finders.push(sql`select contact_rowid from contact_phone_suffixes where suffix >= ${fragment} and suffix < ${fragment} || ':'`);
+    return sql`${sql.join(finders, sql` union all `)}`;
+  },
   boundList: (values) => JSON.stringify(values),
-  isOneOf: (column, list) => sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${list}))`,
+  isOneOf: (column, list) => sqlite.isInList(column, sql`${list}`),
   planAlike: (value) => sql`${value}`,
   integer: (value) => sql<number>`${value}`,
   like: (column, pattern) => sql<SqlBool>`${sql.ref(column)} like ${pattern} escape '\\'`,

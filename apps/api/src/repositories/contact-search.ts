@@ -25,7 +25,7 @@ export function contactContains(db: AnyKysely, searches: { columns: SearchColumn
  * A search as its statement binds it: the columns, whether the fragment is long enough for the
  * trigram indexes (which decides the SQL), and the one value the SQL takes for it (`operand`):
  * the escaped `LIKE` pattern, or on SQLite, for an indexed fragment, the fragment itself (the
- * statement makes its FTS5 query and its range of phone suffixes from it: sqliteIndexedMatch).
+ * statement makes its FTS5 query and its range of phone suffixes from it: searchTableMatch).
  */
 export interface SearchTerm {
   columns: SearchColumn[];
@@ -43,29 +43,19 @@ export function contactMatches(db: AnyKysely, terms: SearchTerm[]): Expression<S
   const conditions: Expression<SqlBool>[] = [];
   for (const { columns, indexed, operand } of terms) {
     if (!indexed || !dialectOf(db).contactSearchTable) conditions.push(...columns.map((column) => dialectOf(db).like(`contacts.${column}`, operand, indexed)));
-    else conditions.push(sqliteIndexedMatch(columns, operand));
+    else conditions.push(searchTableMatch(db, columns, operand));
   }
   return conditions.length === 1 ? (conditions[0] as Expression<SqlBool>) : sql<SqlBool>`(${sql.join(conditions, sql` or `)})`;
 }
 
 /**
- * SQLite, a fragment of three characters or more: the contacts whose rowid the FTS5 trigram table
- * finds for the name and e-mail, and the phone-suffix table (migration 0009) for the digits: a
- * phone contains the fragment when one of its suffixes starts with it, the range from `fragment`
- * to `fragment:` (`:` sorts right after `9`). One `rowid in (…)` of both, so the contacts are
- * looked up by rowid once whichever finds them.
+ * A fragment of three characters or more where contacts have search tables (contactSearchTable):
+ * one `rowid in (…)` of what each table finds, so a contact is looked up once whichever finds it.
  */
-function sqliteIndexedMatch(columns: SearchColumn[], fragment: string): Expression<SqlBool> {
+function searchTableMatch(db: AnyKysely, columns: SearchColumn[], fragment: string): Expression<SqlBool> {
   const texts = columns.filter((column) => column !== 'phone_digits');
-  const finders: Expression<unknown>[] = [];
-  if (texts.length > 0) {
-    // An FTS5 phrase of the literal fragment in those columns: `{a b} : "frag"`, quotes doubled.
-    const query = sql`${sql.lit(`{${texts.join(' ')}} : "`)} || replace(${fragment}, '"', '""') || '"'`;
-    finders.push(sql`select rowid from contacts_search where contacts_search match ${query}`);
-  }
-  if (texts.length < columns.length)
-    finders.push(sql`select contact_rowid from contact_phone_suffixes where suffix >= ${fragment} and suffix < ${fragment} || ':'`);
-  return sql<SqlBool>`contacts.rowid in (${sql.join(finders, sql` union all `)})`;
+  const rowids = dialectOf(db).searchTableRowids?.(texts, texts.length < columns.length, fragment);
+  return sql<SqlBool>`contacts.rowid in (${rowids})`;
 }
 
 const indexable = (fragment: string) => [...fragment].length >= MIN_INDEXED_LENGTH;

@@ -1,38 +1,15 @@
-import { type Expression, type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
+import { type Expression, type SqlBool, type Updateable, sql } from 'kysely';
 import { dialectOf, lockedForUpdate } from '../db/dialect.js';
 import type { ConversationTable } from '../db/schema.js';
-import { countFromCounters } from './conversation-counters.js';
-import {
-  withContact,
-  type Reach,
-  matching,
-  type Page,
-  walkIsCheaper,
-  columns,
-  countMatching,
-  filterShape,
-  filterValues,
-  listPageQuery,
-  pageOf,
-  rowsWithIds,
-} from './conversation-queries.js';
-import { searchSummary, givenPage } from './conversation-search.js';
-import { isTrigramSearch, trigramSearch } from './conversation-trigram-search.js';
+import type { ConversationFilter } from './conversation-list/filter.js';
+import { listConversations } from './conversation-list/list.js';
+import { columns, withContact } from './conversation-list/rows.js';
+import type { ConversationRow, ConversationWithContact, Page } from './conversation-list/types.js';
 import { prepared } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
-/** A conversation as the API writes and reads it (without the search copy of its contact's name, migration 0008). */
-export type ConversationRow = Omit<Selectable<ConversationTable>, 'contact_name_search'>;
-/** A conversation with the summary of its contact. */
-export type ConversationWithContact = ConversationRow & { contact_name: string | null; contact_phone: string | null };
 
-export interface ConversationFilter {
-  status?: ConversationRow['status'] | undefined;
-  platform?: ConversationRow['platform'] | undefined;
-  /** Lower-cased search text. */
-  search?: string | undefined;
-  /** Digits of the search, when it holds any. */
-  searchDigits?: string | undefined;
-}
+export type { ConversationFilter } from './conversation-list/filter.js';
+export type { ConversationRow, ConversationWithContact } from './conversation-list/types.js';
 
 const findByIdQuery = prepared((db: Executor, accountId: string, id: string) =>
   withContact(new TenantScope(db, accountId)).select(columns).where('conversations.id', '=', id),
@@ -41,62 +18,8 @@ const findByIdQuery = prepared((db: Executor, accountId: string, id: string) =>
 export const conversationsRepository = {
   findById: async (scope: TenantScope, id: string): Promise<ConversationWithContact | undefined> => (await findByIdQuery(scope, scope.accountId, id)).rows[0],
 
-  /**
-   * A page of conversations, latest activity first, and the exact number the filter selects.
-   * The page's ids come from the indexes first and only those 20 rows are joined to their
-   * contacts (a deep offset skips index entries, not joined rows).
-   */
-  async list(scope: TenantScope, filter: ConversationFilter, page: Page) {
-    const rows = (reach: Reach, order: 'activity' | 'sorted') =>
-      pageOf(scope, matching(scope, filter, reach), order, page).execute() as Promise<ConversationWithContact[]>;
-
-    if (!filter.search) {
-      const listPage = async () =>
-        (await listPageQuery(scope, filterShape(filter), {
-          ...filterValues(scope, filter),
-          limit: page.limit,
-          offset: page.offset,
-        })) as ConversationWithContact[];
-      if (dialectOf(scope.db).concurrentStatements) {
-        const [found, total] = await Promise.all([listPage(), countFromCounters(scope, filter)]);
-        return { rows: found, total };
-      }
-      const total = await countFromCounters(scope, filter);
-      if (total <= page.offset) return { rows: [], total };
-      return { rows: await listPage(), total };
-    }
-
-    if (isTrigramSearch(filter)) {
-      const found = await trigramSearch(scope, filter.search, page);
-      if (found.total <= page.offset) return { rows: [], total: found.total };
-      if (found.rows) return { rows: found.rows, total: found.total };
-    }
-    const search = { ...filter, search: filter.search };
-    // Without a status or platform filter the contacts' own counts are the exact total.
-    const narrowed = Boolean(filter.status || filter.platform);
-    const summary = await searchSummary(scope, search, narrowed ? undefined : page);
-    if (summary.contacts === 0) return { rows: [], total: 0 };
-    if (summary.page) return { rows: summary.page, total: summary.conversations };
-    if (summary.walked) return { rows: await rowsWithIds(scope, summary.walked), total: summary.conversations };
-    if (summary.ids) {
-      // A few contacts' conversations: the page from their ids, sorted. Narrowed, a page that is
-      // not full and not past the end tells the exact total by itself (offset + its rows), so the
-      // count is only run when it cannot.
-      const given = { by: 'given', contactIds: dialectOf(scope.db).boundList(summary.ids) } as const;
-      if (!narrowed && summary.conversations <= page.offset) return { rows: [], total: summary.conversations };
-      const found = await givenPage(scope, filter, given.contactIds, page);
-      if (!narrowed) return { rows: found, total: summary.conversations };
-      if (found.length < page.limit && (found.length > 0 || page.offset === 0)) return { rows: found, total: page.offset + found.length };
-      return { rows: found, total: await countMatching(scope, filter, given) };
-    }
-    // Many contacts: the total, then the page by whichever of walking and sorting reads less.
-    const [total, selected] = await Promise.all([
-      narrowed ? countMatching(scope, filter, { by: 'probe' }) : summary.conversations,
-      summary.selected ?? countFromCounters(scope, filter),
-    ]);
-    if (total <= page.offset) return { rows: [], total };
-    return { rows: await (walkIsCheaper(page, selected, total) ? rows({ by: 'walk' }, 'activity') : rows({ by: 'probe' }, 'sorted')), total };
-  },
+  /** A page of conversations, latest activity first, and the exact number the filter selects. */
+  list: (scope: TenantScope, filter: ConversationFilter, page: Page) => listConversations(scope, filter, page),
 
   /**
    * Holds the conversation until the transaction ends (Postgres), so that status changes take

@@ -1,9 +1,10 @@
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { DatabaseHandle } from '../db/database.js';
-import type { TestDatabase } from '../testing/databases.js';
-import { createSearchFixture } from '../testing/search-fixture.js';
-import { type Executor, TenantScope } from './tenant.js';
+import type { DatabaseHandle } from '../../db/database.js';
+import type { TestDatabase } from '../../testing/databases.js';
+import { createSearchFixture } from '../../testing/search-fixture.js';
+import type { ConversationFilter } from '../conversations.js';
+import { type Executor, TenantScope } from '../tenant.js';
 
 /**
  * SQLite's plans for the conversation search, under the statistics its sampled ANALYZE
@@ -47,12 +48,12 @@ describe('conversation search plans on SQLite', () => {
   });
 
   /** The plan of every query a list call runs, in order. */
-  async function plansOf(search: string, digits?: string): Promise<{ sql: string; plan: string }[]> {
+  async function plansOf(filter: ConversationFilter): Promise<{ sql: string; plan: string }[]> {
     // The hot statements are compiled once per process (prepared, preparedByShape), and the plugin
     // below sees a statement when it is compiled: a fresh copy of the repository's modules compiles
     // every statement of this call again, whichever test compiled it first.
     vi.resetModules();
-    const { conversationsRepository } = await import('./conversations.js');
+    const { conversationsRepository } = await import('../conversations.js');
     captured.length = 0;
     capturing = true;
     const db = database.db.withPlugin({
@@ -62,11 +63,10 @@ describe('conversation search plans on SQLite', () => {
       },
       transformResult: async (args) => args.result,
     });
-    const { total } = await conversationsRepository.list(
-      new TenantScope(db as Executor, accountId),
-      { search, searchDigits: digits },
-      { limit: 20, offset: 0 },
-    );
+    const { total } = await conversationsRepository.list(new TenantScope(db as Executor, accountId), filter, {
+      limit: 20,
+      offset: 0,
+    });
     capturing = false;
     expect(total).toBeGreaterThan(0);
     // A subquery built apart is transformed apart too: keep the statements that ran.
@@ -80,7 +80,7 @@ describe('conversation search plans on SQLite', () => {
   }
 
   it('a phone number: its contact from a range of phone suffixes (and the FTS rowids for names), its conversations from the contact index, the page by primary key', async () => {
-    const plans = await plansOf('1000007', '1000007');
+    const plans = await plansOf({ search: '1000007', searchDigits: '1000007' });
     const [summary, page] = plans;
     expect(plans).toHaveLength(2);
     expect(summary?.plan).toMatch(/SEARCH contact_phone_suffixes USING PRIMARY KEY \(suffix>\? AND suffix<\?\)/);
@@ -92,27 +92,37 @@ describe('conversation search plans on SQLite', () => {
     expect(page?.plan).not.toMatch(/conversations_activity_idx/);
   });
 
-  it('a common name: the total from the contacts and the page walked along the activity index in one statement, then the rows by primary key', async () => {
-    const plans = await plansOf('tinl');
+  it('a common name (the probe plan): the contacts from the FTS rowids, their conversations from the contact index, sorted, then the rows by primary key', async () => {
+    const plans = await plansOf({ search: 'tinl' });
     const [summary, page] = plans;
     expect(plans).toHaveLength(2);
     expect(summary?.plan).toMatch(/SEARCH contacts USING INTEGER PRIMARY KEY \(rowid=\?\)/);
-    expect(summary?.plan).toMatch(/SEARCH c USING COVERING INDEX conversations_activity_idx \(account_id=\?\)/);
-    // The walk checks each entry against the matches; it does not start from them.
-    expect(summary?.plan).not.toMatch(/conversations_contact_idx/);
+    expect(summary?.plan).not.toMatch(/conversations/);
+    expect(page?.plan).toMatch(/SEARCH conversations USING (COVERING )?INDEX conversations_contact_idx \(account_id=\? AND contact_id=\?\)/);
     expect(page?.plan).toMatch(/SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/);
     expect(page?.plan).not.toMatch(/conversations_activity_idx/);
   });
 
-  it('three characters: the total from the trigram counts and the page walked along the activity index, reading no contact, then the rows by primary key', async () => {
-    const plans = await plansOf('tin');
-    const [summary, page] = plans;
+  it('three characters (the trigram plan): the counts from the trigram row and the counters, then the page walked along the activity index, reading no contact but the page', async () => {
+    const plans = await plansOf({ search: 'tin' });
+    const [counts, page] = plans;
     expect(plans).toHaveLength(2);
-    expect(summary?.plan).toMatch(
+    expect(counts?.plan).toMatch(
       /SEARCH conversation_name_trigrams USING (COVERING )?INDEX sqlite_autoindex_conversation_name_trigrams_1 \(account_id=\? AND trigram=\?\)/,
     );
-    expect(summary?.plan).toMatch(/SEARCH conversations USING COVERING INDEX conversations_activity_idx \(account_id=\?\)/);
-    expect(summary?.plan).not.toMatch(/contacts/);
+    expect(counts?.plan).not.toMatch(/contacts|SEARCH conversations /);
+    expect(page?.plan).toMatch(/SEARCH conversations USING COVERING INDEX conversations_activity_idx \(account_id=\?\)/);
     expect(page?.plan).toMatch(/SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/);
+    expect(page?.plan).toMatch(/SEARCH contacts USING INDEX sqlite_autoindex_contacts_1 \(account_id=\? AND id=\?\)/);
+    expect(page?.plan).not.toMatch(/contacts_search|conversations_contact_idx/);
+  });
+
+  it('a status (the counters plan): the total from the counters, the page ids from the status index alone', async () => {
+    const plans = await plansOf({ status: 'active' });
+    const [count, page] = plans;
+    expect(plans).toHaveLength(2);
+    expect(count?.plan).toMatch(/SEARCH conversation_counts/);
+    expect(page?.sql).not.toMatch(/limit \?/);
+    expect(page?.plan).toMatch(/SEARCH conversations USING COVERING INDEX conversations_status_idx \(account_id=\? AND status=\?\)/);
   });
 });
