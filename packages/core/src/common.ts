@@ -28,9 +28,8 @@ export const EARLIEST_TIMESTAMP = '0000-01-01T00:00:00.000Z';
 export const LATEST_TIMESTAMP = '9999-12-31T23:59:59.999Z';
 
 /**
- * A date and time a request gives (ISO 8601 with `Z` or an offset), stored in UTC to the
- * millisecond. Bounded to what a Timestamp can show, so that whatever is accepted can be read back:
- * `9999-12-31T23:59:59-14:00` is in the year 10000 in UTC, a `max` problem.
+ * A date and time a request gives, stored in UTC to the millisecond. Bounded to what a Timestamp can show, so
+ * whatever is accepted reads back: `9999-12-31T23:59:59-14:00` is in the year 10000 in UTC, a `max` problem.
  */
 export function dateTimeInput(description: string) {
   const earliest = Date.parse(EARLIEST_TIMESTAMP);
@@ -48,10 +47,7 @@ export function dateTimeInput(description: string) {
     .meta({ description: `${description} ISO 8601 with \`Z\` or an offset, from ${EARLIEST_TIMESTAMP} to ${LATEST_TIMESTAMP} in UTC.` });
 }
 
-/**
- * A string whose length is counted in Unicode code points (not UTF-16 units),
- * with the bounds published as JSON Schema `minLength`/`maxLength` (which count code points too).
- */
+/** A string whose length counts code points, not UTF-16 units, as JSON Schema's `minLength`/`maxLength` do. */
 export function text(min: number, max: number) {
   return z
     .string()
@@ -79,10 +75,7 @@ export type Platform = z.infer<typeof Platform>;
 export const ConversationStatus = z.enum(['active', 'resolved', 'archived']).meta({ id: 'ConversationStatus' });
 export type ConversationStatus = z.infer<typeof ConversationStatus>;
 
-/**
- * A string in a named syntax (phone, currency…): a mismatch is a `format` problem, whereas
- * `.regex()` rules on characters are `pattern` problems.
- */
+/** A string in a named syntax: a mismatch is a `format` problem, where `.regex()` rules give `pattern` problems. */
 export function formatted(format: string, pattern: RegExp, message: string) {
   return z
     .string()
@@ -97,15 +90,15 @@ export const Phone = formatted('e164', /^\+[1-9]\d{6,14}$/, 'Must be an E.164 ph
   example: '+14155550123',
 });
 
-/** Page-size and offset of every list endpoint; no clamping (101 is a 400). */
 export const PAGE_LIMIT_DEFAULT = 20;
 export const PAGE_LIMIT_MAX = 100;
+/** Every list endpoint's page size and offset; a limit past the maximum is a 400, never clamped. */
 export const pagination = {
   limit: z.int().min(1).max(PAGE_LIMIT_MAX).default(PAGE_LIMIT_DEFAULT).meta({ description: 'Page size, 1 to 100.' }),
   offset: z.int().min(0).default(0).meta({ description: 'Zero-based position of the first record.' }),
 };
 
-/** Free-text search over names (and phone digits when the search holds a digit). Empty means no filter. */
+/** Search over names, and over phone digits when it holds a digit; empty means no filter. */
 export const Search = z.string().max(200).meta({
   description: "Case-insensitive substring of the name; when the search holds a digit, also a substring of the phone number's digits.",
 });

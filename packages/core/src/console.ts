@@ -1,10 +1,7 @@
 import * as z from 'zod';
 import { Email } from './contacts.js';
 
-/**
- * The inputs of the console's calls (CONTRACT: Console and people). They are not part of `/v1`:
- * the server's console procedures validate with them and the console's forms use the same ones.
- */
+// The console's call inputs, outside `/v1`: the server's procedures and the console's forms share them.
 
 export const ROLES = ['owner', 'admin', 'member'] as const;
 export const Role = z.enum(ROLES);

@@ -3,7 +3,7 @@ import { Id, Phone, Platform, Search, Timestamp, listOf, pagination, text } from
 
 export const MAX_TAGS_PER_CONTACT = 50;
 
-/** A tag name: 1..64 characters, no `/`, no leading or trailing white space. */
+/** No `/`, and no leading or trailing white space. */
 export const TagName = text(1, 64)
   .regex(/^[^/\s](?:[^/]*[^/\s])?$/, { message: 'Must not contain "/" nor start or end with white space' })
   .meta({ id: 'TagName', example: 'vip' });

@@ -51,9 +51,7 @@ export const UpdateConversationBody = z
   .meta({ id: 'UpdateConversationBody' });
 export type UpdateConversationBody = z.input<typeof UpdateConversationBody>;
 
-/**
- * Allowed status changes. `archived` is final; setting the current status is a no-op.
- */
+/** Allowed status changes. `archived` is final; setting the current status is a no-op. */
 export const CONVERSATION_TRANSITIONS: Record<ConversationStatus, readonly ConversationStatus[]> = {
   active: ['resolved', 'archived'],
   resolved: ['active', 'archived'],

@@ -64,9 +64,8 @@ export interface EndpointDefinition {
 const endpoint = <const E extends EndpointDefinition>(definition: E): E => definition;
 
 /**
- * The /v1 contract, one declaration per operation. The server registers its routes from this
- * table, and the OpenAPI document, the SDK and the CLI are generated from it.
- * Operation ids are `<resource>.<verb>` (`contacts.tags.add` for a sub-resource).
+ * The /v1 contract, one entry per operation: the server's routes, the OpenAPI document, the SDK and the CLI all
+ * come from it. Operation ids are `<resource>.<verb>` (`contacts.tags.add` for a sub-resource).
  */
 export const endpoints = {
   'conversations.list': endpoint({

@@ -1,8 +1,6 @@
 /**
- * Examples for the OpenAPI document and /docs, made from the JSON Schema of a request or a
- * response: the schema's own `example` or `default` where it has one, else the first choice of
- * an enum or union, else a value of its type within its bounds. A test parses every example
- * with the operation's zod schema, so an example the contract would refuse fails the build.
+ * Examples for the OpenAPI document and /docs, made from a JSON Schema: its own `example` or `default`, else a
+ * first choice, else a value within its bounds. A test parses each with the operation's zod schema.
  */
 import { ID_PREFIXES, type IdKind } from './common.js';
 import { requiredAlternatives } from './json-schema.js';
@@ -21,7 +19,7 @@ const MAX_DEPTH = 12;
 
 const ULID = '01JD5Q3R8Z6X4W2V0T9S7P5N3M';
 
-/** An id that reads as one: the prefix of the resource (`Contact` → `ct_…`) and a ULID; none for other components. */
+/** An id that reads as one (`Contact` → `ct_…`); undefined for components that have no id prefix. */
 function exampleId(component: string | undefined): string | undefined {
   const kind = component && `${component.charAt(0).toLowerCase()}${component.slice(1)}`;
   return kind && kind in ID_PREFIXES ? `${ID_PREFIXES[kind as IdKind]}_${ULID}` : undefined;
@@ -44,7 +42,7 @@ const BY_NAME: Record<string, unknown> = {
   events: ['order.placed'],
 };
 
-/** An inline object under `contact` is a contact (its id a contact's); other fields stay in their component. */
+/** An inline object under `contact` is a contact, so its id reads as one; other fields stay in their component. */
 function nestedComponent(property: string, component: string | undefined): string | undefined {
   const named = property.charAt(0).toUpperCase() + property.slice(1);
   return exampleId(named) ? named : component;

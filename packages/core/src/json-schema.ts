@@ -1,8 +1,6 @@
 /**
- * `anyOf: [{required: [a]}, {required: [b]}]` beside an object's properties: one of these fields
- * is needed (zod's refinement, as JSON Schema writes it). The fields of each choice, or undefined
- * when the schema's union is a real one. The OpenAPI examples, /docs and the SDK's generated
- * types each treat it apart from a union of types.
+ * The fields of each choice of `anyOf: [{required: [a]}, {required: [b]}]` (one of these fields is needed), or
+ * undefined for a real union of types, which examples, /docs and the SDK's types treat differently.
  */
 export function requiredAlternatives(schema: Record<string, unknown>): string[][] | undefined {
   const variants = (schema.anyOf ?? schema.oneOf) as Record<string, unknown>[] | undefined;

@@ -48,8 +48,8 @@ export const MessageContent = text(1, 4096);
 const Scalar = z.union([z.string().max(4096), z.number(), z.boolean()]);
 
 /**
- * One part of a template's variables, in WhatsApp's own shape: `{type: "body", parameters: [{type: "text", text: "Ana"}]}`;
- * a parameter's media or currency is one more level (`{type: "image", image: {link: "https://…"}}`).
+ * One part of a template's variables in WhatsApp's own shape, e.g. `{type: "body", parameters: [{type: "text",
+ * text: "Ana"}]}`; a parameter's media or currency nests one level deeper (`{type: "image", image: {link}}`).
  */
 export const TemplateComponent = z
   .strictObject({
@@ -122,7 +122,7 @@ export const SendMessageBody = z
       ? { conversation_id, type, content: (template as MessageTemplate).name, template: template as MessageTemplate }
       : { conversation_id, type, content: (content ?? message) as string },
   )
-  // The check above in JSON Schema terms, so that the document does not call `{conversation_id}` alone valid.
+  // The check above in JSON Schema terms, so the document does not call `{conversation_id}` alone valid.
   .meta({
     id: 'SendMessageBody',
     anyOf: [{ required: ['content'] }, { required: ['message'] }, { required: ['template'] }],

@@ -8,21 +8,21 @@ type JsonSchema = Record<string, unknown>;
 
 export interface OpenApiOptions {
   /**
-   * Where the API is served, e.g. `https://api.example.com` (a trailing `/v1` is dropped: the
-   * paths carry it). Without it the document has no `servers`: paths are relative to its origin.
+   * Where the API is served (a trailing `/v1` is dropped: the paths carry it). Without it the document has no
+   * `servers`, so paths are relative to its origin.
    */
   serverUrl?: string;
   /** Operation ids to leave out (features switched off on this server). */
   exclude?: readonly string[];
-  /** Extra operations served beside the table (none yet). */
+  /** Extra operations served beside the table. */
   extra?: Record<string, EndpointDefinition>;
 }
 
 const REF_PREFIX = '#/components/schemas/';
 
 /**
- * Converts zod schemas to JSON Schema (draft 2020-12, which OpenAPI 3.1 uses) and gathers every
- * schema that has a meta `id` into `components.schemas`, so each resource is described once.
+ * Converts zod schemas to OpenAPI 3.1's JSON Schema and gathers every schema with a meta `id` into
+ * `components.schemas`, so each resource is described once.
  */
 class SchemaCollector {
   readonly components: Record<string, JsonSchema> = {};
@@ -40,8 +40,8 @@ class SchemaCollector {
   }
 
   /**
-   * A component of requests gets the text rules of requests, even when responses use it too (a
-   * workflow's steps): what the server accepted holds no string they refuse, so its answers match.
+   * A request component keeps the request text rules even where responses share it: what the server accepted
+   * holds no string they refuse, so its answers match.
    */
   private add(id: string, def: JsonSchema, io: 'input' | 'output'): void {
     const converted = JSON.stringify(def);
@@ -67,9 +67,8 @@ function rewriteRefs(value: unknown): unknown {
 }
 
 /**
- * What every string of a request matches (CONTRACT: General): valid Unicode without U+0000, that
- * is no NUL and no lone surrogate. It means the same with the `u` flag (a surrogate pair is one
- * code point, outside the excluded range) and without it (a pair is two units, the second branch).
+ * Every request string matches it: no U+0000 and no lone surrogate. It means the same with the `u` flag (a pair
+ * is one code point, outside the excluded range) and without it (a pair is two units, the second branch).
  */
 export const REQUEST_TEXT_PATTERN = '^(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$';
 
@@ -78,10 +77,8 @@ const TEXT_RULE =
   'No string of a request (path, query or body, value or key) may hold U+0000 or a lone surrogate (`\\ud800` without its pair), and no key may be `__proto__`: each is a 400 with constraint `pattern`.';
 
 /**
- * A request schema with the server's rules for every string made explicit: a string with no
- * syntax of its own (no format, pattern, enum or const) gets REQUEST_TEXT_PATTERN, and a map's
- * keys are never `__proto__`. Strings with a pattern of their own keep it; the description says
- * the rule holds for them too.
+ * Makes the server's string rules explicit in a request schema: REQUEST_TEXT_PATTERN on strings with no syntax of
+ * their own, and no `__proto__` map key. Strings keep their own pattern; TEXT_RULE says the rule holds there too.
  */
 function withTextRules(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withTextRules);
@@ -144,10 +141,7 @@ function pagesFromARecord(op: EndpointDefinition): boolean {
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
-/**
- * The headers of a response with this status: every response has its request id; every
- * authenticated one (all but a 401) the account's rate-limit state, and a 429 `Retry-After`.
- */
+/** Every response has its request id; all but a 401 the account's rate-limit state; a 429 `Retry-After`. */
 function headersOf(status: number): Record<string, unknown> {
   const headers: Record<string, unknown> = { 'X-Request-Id': headerRef('X-Request-Id') };
   if (status === 401) return headers;
@@ -308,8 +302,8 @@ const MALFORMED_HOOK_REQUEST =
   'a path that is not validly percent-encoded (`field: path`, constraint `format`), a `channel_id` holding U+0000 or a lone surrogate (`pattern`), or a request line and headers over 16 KiB (`field: headers`, `max_bytes`)';
 
 /**
- * The two routes Meta calls for a channel (CONTRACT: Channels): the subscription handshake and the
- * signed webhooks. No API key: the channel's verify token and app secret stand in for one.
+ * The two routes Meta calls for a channel: the subscription handshake and the signed webhooks. No API key: the
+ * channel's verify token and app secret stand in for one.
  */
 function metaHookPaths(errorRef: { $ref: string }): Record<string, Record<string, unknown>> {
   const error = (description: string) => ({ description, content: { 'application/json': { schema: errorRef } } });

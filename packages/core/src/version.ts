@@ -1,7 +1,4 @@
 import packageJson from '../package.json' with { type: 'json' };
 
-/**
- * The contract's version: the version of this package, which the SDK, the CLI and the Python
- * client share (one changesets group), and the OpenAPI document's `info.version`.
- */
+/** This package's version, shared by the SDK, CLI and Python client (one changesets group) and the OpenAPI `info`. */
 export const CONTRACT_VERSION: string = packageJson.version;

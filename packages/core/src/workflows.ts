@@ -5,7 +5,7 @@ import { MessageContent } from './messages.js';
 import { EVENT_TYPES } from './event-types.js';
 import { WebhookUrl } from './webhooks.js';
 
-/** Longest single wait step: 30 days. */
+/** The longest a single wait step may wait. */
 export const MAX_WAIT_SECONDS = 30 * 24 * 60 * 60;
 
 /** How a condition compares a field of the event's data with its value. */
@@ -32,7 +32,7 @@ export const WorkflowCondition = z
   .meta({ id: 'WorkflowCondition' });
 export type WorkflowCondition = z.infer<typeof WorkflowCondition>;
 
-/** How deep `if` steps may nest: an `if` inside an `if` inside an `if`. */
+/** How deep `if` steps may nest. */
 export const MAX_IF_DEPTH = 3;
 /** Steps of a workflow in all, counting every step inside `if` steps. */
 export const MAX_STEPS_IN_ALL = 100;
@@ -91,7 +91,7 @@ export function forEachStep(
   });
 }
 
-/** A workflow's steps: 1 to 50, `if` steps nested at most 3 deep, at most 100 in all. */
+/** A workflow's steps, checked against MAX_STEPS_PER_LIST, MAX_IF_DEPTH and MAX_STEPS_IN_ALL. */
 export const WorkflowSteps = z
   .array(WorkflowStep)
   .min(1)
