@@ -1,6 +1,11 @@
+import { createHash } from 'node:crypto';
 import { type OperationId, type OperationParsedInput, type OperationResult, endpoints } from '@convo/core';
-import { type OperationResponse, answered, idempotently, requestHashOf } from './edge/idempotency.js';
-import { ApiError } from './errors.js';
+import type { Transaction } from 'kysely';
+import type { Database } from './db/schema.js';
+import { ReferenceGone, runTransaction } from './db/transactions.js';
+import { ApiError, toErrorBody } from './errors.js';
+import type { IdempotencyClaim, StoredResponse } from './repositories/idempotency.js';
+import { IDEMPOTENCY_TTL_MS, idempotencyKeysRepository } from './repositories/idempotency.js';
 import { serializeResponse } from './serializers.js';
 import { channelsService } from './services/channels.js';
 import { contactsService } from './services/contacts.js';
@@ -101,18 +106,110 @@ export interface OperationCall {
   idempotencyKey: string | undefined;
 }
 
+/** What an operation answered, as both transports send it: status, body ('' for none), and whether it was replayed. */
+export interface OperationResponse extends StoredResponse {
+  replayed: boolean;
+}
+
+/** Every response is built here, field by field: the route handler sees one object shape (one set of inline caches). */
+const response = ({ status, body }: StoredResponse, replayed: boolean): OperationResponse => ({
+  status,
+  body,
+  replayed,
+});
+
+const HEADER = 'Idempotency-Key';
+
 /**
  * Runs an operation and returns its response as both transports send it: the contract's status
- * and the serialized body. A POST with an Idempotency-Key runs at most once (edge/idempotency.ts).
+ * and the serialized body. A POST with an Idempotency-Key runs at most once (idempotently).
  */
-export async function runOperation(operationId: OperationId, call: OperationCall): Promise<OperationResponse & { replayed: boolean }> {
+export async function runOperation(operationId: OperationId, call: OperationCall): Promise<OperationResponse> {
   const operation = endpoints[operationId];
   const handler = handlers[operationId] as (ctx: ServiceContext, input: unknown) => Promise<unknown>;
-  const execute = async (service: ServiceContext): Promise<OperationResponse> => {
+  const execute = async (service: ServiceContext): Promise<StoredResponse> => {
     const result = await handler(service, call.input);
     return { status: operation.status, body: operation.status === 204 ? '' : serializeResponse(operationId, result) };
   };
-  if (operation.method !== 'POST' || call.idempotencyKey === undefined) return answered(await execute(call.service), false);
-  const claim = { accountId: call.service.accountId, key: call.idempotencyKey, requestHash: requestHashOf(operationId, call.input) };
-  return idempotently(call.service.database, claim, (trx) => execute(withinTransaction(call.service, trx)));
+  const key = operation.method === 'POST' ? call.idempotencyKey : undefined;
+  if (key === undefined) return response(await execute(call.service), false);
+  const claim = { accountId: call.service.accountId, key, requestHash: requestHashOf(operationId, call.input) };
+  return idempotently(call.service, claim, execute);
+}
+
+/** What makes two requests "the same" for a key: the operation and its whole input. */
+const requestHashOf = (operationId: string, input: unknown): string =>
+  createHash('sha256').update(operationId).update('\n').update(JSON.stringify(input)).digest('hex');
+
+/** An operation's error, marked so that the response it caused is kept like any other. */
+class RefusedByOperation extends Error {
+  constructor(readonly apiError: ApiError) {
+    super(apiError.message);
+  }
+}
+
+/** The operation's own answer in an error: its refusal, or a 404 for what a concurrent delete removed. */
+const refusalIn = (error: unknown): ApiError | undefined =>
+  error instanceof RefusedByOperation ? error.apiError : error instanceof ReferenceGone ? error : undefined;
+
+/**
+ * Runs a POST that carries an `Idempotency-Key` at most once per account and key for 24 hours, as
+ * Stripe does. The key is claimed by inserting its row in the same transaction as the operation,
+ * and the response stored there before commit: a duplicate that arrives meanwhile blocks on that
+ * row (Postgres waits for the first transaction; SQLite's one connection runs transactions in
+ * turn) and then finds the stored response, which it replays. A 5xx rolls back with everything
+ * else, so the request can be retried; an error the operation itself answered (404, a refused
+ * transition) is stored like a success. The same key with another request is 400.
+ */
+async function idempotently(
+  ctx: ServiceContext,
+  claim: IdempotencyClaim,
+  execute: (tx: ServiceContext) => Promise<StoredResponse>,
+): Promise<OperationResponse> {
+  if (claim.key.length === 0) throw ApiError.badRequest(HEADER, 'min_length', 'Idempotency-Key must not be empty');
+  if (claim.key.length > 255) {
+    throw ApiError.badRequest(HEADER, 'max_length', 'Idempotency-Key must have at most 255 characters');
+  }
+  try {
+    return await runTransaction(ctx.database.db, async (trx) => {
+      const stored = await claimKey(trx, claim);
+      if (stored) return response(stored, true);
+      let answer: StoredResponse;
+      try {
+        answer = await execute(withinTransaction(ctx, trx));
+      } catch (error) {
+        throw error instanceof ApiError && error.status < 500 ? new RefusedByOperation(error) : error;
+      }
+      await idempotencyKeysRepository.storeResponse(trx, claim, answer);
+      return response(answer, false);
+    });
+  } catch (error) {
+    // A 404 for what a concurrent delete removed is the operation's answer too (runTransaction
+    // tells it only once the transaction is rolled back).
+    const sent = refusalIn(error);
+    if (!sent) throw error;
+    // The operation's own changes are rolled back; what it answered is kept, unless a duplicate
+    // that ran meanwhile already stored its own answer.
+    const kept = { status: sent.status, body: JSON.stringify(toErrorBody(sent)) };
+    await idempotencyKeysRepository.insertResponse(ctx.database.db, claim, kept);
+    throw sent;
+  }
+}
+
+/** Takes the key for this request, or returns the response stored for it (400 for another request). */
+async function claimKey(trx: Transaction<Database>, claim: IdempotencyClaim): Promise<StoredResponse | undefined> {
+  if (await idempotencyKeysRepository.claim(trx, claim)) return undefined;
+  const row = await idempotencyKeysRepository.find(trx, claim.accountId, claim.key);
+  if (!row) throw new Error('An idempotency key neither inserted nor found');
+  if (Date.parse(row.created_at) < Date.now() - IDEMPOTENCY_TTL_MS) {
+    // Expired but not yet pruned: the key is free again.
+    await idempotencyKeysRepository.delete(trx, claim.accountId, claim.key);
+    await idempotencyKeysRepository.claim(trx, claim);
+    return undefined;
+  }
+  if (row.request_hash !== claim.requestHash) {
+    const message = 'This Idempotency-Key was used with a different request in the last 24 hours';
+    throw ApiError.badRequest(HEADER, 'idempotency_key', message);
+  }
+  return { status: row.response_status as number, body: row.response_body ?? '' };
 }

@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TenantScope } from '../repositories/tenant.js';
-import { endpointLane, enqueue } from '../worker/queue.js';
+import { endpointLane, enqueue } from '../repositories/jobs.js';
 import { jobHandlers } from '../worker/handlers.js';
 import { Worker } from '../worker/worker.js';
 import { webhookEndpointsRepository } from '../repositories/webhooks.js';

@@ -1,7 +1,7 @@
 import { Contact, Conversation, EventList, Message, MessageList, Workflow, WorkflowList, WorkflowRun, WorkflowRunList } from '@convo/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
-import { enqueue } from '../worker/queue.js';
+import { enqueue } from '../repositories/jobs.js';
 
 const isFinished = (run: WorkflowRun) => run.status === 'succeeded' || run.status === 'failed' || run.status === 'cancelled';
 

@@ -1,9 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import type { MessageTemplate } from '@convo/core';
 import { type Kysely, type RawBuilder, type Selectable, type SqlBool, sql } from 'kysely';
 import { dialectOf } from '../db/dialect.js';
 import type { Database, JobTable } from '../db/schema.js';
+import { now } from '../ids.js';
 import { type Executor, insertRows } from './tenant.js';
 
 export type JobRow = Selectable<JobTable>;
+
+/** What a send job carries (worker/send-message.ts). */
+export interface SendJob {
+  messageId: string;
+  template?: MessageTemplate;
+}
+
+/** The kinds of background work and what each job carries. */
+export interface JobPayloads {
+  /** One attempt of a webhook delivery. `manual` is a retry asked for through the API. */
+  deliver_webhook: { deliveryId: string; manual?: boolean };
+  /** The next steps of a workflow run. */
+  run_workflow: { runId: string };
+  /** Deletes events past their retention; reschedules itself. */
+  prune_events: Record<string, never>;
+  /** Sends an outbound message through its conversation's channel (worker/send-message.ts). */
+  send_message: SendJob;
+  /** Processes a webhook body Meta posted to a channel (worker/process-channel-payload.ts). */
+  process_channel_payload: { payloadId: string };
+}
+export type JobKind = keyof JobPayloads;
+
+/** The lane of an endpoint's deliveries: at most MAX_RUNNING_PER_ENDPOINT of them run at once. */
+export const endpointLane = (endpointId: string) => `endpoint:${endpointId}`;
+
+/** The lane of a channel's sends, whose pace the channel's send rate sets (worker/send-message.ts). */
+export const channelLane = (channelId: string) => `channel:${channelId}`;
+
+/** A job to queue: its kind, account and payload; when it is due (now by default), its id and lane. */
+export interface NewJob<K extends JobKind = JobKind> {
+  kind: K;
+  accountId: string | null;
+  payload: JobPayloads[K];
+  runAt?: string;
+  id?: string;
+  lane?: string;
+}
+
+/** The row of a job to queue, created at `at`. */
+export function jobRow(input: NewJob, at: string): JobRow {
+  return {
+    id: input.id ?? `job_${randomUUID()}`,
+    kind: input.kind,
+    account_id: input.accountId,
+    payload: JSON.stringify(input.payload),
+    run_at: input.runAt ?? at,
+    attempts: 0,
+    locked_by: null,
+    locked_until: null,
+    created_at: at,
+    lane: input.lane ?? (input.accountId === null ? 'system' : `account:${input.accountId}`),
+  };
+}
+
+/**
+ * Puts a job in the queue. Called inside the transaction of the change that needs it, so the job
+ * exists exactly when the change does.
+ */
+export async function enqueue<K extends JobKind>(db: Executor, input: NewJob<K>): Promise<string> {
+  const [row] = await enqueueAll(db, [input]);
+  return (row as JobRow).id;
+}
+
+/** Puts several jobs in the queue, as enqueue does, in one statement. */
+export async function enqueueAll(db: Executor, inputs: readonly NewJob[]): Promise<JobRow[]> {
+  const at = now();
+  const rows = inputs.map((input) => jobRow(input, at));
+  await insertRows(db, 'jobs', rows);
+  return rows;
+}
 /** A job as a claim returns it: held by the claiming worker until `locked_until`. */
 export type ClaimedJob = JobRow & { locked_until: string };
 
@@ -42,7 +115,7 @@ export interface ClaimInput {
  * account's second, and so on, so a flood of one account never stands in front of another
  * account's job. Within an account its lanes take turns too (the head of each lane, then the
  * second of each), so a backlog of its own inbound payloads never stands in front of its webhook
- * deliveries. Candidates are found lane by lane (queue.ts: an endpoint's deliveries, an
+ * deliveries. Candidates are found lane by lane (the lanes above: an endpoint's deliveries, an
  * account's other jobs): a recursive query steps from one lane to the next through
  * `jobs_lane_due_idx`, and each lane yields its oldest due jobs from the same index, never the
  * whole queue. An endpoint's lane yields only what keeps it within MAX_RUNNING_PER_ENDPOINT (its

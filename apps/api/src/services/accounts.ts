@@ -4,7 +4,7 @@ import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { type KeyType, generateKey, hashKey, redactKey } from '../keys.js';
 import { type AccountRow, type ApiKeyRow, accountsRepository, apiKeysRepository } from '../repositories/accounts.js';
-import { type KnownKey, keyCacheOf } from './key-cache.js';
+import { type KnownKey, type Principal, keyCacheOf } from './key-cache.js';
 
 export type Plan = AccountTable['plan'];
 export const PLANS = ['free', 'starter', 'growth', 'business', 'enterprise'] as const satisfies readonly Plan[];
@@ -56,11 +56,7 @@ const toKeyRecord = (row: ApiKeyRow): KeyRecord => ({
   created_at: row.created_at,
 });
 
-/** The caller of an API request, once its key is known. */
-export interface Principal {
-  account: { id: string; name: string; plan: Plan; rateLimit: number };
-  key: { id: string; type: KeyType };
-}
+export type { Principal } from './key-cache.js';
 
 /** last_used_at is written at most this often per key, so reads do not all turn into writes. */
 const TOUCH_INTERVAL_MS = 60_000;

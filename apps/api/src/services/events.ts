@@ -7,7 +7,7 @@ import { conversationsRepository } from '../repositories/conversations.js';
 import { type EventRow, type StoredEvent, eventsRepository } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
-import { type NewJob, endpointLane, enqueueAll } from '../worker/queue.js';
+import { type NewJob, endpointLane, enqueueAll } from '../repositories/jobs.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
 
 /** Events are kept, and listed, for 30 days. */

@@ -1,5 +1,12 @@
 import type { DatabaseHandle } from '../db/database.js';
-import type { Principal } from './accounts.js';
+import type { AccountTable } from '../db/schema.js';
+import type { KeyType } from '../keys.js';
+
+/** The caller of an API request, once its key is known. */
+export interface Principal {
+  account: { id: string; name: string; plan: AccountTable['plan']; rateLimit: number };
+  key: { id: string; type: KeyType };
+}
 
 /** What authentication needs again of a key it has looked up. */
 export interface KnownKey {

@@ -4,10 +4,10 @@ import { runTransaction } from '../db/transactions.js';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { channelsRepository, contactIdentitiesRepository } from '../repositories/channels.js';
-import { conversationsRepository, messageRecorded } from '../repositories/conversations.js';
+import { conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { channelLane, enqueue } from '../worker/queue.js';
+import { type SendJob, channelLane, enqueue } from '../repositories/jobs.js';
 import { type ServiceContext, inTransaction, scopeOf } from './context.js';
 import { findConversationOrThrow, toConversation, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
@@ -33,12 +33,6 @@ export interface InboundMessage {
   media?: MessageMedia | null;
   /** The platform's id: the same id twice is one message (Meta redelivers). */
   platformMessageId?: string | null;
-}
-
-/** What a send job carries (worker/send-message.ts). */
-export interface SendJob {
-  messageId: string;
-  template?: MessageTemplate;
 }
 
 export const messagesService = {
@@ -170,7 +164,7 @@ async function sendOnChannel(scope: TenantScope, row: Omit<MessageRow, 'account_
       );
     }
   }
-  await messageRecorded(scope, conversation.id, { content: row.content, at: row.created_at }).execute();
+  await conversationsRepository.countMessage(scope, conversation.id, { content: row.content, at: row.created_at });
   await messagesRepository.insert(scope, row);
   const payload: SendJob = { messageId: row.id, ...(template ? { template } : {}) };
   await enqueue(scope.db, { kind: 'send_message', accountId: scope.accountId, payload, lane: channelLane(channelId) });

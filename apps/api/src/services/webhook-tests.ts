@@ -1,10 +1,9 @@
 import type { WebhookDelivery } from '@convo/core';
 import { ApiError } from '../errors.js';
-import { nextUlid } from '../ids.js';
 import { webhookDeliveriesRepository } from '../repositories/webhooks.js';
-import { deliverWebhook } from '../worker/deliver-webhook.js';
-import { endpointLane, enqueue } from '../worker/queue.js';
+import { endpointLane, enqueue } from '../repositories/jobs.js';
 import { type ServiceContext, scopeOf } from './context.js';
+import { deliverWebhook } from './webhook-deliveries.js';
 import { toWebhookDelivery, webhookEndpointsService } from './webhooks.js';
 
 /** How long the request's own attempt holds the delivery (the webhook timeout is shorter). */
@@ -17,17 +16,11 @@ const TEST_LEASE_MS = 60_000;
  */
 export async function testWebhookEndpoint(ctx: ServiceContext, endpointId: string): Promise<WebhookDelivery> {
   const delivery = await webhookEndpointsService.createPing(ctx, endpointId);
-  const outcome = await deliverWebhook(
-    { database: ctx.database, settings: ctx.settings },
-    {
-      id: `job_${nextUlid()}`,
-      kind: 'deliver_webhook',
-      accountId: ctx.accountId,
-      payload: { deliveryId: delivery.id, manual: true },
-      attempts: 1,
-      leaseUntil: new Date(Date.now() + TEST_LEASE_MS).toISOString(),
-    },
-  );
+  const outcome = await deliverWebhook(ctx, {
+    deliveryId: delivery.id,
+    manual: true,
+    leaseUntil: new Date(Date.now() + TEST_LEASE_MS).toISOString(),
+  });
   if (outcome?.retryAt) {
     await enqueue(ctx.database.db, {
       kind: 'deliver_webhook',

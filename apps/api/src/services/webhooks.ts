@@ -17,7 +17,7 @@ import { eventsRepository } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type WebhookDeliveryRow, type WebhookEndpointRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
-import { endpointLane, enqueue } from '../worker/queue.js';
+import { endpointLane, enqueue } from '../repositories/jobs.js';
 import { newKeyRow } from './accounts.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
 

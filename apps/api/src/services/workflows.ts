@@ -7,7 +7,7 @@ import { contactsRepository } from '../repositories/contacts.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type WorkflowRow, type WorkflowRunRow, workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
-import { enqueue } from '../worker/queue.js';
+import { enqueue } from '../repositories/jobs.js';
 import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
 
 /**

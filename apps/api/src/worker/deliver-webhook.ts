@@ -1,218 +1,23 @@
-import { createHmac } from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.js';
-import { runTransaction } from '../db/transactions.js';
-import { now } from '../ids.js';
-import type { StoredEvent } from '../repositories/events.js';
-import { TenantScope } from '../repositories/tenant.js';
-import { type DeliveryChange, type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
-import { toEvent } from '../services/events.js';
-import { type StoredDeliveryAttempt, parseAttempts } from '../services/webhooks.js';
+import { type DeliveryAttempt, deliverWebhooks } from '../services/webhook-deliveries.js';
 import type { Settings } from '../settings.js';
-import { type WebhookResponse, postWebhook } from './post-webhook.js';
 import type { JobContext, JobOutcome } from './worker.js';
 
-export const WEBHOOK_USER_AGENT = 'Convo-Webhooks/1';
-
-/** Retry waits vary by ±10 % so that failed deliveries do not all come back at once. */
-const JITTER = 0.1;
-
-interface DeliveryDeps {
-  database: DatabaseHandle;
-  settings: Settings;
-}
+const attemptOf = ({ payload, leaseUntil }: JobContext<'deliver_webhook'>): DeliveryAttempt => ({
+  deliveryId: payload.deliveryId,
+  manual: payload.manual === true,
+  leaseUntil,
+});
 
 /**
- * The Standard Webhooks signature header: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` for
- * each secret, space-separated. The HMAC key is the base64-decoded part after `whsec_`.
+ * The deliveries of one endpoint's lane in a claim, attempted together for their account
+ * (services/webhook-deliveries.ts). An outcome for each job, in order.
  */
-export function signatureHeader(secrets: readonly string[], id: string, timestamp: number, body: string): string {
-  return secrets
-    .map((secret) => {
-      const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-      return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
-    })
-    .join(' ');
-}
-
-/** The headers of a POST Convo signs like a webhook: one signature per secret, none without a secret. */
-export function standardWebhookHeaders(input: { id: string; body: string; secrets: readonly string[]; userAgent: string }): Record<string, string> {
-  const timestamp = Math.floor(Date.now() / 1000);
-  return {
-    'content-type': 'application/json',
-    'user-agent': input.userAgent,
-    'webhook-id': input.id,
-    'webhook-timestamp': String(timestamp),
-    ...(input.secrets.length > 0 ? { 'webhook-signature': signatureHeader(input.secrets, input.id, timestamp, input.body) } : {}),
-  };
-}
-
-/**
- * One attempt of one delivery. At least once: the attempt is taken before sending (its
- * `next_attempt_at` moved to the end of this job's claim) and recorded after, and the job stays
- * queued until the worker hears back. A crash in between leaves the job to be claimed again when
- * its claim runs out, and the attempt is free again at that moment, so the event is sent again
- * rather than lost. Two jobs for one delivery (a manual retry while one is queued) cannot both
- * take the same attempt.
- */
-export async function deliverWebhook(deps: DeliveryDeps, job: JobContext<'deliver_webhook'>): Promise<JobOutcome> {
-  const [outcome] = await deliverWebhooks(deps, [job]);
-  return outcome;
-}
-
-/**
- * The attempts of several jobs of one endpoint's lane, as deliverWebhook makes each: taken by one
- * statement, sent at once, recorded by one statement, which the throughput target of
- * bench/README.md (Webhook deliveries) needs. An outcome for each job, in order.
- */
-export async function deliverWebhooks(deps: DeliveryDeps, jobs: readonly JobContext<'deliver_webhook'>[]): Promise<JobOutcome[]> {
+export async function deliverWebhookJobs(
+  deps: { database: DatabaseHandle; settings: Settings },
+  jobs: readonly JobContext<'deliver_webhook'>[],
+): Promise<JobOutcome[]> {
   const accountId = jobs[0]?.accountId;
   if (accountId === undefined || accountId === null) return jobs.map(() => undefined);
-  const scope = new TenantScope(deps.database.db, accountId);
-  // The earliest lease of the jobs (ISO times sort as text).
-  const until = jobs.map((job) => job.leaseUntil).sort()[0] as string;
-  const taken = new Map(
-    (
-      await webhookDeliveriesRepository.takeForAttempt(
-        scope,
-        jobs.map((job) => job.payload.deliveryId),
-        { now: now(), until },
-      )
-    ).map((attempt) => [attempt.delivery.id, attempt]),
-  );
-
-  // Each job's attempt made, its delivery to fail unsent, or its outcome when it has neither.
-  const made = await Promise.all(
-    jobs.map(
-      async (job): Promise<{ outcome: JobOutcome } | { unsent: WebhookDeliveryRow } | { delivery: WebhookDeliveryRow; attempt: StoredDeliveryAttempt }> => {
-        const { deliveryId } = job.payload;
-        const manual = job.payload.manual === true;
-        const taking = taken.get(deliveryId);
-        // A second job for the same delivery finds it taken by the first.
-        taken.delete(deliveryId);
-        if (!taking) return { outcome: await notTaken(scope, deliveryId) };
-        const { delivery, endpoint, event, secrets } = taking;
-        if (!endpoint) return { outcome: undefined };
-        if (endpoint.status === 'disabled' && !manual) return { unsent: delivery };
-        const at = now();
-        const response = await send(deps, event, secrets, endpoint.url);
-        const attempt: StoredDeliveryAttempt = { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error };
-        return { delivery, attempt: manual ? { ...attempt, manual } : attempt };
-      },
-    ),
-  );
-  const attempts = made.flatMap((entry) => ('attempt' in entry ? [entry] : []));
-  const unsent = made.flatMap((entry) => ('unsent' in entry ? [entry.unsent] : []));
-  const recorded = await record(deps, scope, attempts, unsent);
-  return made.map((entry) => ('outcome' in entry ? entry.outcome : 'attempt' in entry ? recorded.get(entry.delivery.id) : undefined));
-}
-
-/** A job whose delivery's attempt was not there to take. */
-async function notTaken(scope: TenantScope, deliveryId: string): Promise<JobOutcome> {
-  const current = await webhookDeliveriesRepository.findByIdAnyEndpoint(scope, deliveryId);
-  if (current?.status !== 'pending') return;
-  // Not due yet: the attempt was rescheduled, or another job has it in flight. Whatever runs later
-  // is an automatic attempt.
-  return { retryAt: current.next_attempt_at ?? now(), payload: { deliveryId } };
-}
-
-/** Signs and sends the event; an attempt that cannot be made is a failed one. */
-async function send(deps: DeliveryDeps, eventRow: StoredEvent | null, secrets: readonly string[], url: string): Promise<WebhookResponse> {
-  if (!eventRow) return { statusCode: null, error: 'event_expired', durationMs: 0 };
-  if (secrets.length === 0) return { statusCode: null, error: 'no_signing_key', durationMs: 0 };
-
-  // The same bytes on every attempt: the event as GET /v1/events returns it.
-  const body = JSON.stringify(toEvent(eventRow));
-  return postWebhook({
-    url,
-    body,
-    headers: standardWebhookHeaders({ id: eventRow.id, body, secrets, userAgent: WEBHOOK_USER_AGENT }),
-    timeoutMs: deps.settings.webhookTimeoutMs,
-    allowPrivate: deps.settings.allowPrivateWebhooks,
-  });
-}
-
-/** What the delivery becomes after this attempt; `retryAt` when another automatic one follows. */
-function outcomeOf(
-  deps: DeliveryDeps,
-  previous: StoredDeliveryAttempt[],
-  attempt: StoredDeliveryAttempt,
-): { status: WebhookDeliveryRow['status']; nextAttemptAt: string | null; disableEndpoint: boolean } {
-  const succeeded = attempt.error === null && attempt.status_code !== null && attempt.status_code >= 200 && attempt.status_code < 300;
-  if (succeeded) return { status: 'succeeded', nextAttemptAt: null, disableEndpoint: false };
-  // 410 Gone: the receiver asks for no more deliveries.
-  if (attempt.status_code === 410 || attempt.error === 'event_expired') {
-    return { status: 'failed', nextAttemptAt: null, disableEndpoint: attempt.status_code === 410 };
-  }
-  const failedAutomatic = previous.filter((a) => a.error !== null && a.manual !== true).length;
-  const waitMs = deps.settings.webhookRetryScheduleMs[failedAutomatic];
-  if (waitMs === undefined) return { status: 'failed', nextAttemptAt: null, disableEndpoint: false };
-  const jittered = waitMs * (1 - JITTER + Math.random() * 2 * JITTER);
-  return { status: 'pending', nextAttemptAt: new Date(Date.now() + jittered).toISOString(), disableEndpoint: false };
-}
-
-/**
- * Appends each attempt and decides what comes next, and fails the deliveries of a disabled endpoint
- * unsent. A delivery as read before its attempt still holds when its `next_attempt_at` is the one
- * the attempt set, so one conditional update records them all; a delivery changed meanwhile (a
- * manual retry or a duplicate job), or whose endpoint the attempt disables, is read again, locked,
- * while an unsent one changed meanwhile is left as it is. The outcome of each attempt's job by
- * delivery id.
- */
-async function record(
-  deps: DeliveryDeps,
-  scope: TenantScope,
-  attempts: readonly { delivery: WebhookDeliveryRow; attempt: StoredDeliveryAttempt }[],
-  unsent: readonly WebhookDeliveryRow[],
-): Promise<Map<string, JobOutcome>> {
-  const outcomes = new Map<string, JobOutcome>();
-  const changes: DeliveryChange[] = unsent.map((delivery) => ({
-    id: delivery.id,
-    expected_next_attempt_at: delivery.next_attempt_at as string,
-    status: 'failed',
-    next_attempt_at: null,
-    updated_at: now(),
-  }));
-  for (const { delivery, attempt } of attempts) {
-    const previous = parseAttempts(delivery);
-    const next = outcomeOf(deps, previous, attempt);
-    if (next.disableEndpoint) continue;
-    changes.push({
-      id: delivery.id,
-      expected_next_attempt_at: delivery.next_attempt_at as string,
-      attempts: JSON.stringify([...previous, attempt]),
-      status: next.status,
-      next_attempt_at: next.nextAttemptAt,
-      updated_at: now(),
-    });
-    // The next attempt is an automatic one, even after a manual retry.
-    outcomes.set(delivery.id, next.nextAttemptAt === null ? undefined : { retryAt: next.nextAttemptAt, payload: { deliveryId: delivery.id } });
-  }
-  const unchanged = await webhookDeliveriesRepository.updateIfUnchanged(scope, changes);
-  for (const { delivery, attempt } of attempts) {
-    if (!unchanged.has(delivery.id)) outcomes.set(delivery.id, await recordLocked(deps, scope, delivery.id, attempt));
-  }
-  return outcomes;
-}
-
-/** Appends the attempt and decides what comes next, in one transaction with the delivery locked. */
-async function recordLocked(deps: DeliveryDeps, scope: TenantScope, deliveryId: string, attempt: StoredDeliveryAttempt): Promise<JobOutcome> {
-  return runTransaction(deps.database.db, async (trx) => {
-    const txScope = scope.with(trx);
-    const current = await webhookDeliveriesRepository.findByIdForUpdate(txScope, deliveryId);
-    if (!current) return;
-    const previous = parseAttempts(current);
-    const attempts = JSON.stringify([...previous, attempt]);
-    const at = now();
-    // Finished meanwhile (by a duplicate job): keep its outcome, only add what happened here.
-    if (current.status !== 'pending') {
-      await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, updated_at: at });
-      return;
-    }
-    const next = outcomeOf(deps, previous, attempt);
-    if (next.disableEndpoint) {
-      await webhookEndpointsRepository.update(txScope, current.endpoint_id, { status: 'disabled', updated_at: at });
-    }
-    await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, status: next.status, next_attempt_at: next.nextAttemptAt, updated_at: at });
-    return next.nextAttemptAt === null ? undefined : { retryAt: next.nextAttemptAt, payload: { deliveryId } };
-  });
+  return deliverWebhooks({ ...deps, accountId }, { attempts: jobs.map(attemptOf) });
 }

@@ -3,7 +3,7 @@ import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
-import { enqueue } from './queue.js';
+import { enqueue } from '../repositories/jobs.js';
 import { type JobHandlers, Worker } from './worker.js';
 
 /** Handlers whose run_workflow jobs wait until `gate` opens; the other kinds end at once. */

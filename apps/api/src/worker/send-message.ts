@@ -8,7 +8,8 @@ import { conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import { TenantScope } from '../repositories/tenant.js';
 import { openSecret } from '../secret-box.js';
-import { type SendJob, messagesService } from '../services/messages.js';
+import type { SendJob } from '../repositories/jobs.js';
+import { messagesService } from '../services/messages.js';
 import type { Settings } from '../settings.js';
 import type { JobContext, JobOutcome } from './worker.js';
 

@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { sql } from 'kysely';
-import { MAX_RUNNING_PER_ENDPOINT, claimStatement, jobsRepository } from '../repositories/jobs.js';
+import { MAX_RUNNING_PER_ENDPOINT, claimStatement, endpointLane, enqueue, jobsRepository } from '../repositories/jobs.js';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
-import { endpointLane, enqueue } from './queue.js';
 import { type JobHandlers, Worker } from './worker.js';
 
 /** Handlers that record which job ran where; only run_workflow jobs are used here. */

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { DatabaseHandle } from '../db/database.js';
-import { type ClaimedJob, jobsRepository } from '../repositories/jobs.js';
-import { type JobKind, type JobPayloads, enqueue } from './queue.js';
+import { type ClaimedJob, type JobKind, type JobPayloads, enqueue, jobsRepository } from '../repositories/jobs.js';
 
 /** What a handler may ask for: nothing (done), or another run of the same job later. */
 // biome-ignore lint/suspicious/noConfusingVoidType: a handler that is done returns nothing, as an async function without a value does (Promise<void>).
