@@ -89,6 +89,12 @@ describe('environment', () => {
     expect(readEnv({ CONVO_WORKER_LEASE: '30s' }).workerLeaseMs).toBe(30_000);
   });
 
+  it('names the variable whose duration it cannot read', () => {
+    for (const name of ['CONVO_WORKER_LEASE', 'CONVO_WEBHOOK_RETRY_SCHEDULE', 'CONVO_CHANNEL_SEND_RETRY_SCHEDULE']) {
+      expect(() => readEnv({ [name]: '5s,soon' })).toThrow(`${name}: "soon" is not a duration like 5s, 5m or 250ms`);
+    }
+  });
+
   it('trusts no balancer unless CONVO_TRUSTED_PROXIES names them, by address, range or name', () => {
     expect(readEnv({}).settings.trustedProxies).toBe(false);
     expect(readEnv({ CONVO_TRUSTED_PROXIES: ' ' }).settings.trustedProxies).toBe(false);

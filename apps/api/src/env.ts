@@ -67,13 +67,17 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     drainMs: source.CONVO_DRAIN_SECONDS ? seconds('CONVO_DRAIN_SECONDS', source.CONVO_DRAIN_SECONDS) * 1000 : nodeEnv === 'test' ? 0 : 10_000,
     logLevel: source.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
     workerInServe: flag(source.CONVO_WORKER, true),
-    workerLeaseMs: source.CONVO_WORKER_LEASE ? (parseSchedule(source.CONVO_WORKER_LEASE)[0] as number) : 15_000,
+    workerLeaseMs: source.CONVO_WORKER_LEASE ? (parseSchedule('CONVO_WORKER_LEASE', source.CONVO_WORKER_LEASE)[0] as number) : 15_000,
     settings: defaultSettings({
       // Always in development and test; elsewhere only when asked for.
       allowPrivateWebhooks: nodeEnv !== 'production' || flag(source.CONVO_ALLOW_PRIVATE_WEBHOOKS, false),
       sandboxEnabled: flag(source.CONVO_SANDBOX, nodeEnv !== 'production'),
-      ...(source.CONVO_WEBHOOK_RETRY_SCHEDULE ? { webhookRetryScheduleMs: parseSchedule(source.CONVO_WEBHOOK_RETRY_SCHEDULE) } : {}),
-      ...(source.CONVO_CHANNEL_SEND_RETRY_SCHEDULE ? { channelSendRetryScheduleMs: parseSchedule(source.CONVO_CHANNEL_SEND_RETRY_SCHEDULE) } : {}),
+      ...(source.CONVO_WEBHOOK_RETRY_SCHEDULE
+        ? { webhookRetryScheduleMs: parseSchedule('CONVO_WEBHOOK_RETRY_SCHEDULE', source.CONVO_WEBHOOK_RETRY_SCHEDULE) }
+        : {}),
+      ...(source.CONVO_CHANNEL_SEND_RETRY_SCHEDULE
+        ? { channelSendRetryScheduleMs: parseSchedule('CONVO_CHANNEL_SEND_RETRY_SCHEDULE', source.CONVO_CHANNEL_SEND_RETRY_SCHEDULE) }
+        : {}),
       ...(source.CONVO_CHANNEL_SENDS_PER_SECOND
         ? { channelSendsPerSecond: positiveNumber('CONVO_CHANNEL_SENDS_PER_SECOND', source.CONVO_CHANNEL_SENDS_PER_SECOND) }
         : {}),
@@ -177,11 +181,11 @@ function publicUrlOf(value: string | undefined, host: string, port: number): str
 }
 
 /** Comma-separated durations such as `5s,5m,250ms` (a bare number is milliseconds), in milliseconds. */
-function parseSchedule(value: string): number[] {
+function parseSchedule(name: string, value: string): number[] {
   const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
   return value.split(',').map((part) => {
     const match = /^\s*(\d+)\s*(ms|s|m|h)?\s*$/.exec(part);
-    if (!match) throw new Error(`CONVO_WEBHOOK_RETRY_SCHEDULE: "${part}" is not a duration like 5s, 5m or 250ms`);
+    if (!match) throw new Error(`${name}: "${part}" is not a duration like 5s, 5m or 250ms`);
     return Number(match[1]) * (units[match[2] ?? 'ms'] as number);
   });
 }
