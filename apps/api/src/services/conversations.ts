@@ -4,10 +4,11 @@ import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { contactsRepository } from '../repositories/contacts.js';
+import { filtersOf } from '../repositories/conversation-list/filter.js';
 import { type ConversationWithContact, conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { type ServiceContext, inTransaction, page, scopeOf, foldedSearch } from './context.js';
+import { type ServiceContext, transaction, page, scopeOf, foldedSearch } from './context.js';
 import { emitEvent, emitEvents } from './events.js';
 
 export const toConversation = (row: ConversationWithContact): Conversation => ({
@@ -44,7 +45,7 @@ export async function findConversationOrThrow(scope: TenantScope, id: string): P
 
 export const conversationsService = {
   async list(ctx: ServiceContext, query: z.output<typeof ListConversationsQuery>) {
-    const filter = { status: query.status, platform: query.platform, ...foldedSearch(query.search) };
+    const filter = { ...filtersOf(query), ...foldedSearch(query.search) };
     const { rows, total } = await conversationsRepository.list(scopeOf(ctx), filter, query);
     return page(rows.map(toConversation), total, query.limit, query.offset);
   },
@@ -55,7 +56,8 @@ export const conversationsService = {
 
   /** `channelId` when a channel's inbound message opens it; the API's conversations have none. */
   async create(ctx: ServiceContext, body: z.output<typeof CreateConversationBody>, channelId: string | null = null): Promise<Conversation> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const contact = await contactsRepository.findByIdForReference(scope, body.contact_id);
       if (!contact) throw ApiError.notFound('contact', body.contact_id);
       const at = now();
@@ -82,7 +84,8 @@ export const conversationsService = {
 
   /** Status changes follow CONVERSATION_TRANSITIONS; setting the current status changes nothing. */
   async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateConversationBody>): Promise<Conversation> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       // Locked first, then read: concurrent changes take turns, each deciding on what the one
       // before it left, so a transition (and its events) happens once.
       if (body.status !== undefined && !(await conversationsRepository.lockForChange(scope, id))) throw ApiError.notFound('conversation', id);

@@ -3,7 +3,7 @@ import { dialectOf } from '../../db/dialect.js';
 import { preparedByShape } from '../prepared.js';
 import { type Executor, TenantScope } from '../tenant.js';
 import { type ConversationFilter, type FilterShape, type FilterValues, filterOf, filterShape, filterValues, whereFiltered } from './filter.js';
-import { pageOf, rowsWithIdsIn } from './rows.js';
+import { type PageShape, limitedTo, offsetOf, pageOf, pageShape, rowsWithIdsIn } from './rows.js';
 import type { ConversationWithContact, ListResult, Page } from './types.js';
 
 /**
@@ -12,8 +12,8 @@ import type { ConversationWithContact, ListResult, Page } from './types.js';
  * matches), the page's ids from a status/platform index alone, then only those rows read.
  */
 export async function countersPage(scope: TenantScope, filter: ConversationFilter, page: Page): Promise<ListResult> {
-  const shape = { ...filterShape(filter), limit: page.limit };
-  const values = { ...filterValues(scope, filter), offset: page.offset };
+  const shape = { ...filterShape(filter), ...pageShape(page) };
+  const values = { ...filterValues(scope, filter), offset: offsetOf(page) };
   if (dialectOf(scope.db).lateralJoins) {
     // One statement: the total, and the page's rows unless the offset is past it.
     const found = (await totalAndPageQuery(scope, shape, values)) as (ConversationWithContact & { total: unknown })[];
@@ -39,29 +39,22 @@ const countersQuery = preparedByShape((db: Executor, shape: FilterShape, values:
 export const countFromCounters = (scope: TenantScope, filter: ConversationFilter) =>
   countersQuery(scope, filterShape(filter), filterValues(scope, filter)).then((rows) => Number(rows[0]?.total ?? 0));
 
-type PageShape = FilterShape & { limit: number };
-type PageValues = FilterValues & { offset: number };
+type ListShape = FilterShape & PageShape;
+type ListValues = FilterValues & { offset: number | undefined };
 
 const idsQuery = (scope: TenantScope, filter: ConversationFilter) => whereFiltered(scope.selectFrom('conversations'), 'conversations', filter);
 
-const pageQuery = preparedByShape((db: Executor, shape: PageShape, values: PageValues) => {
+const pageQuery = preparedByShape((db: Executor, shape: ListShape, values: ListValues) => {
   const scope = new TenantScope(db, values.accountId);
-  return pageOf(scope, idsQuery(scope, filterOf(shape, values)), 'activity', {
-    limit: shape.limit,
-    offset: values.offset,
-  });
+  return pageOf(scope, idsQuery(scope, filterOf(shape, values)), 'activity', shape, values.offset);
 });
 
 /** The counters' total (materialized once) joined to the page's rows when the offset is before it. */
-const totalAndPageQuery = preparedByShape((db: Executor, shape: PageShape, values: PageValues) => {
+const totalAndPageQuery = preparedByShape((db: Executor, shape: ListShape, values: ListValues) => {
   const scope = new TenantScope(db, values.accountId);
   const filter = filterOf(shape, values);
-  const ids = idsQuery(scope, filter)
-    .select('conversations.id')
-    .orderBy('conversations.last_activity_at', 'desc')
-    .orderBy('conversations.id', 'desc')
-    .limit(sql.lit(shape.limit))
-    .offset(values.offset);
+  const ordered = idsQuery(scope, filter).select('conversations.id').orderBy('conversations.last_activity_at', 'desc');
+  const ids = limitedTo(ordered.orderBy('conversations.id', 'desc'), shape, values.offset);
   return db
     .with(
       (cte) => cte('t').materialized(),
@@ -70,7 +63,7 @@ const totalAndPageQuery = preparedByShape((db: Executor, shape: PageShape, value
     .selectFrom('t')
     .leftJoinLateral(
       () => rowsWithIdsIn(scope, dialectOf(db).listFrom(ids)).as('r'),
-      (join) => join.on(sql<boolean>`t.total > ${values.offset}`),
+      (join) => join.on(sql<boolean>`t.total > ${shape.deep ? values.offset : sql.lit(0)}`),
     )
     .select(sql<number>`t.total`.as('total'))
     .selectAll('r' as never)

@@ -18,6 +18,11 @@ export type ConversationFilter = { [K in FilterColumn]?: ConversationTable[K] | 
   searchDigits?: string | undefined;
 };
 
+/** The declared filters of a request's query: a filter the query does not carry fails to compile at the caller. */
+export const filtersOf = <Q extends { [K in FilterColumn]?: ConversationTable[K] | undefined }>(
+  query: Q & (FilterColumn extends keyof Q ? unknown : never),
+): ConversationFilter => Object.fromEntries(FILTER_COLUMNS.map((column) => [column, query[column]]));
+
 /** Whether any declared filter narrows the list (beyond a search). */
 export const isNarrowed = (filter: ConversationFilter): boolean => FILTER_COLUMNS.some((column) => filter[column] !== undefined);
 

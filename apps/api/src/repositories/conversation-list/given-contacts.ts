@@ -5,7 +5,18 @@ import { preparedByShape } from '../prepared.js';
 import { type Executor, TenantScope } from '../tenant.js';
 import { type ConversationFilter, type FilterShape, type FilterValues, filterOf, filterShape, filterValues, whereFiltered } from './filter.js';
 import { FEW_CONTACTS } from './plan.js';
-import { contactsMatching, conversationSearchTerms, conversationsWith, countOf, pageOf, rowsWithIdsIn } from './rows.js';
+import {
+  type PageShape,
+  contactsMatching,
+  conversationSearchTerms,
+  conversationsWith,
+  countOf,
+  limitedTo,
+  offsetOf,
+  pageOf,
+  pageShape,
+  rowsWithIdsIn,
+} from './rows.js';
 import type { ConversationWithContact, Page } from './types.js';
 
 /**
@@ -30,13 +41,13 @@ export async function searchContacts(scope: TenantScope, filter: ConversationFil
   const paged = page !== undefined && dialectOf(scope.db).lateralJoins;
   const shape: SummaryShape = {
     terms: terms.map(({ columns, indexed }) => ({ columns, indexed })),
-    limit: paged ? page.limit : undefined,
+    page: paged ? pageShape(page) : undefined,
   };
   const values: SummaryValues = {
     accountId: scope.accountId,
     name: terms[0]?.operand as string,
     digits: terms[1]?.operand,
-    offset: paged ? page.offset : undefined,
+    offset: paged ? offsetOf(page) : undefined,
   };
   const rows = (await summaryQuery(scope, shape, values)) as (ConversationWithContact & {
     contacts: unknown;
@@ -59,15 +70,15 @@ export async function searchContacts(scope: TenantScope, filter: ConversationFil
 export const givenPage = async (scope: TenantScope, filter: ConversationFilter, contactIds: string[] | string, page: Page) =>
   (await givenPageQuery(
     scope,
-    { ...filterShape(filter), limit: page.limit },
-    { ...filterValues(scope, filter), contactIds, offset: page.offset },
+    { ...filterShape(filter), ...pageShape(page) },
+    { ...filterValues(scope, filter), contactIds, offset: offsetOf(page) },
   )) as ConversationWithContact[];
 
 const givenPageQuery = preparedByShape(
-  (db: Executor, shape: FilterShape & { limit: number }, values: FilterValues & { contactIds: string[] | string; offset: number }) => {
+  (db: Executor, shape: FilterShape & PageShape, values: FilterValues & { contactIds: string[] | string; offset: number | undefined }) => {
     const scope = new TenantScope(db, values.accountId);
     const conversations = whereFiltered(conversationsWith(scope, 'contact_id', values.contactIds), 'conversations', filterOf(shape, values));
-    return pageOf(scope, conversations, 'sorted', { limit: shape.limit, offset: values.offset });
+    return pageOf(scope, conversations, 'sorted', shape, values.offset);
   },
 );
 
@@ -75,10 +86,10 @@ const givenPageQuery = preparedByShape(
 export const givenCount = (scope: TenantScope, filter: ConversationFilter, contactIds: string[] | string) =>
   countOf(whereFiltered(conversationsWith(scope, 'contact_id', contactIds), 'conversations', filter));
 
-/** What decides the summary's SQL: its terms' columns and whether each is indexed, and its page's limit. */
+/** What decides the summary's SQL: its terms' columns and whether each is indexed, and its page's shape. */
 interface SummaryShape {
   terms: Omit<SearchTerm, 'operand'>[];
-  limit: number | undefined;
+  page: PageShape | undefined;
 }
 
 /** The operands (bindSearch) of the name's term and of the digits' term; the page's offset. */
@@ -99,15 +110,14 @@ const summaryQuery = preparedByShape((db: Executor, shape: SummaryShape, values:
       eb.fn.sum<number>('matched.conversation_count').as('conversations'),
       sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then ${dialect.listOf('matched.id')} end`.as('ids'),
     ]);
-  if (shape.limit === undefined) return summary;
-  const page = scope
+  if (shape.page === undefined) return summary;
+  const ids = scope
     .selectFrom('conversations')
     .select('conversations.id')
     .where(dialect.isInList('conversations.contact_id', sql.ref('summary.ids')))
     .orderBy('conversations.last_activity_at', 'desc')
-    .orderBy('conversations.id', 'desc')
-    .limit(sql.lit(shape.limit))
-    .offset(values.offset as number);
+    .orderBy('conversations.id', 'desc');
+  const page = limitedTo(ids, shape.page, values.offset);
   return db
     .selectFrom(sql`(${summary})`.as('summary'))
     .leftJoinLateral(

@@ -37,7 +37,7 @@ describe('planList', () => {
   });
 
   it('walks when the walk reads fewer entries than sorting the matches would', () => {
-    // 4,224 matches of 200k: a first page is walked; 6 matches are sorted.
+    // A common fragment's first page is walked; a rare fragment's matches, or a deep page, are sorted.
     expect(walkIsCheaper({ limit: 20, offset: 0 }, 200_000, 4_224)).toBe(true);
     expect(walkIsCheaper({ limit: 20, offset: 0 }, 200_000, 6)).toBe(false);
     expect(walkIsCheaper({ limit: 20, offset: 100_000 }, 200_000, 4_224)).toBe(false);

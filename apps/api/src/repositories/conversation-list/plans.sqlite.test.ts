@@ -7,12 +7,10 @@ import type { ConversationFilter } from '../conversations.js';
 import { type Executor, TenantScope } from '../tenant.js';
 
 /**
- * SQLite's plans for the conversation search, under the statistics its sampled ANALYZE
- * (analysis_limit = 1000) wrote for the benchmark's 200k conversations of one account. They
- * claim an account holds 1,001 rows and a contact 1,001 conversations, which made SQLite scan the
- * account's activity index for one phone number's 3 conversations (23 ms) and for a page of 20
- * ids (70 ms). The queries name their order of loops (CROSS JOIN, INDEXED BY, `+column`), so each
- * must start where it should whatever the statistics say.
+ * SQLite's plans for the conversation list under the statistics its sampled ANALYZE wrote for the
+ * benchmark's data set, which overstate how many rows an account and a contact hold: the queries name
+ * their order of loops (CROSS JOIN, INDEXED BY, `+column`), so each starts where it should whatever
+ * the statistics say.
  */
 const SAMPLED_STATISTICS: [string, string, string][] = [
   ['conversations', 'conversations_activity_idx', '200000 1001 1 1 1'],

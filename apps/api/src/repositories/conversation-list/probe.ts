@@ -1,7 +1,7 @@
 import type { TenantScope } from '../tenant.js';
 import { type ConversationFilter, isNarrowed } from './filter.js';
 import type { SearchContacts } from './given-contacts.js';
-import { conversationsOfContacts, countOf, pageOf } from './rows.js';
+import { conversationsOfContacts, countOf, offsetOf, pageOf, pageShape } from './rows.js';
 import type { ConversationWithContact, ListResult, Page } from './types.js';
 
 /**
@@ -18,6 +18,6 @@ export async function probePage(
   // Without a filter the contacts' own counts are the exact total.
   const total = isNarrowed(filter) ? await countOf(conversationsOfContacts(scope, filter)) : found.conversations;
   if (total <= page.offset) return { rows: [], total };
-  const rows = (await pageOf(scope, conversationsOfContacts(scope, filter), 'sorted', page).execute()) as ConversationWithContact[];
+  const rows = (await pageOf(scope, conversationsOfContacts(scope, filter), 'sorted', pageShape(page), offsetOf(page)).execute()) as ConversationWithContact[];
   return { rows, total };
 }

@@ -62,19 +62,30 @@ export const conversationsWith = (scope: TenantScope, column: 'id' | 'contact_id
   conversationsOfEach(scope, dialectOf(scope.db).idsIn(list).as('outer'), column);
 
 /**
+ * A page as a statement compiled once per shape takes it: its LIMIT a literal (SQLite re-prepares a
+ * statement whose LIMIT is bound at every execution) and an OFFSET only past the first page (with an
+ * OFFSET it cannot see, Postgres plans the statement at every execution rather than keep a generic plan).
+ */
+export type PageShape = { limit: number; deep: boolean };
+export const pageShape = (page: Page): PageShape => ({ limit: page.limit, deep: page.offset > 0 });
+/** The page's bound offset: undefined on a first page (not a parameter of its shape). */
+export const offsetOf = (page: Page): number | undefined => (page.offset > 0 ? page.offset : undefined);
+
+/** A query of ids limited to the page (PageShape). */
+// biome-ignore lint/suspicious/noExplicitAny: any select query.
+export const limitedTo = <Q extends SelectQueryBuilder<any, any, any>>(query: Q, shape: PageShape, offset: number | undefined): Q => {
+  const limited = query.limit(sql.lit(shape.limit)) as Q;
+  return shape.deep ? (limited.offset(offset as number) as Q) : limited;
+};
+
+/**
  * A page of the conversations a query selects, latest activity first: their ids (`sorted`: the
  * matches sorted rather than an activity index walked), then only those rows joined to their
- * contacts. The LIMIT is a literal: SQLite re-prepares a statement whose LIMIT is bound at every
- * execution, and Postgres keeps a walk's generic plan a nested loop only with a literal one.
+ * contacts.
  */
-export const pageOf = (scope: TenantScope, conversations: ConversationsQuery, order: 'activity' | 'sorted', page: Page) => {
+export const pageOf = (scope: TenantScope, conversations: ConversationsQuery, order: 'activity' | 'sorted', shape: PageShape, offset: number | undefined) => {
   const activity = order === 'sorted' ? dialectOf(scope.db).unindexed('conversations.last_activity_at') : sql.ref('conversations.last_activity_at');
-  const ids = conversations
-    .select('conversations.id')
-    .orderBy(activity, 'desc')
-    .orderBy('conversations.id', 'desc')
-    .limit(sql.lit(page.limit))
-    .offset(page.offset);
+  const ids = limitedTo(conversations.select('conversations.id').orderBy(activity, 'desc').orderBy('conversations.id', 'desc'), shape, offset);
   return withContactJoined(conversationsOfEach(scope, ids.as('outer'), 'id'))
     .select(columns)
     .orderBy('conversations.last_activity_at', 'desc')

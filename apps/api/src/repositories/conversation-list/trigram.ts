@@ -4,7 +4,7 @@ import { prepared, preparedByShape } from '../prepared.js';
 import { type Executor, TenantScope } from '../tenant.js';
 import { countersTotal } from './counters-page.js';
 import { WALK_WHEN_ENTRIES_PER_MATCH_SQUARED, walkIsCheaper } from './plan.js';
-import { conversationsThrough, pageOf, rowsWithIdsIn } from './rows.js';
+import { type PageShape, conversationsThrough, offsetOf, pageOf, pageShape, rowsWithIdsIn } from './rows.js';
 import type { ConversationWithContact, ListResult, Page } from './types.js';
 
 /**
@@ -17,8 +17,8 @@ import type { ConversationWithContact, ListResult, Page } from './types.js';
 export async function trigramPage(scope: TenantScope, trigram: string, page: Page): Promise<ListResult | undefined> {
   if (dialectOf(scope.db).lateralJoins) {
     // One statement: the counts, and the walk's rows when walking is the cheaper way.
-    const values = { accountId: scope.accountId, trigram, offset: page.offset };
-    const found = (await totalAndWalkQuery(scope, { limit: page.limit }, values)) as (ConversationWithContact & {
+    const values = { accountId: scope.accountId, trigram, offset: offsetOf(page) };
+    const found = (await totalAndWalkQuery(scope, pageShape(page), values)) as (ConversationWithContact & {
       total: unknown;
       selected: unknown;
     })[];
@@ -31,7 +31,7 @@ export async function trigramPage(scope: TenantScope, trigram: string, page: Pag
   const total = Number(counts?.total ?? 0);
   if (total <= page.offset) return { rows: [], total };
   if (!walkIsCheaper(page, Number(counts?.selected ?? 0), total)) return undefined;
-  const rows = await walkQuery(scope, { limit: page.limit }, { accountId: scope.accountId, trigram, offset: page.offset });
+  const rows = await walkQuery(scope, pageShape(page), { accountId: scope.accountId, trigram, offset: offsetOf(page) });
   return { rows: rows as ConversationWithContact[], total };
 }
 
@@ -53,34 +53,31 @@ const countsQuery = prepared((db: Executor, accountId: string, trigram: string) 
 const walked = (scope: TenantScope, trigram: string) =>
   conversationsThrough(scope, 'conversations_activity_idx').where(() => dialectOf(scope.db).contains('conversations.contact_name_search', trigram));
 
-type WalkValues = { accountId: string; trigram: string; offset: number };
+type WalkValues = { accountId: string; trigram: string; offset: number | undefined };
 
-const walkQuery = preparedByShape((db: Executor, shape: { limit: number }, values: WalkValues) => {
+const walkQuery = preparedByShape((db: Executor, shape: PageShape, values: WalkValues) => {
   const scope = new TenantScope(db, values.accountId);
-  return pageOf(scope, walked(scope, values.trigram), 'activity', { limit: shape.limit, offset: values.offset });
+  return pageOf(scope, walked(scope, values.trigram), 'activity', shape, values.offset);
 });
 
 /**
  * The counts and, through a LATERAL join, the walk's rows; the walk's LIMIT is 0 when sorting is
  * cheaper (walkIsCheaper, evaluated by the database), which ends it before its first entry.
  */
-const totalAndWalkQuery = preparedByShape((db: Executor, shape: { limit: number }, values: WalkValues) => {
+const totalAndWalkQuery = preparedByShape((db: Executor, shape: PageShape, values: WalkValues) => {
   const scope = new TenantScope(db, values.accountId);
   const { total, selected } = counts(scope, values.trigram);
   const limit = (total: Expression<number>, selected: Expression<number>) => {
-    const cheaper = sql`(${sql.lit(shape.limit)} + ${values.offset}) * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
+    const cheaper = sql`(${sql.lit(shape.limit)} + ${shape.deep ? values.offset : sql.lit(0)}) * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
     return sql<number>`case when ${cheaper} then ${sql.lit(shape.limit)} else 0 end`;
   };
-  const ids = walked(scope, values.trigram)
-    .select('conversations.id')
-    .orderBy('conversations.last_activity_at', 'desc')
-    .orderBy('conversations.id', 'desc')
-    .limit(limit(sql.ref('t.total'), sql.ref('t.selected')))
-    .offset(values.offset);
+  const ordered = walked(scope, values.trigram).select('conversations.id').orderBy('conversations.last_activity_at', 'desc');
+  const ids = ordered.orderBy('conversations.id', 'desc').limit(limit(sql.ref('t.total'), sql.ref('t.selected')));
+  const paged = shape.deep ? ids.offset(values.offset as number) : ids;
   return db
     .selectFrom(sql`(select ${total} as total, ${selected} as selected)`.as('t'))
     .leftJoinLateral(
-      () => rowsWithIdsIn(scope, dialectOf(db).listFrom(ids)).as('r'),
+      () => rowsWithIdsIn(scope, dialectOf(db).listFrom(paged)).as('r'),
       (join) => join.onTrue(),
     )
     .select([sql<number>`t.total`.as('total'), sql<number>`t.selected`.as('selected')])
