@@ -100,6 +100,11 @@ export const conversationsRepository = {
     return { sequence: Number(row.event_sequence), status: row.status };
   },
 
+  /** Counts a new message and makes it the last one (recordMessage without an event sequence). */
+  async countMessage(scope: TenantScope, id: string, message: { content: string; at: string }): Promise<void> {
+    await messageRecorded(scope, id, message).execute();
+  },
+
   /**
    * recordMessage for several conversations in one statement: each gets `added` messages, the last
    * of them `content` at `at`; its sequence after them is returned (its messages' events take the
@@ -189,7 +194,7 @@ function messagesCounted(added: number | Expression<number>, content: string | E
   };
 }
 
-/** The update that counts a new message and makes it the last one (not yet executed). */
+/** The update that counts a new message and makes it the last one, for repositories to run or compose. */
 export const messageRecorded = (scope: TenantScope, id: string, message: { content: string; at: string }) =>
   scope
     .updateTable('conversations')
