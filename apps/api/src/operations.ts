@@ -1,15 +1,14 @@
 import { createHash } from 'node:crypto';
 import { type OperationId, type OperationParsedInput, type OperationResult, endpoints } from '@convo/core';
-import type { Transaction } from 'kysely';
-import type { Database } from './db/schema.js';
-import { ReferenceGone, runTransaction } from './db/transactions.js';
+import { ReferenceGone } from './db/transactions.js';
 import { ApiError, toErrorBody } from './errors.js';
 import type { IdempotencyClaim, StoredResponse } from './repositories/idempotency.js';
 import { IDEMPOTENCY_TTL_MS, idempotencyKeysRepository } from './repositories/idempotency.js';
+import type { Executor } from './repositories/tenant.js';
 import { serializeResponse } from './serializers.js';
 import { channelsService } from './services/channels.js';
 import { contactsService } from './services/contacts.js';
-import { type ServiceContext, withinTransaction } from './services/context.js';
+import { type ServiceContext, transaction } from './services/context.js';
 import { conversationsService } from './services/conversations.js';
 import { eventsService } from './services/events.js';
 import { receiveInbound } from './services/inbound.js';
@@ -171,20 +170,20 @@ async function idempotently(
     throw ApiError.badRequest(HEADER, 'max_length', 'Idempotency-Key must have at most 255 characters');
   }
   try {
-    return await runTransaction(ctx.database.db, async (trx) => {
-      const stored = await claimKey(trx, claim);
+    return await transaction(ctx, async (tx) => {
+      const stored = await claimKey(tx.database.db, claim);
       if (stored) return response(stored, true);
       let answer: StoredResponse;
       try {
-        answer = await execute(withinTransaction(ctx, trx));
+        answer = await execute(tx);
       } catch (error) {
         throw error instanceof ApiError && error.status < 500 ? new RefusedByOperation(error) : error;
       }
-      await idempotencyKeysRepository.storeResponse(trx, claim, answer);
+      await idempotencyKeysRepository.storeResponse(tx.database.db, claim, answer);
       return response(answer, false);
     });
   } catch (error) {
-    // A 404 for what a concurrent delete removed is the operation's answer too (runTransaction
+    // A 404 for what a concurrent delete removed is the operation's answer too (db/transactions.ts
     // tells it only once the transaction is rolled back).
     const sent = refusalIn(error);
     if (!sent) throw error;
@@ -197,7 +196,7 @@ async function idempotently(
 }
 
 /** Takes the key for this request, or returns the response stored for it (400 for another request). */
-async function claimKey(trx: Transaction<Database>, claim: IdempotencyClaim): Promise<StoredResponse | undefined> {
+async function claimKey(trx: Executor, claim: IdempotencyClaim): Promise<StoredResponse | undefined> {
   if (await idempotencyKeysRepository.claim(trx, claim)) return undefined;
   const row = await idempotencyKeysRepository.find(trx, claim.accountId, claim.key);
   if (!row) throw new Error('An idempotency key neither inserted nor found');

@@ -100,9 +100,9 @@ export const messagesRepository = {
   /**
    * Stores a message and records it on its conversation (count, last message, activity), both or
    * neither, unless the conversation is archived, missing or on a channel (then 'channel': the
-   * caller sends it through channelConversationRecorded in its transaction). Postgres does it in one statement
-   * (the update in a CTE, the insert selecting from it: atomic without BEGIN/COMMIT round trips);
-   * SQLite in a transaction of the two.
+   * caller records it with messageRecorded and queues its send, in its own transaction). Postgres
+   * does it in one statement (the update in a CTE, the insert selecting from it: atomic without
+   * BEGIN/COMMIT round trips); SQLite in a transaction of the two.
    */
   async insertIntoOpenConversation(scope: TenantScope, row: Omit<MessageRow, 'account_id'>): Promise<'recorded' | 'archived' | 'channel' | 'missing'> {
     const values = [scope.accountId, row.id, row.conversation_id, row.direction, row.type, row.content, row.status, row.created_at] as const;

@@ -14,7 +14,7 @@ import type { Database, TenantTable } from '../db/schema.js';
 
 export type Executor = Kysely<Database> | Transaction<Database>;
 
-/** Rows one insert statement takes at most: 500 rows of a wide table stay far below Postgres' 65,535 bound values. */
+/** Rows one insert statement takes at most: those of a wide table stay far below Postgres' limit on bound values. */
 const INSERT_BATCH_ROWS = 500;
 
 /** Inserts rows into a table, INSERT_BATCH_ROWS to a statement. */
@@ -27,14 +27,14 @@ export async function insertRows<T extends keyof Database>(db: Executor, table: 
   }
 }
 
-/**
- * The one place that scopes queries to an account. Repositories start every query of tenant
- * data here, so the account filter is never written (or forgotten) by hand.
- */
 /** What Kysely's `selectFrom` has selected so far: nothing (its own type for it). */
 // biome-ignore lint/complexity/noBannedTypes: Kysely types a query that selects nothing yet with {}.
 export type NoSelection = {};
 
+/**
+ * The one place that scopes queries to an account. Repositories start every query of tenant
+ * data here, so the account filter is never written (or forgotten) by hand.
+ */
 export class TenantScope {
   constructor(
     readonly db: Executor,

@@ -7,7 +7,7 @@ import { type ContactRow, contactsRepository } from '../repositories/contacts.js
 import { conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { type ServiceContext, inContextTransaction, inTransaction } from './context.js';
+import { type ServiceContext, scopeOf, transaction } from './context.js';
 import { toContact } from './contacts.js';
 import { toMessage } from './conversations.js';
 import { conversationsService } from './conversations.js';
@@ -68,24 +68,23 @@ export async function receiveOnChannel(ctx: ServiceContext, channel: ChannelRow,
 }
 
 function receiveOnce(ctx: ServiceContext, channel: ChannelRow, sender: ChannelSender, message: ChannelMessage): Promise<Message | undefined> {
-  return inContextTransaction(ctx, (tx) =>
-    inTransaction(tx, async (scope) => {
-      if (await messagesRepository.findByPlatformId(scope, message.platformMessageId)) return undefined;
-      const contact = await contactFor(scope, channel, sender);
-      await contactIdentitiesRepository.touchInbound(scope, channel.id, sender.externalId, inboundAt(message.sentAt));
-      const conversation =
-        (await conversationsRepository.findOpenOnChannel(scope, contact.id, channel.id)) ??
-        (await conversationsService.create(tx, { contact_id: contact.id, platform: channel.platform }, channel.id));
-      return messagesService.receive(tx, {
-        conversationId: conversation.id,
-        conversationStatus: conversation.status,
-        content: message.content,
-        type: message.type,
-        media: message.media,
-        platformMessageId: message.platformMessageId,
-      });
-    }),
-  );
+  return transaction(ctx, async (tx) => {
+    const scope = scopeOf(tx);
+    if (await messagesRepository.findByPlatformId(scope, message.platformMessageId)) return undefined;
+    const contact = await contactFor(scope, channel, sender);
+    await contactIdentitiesRepository.touchInbound(scope, channel.id, sender.externalId, inboundAt(message.sentAt));
+    const conversation =
+      (await conversationsRepository.findOpenOnChannel(scope, contact.id, channel.id)) ??
+      (await conversationsService.create(tx, { contact_id: contact.id, platform: channel.platform }, channel.id));
+    return messagesService.receive(tx, {
+      conversationId: conversation.id,
+      conversationStatus: conversation.status,
+      content: message.content,
+      type: message.type,
+      media: message.media,
+      platformMessageId: message.platformMessageId,
+    });
+  });
 }
 
 /** A contact's message on a channel: who sent it, and what. */
@@ -103,7 +102,8 @@ export interface Arrival {
  */
 export async function receiveManyOnChannel(ctx: ServiceContext, channel: ChannelRow, arrivals: readonly Arrival[]): Promise<Arrival[]> {
   if (arrivals.length === 0) return [];
-  return inTransaction(ctx, async (scope) => {
+  return transaction(ctx, async (tx) => {
+    const scope = scopeOf(tx);
     const stored = await messagesRepository.platformIdsAmong(scope, distinct(arrivals.map((arrival) => arrival.message.platformMessageId)));
     const senders = distinct(arrivals.map((arrival) => arrival.sender.externalId));
     const identities = new Map((await contactIdentitiesRepository.findManyWithNames(scope, channel.id, senders)).map((row) => [row.external_id, row]));
@@ -288,11 +288,14 @@ async function updateContact(scope: TenantScope, contact: ContactRow, changes: {
  * changes). `unknown` when no message has the id.
  */
 export function applyStatus(ctx: ServiceContext, platformMessageId: string, next: Status, error?: { code: string; message: string }): Promise<StatusOutcome> {
-  return inTransaction(ctx, async (scope) => {
+  return transaction(ctx, async (tx) => {
+    const scope = scopeOf(tx);
     const message = await messagesRepository.findByPlatformId(scope, platformMessageId);
     if (!message) return 'unknown';
     // An id of one of the contact's own messages has no status of ours to move.
-    if (message.direction === 'outbound') await messagesService.advance(scope, message.id, next, error ? { error } : {});
+    if (message.direction === 'outbound') {
+      await messagesService.advance(tx, { messageId: message.id, status: next, ...(error ? { error } : {}) });
+    }
     return 'applied';
   });
 }
@@ -305,10 +308,11 @@ const COVERED_BY_RECEIPT: Record<'delivered' | 'read', Status[]> = { delivered: 
  * contact on the channel created then or before move to `next`. Nothing when the contact is unknown.
  */
 export function applyReceiptUpTo(ctx: ServiceContext, channel: ChannelRow, contactExternalId: string, upTo: Date, next: 'delivered' | 'read'): Promise<void> {
-  return inTransaction(ctx, async (scope) => {
+  return transaction(ctx, async (tx) => {
+    const scope = scopeOf(tx);
     const identity = await contactIdentitiesRepository.find(scope, channel.id, contactExternalId);
     if (!identity) return;
-    await advanceUpTo(scope, channel.id, identity.contact_id, upTo.toISOString(), next);
+    await advanceUpTo(tx, channel.id, identity.contact_id, upTo.toISOString(), next);
   });
 }
 
@@ -317,17 +321,20 @@ export function applyReceiptUpTo(ctx: ServiceContext, channel: ChannelRow, conta
  * messages to the same contact on the channel are read. `unknown` when no message has the id.
  */
 export function applyReadThrough(ctx: ServiceContext, channel: ChannelRow, platformMessageId: string): Promise<StatusOutcome> {
-  return inTransaction(ctx, async (scope) => {
+  return transaction(ctx, async (tx) => {
+    const scope = scopeOf(tx);
     const message = await messagesRepository.findByPlatformId(scope, platformMessageId);
     if (!message) return 'unknown';
     if (message.direction !== 'outbound') return 'applied';
     const conversation = await conversationsRepository.findById(scope, message.conversation_id);
-    if (conversation?.channel_id === channel.id) await advanceUpTo(scope, channel.id, conversation.contact_id, message.created_at, 'read');
+    if (conversation?.channel_id === channel.id) {
+      await advanceUpTo(tx, channel.id, conversation.contact_id, message.created_at, 'read');
+    }
     return 'applied';
   });
 }
 
-async function advanceUpTo(scope: TenantScope, channelId: string, contactId: string, upTo: string, next: 'delivered' | 'read'): Promise<void> {
-  const covered = await channelMessagesRepository.outboundUpTo(scope, channelId, contactId, upTo, COVERED_BY_RECEIPT[next]);
-  for (const { id } of covered) await messagesService.advance(scope, id, next);
+async function advanceUpTo(tx: ServiceContext, channelId: string, contactId: string, upTo: string, next: 'delivered' | 'read') {
+  const covered = await channelMessagesRepository.outboundUpTo(scopeOf(tx), channelId, contactId, upTo, COVERED_BY_RECEIPT[next]);
+  for (const { id } of covered) await messagesService.advance(tx, { messageId: id, status: next });
 }

@@ -7,7 +7,7 @@ import { type ChannelRow, channelsRepository } from '../repositories/channels.js
 import { sealSecret } from '../secret-box.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import type { Settings } from '../settings.js';
-import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
+import { type ServiceContext, transaction, page, scopeOf } from './context.js';
 
 const PLATFORM_NAMES: Record<Platform, string> = { whatsapp: 'WhatsApp', facebook: 'Messenger', instagram: 'Instagram' };
 
@@ -68,7 +68,8 @@ export const channelsService = {
       updated_at: at,
     };
     try {
-      await inTransaction(ctx, async (scope) => {
+      await transaction(ctx, async (tx) => {
+        const scope = scopeOf(tx);
         const existing = await channelsRepository.findByExternalId(scope, body.platform, body.external_id);
         if (existing) throw externalIdTaken(existing.id);
         await channelsRepository.insert(scope, row);
@@ -86,7 +87,8 @@ export const channelsService = {
 
   /** Renames, rotates secrets, disables or re-enables (`active` also clears an `error` and its last error). */
   async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateChannelBody>): Promise<Channel> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const current = await findOrThrow(scope, id);
       const patch: Partial<ChannelRow> = {};
       if (body.name !== undefined && body.name !== current.name) patch.name = body.name;
@@ -102,6 +104,25 @@ export const channelsService = {
       patch.updated_at = now();
       await channelsRepository.update(scope, id, patch);
       return toChannel({ ...current, ...patch }, ctx.settings);
+    });
+  },
+
+  /**
+   * The platform refused the channel's token: the channel goes to `error` with the platform's
+   * reason. A token replaced meanwhile (PATCH) is not the one refused, so the channel is then
+   * left as it is; a disabled channel stays disabled.
+   */
+  async refuseToken(ctx: ServiceContext, input: { channel: ChannelRow; error: { code: string; message: string } }): Promise<void> {
+    await transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
+      const current = await channelsRepository.findById(scope, input.channel.id);
+      if (!current || current.access_token_sealed !== input.channel.access_token_sealed) return;
+      const at = now();
+      await channelsRepository.update(scope, current.id, {
+        status: current.status === 'disabled' ? 'disabled' : 'error',
+        last_error: JSON.stringify({ code: input.error.code, message: input.error.message, at }),
+        updated_at: at,
+      });
     });
   },
 

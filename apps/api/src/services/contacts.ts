@@ -8,7 +8,7 @@ import { ordersRepository } from '../repositories/orders.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { workflowRunsRepository } from '../repositories/workflows.js';
 import { emitEvent } from './events.js';
-import { type ServiceContext, inTransaction, page, scopeOf, foldedSearch } from './context.js';
+import { type ServiceContext, transaction, page, scopeOf, foldedSearch } from './context.js';
 
 export const toContact = (row: Omit<ContactRow, 'conversation_count'>): Contact => ({
   id: row.id,
@@ -90,7 +90,8 @@ export const contactsService = {
       updated_at: at,
     };
     try {
-      await inTransaction(ctx, async (scope) => {
+      await transaction(ctx, async (tx) => {
+        const scope = scopeOf(tx);
         await assertPhoneFree(scope, body.phone);
         await contactsRepository.insert(scope, row);
         await contactsRepository.replaceTagIndex(scope, row.id, tags, at);
@@ -104,7 +105,8 @@ export const contactsService = {
 
   async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateSchema>): Promise<Contact> {
     try {
-      return await inTransaction(ctx, async (scope) => {
+      return await transaction(ctx, async (tx) => {
+        const scope = scopeOf(tx);
         const current = await lockOrThrow(scope, id);
         const patch: Partial<ContactRow> = {};
         if (body.name !== undefined) Object.assign(patch, { name: body.name, name_search: searchable(body.name) });
@@ -135,7 +137,8 @@ export const contactsService = {
 
   /** Deletes the contact with its conversations and messages; its orders and workflow runs stay, unlinked. */
   async delete(ctx: ServiceContext, id: string): Promise<void> {
-    await inTransaction(ctx, async (scope) => {
+    await transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const current = await contactsRepository.findByIdForDelete(scope, id);
       if (!current) throw ApiError.notFound('contact', id);
       const at = now();
@@ -147,7 +150,8 @@ export const contactsService = {
   },
 
   async addTag(ctx: ServiceContext, id: string, tag: string): Promise<Contact> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const current = await lockOrThrow(scope, id);
       const tags = JSON.parse(current.tags) as string[];
       if (tags.includes(tag)) return toContact(current);
@@ -165,7 +169,8 @@ export const contactsService = {
   },
 
   async removeTag(ctx: ServiceContext, id: string, tag: string): Promise<Contact> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const current = await lockOrThrow(scope, id);
       const tags = JSON.parse(current.tags) as string[];
       if (!tags.includes(tag)) throw new ApiError('not_found', `Contact ${id} has no tag "${tag}"`);

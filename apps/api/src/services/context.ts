@@ -1,6 +1,4 @@
-import type { Transaction } from 'kysely';
 import type { DatabaseHandle } from '../db/database.js';
-import type { Database } from '../db/schema.js';
 import { runTransaction } from '../db/transactions.js';
 import type { Settings } from '../settings.js';
 import { TenantScope } from '../repositories/tenant.js';
@@ -16,25 +14,13 @@ export interface ServiceContext {
 export const scopeOf = (ctx: ServiceContext): TenantScope => new TenantScope(ctx.database.db, ctx.accountId);
 
 /**
- * Runs `work` in one transaction, scoped to the context's account, retried on a deadlock or a
- * serialization failure (runTransaction). Inside a transaction already (a workflow step calling a
- * verb), it joins that one, so the step and its effects commit together.
- */
-export const inTransaction = <T>(ctx: ServiceContext, work: (scope: TenantScope) => Promise<T>): Promise<T> =>
-  runTransaction(ctx.database.db, (trx) => work(new TenantScope(trx, ctx.accountId)));
-
-/**
  * Runs `work` with a context whose database calls all run in one transaction: the context's own
- * when it has one (an idempotent request, a workflow step), else a new one (runTransaction).
+ * when it has one (an idempotent request, a workflow step), else a new one, run again from the
+ * start on a deadlock or a serialization failure (db/transactions.ts). The one way services, the
+ * operation runner and the worker open a transaction: `db.transaction()` inside one would fail.
  */
-export const inContextTransaction = <T>(ctx: ServiceContext, work: (tx: ServiceContext) => Promise<T>): Promise<T> =>
-  ctx.database.db.isTransaction ? work(ctx) : runTransaction(ctx.database.db, (trx) => work(withinTransaction(ctx, trx)));
-
-/** The same context with its database calls running in `trx`. */
-export const withinTransaction = (ctx: ServiceContext, trx: Transaction<Database>): ServiceContext => ({
-  ...ctx,
-  database: { ...ctx.database, db: trx },
-});
+export const transaction = <C extends { database: DatabaseHandle }, T>(ctx: C, work: (tx: C) => Promise<T>): Promise<T> =>
+  runTransaction(ctx.database.db, (trx) => work(trx === ctx.database.db ? ctx : { ...ctx, database: { ...ctx.database, db: trx } }));
 
 /** The list envelope of a page of rows. */
 export function page<T>(data: T[], total: number, limit: number, offset: number) {

@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsRepository } from '../repositories/events.js';
 import { TenantScope } from '../repositories/tenant.js';
 import { ACTIVE_DIALECTS, type TestServer, startTestServer } from '../testing/harness.js';
-import { withinTransaction } from './context.js';
 import { contactsService } from './contacts.js';
 import { conversationsService } from './conversations.js';
 
@@ -25,7 +24,10 @@ for (const dialect of ACTIVE_DIALECTS) {
       let conversationId: string | undefined;
       await expect(
         server.database.db.transaction().execute(async (trx) => {
-          const conversation = await conversationsService.create(withinTransaction(ctx, trx), { contact_id: contact.id, platform: 'whatsapp' });
+          const conversation = await conversationsService.create(
+            { ...ctx, database: { ...ctx.database, db: trx } },
+            { contact_id: contact.id, platform: 'whatsapp' },
+          );
           conversationId = conversation.id;
           throw new Error('the caller fails after the change');
         }),

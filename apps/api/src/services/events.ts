@@ -8,7 +8,7 @@ import { type EventRow, type StoredEvent, eventsRepository } from '../repositori
 import type { TenantScope } from '../repositories/tenant.js';
 import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { type NewJob, endpointLane, enqueueAll } from '../repositories/jobs.js';
-import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
+import { type ServiceContext, transaction, page, scopeOf } from './context.js';
 
 /** Events are kept, and listed, for 30 days. */
 export const EVENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
@@ -109,7 +109,7 @@ export const eventsService = {
       return page(rows.map(toEvent), total, query.limit, query.offset);
     }
     // Positions first: every event committed by now gets its place in the log, the cursors' too.
-    await inTransaction(ctx, (scope) => eventsRepository.assignPositions(scope));
+    await transaction(ctx, (tx) => eventsRepository.assignPositions(scopeOf(tx)));
     const scope = scopeOf(ctx);
     const positionOf = async (id: string | undefined) => {
       if (id === undefined) return undefined;

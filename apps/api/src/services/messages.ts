@@ -1,6 +1,5 @@
 import type { ConversationStatus, Message, MessageMedia, MessageTemplate, MessageType, SendMessageBody } from '@convo/core';
 import type * as z from 'zod';
-import { runTransaction } from '../db/transactions.js';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { channelsRepository, contactIdentitiesRepository } from '../repositories/channels.js';
@@ -8,7 +7,7 @@ import { conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type SendJob, channelLane, enqueue } from '../repositories/jobs.js';
-import { type ServiceContext, inTransaction, scopeOf } from './context.js';
+import { type ServiceContext, transaction, scopeOf } from './context.js';
 import { findConversationOrThrow, toConversation, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
 
@@ -35,19 +34,28 @@ export interface InboundMessage {
   platformMessageId?: string | null;
 }
 
+/** A status an outbound message moves to, with the platform's id for it (`sent`) or its error (`failed`). */
+export interface MessageAdvance {
+  messageId: string;
+  status: MessageRow['status'];
+  platformMessageId?: string;
+  error?: { code: string; message: string };
+}
+
 export const messagesService = {
-  /**
-   * Stores a message that arrived from the contact (inbound). A resolved conversation reopens;
-   * archived ones never receive (the caller opens a new conversation instead).
-   */
   async retrieve(ctx: ServiceContext, id: string): Promise<Message> {
     const row = await messagesRepository.findById(scopeOf(ctx), id);
     if (!row) throw ApiError.notFound('message', id);
     return toMessage(row);
   },
 
+  /**
+   * Stores a message that arrived from the contact (inbound). A resolved conversation reopens;
+   * archived ones never receive (the caller opens a new conversation instead).
+   */
   async receive(ctx: ServiceContext, input: InboundMessage): Promise<Message> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const conversation =
         input.conversationStatus === undefined
           ? await findConversationOrThrow(scope, input.conversationId)
@@ -106,7 +114,7 @@ export const messagesService = {
     const outcome = await messagesRepository.insertIntoOpenConversation(scopeOf(ctx), row);
     if (outcome === 'missing') throw ApiError.notFound('conversation', body.conversation_id);
     if (outcome === 'archived') throw archived();
-    if (outcome === 'channel') return inTransaction(ctx, (scope) => sendOnChannel(scope, row, 'template' in body ? body.template : undefined));
+    if (outcome === 'channel') return transaction(ctx, (tx) => sendOnChannel(scopeOf(tx), row, 'template' in body ? body.template : undefined));
     return toMessage({ ...row, account_id: ctx.accountId });
   },
 
@@ -114,27 +122,22 @@ export const messagesService = {
    * Moves an outbound message forward (`sent`, `delivered`, `read`, or `failed`) and emits
    * `message.updated`; a status it is already at or past changes nothing and emits nothing.
    */
-  async advance(
-    scope: TenantScope,
-    messageId: string,
-    next: MessageRow['status'],
-    extra: { platform_message_id?: string; error?: { code: string; message: string } } = {},
-  ): Promise<Message | undefined> {
+  async advance(ctx: ServiceContext, input: MessageAdvance): Promise<Message | undefined> {
     const patch = {
-      status: next,
+      status: input.status,
       updated_at: now(),
-      ...(extra.platform_message_id ? { platform_message_id: extra.platform_message_id } : {}),
-      ...(extra.error ? { error: JSON.stringify(extra.error) } : {}),
+      ...(input.platformMessageId ? { platform_message_id: input.platformMessageId } : {}),
+      ...(input.error ? { error: JSON.stringify(input.error) } : {}),
     };
     // The change and its event commit together, in the caller's transaction or in one of their own.
-    const work = async (tx: TenantScope) => {
-      const row = await messagesRepository.updateFrom(tx, messageId, statusesBefore(next), patch);
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
+      const row = await messagesRepository.updateFrom(scope, input.messageId, statusesBefore(input.status), patch);
       if (!row) return undefined;
       const message = toMessage(row);
-      await emitEvent(tx, 'message.updated', message, row.conversation_id);
+      await emitEvent(scope, 'message.updated', message, row.conversation_id);
       return message;
-    };
-    return runTransaction(scope.db, (trx) => work(scope.with(trx)));
+    });
   },
 };
 

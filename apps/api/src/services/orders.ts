@@ -5,7 +5,7 @@ import { newId, now } from '../ids.js';
 import { accountsRepository } from '../repositories/accounts.js';
 import { contactsRepository } from '../repositories/contacts.js';
 import { ORDER_NUMBER_DIGITS, type OrderRow, orderNumberKey, ordersRepository } from '../repositories/orders.js';
-import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
+import { type ServiceContext, transaction, page, scopeOf } from './context.js';
 import { emitEvent } from './events.js';
 
 /** Automatic order numbers start here. */
@@ -59,7 +59,8 @@ export const ordersService = {
 
   /** Moves an order along ORDER_TRANSITIONS and emits `order.updated`; its current status changes nothing. */
   async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateOrderBody>): Promise<Order> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const row = await ordersRepository.findByIdForUpdate(scope, id);
       if (!row) throw ApiError.notFound('order', id);
       if (row.status === body.status) return toOrder(row);
@@ -101,7 +102,8 @@ export const ordersService = {
     for (let attempt = 1; ; attempt++) {
       let number = body.number;
       try {
-        return await inTransaction(ctx, async (scope) => {
+        return await transaction(ctx, async (tx) => {
+          const scope = scopeOf(tx);
           const contact = await contactsRepository.findByIdForReference(scope, body.contact_id);
           if (!contact) throw ApiError.notFound('contact', body.contact_id);
           if (number === undefined) {

@@ -2,7 +2,6 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@convo/core';
 import { randomBytes } from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Role } from '../db/schema.js';
-import { runTransaction } from '../db/transactions.js';
 import { ApiError } from '../errors.js';
 import { newId, nextUlid, now } from '../ids.js';
 import { hashKey } from '../keys.js';
@@ -11,6 +10,7 @@ import { accountsRepository } from '../repositories/accounts.js';
 import type { Executor } from '../repositories/tenant.js';
 import { invitationsRepository, membershipsRepository, passwordResetsRepository, sessionsRepository, usersRepository } from '../repositories/people.js';
 import { type Plan, rateLimitOf } from './accounts.js';
+import { transaction } from './context.js';
 
 /** How long a session lasts from sign-in; sign-out and a password change end it sooner. */
 export const SESSION_TTL_MS = 14 * 24 * 60 * 60 * 1000;
@@ -97,8 +97,8 @@ export const peopleService = {
     checkPassword(input.password);
     if (!input.invitation && !input.accountName?.trim()) throw ApiError.badRequest('account_name', 'required', 'Name the account to create');
     const passwordHash = await hashPassword(input.password);
-    return runTransaction(database.db, async (trx) => {
-      const tx = { ...database, db: trx };
+    return transaction({ database }, async ({ database: tx }) => {
+      const trx = tx.db;
       if (await usersRepository.findByEmail(trx, email))
         throw ApiError.badRequest('email', 'unique', 'An account already uses this e-mail address; sign in instead');
       const at = now();
@@ -153,9 +153,10 @@ export const peopleService = {
     if (!user || !(await verifyPassword(input.currentPassword, user.password_hash)))
       throw ApiError.badRequest('current_password', 'format', 'The current password is wrong');
     const passwordHash = await hashPassword(input.newPassword);
-    return runTransaction(database.db, async (trx) => {
+    return transaction({ database }, async ({ database: tx }) => {
+      const trx = tx.db;
       await replacePassword(trx, user.id, passwordHash);
-      return { token: await startSession({ ...database, db: trx }, user.id, session.account.id) };
+      return { token: await startSession(tx, user.id, session.account.id) };
     });
   },
 
@@ -199,8 +200,8 @@ export const peopleService = {
 
   /** A signed-in person accepts an invitation; the session moves to that account. */
   async acceptInvitation(database: DatabaseHandle, session: ActiveSession, token: string): Promise<void> {
-    await runTransaction(database.db, async (trx) => {
-      const tx = { ...database, db: trx };
+    await transaction({ database }, async ({ database: tx }) => {
+      const trx = tx.db;
       const accountId = await acceptInvitation(tx, session.user.id, token);
       await sessionsRepository.setAccount(trx, session.tokenHash, accountId);
     });
@@ -210,7 +211,8 @@ export const peopleService = {
 
   /** Removes a member and ends their sessions on that account; the last owner stays. */
   async removeMember(database: DatabaseHandle, session: ActiveSession, userId: string): Promise<void> {
-    await runTransaction(database.db, async (trx) => {
+    await transaction({ database }, async ({ database: tx }) => {
+      const trx = tx.db;
       const membership = await membershipsRepository.find(trx, session.account.id, userId);
       if (!membership) throw ApiError.notFound('member', userId);
       if (membership.role === 'owner' && session.role !== 'owner') throw ApiError.forbidden('Only an owner can remove an owner');
@@ -236,7 +238,8 @@ export const peopleService = {
       created_at: at,
       updated_at: at,
     };
-    await runTransaction(database.db, async (trx) => {
+    await transaction({ database }, async ({ database: tx }) => {
+      const trx = tx.db;
       if (!existing) await usersRepository.insert(trx, user);
       if (await membershipsRepository.find(trx, input.accountId, user.id)) await membershipsRepository.setRole(trx, input.accountId, user.id, input.role);
       else await membershipsRepository.insert(trx, { account_id: input.accountId, user_id: user.id, role: input.role, created_at: at });
@@ -252,7 +255,8 @@ export const peopleService = {
     const user = await usersRepository.findByEmail(database.db, normalizeEmail(email));
     if (!user) throw new Error(`No such user: ${email}`);
     const passwordHash = await hashPassword(password);
-    await runTransaction(database.db, async (trx) => {
+    await transaction({ database }, async ({ database: tx }) => {
+      const trx = tx.db;
       await replacePassword(trx, user.id, passwordHash);
     });
   },
@@ -279,13 +283,14 @@ export const peopleService = {
     checkPassword(input.newPassword, 'new_password');
     const passwordHash = await hashPassword(input.newPassword);
     const tokenHash = hashKey(input.token);
-    return runTransaction(database.db, async (trx) => {
+    return transaction({ database }, async ({ database: tx }) => {
+      const trx = tx.db;
       const reset = await passwordResetsRepository.find(trx, tokenHash);
       if (!reset || !(await passwordResetsRepository.use(trx, tokenHash, now()))) throw ApiError.notFound('password reset link');
       await replacePassword(trx, reset.user_id, passwordHash);
       const first = (await membershipsRepository.listByUser(trx, reset.user_id))[0];
       if (!first) throw ApiError.forbidden('This person is a member of no account any more');
-      return { token: await startSession({ ...database, db: trx }, reset.user_id, first.account_id) };
+      return { token: await startSession(tx, reset.user_id, first.account_id) };
     });
   },
 };

@@ -6,7 +6,7 @@ import { contactsRepository } from '../repositories/contacts.js';
 import { tagsRepository } from '../repositories/tags.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { toContact } from './contacts.js';
-import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
+import { type ServiceContext, transaction, page, scopeOf } from './context.js';
 import { emitEvent } from './events.js';
 
 /**
@@ -38,7 +38,8 @@ export const tagsService = {
 
   /** Renames a tag everywhere; a contact that has both names keeps the new one once, where it was. */
   async update(ctx: ServiceContext, tag: string, body: z.output<typeof UpdateTagBody>): Promise<Tag> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       if (body.name === tag) {
         const count = await tagsRepository.countContacts(scope, tag);
         if (count === 0) throw ApiError.notFound('tag', tag);
@@ -50,6 +51,6 @@ export const tagsService = {
   },
 
   async delete(ctx: ServiceContext, tag: string): Promise<void> {
-    await inTransaction(ctx, (scope) => rewriteTag(scope, tag, (tags) => tags.filter((t) => t !== tag)));
+    await transaction(ctx, (tx) => rewriteTag(scopeOf(tx), tag, (tags) => tags.filter((t) => t !== tag)));
   },
 };

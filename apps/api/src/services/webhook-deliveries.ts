@@ -3,7 +3,7 @@ import { now } from '../ids.js';
 import type { StoredEvent } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type DeliveryChange, type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
-import { type ServiceContext, inTransaction, scopeOf } from './context.js';
+import { type ServiceContext, transaction, scopeOf } from './context.js';
 import { toEvent } from './events.js';
 import { type WebhookResponse, postWebhook } from './post-webhook.js';
 import { type StoredDeliveryAttempt, parseAttempts } from './webhooks.js';
@@ -203,7 +203,8 @@ async function record(
 
 /** Appends the attempt and decides what comes next, in one transaction with the delivery locked. */
 async function recordLocked(ctx: ServiceContext, deliveryId: string, attempt: StoredDeliveryAttempt): Promise<DeliveryOutcome> {
-  return inTransaction(ctx, async (txScope) => {
+  return transaction(ctx, async (tx) => {
+    const txScope = scopeOf(tx);
     const current = await webhookDeliveriesRepository.findByIdForUpdate(txScope, deliveryId);
     if (!current) return;
     const previous = parseAttempts(current);

@@ -19,7 +19,7 @@ import { type WebhookDeliveryRow, type WebhookEndpointRow, webhookDeliveriesRepo
 import { webhookUrlProblem } from '../webhook-addresses.js';
 import { endpointLane, enqueue } from '../repositories/jobs.js';
 import { newKeyRow } from './accounts.js';
-import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
+import { type ServiceContext, transaction, page, scopeOf } from './context.js';
 
 /**
  * An attempt as stored: the public record plus whether it was a manual retry (manual attempts do
@@ -89,7 +89,8 @@ export const webhookEndpointsService = {
       created_at: at,
       updated_at: at,
     };
-    return inTransaction(ctx, async (scope): Promise<CreatedWebhookEndpoint> => {
+    return transaction(ctx, async (tx): Promise<CreatedWebhookEndpoint> => {
+      const scope = scopeOf(tx);
       await accountsRepository.lock(scope.db, scope.accountId);
       if ((await webhookEndpointsRepository.count(scope)) >= MAX_WEBHOOK_ENDPOINTS) {
         throw ApiError.badRequest(
@@ -115,7 +116,8 @@ export const webhookEndpointsService = {
   async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateWebhookEndpointBody>): Promise<WebhookEndpoint> {
     // Validation (400) comes before existence (404); the DNS look-up stays outside the transaction.
     if (body.url !== undefined) await assertDeliverableUrl(ctx, body.url);
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const current = await findEndpointOrThrow(scope, id);
       const patch: Partial<WebhookEndpointRow> = {};
       if (body.url !== undefined) patch.url = body.url;
@@ -132,7 +134,7 @@ export const webhookEndpointsService = {
   /** Its deliveries go with it; their queued jobs find nothing to do. */
   async delete(ctx: ServiceContext, id: string): Promise<void> {
     // In a transaction of its own, retried: its cascade to the deliveries can deadlock with writers.
-    const result = await inTransaction(ctx, (scope) => webhookEndpointsRepository.delete(scope, id));
+    const result = await transaction(ctx, (tx) => webhookEndpointsRepository.delete(scopeOf(tx), id));
     if (Number(result.numDeletedRows) === 0) throw ApiError.notFound('webhook endpoint', id);
   },
 
@@ -148,7 +150,8 @@ export const webhookEndpointsService = {
    * which is sent even when the endpoint is disabled.
    */
   async retryDelivery(ctx: ServiceContext, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       await findEndpointOrThrow(scope, endpointId);
       const current = await webhookDeliveriesRepository.findById(scope, endpointId, deliveryId);
       if (!current) throw ApiError.notFound('webhook delivery', deliveryId);
@@ -174,7 +177,8 @@ export const webhookEndpointsService = {
     const since = new Date(body.since).toISOString();
     const until = new Date(body.until).toISOString();
     // An empty window (until at or before since) replays nothing.
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       await findEndpointOrThrow(scope, endpointId);
       const at = now();
       const ids = await webhookDeliveriesRepository.takeForReplay(scope, endpointId, { since, until, status: body.status }, at);
@@ -193,7 +197,8 @@ export const webhookEndpointsService = {
 
   /** A `ping` event and its delivery to this endpoint alone, pending now: the test's first step. */
   async createPing(ctx: ServiceContext, endpointId: string): Promise<WebhookDeliveryRow> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       await findEndpointOrThrow(scope, endpointId);
       const at = now();
       const eventId = newId('event');

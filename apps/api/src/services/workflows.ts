@@ -8,7 +8,7 @@ import type { TenantScope } from '../repositories/tenant.js';
 import { type WorkflowRow, type WorkflowRunRow, workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
 import { enqueue } from '../repositories/jobs.js';
-import { type ServiceContext, inTransaction, page, scopeOf } from './context.js';
+import { type ServiceContext, transaction, page, scopeOf } from './context.js';
 
 /**
  * A run's step as stored: the public fields, and for a wait step that has started, when the
@@ -173,14 +173,15 @@ export const workflowsService = {
       created_at: at,
       updated_at: at,
     };
-    await inTransaction(ctx, (scope) => workflowsRepository.insert(scope, row));
+    await transaction(ctx, (tx) => workflowsRepository.insert(scopeOf(tx), row));
     return toWorkflow({ ...row, account_id: ctx.accountId });
   },
 
   /** Changes what is given; runs already started keep their own copy of the steps. */
   async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateWorkflowBody>): Promise<Workflow> {
     await assertRequestableUrls(ctx, body.steps);
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const current = await workflowsRepository.findByIdForUpdate(scope, id);
       if (!current) throw ApiError.notFound('workflow', id);
       const patch = {
@@ -198,7 +199,8 @@ export const workflowsService = {
 
   /** Takes the workflow out of every list and lookup and cancels its unfinished runs; the runs stay. */
   async delete(ctx: ServiceContext, id: string): Promise<void> {
-    await inTransaction(ctx, async (scope) => {
+    await transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const current = await workflowsRepository.findByIdForUpdate(scope, id);
       if (!current) throw ApiError.notFound('workflow', id);
       const at = now();
@@ -211,7 +213,8 @@ export const workflowsService = {
 
   /** Records a queued run and the job that executes it, in one transaction. */
   async trigger(ctx: ServiceContext, workflowId: string, body: z.output<typeof TriggerWorkflowBody>): Promise<WorkflowRun> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const workflow = await findWorkflowOrThrow(scope, workflowId);
       if (workflow.enabled !== 1)
         throw ApiError.badRequest('enabled', 'transition', 'This workflow is disabled: enable it (PATCH enabled: true) to start runs');
@@ -237,7 +240,8 @@ export const workflowsService = {
 
   /** A run still queued or waiting ends `cancelled`; its job finds it finished and stops. */
   async cancelRun(ctx: ServiceContext, workflowId: string, runId: string): Promise<WorkflowRun> {
-    return inTransaction(ctx, async (scope) => {
+    return transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);
       if (!run || run.workflow_id !== workflowId) throw ApiError.notFound('workflow run', runId);
       if (run.status !== 'queued' && run.status !== 'waiting') {

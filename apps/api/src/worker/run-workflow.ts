@@ -1,6 +1,5 @@
 import { SendMessageBody, type WorkflowRun, type WorkflowStep } from '@convo/core';
 import type { DatabaseHandle } from '../db/database.js';
-import { runTransaction } from '../db/transactions.js';
 import { apiKeysRepository } from '../repositories/accounts.js';
 import { eventsRepository } from '../repositories/events.js';
 import { ApiError } from '../errors.js';
@@ -10,7 +9,7 @@ import { conversationsRepository } from '../repositories/conversations.js';
 import { TenantScope } from '../repositories/tenant.js';
 import { type WorkflowRunRow, workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
 import { contactsService, toContact } from '../services/contacts.js';
-import { type ServiceContext, withinTransaction } from '../services/context.js';
+import { type ServiceContext, scopeOf, transaction } from '../services/context.js';
 import { conversationsService } from '../services/conversations.js';
 import { messagesService } from '../services/messages.js';
 import { asRunOf, holds } from '../services/automations.js';
@@ -85,8 +84,8 @@ export async function runWorkflow(deps: { database: DatabaseHandle; settings: Se
 /** Takes the run one step further. */
 async function advance(ctx: ServiceContext, runId: string): Promise<Progress> {
   try {
-    return await runTransaction(ctx.database.db, async (trx) => {
-      const scope = new TenantScope(trx, ctx.accountId);
+    return await transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       // Lock order as in contactsService.delete (contact, then its runs), so the two never deadlock.
       const seen = await workflowRunsRepository.findById(scope, runId);
       if (!seen || isFinished(seen)) return STOP;
@@ -148,7 +147,7 @@ async function advance(ctx: ServiceContext, runId: string): Promise<Progress> {
         }
         default:
           try {
-            await performStep(withinTransaction(ctx, trx), scope, { contact, data }, step);
+            await performStep(tx, scope, { contact, data }, step);
           } catch (error) {
             if (error instanceof ApiError) throw new StepFailure(index, error.message);
             if (error instanceof StepError) throw new StepFailure(index, error.reason);
@@ -222,8 +221,8 @@ export const WORKFLOW_USER_AGENT = 'Convo-Workflows/1';
  */
 async function recordAnswer(ctx: ServiceContext, runId: string, index: number, response: WebhookResponse): Promise<void> {
   try {
-    await runTransaction(ctx.database.db, async (trx) => {
-      const scope = new TenantScope(trx, ctx.accountId);
+    await transaction(ctx, async (tx) => {
+      const scope = scopeOf(tx);
       const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);
       if (!run || isFinished(run) || run.current_step !== index) return;
       const detail = { response_status: response.statusCode };
@@ -281,8 +280,8 @@ async function performStep(
 
 /** Marks the step failed, the steps after it skipped and the run failed, unless it moved on meanwhile. */
 async function failRun(ctx: ServiceContext, runId: string, failure: StepFailure): Promise<void> {
-  await runTransaction(ctx.database.db, async (trx) => {
-    const scope = new TenantScope(trx, ctx.accountId);
+  await transaction(ctx, async (tx) => {
+    const scope = scopeOf(tx);
     const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);
     if (!run || isFinished(run) || run.current_step !== failure.index) return;
     const steps = (JSON.parse(run.steps) as StoredRunStep[]).map(({ resume_at: _resumeAt, ...step }): StoredRunStep => {

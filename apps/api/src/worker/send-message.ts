@@ -1,14 +1,14 @@
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { type GraphError, sendToPlatform } from '../channels/graph-api.js';
 import type { DatabaseHandle } from '../db/database.js';
-import { runTransaction } from '../db/transactions.js';
-import { now } from '../ids.js';
 import { type ChannelRow, channelsRepository, contactIdentitiesRepository } from '../repositories/channels.js';
 import { conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
-import { TenantScope } from '../repositories/tenant.js';
+import type { TenantScope } from '../repositories/tenant.js';
 import { openSecret } from '../secret-box.js';
 import type { SendJob } from '../repositories/jobs.js';
+import { channelsService } from '../services/channels.js';
+import { type ServiceContext, scopeOf, transaction } from '../services/context.js';
 import { messagesService } from '../services/messages.js';
 import type { Settings } from '../settings.js';
 import type { JobContext, JobOutcome } from './worker.js';
@@ -46,15 +46,16 @@ interface SendTarget {
  */
 export async function sendMessage(deps: SendDeps, job: JobContext<'send_message'>): Promise<JobOutcome> {
   if (job.accountId === null) return;
-  const scope = new TenantScope(deps.database.db, job.accountId);
+  const ctx: ServiceContext = { ...deps, accountId: job.accountId };
+  const scope = scopeOf(ctx);
   const payload = job.payload as SendAttempt;
 
   const target = await loadTarget(scope, payload.messageId);
   if (target === undefined) return;
-  if ('code' in target) return fail(deps, scope, payload.messageId, target);
+  if ('code' in target) return fail(ctx, payload.messageId, target);
 
   const token = openToken(deps.settings, target.channel);
-  if (typeof token !== 'string') return fail(deps, scope, payload.messageId, token);
+  if (typeof token !== 'string') return fail(ctx, payload.messageId, token);
 
   const waitMs = await takeSendSlot(deps, target.channel.id);
   if (waitMs !== undefined) return { retryAt: new Date(Date.now() + waitMs).toISOString() };
@@ -66,17 +67,13 @@ export async function sendMessage(deps: SendDeps, job: JobContext<'send_message'
     template: payload.template,
   });
   if (result.ok) {
-    await inTransaction(deps, scope, (tx) => messagesService.advance(tx, message.id, 'sent', { platform_message_id: result.platformMessageId }));
+    await messagesService.advance(ctx, { messageId: message.id, status: 'sent', platformMessageId: result.platformMessageId });
     return;
   }
-  if (result.kind === 'invalid_token') return refuseToken(deps, scope, message.id, channel, result);
-  if (result.kind === 'retryable') return retryLater(deps, scope, payload, result);
-  return fail(deps, scope, message.id, errorOf(result));
+  if (result.kind === 'invalid_token') return refuseToken(ctx, message.id, channel, result);
+  if (result.kind === 'retryable') return retryLater(ctx, payload, result);
+  return fail(ctx, message.id, errorOf(result));
 }
-
-/** The change and its `message.updated` event commit together, so that no reader sees one without the other (retried on a deadlock). */
-const inTransaction = <T>(deps: SendDeps, scope: TenantScope, work: (tx: TenantScope) => Promise<T>): Promise<T> =>
-  runTransaction(deps.database.db, (trx) => work(scope.with(trx)));
 
 /**
  * The message, its channel and the recipient's platform id; undefined when there is nothing to do,
@@ -111,8 +108,8 @@ function openToken(settings: Settings, channel: ChannelRow): string | MessageErr
 
 const errorOf = (error: GraphError): MessageError => ({ code: error.code, message: error.message });
 
-async function fail(deps: SendDeps, scope: TenantScope, messageId: string, error: MessageError): Promise<void> {
-  await inTransaction(deps, scope, (tx) => messagesService.advance(tx, messageId, 'failed', { error }));
+async function fail(ctx: ServiceContext, messageId: string, error: MessageError): Promise<void> {
+  await messagesService.advance(ctx, { messageId, status: 'failed', error });
 }
 
 /** Failed tries before this one; the payload comes from JSON, so anything else counts as none. */
@@ -123,30 +120,19 @@ const triesSoFar = (payload: SendAttempt): number =>
  * Another try after the next wait of the schedule (the tries so far carried in the payload), or,
  * past the schedule's end, the message fails with this last error.
  */
-async function retryLater(deps: SendDeps, scope: TenantScope, payload: SendAttempt, error: GraphError): Promise<JobOutcome> {
+async function retryLater(ctx: ServiceContext, payload: SendAttempt, error: GraphError): Promise<JobOutcome> {
   const tries = triesSoFar(payload) + 1;
-  const waitMs = deps.settings.channelSendRetryScheduleMs[tries - 1];
-  if (waitMs === undefined) return fail(deps, scope, payload.messageId, errorOf(error));
+  const waitMs = ctx.settings.channelSendRetryScheduleMs[tries - 1];
+  if (waitMs === undefined) return fail(ctx, payload.messageId, errorOf(error));
   const jittered = waitMs * (1 - JITTER + Math.random() * 2 * JITTER);
   return { retryAt: new Date(Date.now() + jittered).toISOString(), payload: { ...payload, tries } };
 }
 
-/**
- * The token was refused: the message fails and the channel goes to `error` with the platform's
- * reason, in one transaction. A token replaced meanwhile (PATCH) is not the one refused, so the
- * channel is then left as it is; a disabled channel stays disabled.
- */
-async function refuseToken(deps: SendDeps, scope: TenantScope, messageId: string, used: ChannelRow, error: GraphError): Promise<void> {
-  await inTransaction(deps, scope, async (tx) => {
-    await messagesService.advance(tx, messageId, 'failed', { error: errorOf(error) });
-    const current = await channelsRepository.findById(tx, used.id);
-    if (!current || current.access_token_sealed !== used.access_token_sealed) return;
-    const at = now();
-    await channelsRepository.update(tx, used.id, {
-      status: current.status === 'disabled' ? 'disabled' : 'error',
-      last_error: JSON.stringify({ code: error.code, message: error.message, at }),
-      updated_at: at,
-    });
+/** The token was refused: the message fails and the channel goes to `error`, in one transaction. */
+async function refuseToken(ctx: ServiceContext, messageId: string, used: ChannelRow, error: GraphError): Promise<void> {
+  await transaction(ctx, async (tx) => {
+    await messagesService.advance(tx, { messageId, status: 'failed', error: errorOf(error) });
+    await channelsService.refuseToken(tx, { channel: used, error });
   });
 }
 
