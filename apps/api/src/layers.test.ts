@@ -30,7 +30,8 @@ async function violationsIn(cwd: string): Promise<Violation[]> {
 
 const rulesBroken = (violations: Violation[]) => [...new Set(violations.map(({ rule }) => rule.name))].sort();
 
-describe('the layering rules', () => {
+// Each case runs dependency-cruiser in a process of its own: seconds each on a loaded machine.
+describe('the layering rules', { timeout: 120_000 }, () => {
   let fixture: string;
 
   /** A module that imports `name` from `from` and exports its use. */

@@ -31,22 +31,22 @@ export const handlers: Handlers = {
   'conversations.list': (ctx, input) => conversationsService.list(ctx, input.query),
   'conversations.create': (ctx, input) => conversationsService.create(ctx, input.body),
   'conversations.retrieve': (ctx, input) => conversationsService.retrieve(ctx, input.params.id),
-  'conversations.update': (ctx, input) => conversationsService.update(ctx, input.params.id, input.body),
-  'conversations.listMessages': (ctx, input) => conversationsService.listMessages(ctx, input.params.id, input.query),
+  'conversations.update': (ctx, input) => conversationsService.update(ctx, { id: input.params.id, body: input.body }),
+  'conversations.listMessages': (ctx, input) => conversationsService.listMessages(ctx, { id: input.params.id, query: input.query }),
   'messages.send': (ctx, input) => messagesService.send(ctx, input.body),
   'messages.retrieve': (ctx, input) => messagesService.retrieve(ctx, input.params.id),
   'contacts.list': (ctx, input) => contactsService.list(ctx, input.query),
   'contacts.create': (ctx, input) => contactsService.create(ctx, input.body),
   'contacts.retrieve': (ctx, input) => contactsService.retrieve(ctx, input.params.id),
-  'contacts.update': (ctx, input) => contactsService.update(ctx, input.params.id, input.body),
+  'contacts.update': (ctx, input) => contactsService.update(ctx, { id: input.params.id, body: input.body }),
   'contacts.delete': async (ctx, input) => {
     await contactsService.delete(ctx, input.params.id);
     return undefined;
   },
-  'contacts.tags.add': (ctx, input) => contactsService.addTag(ctx, input.params.id, input.body.tag),
-  'contacts.tags.remove': (ctx, input) => contactsService.removeTag(ctx, input.params.id, input.params.tag),
+  'contacts.tags.add': (ctx, input) => contactsService.addTag(ctx, { id: input.params.id, tag: input.body.tag }),
+  'contacts.tags.remove': (ctx, input) => contactsService.removeTag(ctx, { id: input.params.id, tag: input.params.tag }),
   'tags.list': (ctx, input) => tagsService.list(ctx, input.query),
-  'tags.update': (ctx, input) => tagsService.update(ctx, input.params.tag, input.body),
+  'tags.update': (ctx, input) => tagsService.update(ctx, { tag: input.params.tag, body: input.body }),
   'tags.delete': async (ctx, input) => {
     await tagsService.delete(ctx, input.params.tag);
     return undefined;
@@ -54,36 +54,37 @@ export const handlers: Handlers = {
   'orders.list': (ctx, input) => ordersService.list(ctx, input.query),
   'orders.create': (ctx, input) => ordersService.create(ctx, input.body),
   'orders.retrieve': (ctx, input) => ordersService.retrieve(ctx, input.params.id),
-  'orders.update': (ctx, input) => ordersService.update(ctx, input.params.id, input.body),
+  'orders.update': (ctx, input) => ordersService.update(ctx, { id: input.params.id, body: input.body }),
   'workflows.list': (ctx, input) => workflowsService.list(ctx, input.query),
   'workflows.create': (ctx, input) => workflowsService.create(ctx, input.body),
   'workflows.retrieve': (ctx, input) => workflowsService.retrieve(ctx, input.params.id),
-  'workflows.update': (ctx, input) => workflowsService.update(ctx, input.params.id, input.body),
+  'workflows.update': (ctx, input) => workflowsService.update(ctx, { id: input.params.id, body: input.body }),
   'workflows.delete': async (ctx, input) => {
     await workflowsService.delete(ctx, input.params.id);
     return undefined;
   },
-  'workflows.trigger': (ctx, input) => workflowsService.trigger(ctx, input.params.id, input.body),
-  'workflows.retrieveRun': (ctx, input) => workflowsService.retrieveRun(ctx, input.params.id, input.params.run_id),
-  'workflows.cancelRun': (ctx, input) => workflowsService.cancelRun(ctx, input.params.id, input.params.run_id),
-  'workflows.listRuns': (ctx, input) => workflowsService.listRuns(ctx, input.params.id, input.query),
+  'workflows.trigger': (ctx, input) => workflowsService.trigger(ctx, { workflowId: input.params.id, body: input.body }),
+  'workflows.retrieveRun': (ctx, input) => workflowsService.retrieveRun(ctx, { workflowId: input.params.id, runId: input.params.run_id }),
+  'workflows.cancelRun': (ctx, input) => workflowsService.cancelRun(ctx, { workflowId: input.params.id, runId: input.params.run_id }),
+  'workflows.listRuns': (ctx, input) => workflowsService.listRuns(ctx, { workflowId: input.params.id, query: input.query }),
   'events.list': (ctx, input) => eventsService.list(ctx, input.query),
   'webhookEndpoints.list': (ctx, input) => webhookEndpointsService.list(ctx, input.query),
   'webhookEndpoints.create': (ctx, input) => webhookEndpointsService.create(ctx, input.body),
   'webhookEndpoints.retrieve': (ctx, input) => webhookEndpointsService.retrieve(ctx, input.params.id),
-  'webhookEndpoints.update': (ctx, input) => webhookEndpointsService.update(ctx, input.params.id, input.body),
+  'webhookEndpoints.update': (ctx, input) => webhookEndpointsService.update(ctx, { id: input.params.id, body: input.body }),
   'webhookEndpoints.delete': async (ctx, input) => {
     await webhookEndpointsService.delete(ctx, input.params.id);
     return undefined;
   },
-  'webhookEndpoints.listDeliveries': (ctx, input) => webhookEndpointsService.listDeliveries(ctx, input.params.id, input.query),
-  'webhookEndpoints.retryDelivery': (ctx, input) => webhookEndpointsService.retryDelivery(ctx, input.params.id, input.params.delivery_id),
+  'webhookEndpoints.listDeliveries': (ctx, input) => webhookEndpointsService.listDeliveries(ctx, { endpointId: input.params.id, query: input.query }),
+  'webhookEndpoints.retryDelivery': (ctx, input) =>
+    webhookEndpointsService.retryDelivery(ctx, { endpointId: input.params.id, deliveryId: input.params.delivery_id }),
   'webhookEndpoints.test': (ctx, input) => testWebhookEndpoint(ctx, input.params.id),
-  'webhookEndpoints.replay': (ctx, input) => webhookEndpointsService.replay(ctx, input.params.id, input.body),
+  'webhookEndpoints.replay': (ctx, input) => webhookEndpointsService.replay(ctx, { endpointId: input.params.id, body: input.body }),
   'channels.list': (ctx, input) => channelsService.list(ctx, input.query),
   'channels.create': (ctx, input) => channelsService.create(ctx, input.body),
   'channels.retrieve': (ctx, input) => channelsService.retrieve(ctx, input.params.id),
-  'channels.update': (ctx, input) => channelsService.update(ctx, input.params.id, input.body),
+  'channels.update': (ctx, input) => channelsService.update(ctx, { id: input.params.id, body: input.body }),
   'channels.delete': async (ctx, input) => {
     await channelsService.delete(ctx, input.params.id);
     return undefined;

@@ -72,8 +72,8 @@ async function fill(ctx: ServiceContext) {
       if (turn % 2 === 0) await messagesService.receive(ctx, { conversationId: conversation.id, content });
       else await messagesService.send(ctx, { conversation_id: conversation.id, content, type: 'text' });
     }
-    if (index % 3 === 1) await conversationsService.update(ctx, conversation.id, { status: 'resolved' });
-    if (index % 6 === 5) await conversationsService.update(ctx, conversation.id, { status: 'archived' });
+    if (index % 3 === 1) await conversationsService.update(ctx, { id: conversation.id, body: { status: 'resolved' } });
+    if (index % 6 === 5) await conversationsService.update(ctx, { id: conversation.id, body: { status: 'archived' } });
   }
 
   const day = 24 * 60 * 60 * 1000;

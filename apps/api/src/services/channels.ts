@@ -86,7 +86,7 @@ export const channelsService = {
   },
 
   /** Renames, rotates secrets, disables or re-enables (`active` also clears an `error` and its last error). */
-  async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateChannelBody>): Promise<Channel> {
+  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateChannelBody> }): Promise<Channel> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const current = await findOrThrow(scope, id);

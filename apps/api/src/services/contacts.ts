@@ -103,7 +103,7 @@ export const contactsService = {
     return toContact({ ...row, account_id: ctx.accountId });
   },
 
-  async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateSchema>): Promise<Contact> {
+  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateSchema> }): Promise<Contact> {
     try {
       return await transaction(ctx, async (tx) => {
         const scope = scopeOf(tx);
@@ -149,7 +149,7 @@ export const contactsService = {
     });
   },
 
-  async addTag(ctx: ServiceContext, id: string, tag: string): Promise<Contact> {
+  async addTag(ctx: ServiceContext, { id, tag }: { id: string; tag: string }): Promise<Contact> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const current = await lockOrThrow(scope, id);
@@ -168,7 +168,7 @@ export const contactsService = {
     });
   },
 
-  async removeTag(ctx: ServiceContext, id: string, tag: string): Promise<Contact> {
+  async removeTag(ctx: ServiceContext, { id, tag }: { id: string; tag: string }): Promise<Contact> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const current = await lockOrThrow(scope, id);

@@ -83,7 +83,7 @@ export const conversationsService = {
   },
 
   /** Status changes follow CONVERSATION_TRANSITIONS; setting the current status changes nothing. */
-  async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateConversationBody>): Promise<Conversation> {
+  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateConversationBody> }): Promise<Conversation> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       // Locked first, then read: concurrent changes take turns, each deciding on what the one
@@ -109,7 +109,7 @@ export const conversationsService = {
     });
   },
 
-  async listMessages(ctx: ServiceContext, id: string, query: z.output<typeof ListMessagesQuery>) {
+  async listMessages(ctx: ServiceContext, { id, query }: { id: string; query: z.output<typeof ListMessagesQuery> }) {
     const scope = scopeOf(ctx);
     await findConversationOrThrow(scope, id);
     const { rows, total } = await messagesRepository.listByConversation(scope, id, query);

@@ -58,7 +58,7 @@ export const ordersService = {
   },
 
   /** Moves an order along ORDER_TRANSITIONS and emits `order.updated`; its current status changes nothing. */
-  async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateOrderBody>): Promise<Order> {
+  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateOrderBody> }): Promise<Order> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const row = await ordersRepository.findByIdForUpdate(scope, id);

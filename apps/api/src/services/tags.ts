@@ -37,7 +37,7 @@ export const tagsService = {
   },
 
   /** Renames a tag everywhere; a contact that has both names keeps the new one once, where it was. */
-  async update(ctx: ServiceContext, tag: string, body: z.output<typeof UpdateTagBody>): Promise<Tag> {
+  async update(ctx: ServiceContext, { tag, body }: { tag: string; body: z.output<typeof UpdateTagBody> }): Promise<Tag> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       if (body.name === tag) {

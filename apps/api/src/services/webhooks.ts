@@ -113,7 +113,7 @@ export const webhookEndpointsService = {
   },
 
   /** Partial; `status: "enabled"` re-enables an endpoint disabled by hand or by a 410. */
-  async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateWebhookEndpointBody>): Promise<WebhookEndpoint> {
+  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateWebhookEndpointBody> }): Promise<WebhookEndpoint> {
     // Validation (400) comes before existence (404); the DNS look-up stays outside the transaction.
     if (body.url !== undefined) await assertDeliverableUrl(ctx, body.url);
     return transaction(ctx, async (tx) => {
@@ -138,7 +138,7 @@ export const webhookEndpointsService = {
     if (Number(result.numDeletedRows) === 0) throw ApiError.notFound('webhook endpoint', id);
   },
 
-  async listDeliveries(ctx: ServiceContext, endpointId: string, query: z.output<typeof ListDeliveriesQuery>) {
+  async listDeliveries(ctx: ServiceContext, { endpointId, query }: { endpointId: string; query: z.output<typeof ListDeliveriesQuery> }) {
     const scope = scopeOf(ctx);
     await findEndpointOrThrow(scope, endpointId);
     const { rows, total } = await webhookDeliveriesRepository.list(scope, endpointId, { status: query.status }, query);
@@ -149,7 +149,7 @@ export const webhookEndpointsService = {
    * Makes the delivery pending with an attempt due now, and queues that attempt as a manual one,
    * which is sent even when the endpoint is disabled.
    */
-  async retryDelivery(ctx: ServiceContext, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
+  async retryDelivery(ctx: ServiceContext, { endpointId, deliveryId }: { endpointId: string; deliveryId: string }): Promise<WebhookDelivery> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       await findEndpointOrThrow(scope, endpointId);
@@ -173,7 +173,7 @@ export const webhookEndpointsService = {
    * Queues again, at once, every delivery of the endpoint created in [since, until) with `status`
    * (a receiver's outage over). They become pending, so a second call meanwhile finds none.
    */
-  async replay(ctx: ServiceContext, endpointId: string, body: z.output<typeof ReplayDeliveriesBody>): Promise<DeliveryReplay> {
+  async replay(ctx: ServiceContext, { endpointId, body }: { endpointId: string; body: z.output<typeof ReplayDeliveriesBody> }): Promise<DeliveryReplay> {
     const since = new Date(body.since).toISOString();
     const until = new Date(body.until).toISOString();
     // An empty window (until at or before since) replays nothing.

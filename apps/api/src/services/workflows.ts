@@ -178,7 +178,7 @@ export const workflowsService = {
   },
 
   /** Changes what is given; runs already started keep their own copy of the steps. */
-  async update(ctx: ServiceContext, id: string, body: z.output<typeof UpdateWorkflowBody>): Promise<Workflow> {
+  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateWorkflowBody> }): Promise<Workflow> {
     await assertRequestableUrls(ctx, body.steps);
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
@@ -212,7 +212,7 @@ export const workflowsService = {
   },
 
   /** Records a queued run and the job that executes it, in one transaction. */
-  async trigger(ctx: ServiceContext, workflowId: string, body: z.output<typeof TriggerWorkflowBody>): Promise<WorkflowRun> {
+  async trigger(ctx: ServiceContext, { workflowId, body }: { workflowId: string; body: z.output<typeof TriggerWorkflowBody> }): Promise<WorkflowRun> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const workflow = await findWorkflowOrThrow(scope, workflowId);
@@ -225,21 +225,21 @@ export const workflowsService = {
     });
   },
 
-  async listRuns(ctx: ServiceContext, workflowId: string, query: z.output<typeof ListRunsQuery>) {
+  async listRuns(ctx: ServiceContext, { workflowId, query }: { workflowId: string; query: z.output<typeof ListRunsQuery> }) {
     const scope = scopeOf(ctx);
     if (!(await workflowsRepository.findByIdIncludingDeleted(scope, workflowId))) throw ApiError.notFound('workflow', workflowId);
     const { rows, total } = await workflowRunsRepository.list(scope, { workflowId, status: query.status }, query);
     return page(rows.map(toRun), total, query.limit, query.offset);
   },
 
-  async retrieveRun(ctx: ServiceContext, workflowId: string, runId: string): Promise<WorkflowRun> {
+  async retrieveRun(ctx: ServiceContext, { workflowId, runId }: { workflowId: string; runId: string }): Promise<WorkflowRun> {
     const run = await workflowRunsRepository.findById(scopeOf(ctx), runId);
     if (!run || run.workflow_id !== workflowId) throw ApiError.notFound('workflow run', runId);
     return toRun(run);
   },
 
   /** A run still queued or waiting ends `cancelled`; its job finds it finished and stops. */
-  async cancelRun(ctx: ServiceContext, workflowId: string, runId: string): Promise<WorkflowRun> {
+  async cancelRun(ctx: ServiceContext, { workflowId, runId }: { workflowId: string; runId: string }): Promise<WorkflowRun> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);

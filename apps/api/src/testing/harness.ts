@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type EndpointDefinition, ErrorBody, type OperationId, endpoints } from '@convo/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, vi } from 'vitest';
@@ -37,6 +38,11 @@ export interface RequestOptions {
   rawBody?: string | Buffer;
   query?: Record<string, string | number | undefined>;
   headers?: Record<string, string>;
+  /**
+   * A POST's Idempotency-Key: a new one by default, as the SDKs send, so every write runs inside
+   * the transaction an idempotent request holds; null to send none.
+   */
+  idempotencyKey?: string | null;
 }
 
 /** A real server over HTTP on a fresh database, with two accounts and keys of every type. */
@@ -167,6 +173,9 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
       const headers: Record<string, string> = { ...options.headers };
       const keyToUse = options.key === undefined ? keys.full : options.key;
       if (keyToUse !== null) headers.authorization ??= `Bearer ${keyToUse}`;
+      const idempotencyKey = options.idempotencyKey === undefined ? `test_${randomUUID()}` : options.idempotencyKey;
+      const keySent = Object.keys(headers).some((name) => name.toLowerCase() === 'idempotency-key');
+      if (method === 'POST' && idempotencyKey !== null && !keySent) headers['idempotency-key'] = idempotencyKey;
       let body: string | Buffer | undefined;
       if (options.rawBody !== undefined) body = options.rawBody;
       else if (options.body !== undefined) {

@@ -68,7 +68,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       const second = spawnWorker();
       await vi.waitFor(
         async () => {
-          const runs = await workflowsService.listRuns(ctx, workflow.id, { limit: 100, offset: 0 });
+          const runs = await workflowsService.listRuns(ctx, { workflowId: workflow.id, query: { limit: 100, offset: 0 } });
           expect(runs.data.map((run) => run.status)).toEqual(Array(CONTACTS).fill('succeeded'));
         },
         { timeout: 60_000, interval: 100 },
@@ -76,7 +76,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       second.kill('SIGTERM');
       await new Promise((resolve) => second.once('exit', resolve));
 
-      const runs = (await workflowsService.listRuns(ctx, workflow.id, { limit: 100, offset: 0 })).data;
+      const runs = (await workflowsService.listRuns(ctx, { workflowId: workflow.id, query: { limit: 100, offset: 0 } })).data;
       // One run per contact.created event, each for that event's contact.
       const events = await database.db
         .selectFrom('events')

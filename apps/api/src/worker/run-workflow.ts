@@ -257,18 +257,18 @@ async function performStep(
       return;
     }
     case 'add_tag':
-      await contactsService.addTag(ctx, contact.id, step.tag);
+      await contactsService.addTag(ctx, { id: contact.id, tag: step.tag });
       return;
     case 'remove_tag':
       // The step wants the contact without the tag: already so is success.
       if (!(JSON.parse(contact.tags) as string[]).includes(step.tag)) return;
-      await contactsService.removeTag(ctx, contact.id, step.tag);
+      await contactsService.removeTag(ctx, { id: contact.id, tag: step.tag });
       return;
     case 'set_conversation_status': {
       const conversation = await conversationsRepository.findOpenForContact(scope, contact.id);
       if (!conversation) throw new StepError('no_open_conversation');
       try {
-        await conversationsService.update(ctx, conversation.id, { status: step.status });
+        await conversationsService.update(ctx, { id: conversation.id, body: { status: step.status } });
       } catch (error) {
         if (error instanceof ApiError && error.details?.constraint === 'transition') throw new StepError('transition');
         throw error;

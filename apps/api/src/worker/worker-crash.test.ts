@@ -59,7 +59,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       await vi
         .waitFor(
           async () => {
-            const page = await webhookEndpointsService.listDeliveries(ctx, endpoint.id, { limit: 10, offset: 0 });
+            const page = await webhookEndpointsService.listDeliveries(ctx, { endpointId: endpoint.id, query: { limit: 10, offset: 0 } });
             expect(page.data[0]?.status, 'the delivery to succeed').toBe('succeeded');
           },
           { timeout: 20_000, interval: 50 },
@@ -72,7 +72,7 @@ for (const dialect of ACTIVE_DIALECTS) {
 
       expect(receiver.received).toHaveLength(2);
       expect(receiver.received[1]?.id).toBe(receiver.received[0]?.id);
-      const [delivery] = (await webhookEndpointsService.listDeliveries(ctx, endpoint.id, { limit: 10, offset: 0 })).data;
+      const [delivery] = (await webhookEndpointsService.listDeliveries(ctx, { endpointId: endpoint.id, query: { limit: 10, offset: 0 } })).data;
       expect(delivery?.attempts.at(-1)).toMatchObject({ status_code: 200, error: null });
       expect(delivery?.next_attempt_at).toBeNull();
 
