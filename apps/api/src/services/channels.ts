@@ -7,7 +7,7 @@ import { type ChannelRow, channelsRepository } from '../repositories/channels.js
 import { sealSecret } from '../secret-box.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import type { Settings } from '../settings.js';
-import { type ServiceContext, transaction, page, scopeOf } from './context.js';
+import { type Change, type ServiceContext, transaction, page, scopeOf } from './context.js';
 
 const PLATFORM_NAMES: Record<Platform, string> = { whatsapp: 'WhatsApp', facebook: 'Messenger', instagram: 'Instagram' };
 
@@ -86,7 +86,7 @@ export const channelsService = {
   },
 
   /** Renames, rotates secrets, disables or re-enables (`active` also clears an `error` and its last error). */
-  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateChannelBody> }): Promise<Channel> {
+  async update(ctx: ServiceContext, { id, body }: Change<typeof UpdateChannelBody>): Promise<Channel> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const current = await findOrThrow(scope, id);

@@ -8,7 +8,7 @@ import { ordersRepository } from '../repositories/orders.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { workflowRunsRepository } from '../repositories/workflows.js';
 import { emitEvent } from './events.js';
-import { type ServiceContext, transaction, page, scopeOf, foldedSearch } from './context.js';
+import { type Change, type ServiceContext, transaction, page, scopeOf, foldedSearch } from './context.js';
 
 export const toContact = (row: Omit<ContactRow, 'conversation_count'>): Contact => ({
   id: row.id,
@@ -103,7 +103,7 @@ export const contactsService = {
     return toContact({ ...row, account_id: ctx.accountId });
   },
 
-  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateSchema> }): Promise<Contact> {
+  async update(ctx: ServiceContext, { id, body }: Change<typeof UpdateSchema>): Promise<Contact> {
     try {
       return await transaction(ctx, async (tx) => {
         const scope = scopeOf(tx);

@@ -1,3 +1,4 @@
+import type * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
 import { runTransaction } from '../db/transactions.js';
 import type { Settings } from '../settings.js';
@@ -21,6 +22,12 @@ export const scopeOf = (ctx: ServiceContext): TenantScope => new TenantScope(ctx
  */
 export const transaction = <C extends { database: DatabaseHandle }, T>(ctx: C, work: (tx: C) => Promise<T>): Promise<T> =>
   runTransaction(ctx.database.db, (trx) => work(trx === ctx.database.db ? ctx : { ...ctx, database: { ...ctx.database, db: trx } }));
+
+/** The input of a verb that changes one resource: its id, and the body validated by `Schema`. */
+export interface Change<Schema extends z.ZodType> {
+  id: string;
+  body: z.output<Schema>;
+}
 
 /** The list envelope of a page of rows. */
 export function page<T>(data: T[], total: number, limit: number, offset: number) {

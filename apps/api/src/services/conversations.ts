@@ -8,7 +8,7 @@ import { filtersOf } from '../repositories/conversation-list/filter.js';
 import { type ConversationWithContact, conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { type ServiceContext, transaction, page, scopeOf, foldedSearch } from './context.js';
+import { type Change, type ServiceContext, transaction, page, scopeOf, foldedSearch } from './context.js';
 import { emitEvent, emitEvents } from './events.js';
 
 export const toConversation = (row: ConversationWithContact): Conversation => ({
@@ -83,7 +83,7 @@ export const conversationsService = {
   },
 
   /** Status changes follow CONVERSATION_TRANSITIONS; setting the current status changes nothing. */
-  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateConversationBody> }): Promise<Conversation> {
+  async update(ctx: ServiceContext, { id, body }: Change<typeof UpdateConversationBody>): Promise<Conversation> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       // Locked first, then read: concurrent changes take turns, each deciding on what the one

@@ -5,7 +5,7 @@ import { newId, now } from '../ids.js';
 import { accountsRepository } from '../repositories/accounts.js';
 import { contactsRepository } from '../repositories/contacts.js';
 import { ORDER_NUMBER_DIGITS, type OrderRow, orderNumberKey, ordersRepository } from '../repositories/orders.js';
-import { type ServiceContext, transaction, page, scopeOf } from './context.js';
+import { type Change, type ServiceContext, transaction, page, scopeOf } from './context.js';
 import { emitEvent } from './events.js';
 
 /** Automatic order numbers start here. */
@@ -58,7 +58,7 @@ export const ordersService = {
   },
 
   /** Moves an order along ORDER_TRANSITIONS and emits `order.updated`; its current status changes nothing. */
-  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateOrderBody> }): Promise<Order> {
+  async update(ctx: ServiceContext, { id, body }: Change<typeof UpdateOrderBody>): Promise<Order> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const row = await ordersRepository.findByIdForUpdate(scope, id);

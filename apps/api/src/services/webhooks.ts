@@ -19,7 +19,7 @@ import { type WebhookDeliveryRow, type WebhookEndpointRow, webhookDeliveriesRepo
 import { webhookUrlProblem } from '../webhook-addresses.js';
 import { endpointLane, enqueue } from '../repositories/jobs.js';
 import { newKeyRow } from './accounts.js';
-import { type ServiceContext, transaction, page, scopeOf } from './context.js';
+import { type Change, type ServiceContext, transaction, page, scopeOf } from './context.js';
 
 /**
  * An attempt as stored: the public record plus whether it was a manual retry (manual attempts do
@@ -113,7 +113,7 @@ export const webhookEndpointsService = {
   },
 
   /** Partial; `status: "enabled"` re-enables an endpoint disabled by hand or by a 410. */
-  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateWebhookEndpointBody> }): Promise<WebhookEndpoint> {
+  async update(ctx: ServiceContext, { id, body }: Change<typeof UpdateWebhookEndpointBody>): Promise<WebhookEndpoint> {
     // Validation (400) comes before existence (404); the DNS look-up stays outside the transaction.
     if (body.url !== undefined) await assertDeliverableUrl(ctx, body.url);
     return transaction(ctx, async (tx) => {

@@ -8,7 +8,7 @@ import type { TenantScope } from '../repositories/tenant.js';
 import { type WorkflowRow, type WorkflowRunRow, workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
 import { enqueue } from '../repositories/jobs.js';
-import { type ServiceContext, transaction, page, scopeOf } from './context.js';
+import { type Change, type ServiceContext, transaction, page, scopeOf } from './context.js';
 
 /**
  * A run's step as stored: the public fields, and for a wait step that has started, when the
@@ -178,7 +178,7 @@ export const workflowsService = {
   },
 
   /** Changes what is given; runs already started keep their own copy of the steps. */
-  async update(ctx: ServiceContext, { id, body }: { id: string; body: z.output<typeof UpdateWorkflowBody> }): Promise<Workflow> {
+  async update(ctx: ServiceContext, { id, body }: Change<typeof UpdateWorkflowBody>): Promise<Workflow> {
     await assertRequestableUrls(ctx, body.steps);
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
