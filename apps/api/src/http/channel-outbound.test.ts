@@ -64,7 +64,7 @@ function channelTools(server: () => TestServer) {
     const { channel } = setup;
     const contact = expectBody(await server().request('POST', '/contacts', { body: { phone: phone(), name: 'Channel Contact' } }), 201, Contact);
     const ctx = { database: server().database, accountId: server().accountId, settings: server().settings };
-    const conversation = await conversationsService.create(ctx, { contact_id: contact.id, platform: channel.platform }, channel.id);
+    const conversation = await conversationsService.create(ctx, { contact_id: contact.id, platform: channel.platform, channelId: channel.id });
     if (options.lastInboundAt === undefined) return { conversation, contact, recipient: undefined };
     const recipient = channel.platform === 'whatsapp' ? (contact.phone as string).slice(1) : externalId();
     await contactIdentitiesRepository.insert(new TenantScope(server().database.db, server().accountId), {

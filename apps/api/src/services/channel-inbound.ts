@@ -75,7 +75,7 @@ function receiveOnce(ctx: ServiceContext, channel: ChannelRow, sender: ChannelSe
     await contactIdentitiesRepository.touchInbound(scope, channel.id, sender.externalId, inboundAt(message.sentAt));
     const conversation =
       (await conversationsRepository.findOpenOnChannel(scope, contact.id, channel.id)) ??
-      (await conversationsService.create(tx, { contact_id: contact.id, platform: channel.platform }, channel.id));
+      (await conversationsService.create(tx, { contact_id: contact.id, platform: channel.platform, channelId: channel.id }));
     return messagesService.receive(tx, {
       conversationId: conversation.id,
       conversationStatus: conversation.status,

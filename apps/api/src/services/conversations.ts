@@ -54,8 +54,8 @@ export const conversationsService = {
     return toConversation(await findConversationOrThrow(scopeOf(ctx), id));
   },
 
-  /** `channelId` when a channel's inbound message opens it; the API's conversations have none. */
-  async create(ctx: ServiceContext, body: z.output<typeof CreateConversationBody>, channelId: string | null = null): Promise<Conversation> {
+  /** With `channelId` when a channel's inbound message opens it (the contract's body never has one). */
+  async create(ctx: ServiceContext, body: z.output<typeof CreateConversationBody> & { channelId?: string }): Promise<Conversation> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const contact = await contactsRepository.findByIdForReference(scope, body.contact_id);
@@ -65,7 +65,7 @@ export const conversationsService = {
         id: newId('conversation'),
         contact_id: contact.id,
         platform: body.platform,
-        channel_id: channelId,
+        channel_id: body.channelId ?? null,
         status: 'active' as const,
         message_count: 0,
         last_message_content: null,
