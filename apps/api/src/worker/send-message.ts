@@ -1,6 +1,7 @@
-import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { type GraphError, sendToPlatform } from '../channels/graph-api.js';
 import type { DatabaseHandle } from '../db/database.js';
+import { databaseRateLimiter } from '../db/rate-limiter-store.js';
 import { type ChannelRow, channelsRepository, contactIdentitiesRepository } from '../repositories/channels.js';
 import { conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
@@ -160,24 +161,7 @@ export function sendRateLimiter(database: DatabaseHandle, sendsPerSecond: number
   // Whole milliseconds: the Postgres store keeps expiry times as bigint.
   const slotMs = Math.max(1, Math.ceil(1000 / sendsPerSecond));
   const options = { keyPrefix: `send${slotMs}ms`, points: 1, duration: slotMs / 1000 };
-  const pool = database.pgPool;
-  let limiter: RateLimiterAbstract;
-  if (pool) {
-    // Behind a transaction-mode pooler, which keeps no named statements, the store's are sent unnamed.
-    const storeClient = database.preparedStatements ? pool : { query: (query: { text: string; values?: unknown[] }) => pool.query(query.text, query.values) };
-    limiter = new RateLimiterPostgres({
-      ...options,
-      storeClient,
-      storeType: 'pool',
-      // Migration 0003 creates the table in the library's layout.
-      tableName: 'rate_limits',
-      tableCreated: true,
-      // One row per channel, reused by every slot: nothing piles up to sweep.
-      clearExpiredByTimeout: false,
-    });
-  } else {
-    limiter = new RateLimiterMemory(options);
-  }
+  const limiter = databaseRateLimiter(database, options);
   byRate.set(sendsPerSecond, limiter);
   return limiter;
 }
