@@ -12,6 +12,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller, once admission has authenticated the request (API routes only). */
     principal: Principal | null;
+    /** What an admitted API call brings to its operation, whichever transport carries it. */
+    call: AdmittedCall | null;
   }
   interface FastifyContextConfig {
     /** The endpoint-table operation a route serves. */
@@ -43,8 +45,8 @@ function operationOf(request: FastifyRequest, own: OperationId | undefined): Ope
  * X-RateLimit-* headers on every authenticated response), permission (403). Webhook keys open no
  * operation at all, so they are refused before they are counted against their account.
  */
-export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimits }) {
-  const { database, rateLimits } = deps;
+export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimits; settings: Settings }) {
+  const { database, rateLimits, settings } = deps;
   // Requests with one Authorization header share lookups of the key (coalesced).
   const lookUp = coalesced((authorization) => accountsService.authenticate(database, authorization));
 
@@ -62,6 +64,11 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
   async function admitCall(request: FastifyRequest, reply: FastifyReply, own: OperationId | undefined): Promise<void> {
     const principal = await authenticate(request);
     request.principal = principal;
+    const idempotencyKey = request.headers['idempotency-key'];
+    request.call = {
+      service: { database, accountId: principal.account.id, settings },
+      idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : undefined,
+    };
     const { id, rateLimit } = principal.account;
     // Webhook keys are refused before counting: a signing secret used by mistake must not spend the account's quota.
     const webhookKey = principal.key.type === 'webhook';
@@ -119,18 +126,8 @@ function refuseUnreadableParams(request: FastifyRequest): void {
   }
 }
 
-/**
- * What an admitted API call brings to its operation, whichever transport carries it: the service
- * context of the caller's account and the `Idempotency-Key` header as sent.
- */
-export function admittedCall(
-  request: FastifyRequest,
-  deps: { database: DatabaseHandle; settings: Settings },
-): { service: ServiceContext; idempotencyKey: string | undefined } {
-  if (!request.principal) throw new Error('An API call ran without admission');
-  const key = request.headers['idempotency-key'];
-  return {
-    service: { database: deps.database, accountId: request.principal.account.id, settings: deps.settings },
-    idempotencyKey: typeof key === 'string' ? key : undefined,
-  };
+/** The service context of the caller's account and the `Idempotency-Key` header as sent. */
+export interface AdmittedCall {
+  service: ServiceContext;
+  idempotencyKey: string | undefined;
 }

@@ -1,10 +1,7 @@
 import { type EndpointDefinition, type OperationId, endpoints, operationIds } from '@convo/core';
 import type { FastifyInstance, preValidationHookHandler } from 'fastify';
 import * as z from 'zod';
-import type { DatabaseHandle } from '../db/database.js';
-import { admittedCall } from '../edge/admission.js';
 import { runOperation } from '../operations.js';
-import type { Settings } from '../settings.js';
 import { querySchemaOf } from '../validation.js';
 
 /** Query parameters the schema wants as numbers: their strings are converted before validation. */
@@ -47,10 +44,7 @@ function prepareInput(operation: EndpointDefinition): preValidationHookHandler |
  * the contract's (validated by the server's validator compiler) and whose handler runs the
  * operation. Admission (key, rate limit, permission) has happened in the edge's hooks.
  */
-export function registerOperationRoutes(
-  app: FastifyInstance,
-  deps: { database: DatabaseHandle; settings: Settings; disabled: ReadonlySet<OperationId> },
-): void {
+export function registerOperationRoutes(app: FastifyInstance, deps: { disabled: ReadonlySet<OperationId> }): void {
   for (const operationId of operationIds) {
     if (deps.disabled.has(operationId)) continue;
     const operation: EndpointDefinition = endpoints[operationId];
@@ -69,8 +63,9 @@ export function registerOperationRoutes(
         // Every route runs this one closure, whose inline caches V8 shares: objects of one shape
         // (no spreads of what differs by operation) keep them off V8's slow path.
         const input = { params: operation.params ? request.params : undefined, query: request.query, body: operation.body ? request.body : undefined };
-        const { service, idempotencyKey } = admittedCall(request, deps);
-        const response = await runOperation(operationId, { service, input, idempotencyKey });
+        const call = request.call;
+        if (!call) throw new Error('An API call ran without admission');
+        const response = await runOperation(operationId, { service: call.service, input, idempotencyKey: call.idempotencyKey });
         reply.code(response.status);
         if (response.replayed) reply.header('Idempotent-Replayed', 'true');
         if (response.body === '') return reply.send();

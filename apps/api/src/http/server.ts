@@ -6,7 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { sql } from 'kysely';
 import type * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
-import { admission, admittedCall } from '../edge/admission.js';
+import { admission } from '../edge/admission.js';
 import { RateLimits } from '../edge/rate-limits.js';
 import { MAX_BODY_BYTES, acceptJsonBodies } from '../edge/request-body.js';
 import { consolePlugin } from '../console/plugin.js';
@@ -84,7 +84,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const rateLimits = options.rateLimits ?? RateLimits.create({ database, authFailuresPerMinute: settings.authFailuresPerMinute });
   // Operations this server does not serve: they are neither routed nor documented.
   const disabled = new Set<OperationId>(settings.sandboxEnabled ? [] : ['sandbox.inbound']);
-  const admit = admission({ database, rateLimits });
+  const admit = admission({ database, rateLimits, settings });
 
   const app = Fastify({
     logger: options.logger ?? false,
@@ -128,6 +128,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.decorate('apiRoutes', [] as string[]);
   app.decorate('routeTable', [] as { method: string; url: string }[]);
   app.decorateRequest('principal', null);
+  app.decorateRequest('call', null);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
@@ -171,7 +172,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
   });
 
-  registerOperationRoutes(app, { database, settings, disabled });
+  registerOperationRoutes(app, { disabled });
   await app.register(metaHooks, { database, settings });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
@@ -207,7 +208,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       router: appRouter,
       // One procedure per request, so that admission knows which operation it permits.
       allowBatching: false,
-      createContext: ({ req, res }) => ({ ...admittedCall(req, { database, settings }), requestId: req.id, reply: res }),
+      createContext: ({ req, res }) => {
+        if (!req.call) throw new Error('A tRPC call ran without admission');
+        return { ...req.call, requestId: req.id, reply: res };
+      },
       onError: ({ error, req }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
           req.log.error({ err: error.cause ?? error, requestId: req.id }, 'unexpected error');
