@@ -17,7 +17,7 @@ const migrateTo = (handle: DatabaseHandle, name: string) => new Migrator({ db: h
 const search = async (handle: DatabaseHandle, accountId: string, text: string) => {
   const digits = /\d/.test(text) ? text.replace(/\D/g, '') : undefined;
   const found = await contactsRepository.list(
-    new TenantScope(handle.db, accountId),
+    new TenantScope(handle.db, accountId, handle.capabilities),
     { search: text.toLowerCase(), searchDigits: digits },
     { limit: 20, offset: 0 },
   );
@@ -48,7 +48,7 @@ describe('migration 0013 (channels)', () => {
           .execute();
 
         await migrateToLatest(handle.db);
-        const scope = new TenantScope(handle.db, accountId);
+        const scope = new TenantScope(handle.db, accountId, handle.capabilities);
         expect(await handle.db.selectFrom('contacts').select(['id', 'phone', 'identities', 'conversation_count']).orderBy('id').execute()).toEqual([
           { id: 'ct_1', phone: '+14155550123', identities: '[]', conversation_count: 1 },
           { id: 'ct_2', phone: '+447700900555', identities: '[]', conversation_count: 1 },

@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import type pg from 'pg';
+import { type Dialect, dialects } from './dialect.js';
 import type { Database } from './schema.js';
 import { preparedStatementsPool } from './postgres-prepared-statements.js';
 import { withStatementCache } from './sqlite-statement-cache.js';
@@ -16,6 +17,8 @@ export interface DatabaseHandle {
   db: Kysely<Database>;
   /** `sqlite` or `postgres`: for logs and tests only. */
   dialect: 'sqlite' | 'postgres';
+  /** What the database supports and how it spells the SQL that differs: the repositories' one source of it. */
+  capabilities: Dialect;
   /** Several processes may share this database (Postgres); SQLite is one process. */
   sharedAcrossProcesses: boolean;
   /** The Postgres pool, for stores that share it (rate-limit counters); undefined on SQLite. */
@@ -92,6 +95,7 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
     return {
       db,
       dialect: 'postgres',
+      capabilities: dialects.postgres,
       sharedAcrossProcesses: true,
       pgPool: pool,
       preparedStatements,
@@ -115,6 +119,7 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
   return {
     db,
     dialect: 'sqlite',
+    capabilities: dialects.sqlite,
     sharedAcrossProcesses: false,
     pgPool: undefined,
     preparedStatements: true,

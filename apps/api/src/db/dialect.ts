@@ -1,10 +1,11 @@
-import { type Expression, type Kysely, PostgresAdapter, type RawBuilder, type SqlBool, sql } from 'kysely';
+import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { PLAN_PER_VALUE } from './postgres-prepared-statements.js';
 
 /**
  * What the repositories may ask of the database they run on, as capabilities and the few SQL
  * pieces that are spelled differently: the one place that knows SQLite and Postgres apart
- * (Kysely's own model: an adapter says what it supports). Repositories get it with dialectOf.
+ * (Kysely's own model: an adapter says what it supports). It travels on the database handle
+ * (DatabaseHandle.capabilities) and the tenant scope (TenantScope.dialect).
  */
 export interface Dialect {
   /**
@@ -195,15 +196,19 @@ const sqlite: Dialect = {
   missingReference: () => undefined,
 };
 
-/** The dialect of a Kysely instance or transaction (migrations too: they receive a bare Kysely). */
+/** The dialect of each database: DatabaseHandle.capabilities is one of them. */
+export const dialects: { readonly sqlite: Dialect; readonly postgres: Dialect } = { sqlite, postgres };
+
 /** Kysely over any schema: the type of code that serves every schema (the dialect's helpers, migrations). */
 // biome-ignore lint/suspicious/noExplicitAny: Kysely<any> is Kysely's own type for schema-agnostic code, as its migration guide has it.
 export type AnyKysely = Kysely<any>;
 
-export const dialectOf = (db: AnyKysely): Dialect => (db.getExecutor().adapter instanceof PostgresAdapter ? postgres : sqlite);
-
-/** For migrations, whose DDL differs by database: the rest of the code asks dialectOf for capabilities. */
-export const isPostgres = (db: AnyKysely): boolean => dialectOf(db) === postgres;
+/**
+ * For migrations, whose DDL differs by database; the rest of the code asks the handle's Dialect.
+ * Kysely's Migrator hands a migration only a Kysely instance (or its transaction), so the answer
+ * comes from public API: Postgres numbers its parameters (`$1`), SQLite does not (`?`).
+ */
+export const isPostgres = (db: AnyKysely): boolean => sql`${0}`.compile(db).sql === '$1';
 
 /**
  * `SELECT … FOR UPDATE` where rows can be locked (rowLocks), optionally skipping locked rows; the
@@ -211,11 +216,11 @@ export const isPostgres = (db: AnyKysely): boolean => dialectOf(db) === postgres
  * inserts of rows that reference the locked one (their foreign-key checks) go on meanwhile.
  */
 export function lockedForUpdate<Q extends { forUpdate(): Q; forNoKeyUpdate(): Q; skipLocked(): Q }>(
-  db: AnyKysely,
+  dialect: Dialect,
   query: Q,
   options: { skipLocked?: boolean; keysKept?: boolean } = {},
 ): Q {
-  if (!dialectOf(db).rowLocks) return query;
+  if (!dialect.rowLocks) return query;
   const locked = options.keysKept ? query.forNoKeyUpdate() : query.forUpdate();
   return options.skipLocked ? locked.skipLocked() : locked;
 }
@@ -226,8 +231,8 @@ export function lockedForUpdate<Q extends { forUpdate(): Q; forNoKeyUpdate(): Q;
  * write that references what it read never meets a foreign-key violation. The lock a foreign-key
  * check takes anyway, taken at the read.
  */
-export function lockedAgainstDelete<Q extends { forKeyShare(): Q }>(db: AnyKysely, query: Q): Q {
-  return dialectOf(db).rowLocks ? query.forKeyShare() : query;
+export function lockedAgainstDelete<Q extends { forKeyShare(): Q }>(dialect: Dialect, query: Q): Q {
+  return dialect.rowLocks ? query.forKeyShare() : query;
 }
 
 /**
@@ -235,7 +240,7 @@ export function lockedAgainstDelete<Q extends { forKeyShare(): Q }>(db: AnyKysel
  * lock), so that the holders of one name take turns without locking any row; SQLite's write
  * transactions already take turns. Call it inside a transaction.
  */
-export async function lockNameForTransaction(db: AnyKysely, name: string): Promise<void> {
-  if (!dialectOf(db).rowLocks) return;
+export async function lockNameForTransaction({ db, dialect }: { db: AnyKysely; dialect: Dialect }, name: string): Promise<void> {
+  if (!dialect.rowLocks) return;
   await sql`select pg_advisory_xact_lock(hashtextextended(${name}, 0))`.execute(db);
 }

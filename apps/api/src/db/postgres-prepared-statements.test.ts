@@ -58,7 +58,7 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres prepared statemen
         database.db
           .selectFrom('contacts')
           .select('id')
-          .where(contactContains(database.db, [{ columns: ['name_search'], fragment }]))
+          .where(contactContains(database.capabilities, [{ columns: ['name_search'], fragment }]))
           .execute();
       for (let run = 0; run < 8; run++) {
         await search('ab');

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from '../errors.js';
-import { dialectOf } from './dialect.js';
+import type { Dialect } from './dialect.js';
 import type { Database } from './schema.js';
 
 /** Runs of one transaction at most: a deadlock or serialization failure rarely strikes the same work twice. */
@@ -37,9 +37,8 @@ export class ReferenceGone extends ApiError {}
  * and the outermost transaction retries: a failed statement ends a Postgres transaction, so only
  * the outermost can run the work again.
  */
-export async function runTransaction<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+export async function runTransaction<T>(db: Kysely<Database>, dialect: Dialect, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
   if (db.isTransaction) return work(db as Transaction<Database>);
-  const dialect = dialectOf(db);
   for (let attempt = 1; ; attempt++) {
     try {
       return await db.transaction().execute(work);

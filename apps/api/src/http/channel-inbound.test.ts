@@ -528,7 +528,7 @@ describeEachDialect(
 
       // Taken together: a and b (contact and open conversation as they are); left for one at a time:
       // c (new), d (a name to fill), e (a conversation to reopen).
-      const scope = new TenantScope(server().database.db, server().accountId);
+      const scope = new TenantScope(server().database.db, server().accountId, server().database.capabilities);
       const channelRow = (await channelsRepository.findById(scope, channel.id)) as ChannelRow;
       const ctx = { database: server().database, accountId: server().accountId, settings: server().settings };
       const arrival = (from: string, content: string, profileName?: string): Arrival => ({

@@ -67,7 +67,7 @@ function channelTools(server: () => TestServer) {
     const conversation = await conversationsService.create(ctx, { contact_id: contact.id, platform: channel.platform, channelId: channel.id });
     if (options.lastInboundAt === undefined) return { conversation, contact, recipient: undefined };
     const recipient = channel.platform === 'whatsapp' ? (contact.phone as string).slice(1) : externalId();
-    await contactIdentitiesRepository.insert(new TenantScope(server().database.db, server().accountId), {
+    await contactIdentitiesRepository.insert(new TenantScope(server().database.db, server().accountId, server().database.capabilities), {
       channel_id: channel.id,
       external_id: recipient,
       contact_id: contact.id,

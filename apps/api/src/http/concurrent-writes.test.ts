@@ -220,7 +220,10 @@ describeEachDialect('concurrent writes', (server) => {
       Channel,
     );
     const ctx = { database: server().database, accountId: server().accountId, settings: server().settings };
-    const channelRow = (await channelsRepository.findById(new TenantScope(server().database.db, server().accountId), channel.id)) as ChannelRow;
+    const channelRow = (await channelsRepository.findById(
+      new TenantScope(server().database.db, server().accountId, server().database.capabilities),
+      channel.id,
+    )) as ChannelRow;
     const arrival = (from: string, content: string): Arrival => ({
       sender: { externalId: from, profileName: 'Racer' },
       message: { platformMessageId: newWamid(), type: 'text', content, media: null },
@@ -269,10 +272,11 @@ describeEachDialect('concurrent writes', (server) => {
       bothHoldOne = resolve;
     });
     let runs = 0;
-    const lock = (trx: typeof db, id: string) => lockedForUpdate(trx, trx.selectFrom('contacts').select('id').where('id', '=', id)).execute();
+    const lock = (trx: typeof db, id: string) =>
+      lockedForUpdate(server().database.capabilities, trx.selectFrom('contacts').select('id').where('id', '=', id)).execute();
     // Each locks one contact, waits until the other holds its own, then asks for the other's: a deadlock, the first time.
     const crossing = (first: string, second: string) =>
-      runTransaction(db, async (trx) => {
+      runTransaction(db, server().database.capabilities, async (trx) => {
         runs++;
         await lock(trx, first);
         if (++firstLocks === 2) bothHoldOne();
@@ -289,7 +293,7 @@ describeEachDialect('concurrent writes', (server) => {
     const db = server().database.db;
     const failing = (times: number) => {
       let runs = 0;
-      const work = runTransaction(db, async (trx) => {
+      const work = runTransaction(db, server().database.capabilities, async (trx) => {
         runs++;
         if (runs <= times) await sql`do $$ begin raise exception 'conflict' using errcode = '40001'; end $$`.execute(trx);
         return runs;
@@ -307,7 +311,7 @@ describeEachDialect('concurrent writes', (server) => {
     const elsewhere = openDatabase(server().databaseUrl);
     try {
       let runs = 0;
-      await runTransaction(server().database.db, async (trx) => {
+      await runTransaction(server().database.db, server().database.capabilities, async (trx) => {
         runs++;
         await trx.selectFrom('contacts').select('id').where('id', '=', contact.id).execute();
         if (runs === 1) await elsewhere.db.updateTable('contacts').set({ name: 'Elsewhere' }).where('id', '=', contact.id).execute();
@@ -327,7 +331,7 @@ describeEachDialect('concurrent writes', (server) => {
   it('answers the contract 404 for a write that references a row deleted before it', async (context) => {
     if (server().dialect !== 'postgres') context.skip();
     const db = server().database.db;
-    const insertOrder = runTransaction(db, (trx) =>
+    const insertOrder = runTransaction(db, server().database.capabilities, (trx) =>
       trx
         .insertInto('orders')
         .values({

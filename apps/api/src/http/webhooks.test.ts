@@ -817,7 +817,7 @@ describeEachDialect(
 
       it('refuses plain http and hosts that are or resolve to private addresses, even when stored', async () => {
         // Stored directly: as if saved under other settings, or a DNS answer that changed since.
-        const scope = new TenantScope(server().database.db, server().accountId);
+        const scope = new TenantScope(server().database.db, server().accountId, server().database.capabilities);
         const urls = [`http://127.0.0.1:${receiver.port}/plain`, `https://127.0.0.1:${receiver.port}/literal`, `https://localhost:${receiver.port}/resolved`];
         const at = new Date().toISOString();
         const ids = urls.map((_, i) => `whe_private${i}`);

@@ -1,5 +1,5 @@
 import type { Insertable, Selectable } from 'kysely';
-import { lockedForUpdate } from '../db/dialect.js';
+import { type Dialect, lockedForUpdate } from '../db/dialect.js';
 import type { AccountTable, ApiKeyTable } from '../db/schema.js';
 import { prepared } from './prepared.js';
 import type { Executor } from './tenant.js';
@@ -23,8 +23,8 @@ export const accountsRepository = {
    * SQLite's write transactions already run one at a time). Without a key lock: every insert of
    * the account's rows checks its foreign key on this row, and must not wait for, or deadlock with, it.
    */
-  lock: (db: Executor, id: string) =>
-    lockedForUpdate(db, db.selectFrom('accounts').select('accounts.id').where('accounts.id', '=', id), { keysKept: true }).execute(),
+  lock: (db: Executor, dialect: Dialect, id: string) =>
+    lockedForUpdate(dialect, db.selectFrom('accounts').select('accounts.id').where('accounts.id', '=', id), { keysKept: true }).execute(),
 };
 
 /** The query of signingSecrets, for a statement that reads them with other things (a delivery's take). */
@@ -43,7 +43,7 @@ export const apiKeysRepository = {
   insert: (db: Executor, row: Insertable<ApiKeyTable>) => db.insertInto('api_keys').values(row).execute(),
 
   /** The active key with this hash, with its account (every request: compiled once). */
-  findActiveByHash: async (db: Executor, keyHash: string) => (await findActiveByHashQuery(db, keyHash)).rows[0],
+  findActiveByHash: async (db: Executor, dialect: Dialect, keyHash: string) => (await findActiveByHashQuery({ db, dialect }, keyHash)).rows[0],
 
   findById: (db: Executor, id: string) => db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst(),
 
@@ -68,4 +68,6 @@ const activeKey = (db: Executor, keyHash: string) =>
     .where('api_keys.key_hash', '=', keyHash)
     .where('api_keys.revoked_at', 'is', null);
 
-const findActiveByHashQuery = prepared((db: Executor, keyHash: string) => activeKey(db, keyHash).selectAll('api_keys').select(accountColumns));
+const findActiveByHashQuery = prepared((db: Executor, _dialect: Dialect, keyHash: string) =>
+  activeKey(db, keyHash).selectAll('api_keys').select(accountColumns),
+);

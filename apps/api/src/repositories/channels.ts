@@ -1,5 +1,5 @@
 import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
-import { dialectOf } from '../db/dialect.js';
+import type { Dialect } from '../db/dialect.js';
 import { runTransaction } from '../db/transactions.js';
 import type { JobRow } from './jobs.js';
 import type { ChannelPayloadTable, ChannelTable, ContactIdentityTable, MessageTable } from '../db/schema.js';
@@ -15,7 +15,7 @@ export const channelsRepository = {
   findById: (scope: TenantScope, id: string) => scope.selectFrom('channels').selectAll().where('channels.id', '=', id).executeTakeFirst(),
 
   findMany: (scope: TenantScope, ids: readonly string[]) => {
-    const dialect = dialectOf(scope.db);
+    const dialect = scope.dialect;
     return scope
       .selectFrom('channels')
       .selectAll()
@@ -50,9 +50,9 @@ export const channelPayloadsRepository = {
    * statement (the payload inserted in a CTE, the job selecting from it), which the ingress target
    * of bench/README.md (Channels) needs; on SQLite in a transaction of the two.
    */
-  async insertWithJob(db: Executor, payload: ChannelPayloadRow, job: JobRow): Promise<void> {
-    if (!dialectOf(db).dataModifyingCtes) {
-      await runTransaction(db, async (trx) => {
+  async insertWithJob(db: Executor, dialect: Dialect, payload: ChannelPayloadRow, job: JobRow): Promise<void> {
+    if (!dialect.dataModifyingCtes) {
+      await runTransaction(db, dialect, async (trx) => {
         await trx.insertInto('channel_payloads').values(payload).execute();
         await trx.insertInto('jobs').values(job).execute();
       });
@@ -67,7 +67,7 @@ export const channelPayloadsRepository = {
   },
 
   findMany: (scope: TenantScope, ids: readonly string[]) => {
-    const dialect = dialectOf(scope.db);
+    const dialect = scope.dialect;
     return scope
       .selectFrom('channel_payloads')
       .selectAll()
@@ -79,7 +79,7 @@ export const channelPayloadsRepository = {
   async markProcessed(scope: TenantScope, at: string, payloads: readonly { id: string; errors: string | null }[]): Promise<void> {
     const clean = payloads.filter((payload) => payload.errors === null).map((payload) => payload.id);
     if (clean.length > 0) {
-      const dialect = dialectOf(scope.db);
+      const dialect = scope.dialect;
       await scope
         .updateTable('channel_payloads')
         .set({ processed_at: at, errors: null })
@@ -119,7 +119,7 @@ export const contactIdentitiesRepository = {
 
   /** The identities of these senders on the channel, with their contacts' names. */
   findManyWithNames: (scope: TenantScope, channelId: string, externalIds: readonly string[]) => {
-    const dialect = dialectOf(scope.db);
+    const dialect = scope.dialect;
     return scope
       .selectFrom('contact_identities')
       .innerJoin('contacts', (join) =>
@@ -133,7 +133,7 @@ export const contactIdentitiesRepository = {
 
   /** touchInbound for several senders in one statement. */
   touchInboundAll: (scope: TenantScope, channelId: string, touches: readonly { external_id: string; at: string }[]) => {
-    const dialect = dialectOf(scope.db);
+    const dialect = scope.dialect;
     return scope
       .updateTable('contact_identities')
       .from(dialect.rowsOf(touches, { external_id: 'text', at: 'text' }).as('v'))

@@ -1,5 +1,5 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
-import { type AnyKysely, dialectOf } from '../db/dialect.js';
+import type { Dialect } from '../db/dialect.js';
 import { likeContains } from './tenant.js';
 
 /** Columns of `contacts` a search may look at. */
@@ -14,10 +14,10 @@ const MIN_INDEXED_LENGTH = 3;
  * asks its FTS5 trigram table (migration 0004) and its phone-suffix table (migration 0009),
  * except for fragments too short to index.
  */
-export function contactContains(db: AnyKysely, searches: { columns: SearchColumn[]; fragment: string }[]): Expression<SqlBool> {
+export function contactContains(dialect: Dialect, searches: { columns: SearchColumn[]; fragment: string }[]): Expression<SqlBool> {
   return contactMatches(
-    db,
-    searches.map(({ columns, fragment }) => bindSearch(db, columns, fragment)),
+    dialect,
+    searches.map(({ columns, fragment }) => bindSearch(dialect, columns, fragment)),
   );
 }
 
@@ -33,17 +33,17 @@ export interface SearchTerm {
   operand: string;
 }
 
-export const bindSearch = (db: AnyKysely, columns: SearchColumn[], fragment: string): SearchTerm => {
+export const bindSearch = (dialect: Dialect, columns: SearchColumn[], fragment: string): SearchTerm => {
   const indexed = indexable(fragment);
-  return { columns, indexed, operand: indexed && dialectOf(db).contactSearchTable ? fragment : likeContains(fragment) };
+  return { columns, indexed, operand: indexed && dialect.contactSearchTable ? fragment : likeContains(fragment) };
 };
 
 /** contactContains for terms made before (bindSearch): their operands are used as values only, so a statement built from them can be compiled once (preparedByShape). */
-export function contactMatches(db: AnyKysely, terms: SearchTerm[]): Expression<SqlBool> {
+export function contactMatches(dialect: Dialect, terms: SearchTerm[]): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [];
   for (const { columns, indexed, operand } of terms) {
-    if (!indexed || !dialectOf(db).contactSearchTable) conditions.push(...columns.map((column) => dialectOf(db).like(`contacts.${column}`, operand, indexed)));
-    else conditions.push(searchTableMatch(db, columns, operand));
+    if (!indexed || !dialect.contactSearchTable) conditions.push(...columns.map((column) => dialect.like(`contacts.${column}`, operand, indexed)));
+    else conditions.push(searchTableMatch(dialect, columns, operand));
   }
   return conditions.length === 1 ? (conditions[0] as Expression<SqlBool>) : sql<SqlBool>`(${sql.join(conditions, sql` or `)})`;
 }
@@ -52,9 +52,9 @@ export function contactMatches(db: AnyKysely, terms: SearchTerm[]): Expression<S
  * A fragment of three characters or more where contacts have search tables (contactSearchTable):
  * one `rowid in (…)` of what each table finds, so a contact is looked up once whichever finds it.
  */
-function searchTableMatch(db: AnyKysely, columns: SearchColumn[], fragment: string): Expression<SqlBool> {
+function searchTableMatch(dialect: Dialect, columns: SearchColumn[], fragment: string): Expression<SqlBool> {
   const texts = columns.filter((column) => column !== 'phone_digits');
-  const rowids = dialectOf(db).searchTableRowids?.(texts, texts.length < columns.length, fragment);
+  const rowids = dialect.searchTableRowids?.(texts, texts.length < columns.length, fragment);
   return sql<SqlBool>`contacts.rowid in (${rowids})`;
 }
 
@@ -65,8 +65,8 @@ const indexable = (fragment: string) => [...fragment].length >= MIN_INDEXED_LENG
  * fragment long enough): a query that then starts from `TenantScope.selectFromFound` looks up
  * just the matching rows.
  */
-export const foundBySearchTable = (db: AnyKysely, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
-  dialectOf(db).contactSearchTable && searches.every(isIndexed);
+export const foundBySearchTable = (dialect: Dialect, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
+  dialect.contactSearchTable && searches.every(isIndexed);
 
 /** Whether a search (its fragment, or a term made of it: bindSearch) is long enough for the trigram indexes. */
 const isIndexed = (search: { fragment: string } | { indexed: boolean }) => ('indexed' in search ? search.indexed : indexable(search.fragment));

@@ -1,5 +1,5 @@
 import { type ExpressionBuilder, type Selectable, type Updateable, sql } from 'kysely';
-import { dialectOf, lockedAgainstDelete, lockedForUpdate } from '../db/dialect.js';
+import { type Dialect, lockedAgainstDelete, lockedForUpdate } from '../db/dialect.js';
 import type { ContactTable, Database } from '../db/schema.js';
 import { type SearchColumn, contactContains, foundBySearchTable } from './contact-search.js';
 import { preparedByShape } from './prepared.js';
@@ -36,8 +36,8 @@ const SORT_CONTACT_MATCHES_UP_TO = 500;
 const filtered = (scope: TenantScope, filter: ContactFilter, from: 'account' | 'matches' = 'account') => {
   const searches = filter.search ? contactSearches(filter.search, filter.searchDigits) : [];
   let query =
-    from === 'matches' && searches.length > 0 && foundBySearchTable(scope.db, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
-  if (searches.length > 0) query = query.where(() => contactContains(scope.db, searches));
+    from === 'matches' && searches.length > 0 && foundBySearchTable(scope.dialect, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
+  if (searches.length > 0) query = query.where(() => contactContains(scope.dialect, searches));
   if (filter.tag !== undefined) {
     const tag = filter.tag;
     query = query.where((eb) =>
@@ -64,8 +64,8 @@ type UnsearchedValues = { accountId: string; tag: string | undefined };
 type PageValues = UnsearchedValues & { offset: number };
 
 /** The contacts of a list without a search, newest first along the creation order. */
-const newestFirst = (db: Executor, shape: UnsearchedShape, values: UnsearchedValues) =>
-  filtered(new TenantScope(db, values.accountId), { tag: shape.tag ? values.tag : undefined })
+const newestFirst = (db: Executor, dialect: Dialect, shape: UnsearchedShape, values: UnsearchedValues) =>
+  filtered(new TenantScope(db, values.accountId, dialect), { tag: shape.tag ? values.tag : undefined })
     .orderBy('contacts.created_at', 'desc')
     .orderBy('contacts.id', 'desc')
     .limit(sql.lit(shape.limit));
@@ -74,8 +74,8 @@ const newestFirst = (db: Executor, shape: UnsearchedShape, values: UnsearchedVal
  * The page of a list without a search, compiled once per shape (preparedByShape): Kysely built it
  * at every request.
  */
-const unsearchedPage = preparedByShape((db: Executor, shape: UnsearchedShape, values: PageValues) =>
-  newestFirst(db, shape, values).selectAll().offset(values.offset),
+const unsearchedPage = preparedByShape((db: Executor, dialect: Dialect, shape: UnsearchedShape, values: PageValues) =>
+  newestFirst(db, dialect, shape, values).selectAll().offset(values.offset),
 );
 
 const rowsOf = (scope: TenantScope) => scope.selectFrom('contacts').selectAll('contacts');
@@ -85,11 +85,11 @@ const rowsOf = (scope: TenantScope) => scope.selectFrom('contacts').selectAll('c
  * creation-order index alone (each entry's tag probed by primary key), then its rows by primary
  * key; past the counted total nothing is walked.
  */
-const taggedPageWithTotal = preparedByShape((db: Executor, shape: UnsearchedShape, values: PageValues) => {
-  const scope = new TenantScope(db, values.accountId);
+const taggedPageWithTotal = preparedByShape((db: Executor, dialect: Dialect, shape: UnsearchedShape, values: PageValues) => {
+  const scope = new TenantScope(db, values.accountId, dialect);
   const counters = scope.selectFrom('contact_tag_counts').select('contact_tag_counts.contacts');
   const counted = counters.where('contact_tag_counts.tag', '=', values.tag as string);
-  const ids = newestFirst(db, shape, values).select('contacts.id').offset(values.offset);
+  const ids = newestFirst(db, dialect, shape, values).select('contacts.id').offset(values.offset);
   return db
     .selectFrom(sql<{ total: number }>`(select coalesce((${counted}), 0) as total)`.as('t'))
     .leftJoinLateral(
@@ -107,8 +107,8 @@ const taggedPageWithTotal = preparedByShape((db: Executor, shape: UnsearchedShap
  * its counter (migration 0018: kept by triggers on contact_tags, so exact under every writer); no
  * row means no contact ever had the tag.
  */
-const unsearchedCount = preparedByShape((db: Executor, shape: { tag: boolean }, values: UnsearchedValues) => {
-  const scope = new TenantScope(db, values.accountId);
+const unsearchedCount = preparedByShape((db: Executor, dialect: Dialect, shape: { tag: boolean }, values: UnsearchedValues) => {
+  const scope = new TenantScope(db, values.accountId, dialect);
   return shape.tag
     ? scope
         .selectFrom('contact_tag_counts')
@@ -127,11 +127,11 @@ export const contactsRepository = {
    * writer holding it while it waits for one of them would otherwise deadlock.
    */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.db, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id), { keysKept: true }).executeTakeFirst(),
+    lockedForUpdate(scope.dialect, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id), { keysKept: true }).executeTakeFirst(),
 
   /** The contact, locked against every other writer and every insert that references it, to delete it. */
   findByIdForDelete: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.db, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
+    lockedForUpdate(scope.dialect, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
 
   /**
    * The contact, held against a concurrent delete until the transaction ends, for a write that
@@ -139,7 +139,7 @@ export const contactsRepository = {
    * is then not found (404) instead of failing the write's foreign key.
    */
   findByIdForReference: (scope: TenantScope, id: string) =>
-    lockedAgainstDelete(scope.db, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
+    lockedAgainstDelete(scope.dialect, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
 
   findByPhone: (scope: TenantScope, phone: string) => scope.selectFrom('contacts').selectAll().where('contacts.phone', '=', phone).executeTakeFirst(),
 
@@ -147,7 +147,7 @@ export const contactsRepository = {
     if (!filter.search) {
       const shape = { tag: filter.tag !== undefined, limit: page.limit };
       const values = { accountId: scope.accountId, tag: filter.tag };
-      if (shape.tag && dialectOf(scope.db).lateralJoins) {
+      if (shape.tag && scope.dialect.lateralJoins) {
         const found = await taggedPageWithTotal(scope, shape, { ...values, offset: page.offset });
         // Past the end the one row is the total's, without a contact.
         const rows = found.filter((row) => row.id !== null) as ContactRow[];
@@ -172,7 +172,7 @@ export const contactsRepository = {
         .select((eb) => eb.fn.countAll<number>().as('total'))
         .executeTakeFirstOrThrow()
         .then((row) => Number(row.total));
-    if (foundBySearchTable(scope.db, contactSearches(filter.search, filter.searchDigits))) {
+    if (foundBySearchTable(scope.dialect, contactSearches(filter.search, filter.searchDigits))) {
       // SQLite, a search its FTS table answers: counted from the matches first; a few matches are
       // then sorted (a phone number's one contact, where walking the creation order would read
       // every contact of the account), many are found by walking the creation order.
@@ -209,7 +209,7 @@ export const contactsRepository = {
     const removed = had.filter((tag) => !tags.includes(tag));
     const added = tags.filter((tag) => !had.includes(tag)).sort(byCodePoint);
     if (removed.length === 0 && added.length === 0) return;
-    if (dialectOf(scope.db).rowLocks) await lockTagCounts(scope, [...removed, ...added]);
+    if (scope.dialect.rowLocks) await lockTagCounts(scope, [...removed, ...added]);
     if (removed.length > 0) {
       const gone = scope.deleteFrom('contact_tags').where('contact_tags.contact_id', '=', contactId);
       await gone.where('contact_tags.tag', 'in', removed).execute();

@@ -5,7 +5,7 @@ import { messagesRepository } from './messages.js';
 import { TenantScope } from './tenant.js';
 
 describeEachDialect('recording messages on a conversation', (server) => {
-  const scope = () => new TenantScope(server().database.db, server().accountId);
+  const scope = () => new TenantScope(server().database.db, server().accountId, server().database.capabilities);
 
   async function conversation(status: 'active' | 'archived' = 'active') {
     const at = '2026-01-01T00:00:00.000Z';
@@ -73,7 +73,7 @@ describeEachDialect('recording messages on a conversation', (server) => {
     const archived = await conversation('archived');
     expect(await messagesRepository.insertIntoOpenConversation(scope(), message(archived, 'x', '2026-02-01T00:00:00.000Z'))).toBe('archived');
     expect(await messagesRepository.insertIntoOpenConversation(scope(), message('conv_nope', 'x', '2026-02-01T00:00:00.000Z'))).toBe('missing');
-    const other = new TenantScope(server().database.db, server().otherAccountId);
+    const other = new TenantScope(server().database.db, server().otherAccountId, server().database.capabilities);
     expect(await messagesRepository.insertIntoOpenConversation(other, message(archived, 'x', '2026-02-01T00:00:00.000Z'))).toBe('missing');
     expect((await messagesRepository.listByConversation(scope(), archived, { limit: 10, offset: 0 })).total).toBe(0);
     expect(await conversationsRepository.findById(scope(), archived)).toMatchObject({ message_count: 0, last_message_at: null });

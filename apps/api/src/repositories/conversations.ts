@@ -1,5 +1,5 @@
 import { type Expression, type SqlBool, type Updateable, sql } from 'kysely';
-import { dialectOf, lockedForUpdate } from '../db/dialect.js';
+import { type Dialect, lockedForUpdate } from '../db/dialect.js';
 import type { ConversationTable } from '../db/schema.js';
 import type { ConversationFilter } from './conversation-list/filter.js';
 import { listConversations } from './conversation-list/list.js';
@@ -11,8 +11,10 @@ import { type Executor, TenantScope } from './tenant.js';
 export type { ConversationFilter } from './conversation-list/filter.js';
 export type { ConversationRow, ConversationWithContact } from './conversation-list/types.js';
 
-const findByIdQuery = prepared((db: Executor, accountId: string, id: string) =>
-  withContact(new TenantScope(db, accountId)).select(columns).where('conversations.id', '=', id),
+const findByIdQuery = prepared((db: Executor, dialect: Dialect, accountId: string, id: string) =>
+  withContact(new TenantScope(db, accountId, dialect))
+    .select(columns)
+    .where('conversations.id', '=', id),
 );
 
 export const conversationsRepository = {
@@ -27,7 +29,7 @@ export const conversationsRepository = {
    * events, once. Messages may still be inserted into it meanwhile (no key changes).
    */
   lockForChange: async (scope: TenantScope, id: string): Promise<boolean> =>
-    (await lockedForUpdate(scope.db, scope.selectFrom('conversations').select('conversations.id').where('conversations.id', '=', id), {
+    (await lockedForUpdate(scope.dialect, scope.selectFrom('conversations').select('conversations.id').where('conversations.id', '=', id), {
       keysKept: true,
     }).executeTakeFirst()) !== undefined,
 
@@ -114,7 +116,7 @@ export const conversationsRepository = {
     scope: TenantScope,
     recorded: readonly { conversation_id: string; added: number; content: string; at: string }[],
   ): Promise<Map<string, number>> {
-    const dialect = dialectOf(scope.db);
+    const dialect = scope.dialect;
     const values = dialect.rowsOf(recorded, { conversation_id: 'text', added: 'integer', content: 'text', at: 'text' });
     const rows = await scope
       .updateTable('conversations')
@@ -136,7 +138,7 @@ export const conversationsRepository = {
    * concurrent resolve waits, rather than leaving them in a resolved conversation).
    */
   async openOnChannelOf(scope: TenantScope, contactIds: readonly string[], channelId: string): Promise<Map<string, Pick<ConversationRow, 'id' | 'status'>>> {
-    const dialect = dialectOf(scope.db);
+    const dialect = scope.dialect;
     const query = scope
       .selectFrom('conversations')
       .select(['conversations.id', 'conversations.contact_id', 'conversations.status'])
@@ -145,7 +147,7 @@ export const conversationsRepository = {
       .where('conversations.status', '!=', 'archived')
       .orderBy('conversations.last_activity_at', 'desc')
       .orderBy('conversations.id', 'desc');
-    const rows = await lockedForUpdate(scope.db, query, { keysKept: true }).execute();
+    const rows = await lockedForUpdate(scope.dialect, query, { keysKept: true }).execute();
     const open = new Map<string, Pick<ConversationRow, 'id' | 'status'>>();
     for (const row of rows) if (!open.has(row.contact_id)) open.set(row.contact_id, { id: row.id, status: row.status });
     return open;

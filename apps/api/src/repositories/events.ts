@@ -34,7 +34,7 @@ export const eventsRepository = {
    * lock, which no writer of events waits on), so an event committed later gets a later position.
    */
   async assignPositions(scope: TenantScope): Promise<void> {
-    await lockNameForTransaction(scope.db, `event-positions:${scope.accountId}`);
+    await lockNameForTransaction(scope, `event-positions:${scope.accountId}`);
     const pending = await scope.selectFrom('events').select('events.id').where('events.position', 'is', null).limit(1).executeTakeFirst();
     if (!pending) return;
     await sql`update events set position = numbered.n

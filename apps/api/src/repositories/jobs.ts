@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MessageTemplate } from '@convo/core';
 import { type Kysely, type RawBuilder, type Selectable, type SqlBool, sql } from 'kysely';
-import { dialectOf } from '../db/dialect.js';
+import type { Dialect } from '../db/dialect.js';
 import type { Database, JobTable } from '../db/schema.js';
 import { now } from '../ids.js';
 import { type Executor, insertRows } from './tenant.js';
@@ -123,8 +123,7 @@ export interface ClaimInput {
  * that workers claiming at the same moment each find their share past the rows another has locked
  * (FOR UPDATE SKIP LOCKED).
  */
-function claimable(db: Executor, input: ClaimInput) {
-  const dialect = dialectOf(db);
+function claimable(dialect: Dialect, input: ClaimInput) {
   const due = (alias: string) => isDue(alias, input.now);
   const perLane = sql.lit(2 * input.limit);
   const accountRoom = dialect.numberIn(JSON.stringify(input.accountRoom ?? {}), 'account_id');
@@ -192,16 +191,15 @@ const laneHeadsByWalk = (due: DueCondition) => {
 };
 
 /** The claim as one statement: the jobs claimable() picks get this worker's lease. */
-export const claimStatement = (db: Executor, input: ClaimInput) =>
+export const claimStatement = (db: Executor, dialect: Dialect, input: ClaimInput) =>
   db
     .updateTable('jobs')
     .set((eb) => ({ locked_by: input.workerId, locked_until: input.leaseUntil, attempts: eb('attempts', '+', 1) }))
-    .where('id', 'in', sql<string>`(${claimable(db, input)})`)
+    .where('id', 'in', sql<string>`(${claimable(dialect, input)})`)
     .returningAll();
 
 /** Deletes the jobs this worker finished (those it still holds): one statement for many jobs. */
-const deleteFinished = (db: Executor, workerId: string, ids: readonly string[]) => {
-  const dialect = dialectOf(db);
+const deleteFinished = (db: Executor, dialect: Dialect, workerId: string, ids: readonly string[]) => {
   return db
     .deleteFrom('jobs')
     .where(dialect.isOneOf('id', dialect.boundList(ids)))
@@ -223,14 +221,15 @@ export const jobsRepository = {
    * The jobs the worker finished since its last claim leave the queue in the same transaction:
    * one commit for both, not one per finished job (bench/README.md, Webhook deliveries).
    */
-  claim: (db: Kysely<Database>, input: ClaimInput): Promise<ClaimedJob[]> =>
+  claim: (db: Kysely<Database>, dialect: Dialect, input: ClaimInput): Promise<ClaimedJob[]> =>
     db.transaction().execute(async (trx) => {
-      if (input.finished && input.finished.length > 0) await deleteFinished(trx, input.workerId, input.finished);
-      return (await claimStatement(trx, input).execute()) as ClaimedJob[];
+      if (input.finished && input.finished.length > 0) await deleteFinished(trx, dialect, input.workerId, input.finished);
+      return (await claimStatement(trx, dialect, input).execute()) as ClaimedJob[];
     }),
 
   /** The jobs a worker finished leave the queue (those it still holds); claim does it for the jobs it is given. */
-  finish: (db: Executor, workerId: string, ids: readonly string[]) => (ids.length === 0 ? Promise.resolve() : deleteFinished(db, workerId, ids).then(() => {})),
+  finish: (db: Executor, dialect: Dialect, workerId: string, ids: readonly string[]) =>
+    ids.length === 0 ? Promise.resolve() : deleteFinished(db, dialect, workerId, ids).then(() => {}),
 
   /** Runs the job again at `runAt`, releasing the lease. */
   reschedule: (db: Executor, id: string, workerId: string, runAt: string, payload?: string) =>
@@ -246,9 +245,8 @@ export const jobsRepository = {
    * renews while it lives, so a short lease is safe for long jobs and a dead worker's jobs are soon
    * free. By id, through the primary key: no index leads with `locked_by`.
    */
-  renew: (db: Executor, workerId: string, ids: readonly string[], leaseUntil: string) => {
+  renew: (db: Executor, dialect: Dialect, workerId: string, ids: readonly string[], leaseUntil: string) => {
     if (ids.length === 0) return Promise.resolve();
-    const dialect = dialectOf(db);
     return db
       .updateTable('jobs')
       .set({ locked_until: leaseUntil })

@@ -20,7 +20,7 @@ describeEachDialect('list queries', (server) => {
   const tagsOf = new Map<string, string[]>();
   let seeded = false;
 
-  const scope = () => new TenantScope(server().database.db, server().accountId);
+  const scope = () => new TenantScope(server().database.db, server().accountId, server().database.capabilities);
 
   /**
    * 720 "Qxvern" contacts (a common match), 3 "Wzkolan" contacts (a rare one), 120 "Vemdal"
@@ -151,7 +151,7 @@ describeEachDialect('list queries', (server) => {
 
     it('counts only its own account', async () => {
       await seed();
-      const other = new TenantScope(server().database.db, server().otherAccountId);
+      const other = new TenantScope(server().database.db, server().otherAccountId, server().database.capabilities);
       expect((await conversationsRepository.list(other, { search: 'qxv' }, { limit: 20, offset: 0 })).total).toBe(0);
     });
 
@@ -159,7 +159,7 @@ describeEachDialect('list queries', (server) => {
     // the first account's list must not answer the second's.
     it('lists each account its own conversations, filtered or not, one after the other', async () => {
       await seed();
-      const other = new TenantScope(server().database.db, server().otherAccountId);
+      const other = new TenantScope(server().database.db, server().otherAccountId, server().database.capabilities);
       for (const filter of [{}, { status: 'active' as const }, { platform: 'facebook' as const, status: 'resolved' as const }]) {
         expect((await conversationsRepository.list(scope(), filter, { limit: 20, offset: 0 })).total, JSON.stringify(filter)).toBeGreaterThan(0);
         expect(await conversationsRepository.list(other, filter, { limit: 20, offset: 0 }), JSON.stringify(filter)).toEqual({ rows: [], total: 0 });
@@ -198,7 +198,7 @@ describeEachDialect('list queries', (server) => {
 
     it('lists each account its own contacts, by tag or not, one after the other', async () => {
       await seed();
-      const other = new TenantScope(server().database.db, server().otherAccountId);
+      const other = new TenantScope(server().database.db, server().otherAccountId, server().database.capabilities);
       for (const filter of [{}, { tag: 'vip' }]) {
         expect((await contactsRepository.list(scope(), filter, { limit: 20, offset: 0 })).total, JSON.stringify(filter)).toBeGreaterThan(0);
         expect(await contactsRepository.list(other, filter, { limit: 20, offset: 0 }), JSON.stringify(filter)).toEqual({ rows: [], total: 0 });

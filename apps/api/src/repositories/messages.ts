@@ -1,5 +1,5 @@
 import type { Selectable, Updateable } from 'kysely';
-import { dialectOf } from '../db/dialect.js';
+import type { Dialect } from '../db/dialect.js';
 import type { MessageTable } from '../db/schema.js';
 import { runTransaction } from '../db/transactions.js';
 import { conversationsRepository, messageRecorded } from './conversations.js';
@@ -23,45 +23,47 @@ type MessageValues = [
  * Counts a message on its conversation and makes it the last one, unless the conversation is
  * archived or runs on a channel (whose sends need the channel's checks and a job: messagesService).
  */
-const recordIntoOpenConversation = prepared((db: Executor, accountId: string, conversationId: string, content: string, at: string) =>
-  messageRecorded(new TenantScope(db, accountId), conversationId, { content, at })
+const recordIntoOpenConversation = prepared((db: Executor, dialect: Dialect, accountId: string, conversationId: string, content: string, at: string) =>
+  messageRecorded(new TenantScope(db, accountId, dialect), conversationId, { content, at })
     .where('conversations.status', '!=', 'archived')
     .where('conversations.channel_id', 'is', null),
 );
 
-const insertMessage = prepared((db: Executor, ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues) =>
-  db
-    .insertInto('messages')
-    .values({ account_id: accountId, id, conversation_id: conversationId, direction, type, content, status, created_at: createdAt, updated_at: createdAt }),
+const insertMessage = prepared(
+  (db: Executor, _dialect: Dialect, ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues) =>
+    db
+      .insertInto('messages')
+      .values({ account_id: accountId, id, conversation_id: conversationId, direction, type, content, status, created_at: createdAt, updated_at: createdAt }),
 );
 
 /** Postgres: both in one statement (the update in a CTE, the insert selecting from it). */
-const sendIntoOpenConversation = prepared((db: Executor, ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues) =>
-  db
-    .with('recorded', () =>
-      messageRecorded(new TenantScope(db, accountId), conversationId, { content, at: createdAt })
-        .where('conversations.status', '!=', 'archived')
-        .where('conversations.channel_id', 'is', null)
-        .returning('conversations.id as conversation_id'),
-    )
-    .insertInto('messages')
-    .columns(['account_id', 'id', 'conversation_id', 'direction', 'type', 'content', 'status', 'created_at', 'updated_at'])
-    .expression((eb) =>
-      eb
-        .selectFrom('recorded')
-        .select([
-          eb.val(accountId).as('account_id'),
-          eb.val(id).as('id'),
-          'recorded.conversation_id',
-          eb.val(direction).as('direction'),
-          eb.val(type).as('type'),
-          eb.val(content).as('content'),
-          eb.val(status).as('status'),
-          eb.val(createdAt).as('created_at'),
-          eb.val(createdAt).as('updated_at'),
-        ]),
-    )
-    .returning('messages.id'),
+const sendIntoOpenConversation = prepared(
+  (db: Executor, dialect: Dialect, ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues) =>
+    db
+      .with('recorded', () =>
+        messageRecorded(new TenantScope(db, accountId, dialect), conversationId, { content, at: createdAt })
+          .where('conversations.status', '!=', 'archived')
+          .where('conversations.channel_id', 'is', null)
+          .returning('conversations.id as conversation_id'),
+      )
+      .insertInto('messages')
+      .columns(['account_id', 'id', 'conversation_id', 'direction', 'type', 'content', 'status', 'created_at', 'updated_at'])
+      .expression((eb) =>
+        eb
+          .selectFrom('recorded')
+          .select([
+            eb.val(accountId).as('account_id'),
+            eb.val(id).as('id'),
+            'recorded.conversation_id',
+            eb.val(direction).as('direction'),
+            eb.val(type).as('type'),
+            eb.val(content).as('content'),
+            eb.val(status).as('status'),
+            eb.val(createdAt).as('created_at'),
+            eb.val(createdAt).as('updated_at'),
+          ]),
+      )
+      .returning('messages.id'),
 );
 
 export const messagesRepository = {
@@ -69,7 +71,7 @@ export const messagesRepository = {
 
   /** Which of these platform ids a stored message has. */
   async platformIdsAmong(scope: TenantScope, platformMessageIds: readonly string[]): Promise<Set<string>> {
-    const dialect = dialectOf(scope.db);
+    const dialect = scope.dialect;
     const rows = await scope
       .selectFrom('messages')
       .select('messages.platform_message_id')
@@ -107,16 +109,17 @@ export const messagesRepository = {
   async insertIntoOpenConversation(scope: TenantScope, row: Omit<MessageRow, 'account_id'>): Promise<'recorded' | 'archived' | 'channel' | 'missing'> {
     const values = [scope.accountId, row.id, row.conversation_id, row.direction, row.type, row.content, row.status, row.created_at] as const;
     let done: boolean;
-    if (dialectOf(scope.db).dataModifyingCtes) {
-      done = (await sendIntoOpenConversation(scope.db, ...values)).rows.length > 0;
+    if (scope.dialect.dataModifyingCtes) {
+      done = (await sendIntoOpenConversation(scope, ...values)).rows.length > 0;
     } else {
       const work = async (db: Executor) => {
-        const updated = await recordIntoOpenConversation(db, scope.accountId, row.conversation_id, row.content, row.created_at);
+        const on = scope.with(db);
+        const updated = await recordIntoOpenConversation(on, scope.accountId, row.conversation_id, row.content, row.created_at);
         if (Number(updated.numAffectedRows) === 0) return false;
-        await insertMessage(db, ...values);
+        await insertMessage(on, ...values);
         return true;
       };
-      done = await runTransaction(scope.db, work);
+      done = await runTransaction(scope.db, scope.dialect, work);
     }
     return done ? 'recorded' : conversationsRepository.whyNotOpen(scope, row.conversation_id);
   },

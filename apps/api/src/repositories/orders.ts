@@ -28,7 +28,7 @@ export const ordersRepository = {
 
   /** The order, held until the transaction ends (Postgres) so that status changes take turns. */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.db, scope.selectFrom('orders').selectAll().where('orders.id', '=', id)).executeTakeFirst(),
+    lockedForUpdate(scope.dialect, scope.selectFrom('orders').selectAll().where('orders.id', '=', id)).executeTakeFirst(),
 
   setStatus: (scope: TenantScope, id: string, status: OrderRow['status'], at: string) =>
     scope.updateTable('orders').set({ status, updated_at: at }).where('orders.id', '=', id).execute(),

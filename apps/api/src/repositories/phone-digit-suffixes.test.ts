@@ -46,7 +46,7 @@ async function withDatabase(dialect: 'sqlite' | 'postgres', run: (handle: Databa
 }
 
 const phoneSearch = async (handle: DatabaseHandle, accountId: string, digits: string) => {
-  const scope = new TenantScope(handle.db, accountId);
+  const scope = new TenantScope(handle.db, accountId, handle.capabilities);
   const contacts = await contactsRepository.list(scope, { search: digits, searchDigits: digits }, { limit: 20, offset: 0 });
   return contacts.rows.map((r) => r.id).sort();
 };
@@ -144,7 +144,7 @@ describe('searches take their fragment literally', () => {
           .insertInto('contacts')
           .values(names.map((name, i) => contactRow(accountId, { id: `ct_${i}`, name, phone: `+1415555010${i}`, at: AT })))
           .execute();
-        const scope = new TenantScope(handle.db, accountId);
+        const scope = new TenantScope(handle.db, accountId, handle.capabilities);
         const found = async (search: string) => {
           const contacts = (await contactsRepository.list(scope, { search }, { limit: 20, offset: 0 })).rows.map((r) => r.name);
           const conversations = await conversationsRepository.list(scope, { search }, { limit: 20, offset: 0 });

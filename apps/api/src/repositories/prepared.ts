@@ -1,12 +1,15 @@
 import type { Compilable, CompiledQuery, QueryResult } from 'kysely';
-import type { Executor, TenantScope } from './tenant.js';
+import type { Dialect } from '../db/dialect.js';
+import type { Executor } from './tenant.js';
 
-/** What a statement compiled here runs on: an executor, or a tenant scope (its executor). */
-export type RunsOn = Executor | TenantScope;
-
-/** The executor of `target` (not `instanceof`: a test may load a second copy of tenant.ts). */
-const executorOf = (target: RunsOn): Executor =>
-  typeof (target as Partial<Executor>).getExecutor === 'function' ? (target as Executor) : (target as TenantScope).db;
+/**
+ * What a statement compiled here runs on: an executor and its database's dialect, as a tenant
+ * scope carries them (or `{ db, dialect }` for a query of no account's data).
+ */
+export interface RunsOn {
+  readonly db: Executor;
+  readonly dialect: Dialect;
+}
 
 /** A query compiled once: its SQL and, per parameter, the name of the value it takes (null: a constant of the SQL). */
 interface Template {
@@ -45,34 +48,34 @@ const parametersOf = ({ compiled, slots }: Template, values: Record<string, unkn
  * its fields: spreading Kysely's frozen CompiledQuery takes V8's slow path on every call.
  */
 const run = <Row>(target: RunsOn, { query, queryId, sql }: CompiledQuery, parameters: readonly unknown[]): Promise<QueryResult<Row>> =>
-  executorOf(target).executeQuery<Row>({ query, queryId, sql, parameters });
+  target.db.executeQuery<Row>({ query, queryId, sql, parameters });
 
 /**
  * A query of a fixed shape, built and compiled by Kysely once per dialect; each call only binds
  * its own values, sparing the hot queries (a key lookup, a read by id) Kysely's building and
- * compiling on every execution. `build` must use each argument as a plain value (a `where`
- * operand, a `set` value), never compute with it; a query whose SQL depends on the values
- * (optional filters) is built per call as usual, or by preparedByShape.
+ * compiling on every execution. `build` receives the executor and its dialect (RunsOn), then the
+ * arguments; it must use each argument as a plain value (a `where` operand, a `set` value), never
+ * compute with it; a query whose SQL depends on the values (optional filters) is built per call
+ * as usual, or by preparedByShape.
  */
-export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...args: Args) => Compilable<Row>) {
-  // The SQL depends on the dialect alone: one template per adapter class.
-  const templates = new Map<unknown, Template>();
+export function prepared<Args extends unknown[], Row>(build: (db: Executor, dialect: Dialect, ...args: Args) => Compilable<Row>) {
+  // The SQL depends on the dialect alone: one template per dialect.
+  const templates = new Map<Dialect, Template>();
 
-  const templateFor = (db: Executor, argumentCount: number): Template => {
-    const adapter = db.getExecutor().adapter.constructor;
-    let template = templates.get(adapter);
+  const templateFor = ({ db, dialect }: RunsOn, argumentCount: number): Template => {
+    let template = templates.get(dialect);
     if (!template) {
       // Placeholders for as many arguments as this call has (a rest parameter has no length).
       const names = Array.from({ length: argumentCount }, (_, i) => String(i));
-      template = templateOf(build(db, ...(names.map(placeholder) as Args)).compile(), names, 'prepared()');
-      templates.set(adapter, template);
+      template = templateOf(build(db, dialect, ...(names.map(placeholder) as Args)).compile(), names, 'prepared()');
+      templates.set(dialect, template);
     }
     return template;
   };
 
   /** Runs the query with these values: the rows, and for writes the affected count. */
   return async (target: RunsOn, ...args: Args): Promise<QueryResult<Row>> => {
-    const template = templateFor(executorOf(target), args.length);
+    const template = templateFor(target, args.length);
     return run<Row>(target, template.compiled, parametersOf(template, args as unknown as Record<string, unknown>));
   };
 }
@@ -85,29 +88,30 @@ export function prepared<Args extends unknown[], Row>(build: (db: Executor, ...a
  * A value left undefined is not a parameter (its shape does not use it). `options` is ignored:
  * every statement is sent unnamed, so Postgres plans each for its own values.
  */
-export function preparedByShape<Shape, Values extends Record<string, unknown>, Row>(build: (db: Executor, shape: Shape, values: Values) => Compilable<Row>) {
-  const templates = new Map<unknown, Map<string, Template>>();
+export function preparedByShape<Shape, Values extends Record<string, unknown>, Row>(
+  build: (db: Executor, dialect: Dialect, shape: Shape, values: Values) => Compilable<Row>,
+) {
+  const templates = new Map<Dialect, Map<string, Template>>();
 
-  const templateFor = (db: Executor, shape: Shape, values: Values): Template => {
-    const adapter = db.getExecutor().adapter.constructor;
-    let ofAdapter = templates.get(adapter);
-    if (!ofAdapter) {
-      ofAdapter = new Map();
-      templates.set(adapter, ofAdapter);
+  const templateFor = ({ db, dialect }: RunsOn, shape: Shape, values: Values): Template => {
+    let ofDialect = templates.get(dialect);
+    if (!ofDialect) {
+      ofDialect = new Map();
+      templates.set(dialect, ofDialect);
     }
     const key = JSON.stringify(shape);
-    let template = ofAdapter.get(key);
+    let template = ofDialect.get(key);
     if (!template) {
       const names = Object.keys(values).filter((name) => values[name] !== undefined);
       const placeholders = Object.fromEntries(names.map((name) => [name, placeholder(name)])) as Values;
-      template = templateOf(build(db, shape, placeholders).compile(), names, 'preparedByShape()');
-      ofAdapter.set(key, template);
+      template = templateOf(build(db, dialect, shape, placeholders).compile(), names, 'preparedByShape()');
+      ofDialect.set(key, template);
     }
     return template;
   };
 
   return async (target: RunsOn, shape: Shape, values: Values): Promise<Row[]> => {
-    const template = templateFor(executorOf(target), shape, values);
+    const template = templateFor(target, shape, values);
     return (await run<Row>(target, template.compiled, parametersOf(template, values))).rows;
   };
 }

@@ -9,7 +9,7 @@ import {
   type DeleteResult,
   sql,
 } from 'kysely';
-import { dialectOf } from '../db/dialect.js';
+import type { Dialect } from '../db/dialect.js';
 import type { Database, TenantTable } from '../db/schema.js';
 
 export type Executor = Kysely<Database> | Transaction<Database>;
@@ -39,6 +39,8 @@ export class TenantScope {
   constructor(
     readonly db: Executor,
     readonly accountId: string,
+    /** The database's capabilities (DatabaseHandle.capabilities). */
+    readonly dialect: Dialect,
   ) {}
 
   selectFrom<T extends TenantTable>(table: T): SelectQueryBuilder<Database, T, NoSelection> {
@@ -54,7 +56,7 @@ export class TenantScope {
    * gets the plain condition.
    */
   selectFromFound<T extends TenantTable>(table: T): SelectQueryBuilder<Database, T, NoSelection> {
-    if (!dialectOf(this.db).steeredPlans) return this.selectFrom(table);
+    if (!this.dialect.steeredPlans) return this.selectFrom(table);
     return (this.db.selectFrom(table) as unknown as SelectQueryBuilder<Database, T, NoSelection>).where(
       sql`+${sql.ref(`${table}.account_id`)}`,
       '=',
@@ -88,7 +90,7 @@ export class TenantScope {
 
   /** The same scope on another executor (a transaction). */
   with(db: Executor): TenantScope {
-    return new TenantScope(db, this.accountId);
+    return new TenantScope(db, this.accountId, this.dialect);
   }
 }
 

@@ -1,5 +1,5 @@
 import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
-import { dialectOf, lockedAgainstDelete, lockedForUpdate } from '../db/dialect.js';
+import { lockedAgainstDelete, lockedForUpdate } from '../db/dialect.js';
 import type { WebhookDeliveryTable, WebhookEndpointTable } from '../db/schema.js';
 import { signingSecretsOf } from './accounts.js';
 import type { TenantScope } from './tenant.js';
@@ -28,7 +28,7 @@ export const webhookEndpointsRepository = {
    * being deleted meanwhile is waited for and left out, so its deliveries are never inserted.
    */
   listEnabled: (scope: TenantScope) =>
-    lockedAgainstDelete(scope.db, scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.status', '=', 'enabled')).execute(),
+    lockedAgainstDelete(scope.dialect, scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.status', '=', 'enabled')).execute(),
 
   async list(scope: TenantScope, page: { limit: number; offset: number }) {
     const [rows, total] = await Promise.all([
@@ -62,7 +62,7 @@ const isPending = sql<SqlBool>`coalesce(webhook_deliveries.status, '') = 'pendin
 
 /** The statement of webhookDeliveriesRepository.takeForAttempt. */
 export function takeStatement(scope: TenantScope, ids: readonly string[], at: { now: string; until: string }) {
-  const dialect = dialectOf(scope.db);
+  const dialect = scope.dialect;
   const ofEndpoint = <T>(column: 'url' | 'status') =>
     sql<T | null>`(select ${sql.ref(`e.${column}`)} from webhook_endpoints e
       where e.account_id = webhook_deliveries.account_id and e.id = webhook_deliveries.endpoint_id)`;
@@ -101,7 +101,7 @@ export interface DeliveryChange {
 
 /** The statement of webhookDeliveriesRepository.updateIfUnchanged. */
 export function updateIfUnchangedStatement(scope: TenantScope, changes: readonly DeliveryChange[]) {
-  const dialect = dialectOf(scope.db);
+  const dialect = scope.dialect;
   const values = dialect.rowsOf(
     changes.map((change) => ({ ...change, attempts: change.attempts ?? null })),
     { id: 'text', expected_next_attempt_at: 'text', attempts: 'text', status: 'text', next_attempt_at: 'text', updated_at: 'text' },
@@ -214,7 +214,7 @@ export const webhookDeliveriesRepository = {
 
   /** The delivery, locked until the transaction ends, to record an attempt without losing another. */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.db, scope.selectFrom('webhook_deliveries').selectAll().where('webhook_deliveries.id', '=', id)).executeTakeFirst(),
+    lockedForUpdate(scope.dialect, scope.selectFrom('webhook_deliveries').selectAll().where('webhook_deliveries.id', '=', id)).executeTakeFirst(),
 
   /**
    * Changes pending deliveries, each only if its `next_attempt_at` still has the value that was read

@@ -17,7 +17,7 @@ export const workflowsRepository = {
   /** The workflow unless it was deleted, held until the transaction ends (Postgres). */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
     lockedForUpdate(
-      scope.db,
+      scope.dialect,
       scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).where('workflows.deleted_at', 'is', null),
     ).executeTakeFirst(),
 
@@ -79,7 +79,7 @@ export const workflowRunsRepository = {
    * holding it, so two workers that both hold its job never run the same step twice.
    */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.db, scope.selectFrom('workflow_runs').selectAll().where('workflow_runs.id', '=', id)).executeTakeFirst(),
+    lockedForUpdate(scope.dialect, scope.selectFrom('workflow_runs').selectAll().where('workflow_runs.id', '=', id)).executeTakeFirst(),
 
   /** Newest first, ties by id descending. */
   async list(scope: TenantScope, filter: RunFilter, page: { limit: number; offset: number }) {
@@ -106,7 +106,7 @@ export const workflowRunsRepository = {
   /** The runs of a workflow not finished yet, locked (Postgres) so that the worker and a cancel take turns. */
   unfinishedOfWorkflow: (scope: TenantScope, workflowId: string) =>
     lockedForUpdate(
-      scope.db,
+      scope.dialect,
       scope
         .selectFrom('workflow_runs')
         .selectAll()

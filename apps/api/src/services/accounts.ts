@@ -135,7 +135,7 @@ async function revoke(database: DatabaseHandle, keyId: string): Promise<void> {
 
 /** The active key with this hash and its account; 401 when there is none. */
 async function lookUpKey(database: DatabaseHandle, keyHash: string): Promise<KnownKey> {
-  const row = await apiKeysRepository.findActiveByHash(database.db, keyHash);
+  const row = await apiKeysRepository.findActiveByHash(database.db, database.capabilities, keyHash);
   if (!row) throw ApiError.unauthorized('Invalid API key');
   return {
     principal: {

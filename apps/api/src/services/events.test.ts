@@ -17,8 +17,13 @@ for (const dialect of ACTIVE_DIALECTS) {
       const ctx = { database: server.database, accountId: server.accountId, settings: server.settings };
       const contact = await contactsService.create(ctx, { phone: '+14155559876' });
       const count = async () =>
-        (await eventsRepository.list(new TenantScope(server.database.db, server.accountId), { since: '2000-01-01T00:00:00.000Z' }, { limit: 1, offset: 0 }))
-          .total;
+        (
+          await eventsRepository.list(
+            new TenantScope(server.database.db, server.accountId, server.database.capabilities),
+            { since: '2000-01-01T00:00:00.000Z' },
+            { limit: 1, offset: 0 },
+          )
+        ).total;
       const before = await count();
 
       let conversationId: string | undefined;

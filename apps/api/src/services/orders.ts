@@ -107,7 +107,7 @@ export const ordersService = {
           const contact = await contactsRepository.findByIdForReference(scope, body.contact_id);
           if (!contact) throw ApiError.notFound('contact', body.contact_id);
           if (number === undefined) {
-            await accountsRepository.lock(scope.db, scope.accountId);
+            await accountsRepository.lock(scope.db, scope.dialect, scope.accountId);
             number = nextNumber(await ordersRepository.maxNumberKey(scope));
           } else {
             const existing = await ordersRepository.findByNumber(scope, number);

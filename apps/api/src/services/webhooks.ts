@@ -91,7 +91,7 @@ export const webhookEndpointsService = {
     };
     return transaction(ctx, async (tx): Promise<CreatedWebhookEndpoint> => {
       const scope = scopeOf(tx);
-      await accountsRepository.lock(scope.db, scope.accountId);
+      await accountsRepository.lock(scope.db, scope.dialect, scope.accountId);
       if ((await webhookEndpointsRepository.count(scope)) >= MAX_WEBHOOK_ENDPOINTS) {
         throw ApiError.badRequest(
           'body',

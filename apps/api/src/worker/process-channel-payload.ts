@@ -37,7 +37,7 @@ export async function processChannelPayloads(
   const accountId = jobs[0]?.accountId;
   if (accountId === undefined || accountId === null) return jobs.map(() => undefined);
   const ctx: ServiceContext = { database: deps.database, accountId, settings: deps.settings };
-  const scope = new TenantScope(deps.database.db, accountId);
+  const scope = new TenantScope(deps.database.db, accountId, deps.database.capabilities);
   const payloads = await channelPayloadsRepository.findMany(
     scope,
     jobs.map((job) => job.payload.payloadId),

@@ -68,7 +68,7 @@ const isFinished = (run: WorkflowRunRow) => FINISHED_RUN_STATUSES.includes(run.s
 export async function runWorkflow(deps: { database: DatabaseHandle; settings: Settings }, job: JobContext<'run_workflow'>): Promise<JobOutcome> {
   if (job.accountId === null) return;
   const ctx: ServiceContext = { database: deps.database, accountId: job.accountId, settings: deps.settings };
-  const run = await workflowRunsRepository.findById(new TenantScope(deps.database.db, job.accountId), job.payload.runId);
+  const run = await workflowRunsRepository.findById(new TenantScope(deps.database.db, job.accountId, deps.database.capabilities), job.payload.runId);
   if (!run) return;
   // What the run changes emits events; they start no run of its own workflow (the loop guard).
   return asRunOf(run.workflow_id, async () => {

@@ -62,13 +62,13 @@ for (const dialect of ACTIVE_DIALECTS) {
         await worker.stop();
       }
       await enqueue(database.db, { id: 'job_held', kind: 'run_workflow', accountId: null, payload: { runId: 'held' } });
-      await jobsRepository.claim(database.db, {
+      await jobsRepository.claim(database.db, database.capabilities, {
         workerId: 'w_other',
         limit: 1,
         now: new Date().toISOString(),
         leaseUntil: new Date(Date.now() + 60_000).toISOString(),
       });
-      await jobsRepository.finish(database.db, 'w_mine', ['job_held']);
+      await jobsRepository.finish(database.db, database.capabilities, 'w_mine', ['job_held']);
       expect(await database.db.selectFrom('jobs').select('id').where('id', '=', 'job_held').execute()).toHaveLength(1);
       await database.db.deleteFrom('jobs').where('id', '=', 'job_held').execute();
     });
@@ -86,7 +86,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: 'orphan' } });
       const now = Date.now();
       // A worker claims it and dies without finishing.
-      const claimed = await jobsRepository.claim(database.db, {
+      const claimed = await jobsRepository.claim(database.db, database.capabilities, {
         workerId: 'dead',
         limit: 10,
         now: new Date(now).toISOString(),
@@ -249,7 +249,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       }
       await enqueue(database.db, { kind: 'deliver_webhook', accountId: 'acct_backlog', payload: { deliveryId: 'later' }, lane: endpointLane('we_backlog') });
       const now = Date.now() + 1_000;
-      const claimed = await jobsRepository.claim(database.db, {
+      const claimed = await jobsRepository.claim(database.db, database.capabilities, {
         workerId: 'w_lanes',
         limit: 4,
         now: new Date(now).toISOString(),
@@ -272,7 +272,12 @@ for (const dialect of ACTIVE_DIALECTS) {
       }
       const now = Date.now();
       const claim = (workerId: string) =>
-        jobsRepository.claim(database.db, { workerId, limit: 100, now: new Date(now).toISOString(), leaseUntil: new Date(now + 60_000).toISOString() });
+        jobsRepository.claim(database.db, database.capabilities, {
+          workerId,
+          limit: 100,
+          now: new Date(now).toISOString(),
+          leaseUntil: new Date(now + 60_000).toISOString(),
+        });
       const lanes = async (workerId: string) => (await claim(workerId)).map((job) => job.lane).sort();
       const full = (id: string) => Array.from({ length: MAX_RUNNING_PER_ENDPOINT }, () => endpointLane(id));
       expect(await lanes('w1')).toEqual([...full('we_busy'), ...full('we_calm')]);
@@ -284,7 +289,7 @@ for (const dialect of ACTIVE_DIALECTS) {
         .where('lane', '=', endpointLane('we_busy'))
         .where('locked_by', '=', 'w1')
         .executeTakeFirstOrThrow();
-      await jobsRepository.finish(database.db, 'w1', [done.id]);
+      await jobsRepository.finish(database.db, database.capabilities, 'w1', [done.id]);
       expect(await lanes('w2')).toEqual([endpointLane('we_busy')]);
       await database.db.deleteFrom('jobs').where('kind', '=', 'deliver_webhook').execute();
     });
@@ -357,7 +362,7 @@ for (const dialect of ACTIVE_DIALECTS) {
         };
         const now = Date.now();
         const input = { workerId: 'w_plan', limit: 16, now: new Date(now).toISOString(), leaseUntil: new Date(now + 60_000).toISOString() };
-        const planOf = async () => laneReads((await claimStatement(database.db, input).explain('json')) as never);
+        const planOf = async () => laneReads((await claimStatement(database.db, database.capabilities, input).explain('json')) as never);
         try {
           // Nothing has analysed the table yet.
           await queueBacklog();
@@ -372,7 +377,7 @@ for (const dialect of ACTIVE_DIALECTS) {
           await database.db.deleteFrom('jobs').where('account_id', '=', 'acct_plan').execute();
           await queueBacklog();
           expect(await planOf()).toEqual(['ordered']);
-          expect(await jobsRepository.claim(database.db, input)).toHaveLength(16);
+          expect(await jobsRepository.claim(database.db, database.capabilities, input)).toHaveLength(16);
         } finally {
           await database.db.deleteFrom('jobs').where('account_id', '=', 'acct_plan').execute();
           await sql`alter table jobs reset (autovacuum_enabled)`.execute(database.db);

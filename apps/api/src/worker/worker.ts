@@ -127,7 +127,13 @@ export class Worker {
   private async renew(): Promise<void> {
     const ids = [...this.runningIds, ...this.finished];
     try {
-      await jobsRepository.renew(this.options.database.db, this.id, ids, new Date(Date.now() + this.options.leaseMs).toISOString());
+      await jobsRepository.renew(
+        this.options.database.db,
+        this.options.database.capabilities,
+        this.id,
+        ids,
+        new Date(Date.now() + this.options.leaseMs).toISOString(),
+      );
     } catch (error) {
       // The next renewal tries again; past the lease another worker may run the jobs again (at least once).
       this.options.logger?.error({ err: error, jobs: ids.length }, 'worker: renewing leases failed');
@@ -163,7 +169,7 @@ export class Worker {
   }
 
   private flushFinished(): Promise<void> {
-    return this.handOverFinished((ids) => jobsRepository.finish(this.options.database.db, this.id, ids));
+    return this.handOverFinished((ids) => jobsRepository.finish(this.options.database.db, this.options.database.capabilities, this.id, ids));
   }
 
   /** Gives the finished jobs to a statement that deletes them; if it fails they wait for the next one. */
@@ -267,7 +273,7 @@ export class Worker {
     const accountRoom: Record<string, number> = {};
     for (const [account, running] of this.runningByAccount) accountRoom[account] = Math.max(0, perAccount - running);
     return this.handOverFinished((finished) =>
-      jobsRepository.claim(this.options.database.db, {
+      jobsRepository.claim(this.options.database.db, this.options.database.capabilities, {
         workerId: this.id,
         limit,
         now: new Date(now).toISOString(),

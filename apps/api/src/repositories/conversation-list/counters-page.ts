@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { dialectOf } from '../../db/dialect.js';
+import type { Dialect } from '../../db/dialect.js';
 import { preparedByShape } from '../prepared.js';
 import { type Executor, TenantScope } from '../tenant.js';
 import { type ConversationFilter, type FilterShape, type FilterValues, filterOf, filterShape, filterValues, whereFiltered } from './filter.js';
@@ -14,7 +14,7 @@ import type { ConversationWithContact, ListResult, Page } from './types.js';
 export async function countersPage(scope: TenantScope, filter: ConversationFilter, page: Page): Promise<ListResult> {
   const shape = { ...filterShape(filter), ...pageShape(page) };
   const values = { ...filterValues(scope, filter), offset: offsetOf(page) };
-  if (dialectOf(scope.db).lateralJoins) {
+  if (scope.dialect.lateralJoins) {
     // One statement: the total, and the page's rows unless the offset is past it.
     const found = (await totalAndPageQuery(scope, shape, values)) as (ConversationWithContact & { total: unknown })[];
     const total = Number(found[0]?.total ?? 0);
@@ -31,8 +31,8 @@ export const countersTotal = (scope: TenantScope, filter: ConversationFilter) =>
     eb.fn.coalesce(eb.fn.sum<number>('conversation_counts.count'), sql.lit(0)).as('total'),
   );
 
-const countersQuery = preparedByShape((db: Executor, shape: FilterShape, values: FilterValues) =>
-  countersTotal(new TenantScope(db, values.accountId), filterOf(shape, values)),
+const countersQuery = preparedByShape((db: Executor, dialect: Dialect, shape: FilterShape, values: FilterValues) =>
+  countersTotal(new TenantScope(db, values.accountId, dialect), filterOf(shape, values)),
 );
 
 /** countersTotal, run. */
@@ -44,14 +44,14 @@ type ListValues = FilterValues & { offset: number | undefined };
 
 const idsQuery = (scope: TenantScope, filter: ConversationFilter) => whereFiltered(scope.selectFrom('conversations'), 'conversations', filter);
 
-const pageQuery = preparedByShape((db: Executor, shape: ListShape, values: ListValues) => {
-  const scope = new TenantScope(db, values.accountId);
+const pageQuery = preparedByShape((db: Executor, dialect: Dialect, shape: ListShape, values: ListValues) => {
+  const scope = new TenantScope(db, values.accountId, dialect);
   return pageOf(scope, idsQuery(scope, filterOf(shape, values)), 'activity', shape, values.offset);
 });
 
 /** The counters' total (materialized once) joined to the page's rows when the offset is before it. */
-const totalAndPageQuery = preparedByShape((db: Executor, shape: ListShape, values: ListValues) => {
-  const scope = new TenantScope(db, values.accountId);
+const totalAndPageQuery = preparedByShape((db: Executor, dialect: Dialect, shape: ListShape, values: ListValues) => {
+  const scope = new TenantScope(db, values.accountId, dialect);
   const filter = filterOf(shape, values);
   const ordered = idsQuery(scope, filter).select('conversations.id').orderBy('conversations.last_activity_at', 'desc');
   const ids = limitedTo(ordered.orderBy('conversations.id', 'desc'), shape, values.offset);
@@ -62,7 +62,7 @@ const totalAndPageQuery = preparedByShape((db: Executor, shape: ListShape, value
     )
     .selectFrom('t')
     .leftJoinLateral(
-      () => rowsWithIdsIn(scope, dialectOf(db).listFrom(ids)).as('r'),
+      () => rowsWithIdsIn(scope, dialect.listFrom(ids)).as('r'),
       (join) => join.on(sql<boolean>`t.total > ${shape.deep ? values.offset : sql.lit(0)}`),
     )
     .select(sql<number>`t.total`.as('total'))

@@ -49,7 +49,7 @@ describeEachDialect('conversation list filters', (server) => {
     }
   });
   let seeded = false;
-  const scope = () => new TenantScope(server().database.db, server().otherAccountId);
+  const scope = () => new TenantScope(server().database.db, server().otherAccountId, server().database.capabilities);
   async function seed() {
     if (seeded) return;
     seeded = true;

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { dialectOf } from '../../db/dialect.js';
+import type { Dialect } from '../../db/dialect.js';
 import type { SearchTerm } from '../contact-search.js';
 import { preparedByShape } from '../prepared.js';
 import { type Executor, TenantScope } from '../tenant.js';
@@ -37,8 +37,8 @@ export type SearchContacts = {
 
 /** Reads a search's contacts; given `page` (a search without a filter), Postgres' statement finds the page too. */
 export async function searchContacts(scope: TenantScope, filter: ConversationFilter & { search: string }, page?: Page) {
-  const terms = conversationSearchTerms(scope.db, filter);
-  const paged = page !== undefined && dialectOf(scope.db).lateralJoins;
+  const terms = conversationSearchTerms(scope.dialect, filter);
+  const paged = page !== undefined && scope.dialect.lateralJoins;
   const shape: SummaryShape = {
     terms: terms.map(({ columns, indexed }) => ({ columns, indexed })),
     page: paged ? pageShape(page) : undefined,
@@ -75,8 +75,8 @@ export const givenPage = async (scope: TenantScope, filter: ConversationFilter, 
   )) as ConversationWithContact[];
 
 const givenPageQuery = preparedByShape(
-  (db: Executor, shape: FilterShape & PageShape, values: FilterValues & { contactIds: string[] | string; offset: number | undefined }) => {
-    const scope = new TenantScope(db, values.accountId);
+  (db: Executor, dialect: Dialect, shape: FilterShape & PageShape, values: FilterValues & { contactIds: string[] | string; offset: number | undefined }) => {
+    const scope = new TenantScope(db, values.accountId, dialect);
     const conversations = whereFiltered(conversationsWith(scope, 'contact_id', values.contactIds), 'conversations', filterOf(shape, values));
     return pageOf(scope, conversations, 'sorted', shape, values.offset);
   },
@@ -95,9 +95,8 @@ interface SummaryShape {
 /** The operands (bindSearch) of the name's term and of the digits' term; the page's offset. */
 type SummaryValues = { accountId: string; name: string; digits: string | undefined; offset: number | undefined };
 
-const summaryQuery = preparedByShape((db: Executor, shape: SummaryShape, values: SummaryValues) => {
-  const scope = new TenantScope(db, values.accountId);
-  const dialect = dialectOf(db);
+const summaryQuery = preparedByShape((db: Executor, dialect: Dialect, shape: SummaryShape, values: SummaryValues) => {
+  const scope = new TenantScope(db, values.accountId, dialect);
   const terms = shape.terms.map((term, i) => ({ ...term, operand: (i === 0 ? values.name : values.digits) as string }));
   const summary = db
     .with(

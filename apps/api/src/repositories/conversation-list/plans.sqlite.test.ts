@@ -1,4 +1,4 @@
-import { CompiledQuery, sql } from 'kysely';
+import { CompiledQuery, SqliteQueryCompiler, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { DatabaseHandle } from '../../db/database.js';
 import type { TestDatabase } from '../../testing/databases.js';
@@ -56,12 +56,13 @@ describe('conversation search plans on SQLite', () => {
     capturing = true;
     const db = database.db.withPlugin({
       transformQuery: (args) => {
-        if (capturing) captured.push(database.db.getExecutor().compileQuery(args.node, args.queryId));
+        // SqliteDialect's own compiler, as Kysely's SQLite dialect creates it.
+        if (capturing) captured.push(new SqliteQueryCompiler().compileQuery(args.node, args.queryId));
         return args.node;
       },
       transformResult: async (args) => args.result,
     });
-    const { total } = await conversationsRepository.list(new TenantScope(db as Executor, accountId), filter, {
+    const { total } = await conversationsRepository.list(new TenantScope(db as Executor, accountId, database.capabilities), filter, {
       limit: 20,
       offset: 0,
     });

@@ -1,5 +1,5 @@
 import { type AliasedExpression, type Expression, type SelectQueryBuilder, sql } from 'kysely';
-import { dialectOf } from '../../db/dialect.js';
+import type { Dialect } from '../../db/dialect.js';
 import type { Database } from '../../db/schema.js';
 import { type SearchColumn, type SearchTerm, bindSearch, contactMatches, foundBySearchTable } from '../contact-search.js';
 import { prepared } from '../prepared.js';
@@ -49,7 +49,7 @@ void everyColumnRead;
  * Postgres plans the same join from its estimates.
  */
 export const conversationsOfEach = <A extends string>(scope: TenantScope, outer: AliasedExpression<{ id: string }, A>, column: 'id' | 'contact_id') => {
-  const conversations = column === 'contact_id' ? dialectOf(scope.db).indexedBy('conversations', 'conversations_contact_idx') : 'conversations';
+  const conversations = column === 'contact_id' ? scope.dialect.indexedBy('conversations', 'conversations_contact_idx') : 'conversations';
   return scope.db
     .selectFrom(outer as AliasedExpression<{ id: string }, 'outer'>)
     .crossJoin(conversations as 'conversations')
@@ -59,7 +59,7 @@ export const conversationsOfEach = <A extends string>(scope: TenantScope, outer:
 
 /** The conversations whose `column` is one of the ids of a bound list (boundList). */
 export const conversationsWith = (scope: TenantScope, column: 'id' | 'contact_id', list: string[] | string): ConversationsQuery =>
-  conversationsOfEach(scope, dialectOf(scope.db).idsIn(list).as('outer'), column);
+  conversationsOfEach(scope, scope.dialect.idsIn(list).as('outer'), column);
 
 /**
  * A page as a statement compiled once per shape takes it: its LIMIT a literal (SQLite re-prepares a
@@ -84,7 +84,7 @@ export const limitedTo = <Q extends SelectQueryBuilder<any, any, any>>(query: Q,
  * contacts.
  */
 export const pageOf = (scope: TenantScope, conversations: ConversationsQuery, order: 'activity' | 'sorted', shape: PageShape, offset: number | undefined) => {
-  const activity = order === 'sorted' ? dialectOf(scope.db).unindexed('conversations.last_activity_at') : sql.ref('conversations.last_activity_at');
+  const activity = order === 'sorted' ? scope.dialect.unindexed('conversations.last_activity_at') : sql.ref('conversations.last_activity_at');
   const ids = limitedTo(conversations.select('conversations.id').orderBy(activity, 'desc').orderBy('conversations.id', 'desc'), shape, offset);
   return withContactJoined(conversationsOfEach(scope, ids.as('outer'), 'id'))
     .select(columns)
@@ -98,16 +98,16 @@ export const pageOf = (scope: TenantScope, conversations: ConversationsQuery, or
  * planned as primary-key probes whatever the planner guesses of the array.
  */
 export const rowsWithIdsIn = (scope: TenantScope, ids: Expression<unknown>) =>
-  withContact(scope).select(columns).where(dialectOf(scope.db).isInList('conversations.id', ids));
+  withContact(scope).select(columns).where(scope.dialect.isInList('conversations.id', ids));
 
 /** Conversations by id, with their contacts, latest activity first (a page whose ids are known). */
 export const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<ConversationWithContact[]> => {
   if (ids.length === 0) return [];
-  return (await rowsWithIdsQuery(scope, scope.accountId, dialectOf(scope.db).boundList(ids))).rows as ConversationWithContact[];
+  return (await rowsWithIdsQuery(scope, scope.accountId, scope.dialect.boundList(ids))).rows as ConversationWithContact[];
 };
 
-const rowsWithIdsQuery = prepared((db: Executor, accountId: string, ids: string[] | string) =>
-  withContactJoined(conversationsWith(new TenantScope(db, accountId), 'id', ids))
+const rowsWithIdsQuery = prepared((db: Executor, dialect: Dialect, accountId: string, ids: string[] | string) =>
+  withContactJoined(conversationsWith(new TenantScope(db, accountId, dialect), 'id', ids))
     .select(columns)
     .orderBy('conversations.last_activity_at', 'desc')
     .orderBy('conversations.id', 'desc'),
@@ -124,16 +124,18 @@ const conversationSearches = (filter: ConversationFilter & { search: string }) =
       ];
 
 /** A search's terms (bindSearch): what its statement binds for each of conversationSearches. */
-export const conversationSearchTerms = (db: Executor, filter: ConversationFilter & { search: string }) =>
-  conversationSearches(filter).map(({ columns, fragment }) => bindSearch(db, columns, fragment));
+export const conversationSearchTerms = (dialect: Dialect, filter: ConversationFilter & { search: string }) =>
+  conversationSearches(filter).map(({ columns, fragment }) => bindSearch(dialect, columns, fragment));
 
 /** The contacts these terms match (from the rows the search tables find, where they find them all). */
 export const contactsMatching = (scope: TenantScope, terms: SearchTerm[]) =>
-  (foundBySearchTable(scope.db, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() => contactMatches(scope.db, terms));
+  (foundBySearchTable(scope.dialect, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() =>
+    contactMatches(scope.dialect, terms),
+  );
 
 /** The conversations of a search's contacts, one probe of `conversations_contact_idx` per contact, filtered. */
 export const conversationsOfContacts = (scope: TenantScope, filter: ConversationFilter & { search: string }) => {
-  const contacts = contactsMatching(scope, conversationSearchTerms(scope.db, filter)).select('contacts.id');
+  const contacts = contactsMatching(scope, conversationSearchTerms(scope.dialect, filter)).select('contacts.id');
   return whereFiltered(conversationsOfEach(scope, contacts.as('outer'), 'contact_id'), 'conversations', filter);
 };
 
@@ -146,5 +148,5 @@ export const countOf = async (query: ConversationsQuery): Promise<number> => {
 /** The account's conversations read through `index` (where plans are steered: INDEXED BY). */
 export const conversationsThrough = (scope: TenantScope, index: string): ConversationsQuery =>
   scope.db
-    .selectFrom(dialectOf(scope.db).indexedBy('conversations', index) as unknown as 'conversations')
+    .selectFrom(scope.dialect.indexedBy('conversations', index) as unknown as 'conversations')
     .where(sql.ref('conversations.account_id'), '=', scope.accountId) as unknown as ConversationsQuery;

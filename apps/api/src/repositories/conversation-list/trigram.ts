@@ -1,5 +1,5 @@
 import { type Expression, sql } from 'kysely';
-import { dialectOf } from '../../db/dialect.js';
+import type { Dialect } from '../../db/dialect.js';
 import { prepared, preparedByShape } from '../prepared.js';
 import { type Executor, TenantScope } from '../tenant.js';
 import { countersTotal } from './counters-page.js';
@@ -15,7 +15,7 @@ import type { ConversationWithContact, ListResult, Page } from './types.js';
  * (a rare fragment): the list then takes the way of any other search.
  */
 export async function trigramPage(scope: TenantScope, trigram: string, page: Page): Promise<ListResult | undefined> {
-  if (dialectOf(scope.db).lateralJoins) {
+  if (scope.dialect.lateralJoins) {
     // One statement: the counts, and the walk's rows when walking is the cheaper way.
     const values = { accountId: scope.accountId, trigram, offset: offsetOf(page) };
     const found = (await totalAndWalkQuery(scope, pageShape(page), values)) as (ConversationWithContact & {
@@ -44,19 +44,19 @@ const counts = (scope: TenantScope, trigram: string) => ({
   selected: sql<number>`(${countersTotal(scope, {})})`,
 });
 
-const countsQuery = prepared((db: Executor, accountId: string, trigram: string) => {
-  const { total, selected } = counts(new TenantScope(db, accountId), trigram);
+const countsQuery = prepared((db: Executor, dialect: Dialect, accountId: string, trigram: string) => {
+  const { total, selected } = counts(new TenantScope(db, accountId, dialect), trigram);
   return db.selectNoFrom([total.as('total'), selected.as('selected')]);
 });
 
 /** The conversations whose copy of the contact's name contains the fragment, along the activity index. */
 const walked = (scope: TenantScope, trigram: string) =>
-  conversationsThrough(scope, 'conversations_activity_idx').where(() => dialectOf(scope.db).contains('conversations.contact_name_search', trigram));
+  conversationsThrough(scope, 'conversations_activity_idx').where(() => scope.dialect.contains('conversations.contact_name_search', trigram));
 
 type WalkValues = { accountId: string; trigram: string; offset: number | undefined };
 
-const walkQuery = preparedByShape((db: Executor, shape: PageShape, values: WalkValues) => {
-  const scope = new TenantScope(db, values.accountId);
+const walkQuery = preparedByShape((db: Executor, dialect: Dialect, shape: PageShape, values: WalkValues) => {
+  const scope = new TenantScope(db, values.accountId, dialect);
   return pageOf(scope, walked(scope, values.trigram), 'activity', shape, values.offset);
 });
 
@@ -64,8 +64,8 @@ const walkQuery = preparedByShape((db: Executor, shape: PageShape, values: WalkV
  * The counts and, through a LATERAL join, the walk's rows; the walk's LIMIT is 0 when sorting is
  * cheaper (walkIsCheaper, evaluated by the database), which ends it before its first entry.
  */
-const totalAndWalkQuery = preparedByShape((db: Executor, shape: PageShape, values: WalkValues) => {
-  const scope = new TenantScope(db, values.accountId);
+const totalAndWalkQuery = preparedByShape((db: Executor, dialect: Dialect, shape: PageShape, values: WalkValues) => {
+  const scope = new TenantScope(db, values.accountId, dialect);
   const { total, selected } = counts(scope, values.trigram);
   const limit = (total: Expression<number>, selected: Expression<number>) => {
     const cheaper = sql`(${sql.lit(shape.limit)} + ${shape.deep ? values.offset : sql.lit(0)}) * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
@@ -77,7 +77,7 @@ const totalAndWalkQuery = preparedByShape((db: Executor, shape: PageShape, value
   return db
     .selectFrom(sql`(select ${total} as total, ${selected} as selected)`.as('t'))
     .leftJoinLateral(
-      () => rowsWithIdsIn(scope, dialectOf(db).listFrom(paged)).as('r'),
+      () => rowsWithIdsIn(scope, dialect.listFrom(paged)).as('r'),
       (join) => join.onTrue(),
     )
     .select([sql<number>`t.total`.as('total'), sql<number>`t.selected`.as('selected')])
