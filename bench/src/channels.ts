@@ -67,7 +67,13 @@ function whatsappText(payloads: Payloads, n: number): { body: string; signature:
               metadata: { display_phone_number: '15550783881', phone_number_id: payloads.phoneNumberId },
               contacts: [{ profile: { name: `Customer ${customer}` }, wa_id: waId }],
               messages: [
-                { from: waId, id: wamid, timestamp: String(Math.floor(Date.now() / 1000)), type: 'text', text: { body: `Hello, this is message ${n}` } },
+                {
+                  from: waId,
+                  id: wamid,
+                  timestamp: String(Math.floor(Date.now() / 1000)),
+                  type: 'text',
+                  text: { body: `Hello, this is message ${n}` },
+                },
               ],
             },
           },
@@ -107,7 +113,11 @@ function load(configPath: string): void {
           path: config.path,
           setupRequest: (request) => {
             const { body, signature } = requests[next++ % requests.length] as { body: string; signature: string };
-            return { ...request, body, headers: { ...request.headers, 'content-type': 'application/json', 'x-hub-signature-256': signature } };
+            return {
+              ...request,
+              body,
+              headers: { ...request.headers, 'content-type': 'application/json', 'x-hub-signature-256': signature },
+            };
           },
         },
       ],
@@ -129,8 +139,10 @@ function load(configPath: string): void {
 // The harness
 
 const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(String(process.argv[i]).replace(/^--/, ''), String(process.argv[i + 1]));
-const ADMIN_URL = args.get('postgres-url') ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+for (let i = 2; i < process.argv.length; i += 2)
+  args.set(String(process.argv[i]).replace(/^--/, ''), String(process.argv[i + 1]));
+const ADMIN_URL =
+  args.get('postgres-url') ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const BACKLOG = Number(args.get('backlog') ?? 50_000);
 const CONNECTIONS = Number(args.get('connections') ?? 32);
 const RATE = Number(args.get('rate') ?? 200);
@@ -159,7 +171,9 @@ const receiver = createServer((req: IncomingMessage, res: ServerResponse) => {
     received++;
     lastArrival = at;
     try {
-      const event = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: { platform_message_id?: string | null } };
+      const event = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        data?: { platform_message_id?: string | null };
+      };
       const wamid = event.data?.platform_message_id;
       if (wamid && !arrivals.has(wamid)) arrivals.set(wamid, at);
     } catch {}
@@ -214,7 +228,12 @@ const stop = async (child: ChildProcess) => {
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (message: string) => process.stderr.write(`[channels] ${message}\n`);
 
-async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string, every = 20): Promise<void> {
+async function waitUntil(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  every = 20,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -245,7 +264,8 @@ const postgresTicks = (): Map<number, number> => {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('postgres: ')) ticks.set(Number(entry), processTicks(Number(entry)));
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('postgres: '))
+        ticks.set(Number(entry), processTicks(Number(entry)));
     } catch {
       // The process has gone.
     }
@@ -279,12 +299,18 @@ interface AutocannonJson {
 }
 
 /** One batch of `amount` signed POSTs at `connections`, from the load generator's process. */
-async function post(config: LoadConfig, tmp: string): Promise<{ perSecond: number; result: AutocannonJson; seconds: number }> {
+async function post(
+  config: LoadConfig,
+  tmp: string,
+): Promise<{ perSecond: number; result: AutocannonJson; seconds: number }> {
   const configPath = join(tmp, `load-${config.tag}.json`);
   writeFileSync(configPath, JSON.stringify(config));
   let started = 0;
   const output = await new Promise<string>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', SELF, 'load', configPath], { cwd: BENCH_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', SELF, 'load', configPath], {
+      cwd: BENCH_DIR,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.add(child);
     let stdout = '';
     let stderr = '';
@@ -316,14 +342,19 @@ async function main(): Promise<void> {
   await migrateToLatest(database.db);
   const sql = new pg.Client({ connectionString: url });
   await sql.connect();
-  const count = async (query: string, values: unknown[] = []) => Number((await sql.query<{ n: string }>(query, values)).rows[0]?.n ?? 0);
+  const count = async (query: string, values: unknown[] = []) =>
+    Number((await sql.query<{ n: string }>(query, values)).rows[0]?.n ?? 0);
   const commits = () => count('select xact_commit as n from pg_stat_database where datname = $1', [DATABASE]);
   const tmp = mkdtempSync(join(tmpdir(), 'convo-bench-channels-'));
 
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 
-  const account = await accountsService.createAccount(database, { name: 'Channels', plan: 'enterprise', rateLimitRpm: 1_000_000_000 });
+  const account = await accountsService.createAccount(database, {
+    name: 'Channels',
+    plan: 'enterprise',
+    rateLimitRpm: 1_000_000_000,
+  });
   await accountsService.createKey(database, { accountId: account.id, type: 'webhook' });
   const { key } = await accountsService.createKey(database, { accountId: account.id, type: 'full_access' });
   const call = async (method: string, route: string, body: unknown) => {
@@ -337,7 +368,11 @@ async function main(): Promise<void> {
   };
 
   const server = spawnApi('serve', url);
-  await waitUntil(async () => (await fetch(`http://127.0.0.1:${SERVER_PORT}/healthz`).catch(() => undefined))?.ok === true, 30_000, 'the server');
+  await waitUntil(
+    async () => (await fetch(`http://127.0.0.1:${SERVER_PORT}/healthz`).catch(() => undefined))?.ok === true,
+    30_000,
+    'the server',
+  );
   const appSecret = randomBytes(16).toString('hex');
   const channel = await call('POST', '/channels', {
     platform: 'whatsapp',
@@ -349,7 +384,8 @@ async function main(): Promise<void> {
   const path = `/hooks/meta/${channel.id}`;
   const batch = (tag: string): Payloads => ({ phoneNumberId: PHONE_NUMBER_ID, appSecret, customers: CUSTOMERS, tag });
 
-  // What a phase cut short left (payloads, their jobs, deliveries' jobs) goes, so that the next phase starts from an empty queue.
+  // What a phase cut short left (payloads, their jobs, deliveries' jobs) goes, so that the next phase starts from an
+  // empty queue.
   const clearQueue = async () => {
     await sql.query("delete from jobs where kind in ('process_channel_payload', 'deliver_webhook')");
     await sql.query('delete from channel_payloads where processed_at is null');
@@ -384,10 +420,17 @@ async function main(): Promise<void> {
       log(`a first message from each of ${CUSTOMERS} customers`);
       const first: string[] = [];
       for (let n = 0; n < CUSTOMERS; n += CONNECTIONS) {
-        const answers = await Promise.all(Array.from({ length: Math.min(CONNECTIONS, CUSTOMERS - n) }, (_, i) => postOne(batch('first'), n + i)));
+        const answers = await Promise.all(
+          Array.from({ length: Math.min(CONNECTIONS, CUSTOMERS - n) }, (_, i) => postOne(batch('first'), n + i)),
+        );
         first.push(...answers.map((answer) => answer.wamid));
       }
-      await waitUntil(() => first.every((wamid) => arrivals.has(wamid)), DRAIN_SECONDS * 1000, "the first messages' deliveries", 50);
+      await waitUntil(
+        () => first.every((wamid) => arrivals.has(wamid)),
+        DRAIN_SECONDS * 1000,
+        "the first messages' deliveries",
+        50,
+      );
     }
     // The workers are up (their first claims done) before the clock starts.
     await pause(2000);
@@ -413,13 +456,18 @@ async function main(): Promise<void> {
     await Promise.all(sends);
     const sending = (performance.now() - start) / 1000;
     const waited = performance.now();
-    while ([...answered.keys()].some((wamid) => !arrivals.has(wamid)) && performance.now() - waited < DRAIN_SECONDS * 1000) await pause(50);
+    while (
+      [...answered.keys()].some((wamid) => !arrivals.has(wamid)) &&
+      performance.now() - waited < DRAIN_SECONDS * 1000
+    )
+      await pause(50);
     // A message not delivered in time counts as slower than any delivered one.
     const latencies = [...answered].map(([wamid, at]) => (arrivals.get(wamid) ?? Number.POSITIVE_INFINITY) - at);
     const missing = latencies.filter((latency) => latency === Number.POSITIVE_INFINITY).length;
     await Promise.all(running.map(stop));
     if (missing > 0) await clearQueue();
-    const ms = (value: number) => (value === Number.POSITIVE_INFINITY ? `> ${thousands(sending * 1000 + DRAIN_SECONDS * 1000)}` : thousands(value));
+    const ms = (value: number) =>
+      value === Number.POSITIVE_INFINITY ? `> ${thousands(sending * 1000 + DRAIN_SECONDS * 1000)}` : thousands(value);
     row(
       `webhook's 200 to its \`message.received\` delivery at ${RATE} messages a second, ${workers} worker${workers > 1 ? 's' : ''}`,
       `p50 ${ms(percentile(latencies, 50))} ms, p99 ${ms(percentile(latencies, 99))} ms, max ${ms(Math.max(...latencies))} ms (${latencies.length} messages sent in ${sending.toFixed(1)} s${refused ? `, ${refused} refused` : ''}${missing ? `; ${missing} not delivered within ${DRAIN_SECONDS} s after the last, then deleted` : ''})`,
@@ -435,7 +483,10 @@ async function main(): Promise<void> {
     const rowsBefore = await count('select count(*) as n from channel_payloads');
     const jobsBefore = await count("select count(*) as n from jobs where kind = 'process_channel_payload'");
     const ingressCpu = cpuMeter([server]);
-    const ingress = await post({ ...batch(tag), url: `http://127.0.0.1:${SERVER_PORT}`, path, connections: CONNECTIONS, amount: BACKLOG }, tmp);
+    const ingress = await post(
+      { ...batch(tag), url: `http://127.0.0.1:${SERVER_PORT}`, path, connections: CONNECTIONS, amount: BACKLOG },
+      tmp,
+    );
     const accepted = ingress.result['2xx'];
     const ingressCost = ingressCpu(accepted);
     const rows = (await count('select count(*) as n from channel_payloads')) - rowsBefore;
@@ -467,13 +518,22 @@ async function main(): Promise<void> {
         log(`${BACKLOG - left} processed after ${((logged - started) / 1000).toFixed(0)} s`);
       }
     }
-    const last = (await sql.query<{ at: string | null }>('select max(processed_at) as at from channel_payloads where processed_at >= $1', [since])).rows[0]?.at;
+    const last = (
+      await sql.query<{ at: string | null }>(
+        'select max(processed_at) as at from channel_payloads where processed_at >= $1',
+        [since],
+      )
+    ).rows[0]?.at;
     const drained = last ? (Date.parse(last) - Date.parse(since)) / 1000 : DRAIN_SECONDS;
     const processed = await count('select count(*) as n from channel_payloads where processed_at >= $1', [since]);
-    const withErrors = await count('select count(*) as n from channel_payloads where processed_at >= $1 and errors is not null', [since]);
+    const withErrors = await count(
+      'select count(*) as n from channel_payloads where processed_at >= $1 and errors is not null',
+      [since],
+    );
     const messages = (await count("select count(*) as n from messages where direction = 'inbound'")) - messagesBefore;
     // The deliveries of the messages' events go on after the last payload: the receiver counts them.
-    while (left === 0 && received - receivedBefore < messages && performance.now() < deadline + DRAIN_SECONDS * 1000) await pause(100);
+    while (left === 0 && received - receivedBefore < messages && performance.now() < deadline + DRAIN_SECONDS * 1000)
+      await pause(100);
     const deliveries = received - receivedBefore;
     const cost = drainCpu(messages);
     await Promise.all(running.map(stop));

@@ -30,15 +30,26 @@ function stripSqliteIndexes(path: string): string[] {
   try {
     db.pragma('foreign_keys = OFF');
     db.pragma('legacy_alter_table = ON');
-    for (const name of db.prepare(`select name from sqlite_master where type = 'trigger'`).pluck().all() as string[]) db.exec(`drop trigger "${name}"`);
-    const virtual = db.prepare(`select name from sqlite_master where type = 'table' and sql like 'create virtual table%'`).pluck().all() as string[];
+    for (const name of db.prepare(`select name from sqlite_master where type = 'trigger'`).pluck().all() as string[])
+      db.exec(`drop trigger "${name}"`);
+    const virtual = db
+      .prepare(`select name from sqlite_master where type = 'table' and sql like 'create virtual table%'`)
+      .pluck()
+      .all() as string[];
     for (const name of virtual) db.exec(`drop table "${name}"`);
-    const indexes = db.prepare(`select name from sqlite_master where type = 'index' and sql is not null`).pluck().all() as string[];
+    const indexes = db
+      .prepare(`select name from sqlite_master where type = 'index' and sql is not null`)
+      .pluck()
+      .all() as string[];
     for (const name of indexes) db.exec(`drop index "${name}"`);
     // UNIQUE constraints (contacts' phone, orders' number) have automatic indexes that only a rebuild removes.
-    const tables = db.prepare(`select name, sql from sqlite_master where type = 'table' and sql like '%unique%'`).all() as { name: string; sql: string }[];
+    const tables = db
+      .prepare(`select name, sql from sqlite_master where type = 'table' and sql like '%unique%'`)
+      .all() as { name: string; sql: string }[];
     for (const { name, sql } of tables) {
-      const withoutUnique = sql.replace(/,\s*constraint\s+"[^"]+"\s+unique\s*\([^)]*\)/gi, '').replace(/^create table "[^"]+"/i, `create table "${name}__ref"`);
+      const withoutUnique = sql
+        .replace(/,\s*constraint\s+"[^"]+"\s+unique\s*\([^)]*\)/gi, '')
+        .replace(/^create table "[^"]+"/i, `create table "${name}__ref"`);
       db.transaction(() => {
         db.exec(withoutUnique);
         db.exec(`insert into "${name}__ref" select * from "${name}"`);
@@ -49,7 +60,10 @@ function stripSqliteIndexes(path: string): string[] {
     // No VACUUM: the dropped indexes' pages stay free in the file (the tables are as they were);
     // vacuuming a 1M-conversation copy takes minutes.
     // Left: the automatic indexes of the primary keys.
-    return db.prepare(`select tbl_name || '.' || name from sqlite_master where type = 'index' order by 1`).pluck().all() as string[];
+    return db
+      .prepare(`select tbl_name || '.' || name from sqlite_master where type = 'index' order by 1`)
+      .pluck()
+      .all() as string[];
   } finally {
     db.close();
   }
@@ -114,8 +128,12 @@ export async function prepareRunDatabases(dataset: Dataset, postgresUrl: string)
       // Postgres 15 copies a template through the WAL by default: a 200k copy wrote about 550 MB
       // of WAL, and the checkpoints it set off were still writing during the first scenarios
       // (server log, 2026-11-24). FILE_COPY copies the files (1.3 s) between two checkpoints.
-      const version = Number((await admin.query<{ server_version_num: string }>('show server_version_num')).rows[0]?.server_version_num);
-      await admin.query(`create database ${name} template ${dataset.location}${version >= 150000 ? ' strategy file_copy' : ''}`);
+      const version = Number(
+        (await admin.query<{ server_version_num: string }>('show server_version_num')).rows[0]?.server_version_num,
+      );
+      await admin.query(
+        `create database ${name} template ${dataset.location}${version >= 150000 ? ' strategy file_copy' : ''}`,
+      );
     } finally {
       await admin.end();
     }

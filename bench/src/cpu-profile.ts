@@ -65,7 +65,11 @@ export function summarizeProfile(path: string, top = 15): ProfileSummary {
     const pkg = packageOf(url, functionName);
     packages.set(pkg, (packages.get(pkg) ?? 0) + time);
     const key = `${functionName}@${url}:${lineNumber}`;
-    const entry = functions.get(key) ?? { name: functionName || '(anonymous)', where: `${pkg}${url ? `:${lineNumber + 1}` : ''}`, time: 0 };
+    const entry = functions.get(key) ?? {
+      name: functionName || '(anonymous)',
+      where: `${pkg}${url ? `:${lineNumber + 1}` : ''}`,
+      time: 0,
+    };
     entry.time += time;
     functions.set(key, entry);
   }

@@ -181,7 +181,8 @@ const COUNTRIES: Country[] = [
     currency: 'EUR',
     faker: fakerDE,
     domains: ['gmail.com', 'web.de', 'gmx.de', 't-online.de'],
-    national: (r) => `1${r.pick(['51', '52', '57', '60', '62', '70', '71', '72', '76', '77', '78', '79'])}${r.digits(r.int(7, 8))}`,
+    national: (r) =>
+      `1${r.pick(['51', '52', '57', '60', '62', '70', '71', '72', '76', '77', '78', '79'])}${r.digits(r.int(7, 8))}`,
   },
   {
     code: 'IN',
@@ -281,7 +282,13 @@ export type GenerateProgress = (message: string) => void;
  * Generates the data set for `scale` and `seed` into `sink`, for the account `accountId`.
  * Deterministic: the same scale and seed give the same rows (ids included).
  */
-export async function generateData(sink: RowSink, accountId: string, scale: Scale, seed: number, progress: GenerateProgress = () => {}): Promise<Samples> {
+export async function generateData(
+  sink: RowSink,
+  accountId: string,
+  scale: Scale,
+  seed: number,
+  progress: GenerateProgress = () => {},
+): Promise<Samples> {
   for (const [i, country] of COUNTRIES.entries()) country.faker.seed(seed * 1000 + i);
   const rng = new Rng(seed, 1);
   const sampleRng = new Rng(seed, 2);
@@ -344,7 +351,14 @@ export async function generateData(sink: RowSink, accountId: string, scale: Scal
     for (const tag of tags) tagRows.push([accountId, id, tag, created]);
     contactTags += tags.length;
     if (tags.includes('vip')) vipContacts++;
-    contacts.push({ id, createdAt, first, nameSearch: name?.toLowerCase() ?? null, phoneDigits: phone.slice(1), country });
+    contacts.push({
+      id,
+      createdAt,
+      first,
+      nameSearch: name?.toLowerCase() ?? null,
+      phoneDigits: phone.slice(1),
+      country,
+    });
     if (contactRows.length >= BATCH) {
       await sink.insert('contacts', contactRows);
       await sink.insert('contact_tags', tagRows);
@@ -394,7 +408,9 @@ export async function generateData(sink: RowSink, accountId: string, scale: Scal
     owners[k] = index;
     times[k] = contact.createdAt + rng.next() * (ANCHOR - contact.createdAt);
   }
-  const order = Uint32Array.from({ length: M }, (_, k) => k).sort((a, b) => (times[a] as number) - (times[b] as number));
+  const order = Uint32Array.from({ length: M }, (_, k) => k).sort(
+    (a, b) => (times[a] as number) - (times[b] as number),
+  );
 
   const byStatus: Record<string, number> = { active: 0, resolved: 0, archived: 0 };
   const byPlatform: Record<string, number> = { whatsapp: 0, facebook: 0, instagram: 0 };
@@ -457,7 +473,16 @@ export async function generateData(sink: RowSink, accountId: string, scale: Scal
             ['sent', 8],
             ['failed', 2],
           ]);
-      messageRows.push([accountId, `msg_${seededUlid(at, rng)}`, id, inbound ? 'inbound' : 'outbound', 'text', content, messageStatus, iso(at)]);
+      messageRows.push([
+        accountId,
+        `msg_${seededUlid(at, rng)}`,
+        id,
+        inbound ? 'inbound' : 'outbound',
+        'text',
+        content,
+        messageStatus,
+        iso(at),
+      ]);
       if (inbound) inboundCount++;
       lastContent = content;
       lastAt = at;
@@ -565,6 +590,16 @@ export async function generateData(sink: RowSink, accountId: string, scale: Scal
     phoneDigitsConversations,
     conversationIds,
     openConversationIds,
-    counts: { contacts: contacts.length, contactTags, vipContacts, conversations: M, byStatus, byPlatform, whatsappResolved, messages, orders: orderCount },
+    counts: {
+      contacts: contacts.length,
+      contactTags,
+      vipContacts,
+      conversations: M,
+      byStatus,
+      byPlatform,
+      whatsappResolved,
+      messages,
+      orders: orderCount,
+    },
   };
 }

@@ -22,8 +22,10 @@ import pg from 'pg';
 import { REPO_DIR, postgresDatabaseUrl } from './options.js';
 
 const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(String(process.argv[i]).replace(/^--/, ''), String(process.argv[i + 1]));
-const ADMIN_URL = args.get('postgres-url') ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+for (let i = 2; i < process.argv.length; i += 2)
+  args.set(String(process.argv[i]).replace(/^--/, ''), String(process.argv[i + 1]));
+const ADMIN_URL =
+  args.get('postgres-url') ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const EVENTS = Number(args.get('events') ?? 1000);
 const ENDPOINTS = Number(args.get('endpoints') ?? 8);
 const RATE = Number(args.get('rate') ?? 200);
@@ -147,7 +149,11 @@ async function main(): Promise<void> {
   const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
   const accountWith = async (name: string, endpoints: number, path: string) => {
-    const account = await accountsService.createAccount(database, { name, plan: 'enterprise', rateLimitRpm: 1_000_000_000 });
+    const account = await accountsService.createAccount(database, {
+      name,
+      plan: 'enterprise',
+      rateLimitRpm: 1_000_000_000,
+    });
     await accountsService.createKey(database, { accountId: account.id, type: 'webhook' });
     const { key } = await accountsService.createKey(database, { accountId: account.id, type: 'full_access' });
     const call = async (method: string, route: string, body: unknown) => {
@@ -159,14 +165,26 @@ async function main(): Promise<void> {
       if (res.status >= 300) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
       return (await res.json()) as { id: string };
     };
-    for (let i = 0; i < endpoints; i++) await call('POST', '/webhook_endpoints', { url: `${hook}${path}`, events: ['order.placed'] });
-    const contact = await call('POST', '/contacts', { phone: `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}` });
-    const order = () => call('POST', '/orders', { contact_id: contact.id, currency: 'USD', items: [{ name: 'Mug', quantity: 1, unit_amount: 900 }] });
+    for (let i = 0; i < endpoints; i++)
+      await call('POST', '/webhook_endpoints', { url: `${hook}${path}`, events: ['order.placed'] });
+    const contact = await call('POST', '/contacts', {
+      phone: `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`,
+    });
+    const order = () =>
+      call('POST', '/orders', {
+        contact_id: contact.id,
+        currency: 'USD',
+        items: [{ name: 'Mug', quantity: 1, unit_amount: 900 }],
+      });
     return { order };
   };
 
   const server = spawnApi('serve', url);
-  await waitUntil(async () => (await fetch(`http://127.0.0.1:${SERVER_PORT}/healthz`).catch(() => undefined))?.ok === true, 30_000, 'the server');
+  await waitUntil(
+    async () => (await fetch(`http://127.0.0.1:${SERVER_PORT}/healthz`).catch(() => undefined))?.ok === true,
+    30_000,
+    'the server',
+  );
   const steady = await accountWith('Steady', ENDPOINTS, '/ok');
   const flooding = await accountWith('Flooding', 1, '/fail');
   const timed = await accountWith('Timed', 1, '/ok');
@@ -194,7 +212,8 @@ async function main(): Promise<void> {
   for (const flood of [0, FLOOD]) {
     if (flood > 0) {
       // Queued before the workers start, the other account's deliveries come due together; each fails.
-      for (let i = 0; i < flood; i += 32) await Promise.all(Array.from({ length: Math.min(32, flood - i) }, () => flooding.order()));
+      for (let i = 0; i < flood; i += 32)
+        await Promise.all(Array.from({ length: Math.min(32, flood - i) }, () => flooding.order()));
     }
     const running = await startWorkers(url, 2);
     arrivals.clear();
@@ -214,7 +233,11 @@ async function main(): Promise<void> {
     }
     await Promise.all(sends);
     const expected = committed.size;
-    await waitUntil(() => [...arrivals.values()].reduce((sum, list) => sum + list.length, 0) >= expected, 300_000, 'the timed deliveries');
+    await waitUntil(
+      () => [...arrivals.values()].reduce((sum, list) => sum + list.length, 0) >= expected,
+      300_000,
+      'the timed deliveries',
+    );
     const latencies = [...committed].flatMap(([id, at]) => (arrivals.get(id) ?? []).map((arrived) => arrived - at));
     await Promise.all(running.map(stop));
     report.push(
@@ -225,7 +248,9 @@ async function main(): Promise<void> {
   await stop(server);
   await database.destroy();
   receiver.close();
-  console.log(`\nWebhook deliveries (Postgres; throughput with ${ENDPOINTS} endpoints per event, latency with one and two workers)\n`);
+  console.log(
+    `\nWebhook deliveries (Postgres; throughput with ${ENDPOINTS} endpoints per event, latency with one and two workers)\n`,
+  );
   console.log('| measure | result | target |\n| --- | --- | --- |');
   console.log(report.join('\n'));
 }

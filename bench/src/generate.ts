@@ -13,7 +13,15 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { GENERATOR_VERSION, type Row, type RowSink, type Samples, TABLES, type TableName, generateData } from './data.js';
+import {
+  GENERATOR_VERSION,
+  type Row,
+  type RowSink,
+  type Samples,
+  TABLES,
+  type TableName,
+  generateData,
+} from './data.js';
 import { DATA_DIR, type Dialect, REPO_DIR, type Scale, parseOptions, postgresDatabaseUrl } from './options.js';
 
 export interface Dataset {
@@ -80,7 +88,8 @@ async function assertBuildMigratesSource(handle: ReturnType<typeof openDatabase>
 export const datasetKey = (scale: Scale, seed: number) =>
   `${scale.label}${scale.contacts === Math.max(25, Math.round(scale.conversations / 4)) ? '' : `-c${scale.contacts}`}-s${seed}`;
 
-const metaPath = (dialect: Dialect, scale: Scale, seed: number) => join(DATA_DIR, `${dialect}-${datasetKey(scale, seed)}.json`);
+const metaPath = (dialect: Dialect, scale: Scale, seed: number) =>
+  join(DATA_DIR, `${dialect}-${datasetKey(scale, seed)}.json`);
 export const pristinePostgresName = (scale: Scale, seed: number, migrations: string) =>
   `convo_bench_${datasetKey(scale, seed).replace(/-/g, '_')}_${migrations}`;
 
@@ -104,14 +113,19 @@ class SqliteSink implements RowSink {
     let statement = this.statements.get(table);
     if (!statement) {
       const columns = TABLES[table].map(([name]) => name);
-      statement = this.db.prepare(`insert into ${table} (${columns.join(', ')}) values (${columns.map(() => '?').join(', ')})`);
+      statement = this.db.prepare(
+        `insert into ${table} (${columns.join(', ')}) values (${columns.map(() => '?').join(', ')})`,
+      );
       this.statements.set(table, statement);
     }
     this.insertBatch(statement, rows);
   }
 }
 
-/** Bulk inserts into Postgres: one `insert … select * from unnest($1::text[], …)` per batch, a few in flight on a small pool. */
+/**
+ * Bulk inserts into Postgres: one `insert … select * from unnest($1::text[], …)` per batch, a few in flight on a small
+ * pool.
+ */
 class PostgresSink implements RowSink {
   private readonly inFlight: Promise<unknown>[] = [];
   private failure: unknown;
@@ -137,7 +151,10 @@ class PostgresSink implements RowSink {
   }
 }
 
-async function adminQuery<T extends pg.QueryResultRow = pg.QueryResultRow>(adminUrl: string, text: string): Promise<pg.QueryResult<T>> {
+async function adminQuery<T extends pg.QueryResultRow = pg.QueryResultRow>(
+  adminUrl: string,
+  text: string,
+): Promise<pg.QueryResult<T>> {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
@@ -152,7 +169,8 @@ export async function postgresDatabaseExists(adminUrl: string, name: string): Pr
   return result.rowCount === 1;
 }
 
-export const dropPostgresDatabase = (adminUrl: string, name: string) => adminQuery(adminUrl, `drop database if exists ${name} with (force)`);
+export const dropPostgresDatabase = (adminUrl: string, name: string) =>
+  adminQuery(adminUrl, `drop database if exists ${name} with (force)`);
 
 /** The schema by the api's migrations, and the bench account (enterprise, a huge limit) with a full-access key. */
 async function createSchemaAndAccount(url: string): Promise<{ accountId: string; key: string }> {
@@ -160,7 +178,11 @@ async function createSchemaAndAccount(url: string): Promise<{ accountId: string;
   try {
     await migrateToLatest(handle.db);
     await assertBuildMigratesSource(handle);
-    const account = await accountsService.createAccount(handle, { name: 'Convo bench', plan: 'enterprise', rateLimitRpm: 1_000_000_000 });
+    const account = await accountsService.createAccount(handle, {
+      name: 'Convo bench',
+      plan: 'enterprise',
+      rateLimitRpm: 1_000_000_000,
+    });
     const key = await accountsService.createKey(handle, { accountId: account.id, type: 'full_access', name: 'bench' });
     return { accountId: account.id, key: key.key };
   } finally {
@@ -203,7 +225,8 @@ async function buildSqlite(path: string, scale: Scale, seed: number): Promise<Bu
     const samples = await generateData(new SqliteSink(db), accountId, scale, seed, log);
     db.exec(REFILL_DERIVED_TABLES);
     const broken = db.prepare('pragma foreign_key_check').all();
-    if (broken.length) throw new Error(`generated rows break ${broken.length} foreign keys, e.g. ${JSON.stringify(broken[0])}`);
+    if (broken.length)
+      throw new Error(`generated rows break ${broken.length} foreign keys, e.g. ${JSON.stringify(broken[0])}`);
     db.pragma('wal_checkpoint(TRUNCATE)');
     return { dialect: 'sqlite', scale, seed, location: path, accountId, key, samples };
   } finally {
@@ -217,7 +240,11 @@ async function buildPostgres(adminUrl: string, name: string, scale: Scale, seed:
   const url = postgresDatabaseUrl(adminUrl, name);
   const { accountId, key } = await createSchemaAndAccount(url);
   // Skips the foreign-key triggers while loading: the same generator's rows pass SQLite's foreign_key_check.
-  const pool = new pg.Pool({ connectionString: url, max: 3, options: '-c synchronous_commit=off -c session_replication_role=replica' });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 3,
+    options: '-c synchronous_commit=off -c session_replication_role=replica',
+  });
   let samples: Samples;
   try {
     const sink = new PostgresSink(pool);
@@ -239,14 +266,23 @@ async function buildPostgres(adminUrl: string, name: string, scale: Scale, seed:
  * The data set of `dialect` at `scale` and `seed`: the cached one when it is there and of this
  * generator's version, else a new one.
  */
-export async function ensureDataset(input: { dialect: Dialect; scale: Scale; seed: number; postgresUrl: string; regenerate?: boolean }): Promise<Dataset> {
+export async function ensureDataset(input: {
+  dialect: Dialect;
+  scale: Scale;
+  seed: number;
+  postgresUrl: string;
+  regenerate?: boolean;
+}): Promise<Dataset> {
   const { dialect, scale, seed } = input;
   mkdirSync(DATA_DIR, { recursive: true });
   const meta = metaPath(dialect, scale, seed);
   const migrations = schemaHash();
   if (existsSync(meta)) {
     const cached = JSON.parse(readFileSync(meta, 'utf8')) as Dataset;
-    const present = dialect === 'sqlite' ? existsSync(cached.location) : await postgresDatabaseExists(input.postgresUrl, cached.location);
+    const present =
+      dialect === 'sqlite'
+        ? existsSync(cached.location)
+        : await postgresDatabaseExists(input.postgresUrl, cached.location);
     if (!input.regenerate && cached.version === GENERATOR_VERSION && cached.migrations === migrations && present) {
       log(`${dialect} ${datasetKey(scale, seed)}: cached (${cached.location})`);
       return cached;
@@ -254,12 +290,15 @@ export async function ensureDataset(input: { dialect: Dialect; scale: Scale; see
     // Stale: another schema or generator. Its data goes, so that old sets do not pile up.
     if (present) {
       log(`${dialect} ${datasetKey(scale, seed)}: dropping the stale data set ${cached.location}`);
-      if (dialect === 'sqlite') for (const suffix of ['', '-wal', '-shm']) rmSync(`${cached.location}${suffix}`, { force: true });
+      if (dialect === 'sqlite')
+        for (const suffix of ['', '-wal', '-shm']) rmSync(`${cached.location}${suffix}`, { force: true });
       else await dropPostgresDatabase(input.postgresUrl, cached.location);
     }
   }
   rmSync(meta, { force: true });
-  log(`${dialect} ${datasetKey(scale, seed)}: ${scale.contacts} contacts, ${scale.conversations} conversations (schema ${migrations})`);
+  log(
+    `${dialect} ${datasetKey(scale, seed)}: ${scale.contacts} contacts, ${scale.conversations} conversations (schema ${migrations})`,
+  );
   const started = Date.now();
   const built =
     dialect === 'sqlite'
@@ -288,6 +327,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       regenerate: options.regenerate,
     });
     const { conversationIds, openConversationIds, ...samples } = dataset.samples;
-    process.stdout.write(`${JSON.stringify({ dialect, location: dataset.location, loadSeconds: dataset.loadSeconds, samples }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ dialect, location: dataset.location, loadSeconds: dataset.loadSeconds, samples }, null, 2)}\n`,
+    );
   }
 }

@@ -26,7 +26,11 @@ export function parseScale(value: string, contacts?: number): Scale {
   const conversations = Math.round(Number(match[1]) * (unit === 'm' ? 1_000_000 : unit === 'k' ? 1_000 : 1));
   if (conversations < 100) throw new Error('--scale must be at least 100 conversations');
   const label =
-    conversations % 1_000_000 === 0 ? `${conversations / 1_000_000}m` : conversations % 1000 === 0 ? `${conversations / 1000}k` : String(conversations);
+    conversations % 1_000_000 === 0
+      ? `${conversations / 1_000_000}m`
+      : conversations % 1000 === 0
+        ? `${conversations / 1000}k`
+        : String(conversations);
   return { label, conversations, contacts: contacts ?? Math.max(25, Math.round(conversations / 4)) };
 }
 
@@ -92,7 +96,20 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     process.stdout.write(HELP);
     process.exit(0);
   }
-  const known = new Set(['db', 'scale', 'contacts', 'seed', 'duration', 'runs', 'connections', 'warmup', 'scenario', 'scenarios', 'postgres-url', 'port']);
+  const known = new Set([
+    'db',
+    'scale',
+    'contacts',
+    'seed',
+    'duration',
+    'runs',
+    'connections',
+    'warmup',
+    'scenario',
+    'scenarios',
+    'postgres-url',
+    'port',
+  ]);
   for (const name of values.keys()) if (!known.has(name)) throw new Error(`Unknown option --${name}\n\n${HELP}`);
 
   const number = (name: string, fallback: number, min = 0) => {
@@ -103,7 +120,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     return n;
   };
   const db = values.get('db') ?? 'both';
-  if (!['sqlite', 'postgres', 'both'].includes(db)) throw new Error(`--db must be sqlite, postgres or both, got "${db}"`);
+  if (!['sqlite', 'postgres', 'both'].includes(db))
+    throw new Error(`--db must be sqlite, postgres or both, got "${db}"`);
   const contacts = values.has('contacts') ? number('contacts', 0, 25) : undefined;
   return {
     dbs: db === 'both' ? ['sqlite', 'postgres'] : [db as Dialect],
@@ -120,7 +138,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     regenerate: flags.has('regenerate'),
     keep: flags.has('keep'),
     cpuProf: flags.has('cpu-prof'),
-    postgresUrl: values.get('postgres-url') ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    postgresUrl:
+      values.get('postgres-url') ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     port: Math.floor(number('port', 3901, 1)),
   };
 }

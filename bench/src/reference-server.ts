@@ -160,7 +160,8 @@ const toConversation = (r: Row) => ({
   channel_id: r.channel_id ?? null,
   status: r.status,
   message_count: Number(r.message_count),
-  last_message: r.last_message_at === null ? null : { content: r.last_message_content ?? '', timestamp: r.last_message_at },
+  last_message:
+    r.last_message_at === null ? null : { content: r.last_message_content ?? '', timestamp: r.last_message_at },
   created_at: r.created_at,
   updated_at: r.updated_at,
 });
@@ -182,7 +183,8 @@ function pagination(query: URLSearchParams): { limit: number; offset: number } {
     const raw = query.get(name);
     if (raw === null) return fallback;
     const n = Number(raw);
-    if (!/^\d+$/.test(raw) || n < min || n > max) throw new HttpError(400, 'bad_request', `${name} must be an integer from ${min} to ${max}`);
+    if (!/^\d+$/.test(raw) || n < min || n > max)
+      throw new HttpError(400, 'bad_request', `${name} must be an integer from ${min} to ${max}`);
     return n;
   };
   return { limit: read('limit', 20, 1, 100), offset: read('offset', 0, 0, Number.MAX_SAFE_INTEGER) };
@@ -196,7 +198,9 @@ function searchOf(query: URLSearchParams): { text: string; digits?: string } | u
 }
 
 export async function startReferenceServer(databaseUrl: string, port: number, host = '127.0.0.1') {
-  const driver = /^postgres(ql)?:\/\//i.test(databaseUrl) ? postgresDriver(databaseUrl) : sqliteDriver(databaseUrl.replace(/^file:(\/\/)?/, ''));
+  const driver = /^postgres(ql)?:\/\//i.test(databaseUrl)
+    ? postgresDriver(databaseUrl)
+    : sqliteDriver(databaseUrl.replace(/^file:(\/\/)?/, ''));
 
   async function authenticate(req: IncomingMessage): Promise<{ accountId: string; type: string }> {
     const match = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? '');
@@ -244,7 +248,10 @@ export async function startReferenceServer(databaseUrl: string, port: number, ho
   }
 
   async function getConversation(accountId: string, id: string) {
-    const [row] = await driver.all(`select ${CONVERSATION_COLUMNS} from ${CONVERSATION_FROM} where c.account_id = ? and c.id = ?`, [accountId, id]);
+    const [row] = await driver.all(
+      `select ${CONVERSATION_COLUMNS} from ${CONVERSATION_FROM} where c.account_id = ? and c.id = ?`,
+      [accountId, id],
+    );
     if (!row) throw new HttpError(404, 'not_found', `No such conversation: ${id}`);
     return toConversation(row);
   }
@@ -260,12 +267,20 @@ export async function startReferenceServer(databaseUrl: string, port: number, ho
     }
     const tag = query.get('tag');
     if (tag !== null) {
-      where.push('exists (select 1 from contact_tags t where t.account_id = c.account_id and t.contact_id = c.id and t.tag = ?)');
+      where.push(
+        'exists (select 1 from contact_tags t where t.account_id = c.account_id and t.contact_id = c.id and t.tag = ?)',
+      );
       params.push(tag);
     }
     const [rows, [count]] = await Promise.all([
-      driver.all(`select * from contacts c where ${where.join(' and ')} order by c.created_at desc, c.id desc limit ? offset ?`, [...params, limit, offset]),
-      driver.all<{ total: number | string }>(`select count(*) as total from contacts c where ${where.join(' and ')}`, params),
+      driver.all(
+        `select * from contacts c where ${where.join(' and ')} order by c.created_at desc, c.id desc limit ? offset ?`,
+        [...params, limit, offset],
+      ),
+      driver.all<{ total: number | string }>(
+        `select count(*) as total from contacts c where ${where.join(' and ')}`,
+        params,
+      ),
     ]);
     const total = Number(count?.total ?? 0);
     return { data: rows.map(toContact), total, limit, offset, has_more: offset + rows.length < total };
@@ -280,7 +295,10 @@ export async function startReferenceServer(databaseUrl: string, port: number, ho
     if (input.type !== undefined && input.type !== 'text') throw new HttpError(400, 'bad_request', 'type must be text');
     const conversationId = input.conversation_id;
     return driver.transaction(async (tx) => {
-      const [conversation] = await tx.all<{ status: string }>('select status from conversations where account_id = ? and id = ?', [accountId, conversationId]);
+      const [conversation] = await tx.all<{ status: string }>(
+        'select status from conversations where account_id = ? and id = ?',
+        [accountId, conversationId],
+      );
       if (!conversation) throw new HttpError(404, 'not_found', `No such conversation: ${conversationId}`);
       if (conversation.status === 'archived') throw new HttpError(400, 'bad_request', 'The conversation is archived');
       const at = new Date().toISOString();
@@ -297,16 +315,10 @@ export async function startReferenceServer(databaseUrl: string, port: number, ho
         created_at: at,
         updated_at: at,
       };
-      await tx.run('insert into messages (account_id, id, conversation_id, direction, type, content, status, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)', [
-        accountId,
-        message.id,
-        conversationId,
-        message.direction,
-        message.type,
-        content,
-        message.status,
-        at,
-      ]);
+      await tx.run(
+        'insert into messages (account_id, id, conversation_id, direction, type, content, status, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
+        [accountId, message.id, conversationId, message.direction, message.type, content, message.status, at],
+      );
       await tx.run(
         `update conversations set message_count = message_count + 1, last_message_content = ?, last_message_at = ?, last_activity_at = ?, updated_at = ?
          where account_id = ? and id = ?`,
@@ -326,7 +338,10 @@ export async function startReferenceServer(databaseUrl: string, port: number, ho
 
   const send = (res: ServerResponse, status: number, body: unknown) => {
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+    res.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(text),
+    });
     res.end(text);
   };
 
@@ -338,14 +353,17 @@ export async function startReferenceServer(databaseUrl: string, port: number, ho
     const principal = await authenticate(req);
     if (req.method === 'GET') {
       if (principal.type === 'webhook') throw new HttpError(403, 'forbidden', 'This key cannot read');
-      if (path === '/v1/conversations') return send(res, 200, await listConversations(principal.accountId, url.searchParams));
+      if (path === '/v1/conversations')
+        return send(res, 200, await listConversations(principal.accountId, url.searchParams));
       const match = /^\/v1\/conversations\/([^/]+)$/.exec(path);
-      if (match) return send(res, 200, await getConversation(principal.accountId, decodeURIComponent(match[1] as string)));
+      if (match)
+        return send(res, 200, await getConversation(principal.accountId, decodeURIComponent(match[1] as string)));
       if (path === '/v1/contacts') return send(res, 200, await listContacts(principal.accountId, url.searchParams));
     }
     if (req.method === 'POST' && path === '/v1/messages') {
       if (principal.type !== 'full_access') throw new HttpError(403, 'forbidden', 'This key cannot write');
-      if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) throw new HttpError(400, 'bad_request', 'Send JSON');
+      if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? ''))
+        throw new HttpError(400, 'bad_request', 'Send JSON');
       let body: unknown;
       try {
         body = JSON.parse(await readBody(req));
@@ -359,7 +377,8 @@ export async function startReferenceServer(databaseUrl: string, port: number, ho
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (error instanceof HttpError) return send(res, error.status, { error: { code: error.code, message: error.message } });
+      if (error instanceof HttpError)
+        return send(res, error.status, { error: { code: error.code, message: error.message } });
       process.stderr.write(`reference server: ${error instanceof Error ? error.stack : String(error)}\n`);
       send(res, 500, { error: { code: 'server_error', message: 'Internal error' } });
     });
@@ -380,7 +399,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const port = Number(process.env.PORT ?? 3902);
   const host = process.env.HOST || '127.0.0.1';
   const { close } = await startReferenceServer(url, port, host);
-  process.stderr.write(`reference server on http://${host}:${port} (${url.startsWith('postgres') ? 'postgres' : 'sqlite'})\n`);
+  process.stderr.write(
+    `reference server on http://${host}:${port} (${url.startsWith('postgres') ? 'postgres' : 'sqlite'})\n`,
+  );
   const stop = () => {
     close().then(
       () => process.exit(0),

@@ -10,7 +10,16 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -20,7 +29,15 @@ import { cpuSpeed } from './calibrate.js';
 import { type ProfileSummary, renderProfile, summarizeProfile } from './cpu-profile.js';
 import { type Dataset, ensureDataset } from './generate.js';
 import type { LoadConfig } from './load.js';
-import { type BenchOptions, BENCH_DIR, DATA_DIR, type Dialect, REPO_DIR, RESULTS_DIR, parseOptions } from './options.js';
+import {
+  type BenchOptions,
+  BENCH_DIR,
+  DATA_DIR,
+  type Dialect,
+  REPO_DIR,
+  RESULTS_DIR,
+  parseOptions,
+} from './options.js';
 import { RSS_LIMIT_MB, type Scenario, type TargetCheck, buildScenarios, checkTarget } from './scenarios.js';
 
 const API_BIN = join(REPO_DIR, 'apps/api/dist/bin.js');
@@ -50,7 +67,11 @@ interface ServerProcess {
 
 const children = new Set<ChildProcess>();
 
-function spawnServer(role: ServerProcess['role'], { args, env, port }: ServerProcess['start'], logPath: string): ChildProcess & { pid: number } {
+function spawnServer(
+  role: ServerProcess['role'],
+  { args, env, port }: ServerProcess['start'],
+  logPath: string,
+): ChildProcess & { pid: number } {
   const out = createWriteStream(logPath, { flags: 'a' });
   const child = spawn(process.execPath, args, {
     cwd: role === 'real' ? REPO_DIR : BENCH_DIR,
@@ -65,7 +86,13 @@ function spawnServer(role: ServerProcess['role'], { args, env, port }: ServerPro
   return child as ChildProcess & { pid: number };
 }
 
-function startServer(role: ServerProcess['role'], args: string[], env: Record<string, string>, port: number, logDir: string): ServerProcess {
+function startServer(
+  role: ServerProcess['role'],
+  args: string[],
+  env: Record<string, string>,
+  port: number,
+  logDir: string,
+): ServerProcess {
   const start = { args, env, port };
   const logPath = join(logDir, `${role}.log`);
   const child = spawnServer(role, start, logPath);
@@ -84,7 +111,9 @@ async function restartServer(server: ServerProcess): Promise<void> {
     const client = new pg.Client({ connectionString: server.postgresUrl });
     await client.connect();
     try {
-      await client.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+      await client.query(
+        'select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+      );
     } finally {
       await client.end();
     }
@@ -96,7 +125,9 @@ async function restartServer(server: ServerProcess): Promise<void> {
 
 /** Resolves when the server's process has exited (at once if it has). */
 const exitOf = ({ child }: ServerProcess) =>
-  new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+  new Promise<void>((resolve) =>
+    child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
+  );
 
 async function stopServer(server: ServerProcess): Promise<void> {
   if (server.child.exitCode !== null || server.child.signalCode !== null) return;
@@ -123,12 +154,19 @@ async function waitIdle(server: ServerProcess, timeoutMs = 300_000): Promise<voi
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (server.child.exitCode !== null)
-      throw new Error(`the ${server.role} server exited (${server.child.exitCode}); see ${server.logPath}:\n${tail(server.logPath)}`);
+      throw new Error(
+        `the ${server.role} server exited (${server.child.exitCode}); see ${server.logPath}:\n${tail(server.logPath)}`,
+      );
     const started = Date.now();
     try {
       const response = await fetch(`${server.baseUrl}/healthz`, { signal: AbortSignal.timeout(5000) });
       await response.arrayBuffer();
-      if (response.ok && Date.now() - started < 100 && (!server.postgresUrl || (await postgresQuiet(server.postgresUrl)))) return;
+      if (
+        response.ok &&
+        Date.now() - started < 100 &&
+        (!server.postgresUrl || (await postgresQuiet(server.postgresUrl)))
+      )
+        return;
     } catch {
       // not up yet
     }
@@ -213,7 +251,8 @@ const postgresTicks = (): Map<number, number> => {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('postgres: ')) ticks.set(Number(entry), processTicks(Number(entry)));
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('postgres: '))
+        ticks.set(Number(entry), processTicks(Number(entry)));
     } catch {
       // The process has gone.
     }
@@ -221,7 +260,10 @@ const postgresTicks = (): Map<number, number> => {
   return ticks;
 };
 
-/** What the Postgres processes spent between two postgresTicks: a process that ended meanwhile (a restarted reference's backends) counts for nothing, a new one from zero. */
+/**
+ * What the Postgres processes spent between two postgresTicks: a process that ended meanwhile (a restarted reference's
+ * backends) counts for nothing, a new one from zero.
+ */
 const postgresSpent = (before: Map<number, number>, after: Map<number, number>): number => {
   let spent = 0;
   for (const [pid, ticks] of after) spent += Math.max(0, ticks - (before.get(pid) ?? 0));
@@ -270,7 +312,14 @@ interface AutocannonJson {
   non2xx: number;
 }
 
-async function runLoad(server: ServerProcess, scenario: Scenario, key: string, options: BenchOptions, duration: number, tmpDir: string): Promise<RunResult> {
+async function runLoad(
+  server: ServerProcess,
+  scenario: Scenario,
+  key: string,
+  options: BenchOptions,
+  duration: number,
+  tmpDir: string,
+): Promise<RunResult> {
   const config: LoadConfig = {
     url: server.baseUrl,
     connections: options.connections,
@@ -279,7 +328,10 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
     method: scenario.method,
     paths: scenario.paths,
     ...(scenario.bodies ? { bodies: scenario.bodies } : {}),
-    headers: { authorization: `Bearer ${key}`, ...(scenario.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(scenario.method === 'POST' ? { 'content-type': 'application/json' } : {}),
+    },
   };
   const configPath = join(tmpDir, `load-${server.role}-${scenario.name}.json`);
   writeFileSync(configPath, JSON.stringify(config));
@@ -301,7 +353,10 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
   const sampler = setInterval(sample, 200);
   try {
     const output = await new Promise<string>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', LOAD_SCRIPT, configPath], { cwd: BENCH_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', LOAD_SCRIPT, configPath], {
+        cwd: BENCH_DIR,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       children.add(child);
       let stdout = '';
       let stderr = '';
@@ -323,7 +378,8 @@ async function runLoad(server: ServerProcess, scenario: Scenario, key: string, o
     const postgresTicksSpent = postgres ? postgresSpent(before.postgres, postgresTicks()) : 0;
     const cpu = (serverTicks / CLOCK_TICKS / elapsed) * 100;
     const machineAfter = machineTicks();
-    const machineCpu = ((machineAfter.busy - before.machine.busy) / Math.max(1, machineAfter.total - before.machine.total)) * 100;
+    const machineCpu =
+      ((machineAfter.busy - before.machine.busy) / Math.max(1, machineAfter.total - before.machine.total)) * 100;
     const result = JSON.parse(output.trim().split('\n').pop() as string) as AutocannonJson;
     const perRequest = (ticks: number) => (ticks / CLOCK_TICKS / Math.max(1, result.requests.total)) * 1e6;
     return {
@@ -375,7 +431,9 @@ const summarize = (runs: RunResult[]): Summary => ({
   rssMaxMb: Math.max(...runs.map((r) => r.rssMaxMb)),
   serverCpu: median(runs.map((r) => r.serverCpu)),
   serverUsPerRequest: median(runs.map((r) => r.serverUsPerRequest)),
-  postgresUsPerRequest: runs.every((r) => r.postgresUsPerRequest !== null) ? median(runs.map((r) => r.postgresUsPerRequest as number)) : null,
+  postgresUsPerRequest: runs.every((r) => r.postgresUsPerRequest !== null)
+    ? median(runs.map((r) => r.postgresUsPerRequest as number))
+    : null,
   machineCpu: median(runs.map((r) => r.machineCpu)),
   failures: runs.reduce((sum, r) => sum + r.errors + r.timeouts + r.non2xx, 0),
   runs,
@@ -385,7 +443,12 @@ const summarize = (runs: RunResult[]): Summary => ({
 // Same answers
 
 /** Compares what both servers answer for each scenario's first request; returns a difference per scenario (or null). */
-async function compareAnswers(real: ServerProcess, reference: ServerProcess, scenarios: Scenario[], key: string): Promise<Record<string, string | null>> {
+async function compareAnswers(
+  real: ServerProcess,
+  reference: ServerProcess,
+  scenarios: Scenario[],
+  key: string,
+): Promise<Record<string, string | null>> {
   const differences: Record<string, string | null> = {};
   for (const scenario of scenarios) {
     const fetchBoth = async (server: ServerProcess) => {
@@ -399,8 +462,13 @@ async function compareAnswers(real: ServerProcess, reference: ServerProcess, sce
     const [a, b] = [await fetchBoth(real), await fetchBoth(reference)];
     // A new message has its own id and time on each server.
     const normalize = (value: unknown) =>
-      scenario.method === 'POST' && value && typeof value === 'object' ? { ...value, id: '…', created_at: '…', updated_at: '…' } : value;
-    differences[scenario.name] = a.status !== b.status ? `status ${a.status} vs ${b.status}` : firstDifference(normalize(a.body), normalize(b.body), '');
+      scenario.method === 'POST' && value && typeof value === 'object'
+        ? { ...value, id: '…', created_at: '…', updated_at: '…' }
+        : value;
+    differences[scenario.name] =
+      a.status !== b.status
+        ? `status ${a.status} vs ${b.status}`
+        : firstDifference(normalize(a.body), normalize(b.body), '');
   }
   return differences;
 }
@@ -411,7 +479,11 @@ function firstDifference(a: unknown, b: unknown, path: string): string | null {
     return `${path || '(root)'}: ${JSON.stringify(a)?.slice(0, 80)} vs ${JSON.stringify(b)?.slice(0, 80)}`;
   const keys = new Set([...Object.keys(a as object), ...Object.keys(b as object)]);
   for (const k of keys) {
-    const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], path ? `${path}.${k}` : k);
+    const d = firstDifference(
+      (a as Record<string, unknown>)[k],
+      (b as Record<string, unknown>)[k],
+      path ? `${path}.${k}` : k,
+    );
     if (d) return d;
   }
   return null;
@@ -440,7 +512,9 @@ interface DatabaseResult {
   finishedAt: string;
   options: Omit<BenchOptions, 'dbs' | 'postgresUrl'>;
   machine: Record<string, string | number>;
-  dataset: Omit<Dataset, 'key' | 'samples'> & { samples: Omit<Dataset['samples'], 'conversationIds' | 'openConversationIds'> };
+  dataset: Omit<Dataset, 'key' | 'samples'> & {
+    samples: Omit<Dataset['samples'], 'conversationIds' | 'openConversationIds'>;
+  };
   referenceIndexes: string[];
   scenarios: ScenarioResult[];
   rss: { realPeakMb: number; referencePeakMb: number; limitMb: number; met: boolean };
@@ -462,7 +536,10 @@ function codeInfo(): DatabaseResult['code'] {
   const build = { builtAt: new Date(builtAt).toISOString(), sha256: hash.digest('hex').slice(0, 12) };
   try {
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_DIR, encoding: 'utf8' }).trim();
-    const status = execFileSync('git', ['status', '--porcelain', '--', 'apps/api', 'packages/core'], { cwd: REPO_DIR, encoding: 'utf8' });
+    const status = execFileSync('git', ['status', '--porcelain', '--', 'apps/api', 'packages/core'], {
+      cwd: REPO_DIR,
+      encoding: 'utf8',
+    });
     return {
       commit,
       uncommitted: status
@@ -487,7 +564,8 @@ async function machineInfo(dialect: Dialect, options: BenchOptions): Promise<Rec
     const client = new pg.Client({ connectionString: options.postgresUrl });
     await client.connect();
     try {
-      info.postgres = (await client.query<{ server_version: string }>('show server_version')).rows[0]?.server_version ?? '?';
+      info.postgres =
+        (await client.query<{ server_version: string }>('show server_version')).rows[0]?.server_version ?? '?';
       for (const setting of ['shared_buffers', 'work_mem', 'max_connections', 'synchronous_commit']) {
         info[setting] = (await client.query<Record<string, string>>(`show ${setting}`)).rows[0]?.[setting] ?? '?';
       }
@@ -505,7 +583,13 @@ async function machineInfo(dialect: Dialect, options: BenchOptions): Promise<Rec
 async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<DatabaseResult> {
   const startedAt = new Date().toISOString();
   const code = codeInfo();
-  const dataset = await ensureDataset({ dialect, scale: options.scale, seed: options.seed, postgresUrl: options.postgresUrl, regenerate: options.regenerate });
+  const dataset = await ensureDataset({
+    dialect,
+    scale: options.scale,
+    seed: options.seed,
+    postgresUrl: options.postgresUrl,
+    regenerate: options.regenerate,
+  });
   const databases = await prepareRunDatabases(dataset, options.postgresUrl);
   const speedAtStart = cpuSpeed();
   const logDir = join(DATA_DIR, 'logs', dialect);
@@ -543,7 +627,10 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
     await waitIdle(reference);
     const all = buildScenarios(dataset.samples);
     const scenarios = options.scenarios.length ? all.filter((s) => options.scenarios.includes(s.name)) : all;
-    if (scenarios.length === 0) throw new Error(`no scenario matches ${options.scenarios.join(', ')}; they are ${all.map((s) => s.name).join(', ')}`);
+    if (scenarios.length === 0)
+      throw new Error(
+        `no scenario matches ${options.scenarios.join(', ')}; they are ${all.map((s) => s.name).join(', ')}`,
+      );
     const differences = await compareAnswers(real, reference, scenarios, dataset.key);
     for (const [name, difference] of Object.entries(differences)) {
       log(`${dialect} ${name}: ${difference ? `ANSWERS DIFFER (${difference})` : 'same answer from both servers'}`);
@@ -590,7 +677,10 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
     }
     const realPeakMb = readRssKb(real.pid, 'VmHWM') / 1024;
     // A restarted reference (settle) has its own VmHWM: the samples of the runs cover the earlier ones.
-    const referencePeakMb = Math.max(readRssKb(reference.pid, 'VmHWM') / 1024, ...results.flatMap((s) => s.reference.runs.map((r) => r.rssMaxMb)));
+    const referencePeakMb = Math.max(
+      readRssKb(reference.pid, 'VmHWM') / 1024,
+      ...results.flatMap((s) => s.reference.runs.map((r) => r.rssMaxMb)),
+    );
     const { key: _key, samples, ...datasetInfo } = dataset;
     const { conversationIds: _ids, openConversationIds: _open, ...sampleInfo } = samples;
     const { dbs: _dbs, postgresUrl: _url, ...runOptions } = options;
@@ -600,7 +690,10 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
       startedAt,
       finishedAt: new Date().toISOString(),
       options: runOptions,
-      machine: { ...(await machineInfo(dialect, options)), sha256PerSecond: `${speedAtStart} at the start, ${cpuSpeed()} at the end` },
+      machine: {
+        ...(await machineInfo(dialect, options)),
+        sha256PerSecond: `${speedAtStart} at the start, ${cpuSpeed()} at the end`,
+      },
       dataset: { ...datasetInfo, samples: sampleInfo },
       referenceIndexes: databases.referenceIndexes,
       scenarios: results,
@@ -625,9 +718,15 @@ async function benchDatabase(dialect: Dialect, options: BenchOptions): Promise<D
 /** Fewer completed requests than this per reference run make the ratio a rough one. */
 const FEW_REQUESTS = 10;
 const fewRequests = (s: ScenarioResult) => median(s.reference.runs.map((r) => r.requests)) < FEW_REQUESTS;
-const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '∞');
+const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n)
+    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : '∞';
 /** A run's or a summary's CPU µs a request: the server's, and on Postgres `+` Postgres'. */
-const cpuPerRequest = ({ serverUsPerRequest, postgresUsPerRequest }: Pick<RunResult, 'serverUsPerRequest' | 'postgresUsPerRequest'>) =>
+const cpuPerRequest = ({
+  serverUsPerRequest,
+  postgresUsPerRequest,
+}: Pick<RunResult, 'serverUsPerRequest' | 'postgresUsPerRequest'>) =>
   postgresUsPerRequest === null ? fmt(serverUsPerRequest) : `${fmt(serverUsPerRequest)} + ${fmt(postgresUsPerRequest)}`;
 const mark = (met: boolean | null) => (met === null ? '–' : met ? 'yes' : '**no**');
 
@@ -664,7 +763,10 @@ export function renderMarkdown(result: DatabaseResult): string {
     ),
     '',
     ...(result.scenarios.some(fewRequests)
-      ? [`¹ The reference completed fewer than ${FEW_REQUESTS} requests per run (∞: none), so this ratio is rough; a longer --duration measures it better.`, '']
+      ? [
+          `¹ The reference completed fewer than ${FEW_REQUESTS} requests per run (∞: none), so this ratio is rough; a longer --duration measures it better.`,
+          '',
+        ]
       : []),
     `Server RSS peak (VmHWM): real ${fmt(result.rss.realPeakMb)} MB (target < ${result.rss.limitMb} MB: ${mark(result.rss.met)}), reference ${fmt(result.rss.referencePeakMb)} MB.`,
     '',
@@ -680,7 +782,8 @@ export function renderMarkdown(result: DatabaseResult): string {
   ];
   if (result.profile) lines.push(renderProfile(result.profile));
   const differing = result.scenarios.filter((s) => s.sameAnswer);
-  if (differing.length) lines.push('Answers that differed:', '', ...differing.map((s) => `- ${s.name}: ${s.sameAnswer}`), '');
+  if (differing.length)
+    lines.push('Answers that differed:', '', ...differing.map((s) => `- ${s.name}: ${s.sameAnswer}`), '');
   return lines.join('\n');
 }
 
@@ -700,18 +803,29 @@ function printTable(result: DatabaseResult) {
   const header = ['scenario', 'req/s', 'p50', 'p99', 'ref req/s', 'ref p99', 'ratio', 'target', 'met', 'RSS MB'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
   const line = (cells: string[]) =>
-    cells.map((cell, i) => (i === 0 || i === 7 || i === 8 ? cell.padEnd(widths[i] as number) : cell.padStart(widths[i] as number))).join('  ');
-  process.stdout.write(`\n${result.dialect}, ${result.dataset.scale.label} conversations (latencies in ms)\n${line(header)}\n${rows.map(line).join('\n')}\n`);
+    cells
+      .map((cell, i) =>
+        i === 0 || i === 7 || i === 8 ? cell.padEnd(widths[i] as number) : cell.padStart(widths[i] as number),
+      )
+      .join('  ');
+  process.stdout.write(
+    `\n${result.dialect}, ${result.dataset.scale.label} conversations (latencies in ms)\n${line(header)}\n${rows.map(line).join('\n')}\n`,
+  );
   if (result.scenarios.some(fewRequests))
-    process.stdout.write(`* the reference completed fewer than ${FEW_REQUESTS} requests per run: a rough ratio (try a longer --duration)\n`);
-  process.stdout.write(`server RSS peak ${fmt(result.rss.realPeakMb)} MB (< ${result.rss.limitMb} MB: ${result.rss.met ? 'yes' : 'NO'})\n`);
+    process.stdout.write(
+      `* the reference completed fewer than ${FEW_REQUESTS} requests per run: a rough ratio (try a longer --duration)\n`,
+    );
+  process.stdout.write(
+    `server RSS peak ${fmt(result.rss.realPeakMb)} MB (< ${result.rss.limitMb} MB: ${result.rss.met ? 'yes' : 'NO'})\n`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
   const options = parseOptions(process.argv.slice(2));
-  if (!existsSync(API_BIN)) throw new Error(`${API_BIN} is missing: run "pnpm bench" from the repository root (it builds the api first)`);
+  if (!existsSync(API_BIN))
+    throw new Error(`${API_BIN} is missing: run "pnpm bench" from the repository root (it builds the api first)`);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const written: string[] = [];
   for (const dialect of options.dbs) {

@@ -73,7 +73,9 @@ export function buildScenarios(samples: Samples): Scenario[] {
       kind: 'write',
       method: 'POST',
       paths: ['/v1/messages'],
-      bodies: samples.openConversationIds.map((id, i) => JSON.stringify({ conversation_id: id, content: `Your order is on its way (bench ${i})` })),
+      bodies: samples.openConversationIds.map((id, i) =>
+        JSON.stringify({ conversation_id: id, content: `Your order is on its way (bench ${i})` }),
+      ),
       measures: `an outbound text message into one of ${samples.openConversationIds.length} open conversations (insert + conversation update in one transaction)`,
     },
   ];
@@ -101,7 +103,9 @@ export function checkTarget(kind: ScenarioKind, dialect: Dialect, real: Measured
     case 'search':
       return { rule: '≥ 10× reference, p99 < 50 ms', met: ratio >= 10 && real.p99 < 50 };
     case 'write':
-      return dialect === 'postgres' ? { rule: '≥ 1,000 req/s', met: real.rps >= 1000 } : { rule: '(Postgres only: ≥ 1,000 req/s)', met: null };
+      return dialect === 'postgres'
+        ? { rule: '≥ 1,000 req/s', met: real.rps >= 1000 }
+        : { rule: '(Postgres only: ≥ 1,000 req/s)', met: null };
   }
 }
 

@@ -1,3 +1,5 @@
 import { defineConfig } from 'vitest/config';
 
-export default defineConfig({ test: { include: ['src/**/*.test.ts'], testTimeout: 60_000, hookTimeout: 120_000, maxWorkers: 2 } });
+export default defineConfig({
+  test: { include: ['src/**/*.test.ts'], testTimeout: 60_000, hookTimeout: 120_000, maxWorkers: 2 },
+});

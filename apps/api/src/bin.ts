@@ -43,11 +43,17 @@ const program = new Command('convo-server').description('Run and operate the Con
 // serve and worker run until stopped: an error nothing handled is logged and ends them non-zero,
 // for their supervisor to restart (crash-policy.ts).
 program.hook('preAction', async (_program, command) => {
-  if (command.name() === 'serve' || command.name() === 'worker') (await import('./crash-policy.js')).installCrashPolicy(command.name());
+  if (command.name() === 'serve' || command.name() === 'worker')
+    (await import('./crash-policy.js')).installCrashPolicy(command.name());
 });
 
-/** Stops `stop` on the first SIGTERM or SIGINT, then exits; a second signal ends the process at once (Node's default). */
-function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, what: (signal: NodeJS.Signals) => string = () => 'finishing requests and jobs under way') {
+/**
+ * Stops `stop` on the first SIGTERM or SIGINT, then exits; a second signal ends the process at once (Node's default).
+ */
+function onShutdown(
+  stop: (signal: NodeJS.Signals) => Promise<void>,
+  what: (signal: NodeJS.Signals) => string = () => 'finishing requests and jobs under way',
+) {
   const handler = (signal: NodeJS.Signals) => {
     process.stderr.write(`convo-server: ${signal}: stopping (${what(signal)})\n`);
     stop(signal).then(
@@ -62,7 +68,10 @@ function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, what: (sign
   process.once('SIGINT', handler);
 }
 
-const startWorker = async (database: DatabaseHandle, logger?: { info(o: object, m?: string): void; error(o: object, m?: string): void }) => {
+const startWorker = async (
+  database: DatabaseHandle,
+  logger?: { info(o: object, m?: string): void; error(o: object, m?: string): void },
+) => {
   env.settings.secretKey();
   const worker = new Worker({
     database,
@@ -76,7 +85,9 @@ const startWorker = async (database: DatabaseHandle, logger?: { info(o: object, 
 
 program
   .command('serve')
-  .description('Serve the API (PORT, HOST, DATABASE_URL) with the background worker (unless CONVO_WORKER=false); migrates first unless NODE_ENV=production')
+  .description(
+    'Serve the API (PORT, HOST, DATABASE_URL) with the background worker (unless CONVO_WORKER=false); migrates first unless NODE_ENV=production',
+  )
   .action(async () => {
     // A missing CONVO_SECRET_KEY in production stops the server here, not at the first channel.
     env.settings.secretKey();
@@ -110,7 +121,9 @@ program
       (signal) => `draining for ${drainMs(signal) / 1000} s, then finishing requests and jobs under way`,
     );
     await app.listen({ port: env.port, host: env.host });
-    process.stderr.write(`Convo API on ${env.publicUrl}/v1 (${database.dialect}); reference at ${env.publicUrl}/docs; console at ${env.publicUrl}/console/\n`);
+    process.stderr.write(
+      `Convo API on ${env.publicUrl}/v1 (${database.dialect}); reference at ${env.publicUrl}/docs; console at ${env.publicUrl}/console/\n`,
+    );
   });
 
 program
@@ -120,7 +133,9 @@ program
     const database = openConfiguredDatabase();
     if (env.nodeEnv !== 'production') await migrateToLatest(database.db);
     const log = (level: string) => (obj: object, msg?: string) => {
-      const fields = Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, v instanceof Error ? { message: v.message, stack: v.stack } : v]));
+      const fields = Object.fromEntries(
+        Object.entries(obj).map(([k, v]) => [k, v instanceof Error ? { message: v.message, stack: v.stack } : v]),
+      );
       process.stderr.write(`${JSON.stringify({ level, time: Date.now(), msg, ...fields })}\n`);
     };
     const worker = await startWorker(database, { info: log('info'), error: log('error') });
@@ -153,7 +168,11 @@ accounts
   .action((options: { name: string; plan: Plan; rpm?: number; json?: boolean }) =>
     withDatabase(async (database) => {
       await migrateToLatest(database.db);
-      const account = await accountsService.createAccount(database, { name: options.name, plan: options.plan, rateLimitRpm: options.rpm });
+      const account = await accountsService.createAccount(database, {
+        name: options.name,
+        plan: options.plan,
+        rateLimitRpm: options.rpm,
+      });
       if (options.json) print(account);
       else process.stdout.write(`Created account ${account.id} (${account.name}, ${account.plan})\n`);
     }),
@@ -170,9 +189,16 @@ keys
   .action((options: { account: string; type: (typeof KEY_TYPES)[number]; name?: string; json?: boolean }) =>
     withDatabase(async (database) => {
       await migrateToLatest(database.db);
-      const key = await accountsService.createKey(database, { accountId: options.account, type: options.type, name: options.name });
+      const key = await accountsService.createKey(database, {
+        accountId: options.account,
+        type: options.type,
+        name: options.name,
+      });
       if (options.json) print(key);
-      else process.stdout.write(`Created ${key.type} key ${key.id} for ${key.account_id}. Store it now, it is not shown again:\n${key.key}\n`);
+      else
+        process.stdout.write(
+          `Created ${key.type} key ${key.id} for ${key.account_id}. Store it now, it is not shown again:\n${key.key}\n`,
+        );
     }),
   );
 keys
@@ -225,7 +251,13 @@ users
         role: options.role,
         name: options.name,
       });
-      const result = { id: user.id, email: user.email, account_id: options.account, role: options.role, ...(user.created ? { password } : {}) };
+      const result = {
+        id: user.id,
+        email: user.email,
+        account_id: options.account,
+        role: options.role,
+        ...(user.created ? { password } : {}),
+      };
       if (options.json) return print(result);
       process.stdout.write(
         user.created

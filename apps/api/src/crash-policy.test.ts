@@ -19,7 +19,10 @@ interface Ended {
 /** Runs `script` (an ES module) in a child node process and waits for it to end. */
 function runChild(script: string, onStdout?: (text: string, child: ReturnType<typeof spawn>) => void): Promise<Ended> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: API_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: API_DIR,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     let stdout = '';
     child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
@@ -39,7 +42,13 @@ const crashLine = (stderr: string) => {
     .split('\n')
     .filter((line) => line.startsWith('{'));
   expect(lines.length, stderr).toBeGreaterThan(0);
-  return JSON.parse(lines[lines.length - 1] as string) as { level: string; kind: string; role: string; requestId?: string; err: { message: string } };
+  return JSON.parse(lines[lines.length - 1] as string) as {
+    level: string;
+    kind: string;
+    role: string;
+    requestId?: string;
+    err: { message: string };
+  };
 };
 
 /**
@@ -60,7 +69,14 @@ function runCommandThatCrashes(command: 'serve' | 'worker'): Promise<Ended> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', pathToFileURL(preload).href, BIN, command], {
       cwd: dir,
-      env: { ...process.env, DATABASE_URL: `file:${join(dir, 'convo.db')}`, PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent', CONVO_WORKER: 'false' },
+      env: {
+        ...process.env,
+        DATABASE_URL: `file:${join(dir, 'convo.db')}`,
+        PORT: '0',
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'silent',
+        CONVO_WORKER: 'false',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -78,11 +94,19 @@ function runCommandThatCrashes(command: 'serve' | 'worker'): Promise<Ended> {
 describe('the crash policy', () => {
   beforeAll(() => ensureBuilt(), 120_000);
 
-  it.each(['serve', 'worker'] as const)('`convo-server %s` installs it: an uncaught exception is logged and ends it non-zero', async (command) => {
-    const ended = await runCommandThatCrashes(command);
-    expect(ended.code, ended.stderr).toBe(1);
-    expect(crashLine(ended.stderr)).toMatchObject({ level: 'fatal', kind: 'uncaughtException', role: command, err: { message: `thrown inside ${command}` } });
-  });
+  it.each(['serve', 'worker'] as const)(
+    '`convo-server %s` installs it: an uncaught exception is logged and ends it non-zero',
+    async (command) => {
+      const ended = await runCommandThatCrashes(command);
+      expect(ended.code, ended.stderr).toBe(1);
+      expect(crashLine(ended.stderr)).toMatchObject({
+        level: 'fatal',
+        kind: 'uncaughtException',
+        role: command,
+        err: { message: `thrown inside ${command}` },
+      });
+    },
+  );
 
   it('an uncaught exception is logged and ends the process non-zero', async () => {
     const ended = await runChild(`
@@ -95,7 +119,12 @@ describe('the crash policy', () => {
     expect(ended.code).toBe(1);
     expect(ended.stdout).not.toContain('still running');
     const line = crashLine(ended.stderr);
-    expect(line).toMatchObject({ level: 'fatal', kind: 'uncaughtException', role: 'serve', err: { message: 'boom from a timer' } });
+    expect(line).toMatchObject({
+      level: 'fatal',
+      kind: 'uncaughtException',
+      role: 'serve',
+      err: { message: 'boom from a timer' },
+    });
     expect(line.requestId).toBeUndefined();
   });
 
@@ -108,7 +137,11 @@ describe('the crash policy', () => {
       setTimeout(() => console.log('still running'), 5_000);
     `);
     expect(ended.code).toBe(1);
-    expect(crashLine(ended.stderr)).toMatchObject({ kind: 'unhandledRejection', role: 'worker', err: { message: 'nobody awaited this' } });
+    expect(crashLine(ended.stderr)).toMatchObject({
+      kind: 'unhandledRejection',
+      role: 'worker',
+      err: { message: 'nobody awaited this' },
+    });
   });
 
   it('an error that escapes while a request is served is logged with its request id', async () => {
@@ -137,6 +170,10 @@ describe('the crash policy', () => {
       },
     );
     expect(ended.code).toBe(1);
-    expect(crashLine(ended.stderr)).toMatchObject({ kind: 'uncaughtException', requestId: 'req_crash_test', err: { message: 'escaped the request' } });
+    expect(crashLine(ended.stderr)).toMatchObject({
+      kind: 'uncaughtException',
+      requestId: 'req_crash_test',
+      err: { message: 'escaped the request' },
+    });
   });
 });

@@ -46,10 +46,13 @@ const flag = (value: string | undefined, fallback: boolean): boolean => {
 export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const nodeEnv = source.NODE_ENV === 'production' || source.NODE_ENV === 'test' ? source.NODE_ENV : 'development';
   const port = Number(source.PORT ?? 3000);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got "${source.PORT}"`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`PORT must be a port number, got "${source.PORT}"`);
   const databasePoolSize = source.DATABASE_POOL_SIZE ? Number(source.DATABASE_POOL_SIZE) : undefined;
   if (databasePoolSize !== undefined && (!Number.isInteger(databasePoolSize) || databasePoolSize < 1)) {
-    throw new Error(`DATABASE_POOL_SIZE must be a whole number of connections, 1 or more, got "${source.DATABASE_POOL_SIZE}"`);
+    throw new Error(
+      `DATABASE_POOL_SIZE must be a whole number of connections, 1 or more, got "${source.DATABASE_POOL_SIZE}"`,
+    );
   }
   const host = source.HOST || '127.0.0.1';
   const publicUrl = publicUrlOf(source.CONVO_PUBLIC_URL, host, port);
@@ -64,10 +67,16 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     redisUrl: source.REDIS_URL || undefined,
     redisPrefix: source.CONVO_REDIS_PREFIX ?? 'convo:',
     // Test servers stop at once unless a test asks for a drain: nothing balances them.
-    drainMs: source.CONVO_DRAIN_SECONDS ? seconds('CONVO_DRAIN_SECONDS', source.CONVO_DRAIN_SECONDS) * 1000 : nodeEnv === 'test' ? 0 : 10_000,
+    drainMs: source.CONVO_DRAIN_SECONDS
+      ? seconds('CONVO_DRAIN_SECONDS', source.CONVO_DRAIN_SECONDS) * 1000
+      : nodeEnv === 'test'
+        ? 0
+        : 10_000,
     logLevel: source.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
     workerInServe: flag(source.CONVO_WORKER, true),
-    workerLeaseMs: source.CONVO_WORKER_LEASE ? (parseSchedule('CONVO_WORKER_LEASE', source.CONVO_WORKER_LEASE)[0] as number) : 15_000,
+    workerLeaseMs: source.CONVO_WORKER_LEASE
+      ? (parseSchedule('CONVO_WORKER_LEASE', source.CONVO_WORKER_LEASE)[0] as number)
+      : 15_000,
     settings: defaultSettings({
       // Always in development and test; elsewhere only when asked for.
       allowPrivateWebhooks: nodeEnv !== 'production' || flag(source.CONVO_ALLOW_PRIVATE_WEBHOOKS, false),
@@ -76,12 +85,24 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
         ? { webhookRetryScheduleMs: parseSchedule('CONVO_WEBHOOK_RETRY_SCHEDULE', source.CONVO_WEBHOOK_RETRY_SCHEDULE) }
         : {}),
       ...(source.CONVO_CHANNEL_SEND_RETRY_SCHEDULE
-        ? { channelSendRetryScheduleMs: parseSchedule('CONVO_CHANNEL_SEND_RETRY_SCHEDULE', source.CONVO_CHANNEL_SEND_RETRY_SCHEDULE) }
+        ? {
+            channelSendRetryScheduleMs: parseSchedule(
+              'CONVO_CHANNEL_SEND_RETRY_SCHEDULE',
+              source.CONVO_CHANNEL_SEND_RETRY_SCHEDULE,
+            ),
+          }
         : {}),
       ...(source.CONVO_CHANNEL_SENDS_PER_SECOND
-        ? { channelSendsPerSecond: positiveNumber('CONVO_CHANNEL_SENDS_PER_SECOND', source.CONVO_CHANNEL_SENDS_PER_SECOND) }
+        ? {
+            channelSendsPerSecond: positiveNumber(
+              'CONVO_CHANNEL_SENDS_PER_SECOND',
+              source.CONVO_CHANNEL_SENDS_PER_SECOND,
+            ),
+          }
         : {}),
-      ...(source.CONVO_GRAPH_API_URL ? { graphApiUrl: httpUrl('CONVO_GRAPH_API_URL', source.CONVO_GRAPH_API_URL) } : {}),
+      ...(source.CONVO_GRAPH_API_URL
+        ? { graphApiUrl: httpUrl('CONVO_GRAPH_API_URL', source.CONVO_GRAPH_API_URL) }
+        : {}),
       ...(source.CONVO_GRAPH_API_VERSION ? { graphApiVersion: graphVersion(source.CONVO_GRAPH_API_VERSION) } : {}),
       publicUrl,
       secretKey: secretKeyOf(source.CONVO_SECRET_KEY, nodeEnv, databaseUrl),
@@ -96,15 +117,22 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
  * CONVO_SECRET_KEY, required in production; elsewhere a key kept beside the SQLite file, else in `data/`.
  * Read when first needed, so commands that seal nothing need no key.
  */
-function secretKeyOf(value: string | undefined, nodeEnv: Env['nodeEnv'], databaseUrl: string | undefined): () => Buffer {
+function secretKeyOf(
+  value: string | undefined,
+  nodeEnv: Env['nodeEnv'],
+  databaseUrl: string | undefined,
+): () => Buffer {
   let key: Buffer | undefined;
   return () => {
     if (key) return key;
     if (value) key = parseSecretKey(value);
-    else if (nodeEnv === 'production') throw new Error('CONVO_SECRET_KEY is required when NODE_ENV=production (openssl rand -hex 32)');
+    else if (nodeEnv === 'production')
+      throw new Error('CONVO_SECRET_KEY is required when NODE_ENV=production (openssl rand -hex 32)');
     else {
       const target = parseDatabaseUrl(databaseUrl);
-      key = developmentSecretKey(target.dialect === 'sqlite' && target.path !== ':memory:' ? dirname(target.path) : 'data');
+      key = developmentSecretKey(
+        target.dialect === 'sqlite' && target.path !== ':memory:' ? dirname(target.path) : 'data',
+      );
     }
     return key;
   };
@@ -119,12 +147,14 @@ const positiveNumber = (name: string, value: string): number => {
 /** A duration in seconds, 0 or more (fractions allowed). */
 const seconds = (name: string, value: string): number => {
   const number = Number(value);
-  if (value.trim() === '' || !Number.isFinite(number) || number < 0) throw new Error(`${name} must be a number of seconds, 0 or more, got "${value}"`);
+  if (value.trim() === '' || !Number.isFinite(number) || number < 0)
+    throw new Error(`${name} must be a number of seconds, 0 or more, got "${value}"`);
   return number;
 };
 
 const httpUrl = (name: string, value: string): string => {
-  if (!/^https?:\/\/[^/]/.test(value) || !URL.canParse(value)) throw new Error(`${name} must be an http(s) URL, got "${value}"`);
+  if (!/^https?:\/\/[^/]/.test(value) || !URL.canParse(value))
+    throw new Error(`${name} must be an http(s) URL, got "${value}"`);
   return value.replace(/\/+$/, '');
 };
 
@@ -143,7 +173,9 @@ function trustedProxiesOf(value: string | undefined): string | false {
   for (const entry of entries) {
     const named = entry === 'loopback' || entry === 'linklocal' || entry === 'uniquelocal';
     if (!named && !isAddress(entry) && !isCidr(entry)) {
-      throw new Error(`CONVO_TRUSTED_PROXIES: "${entry}" is not an address, a CIDR range, loopback, linklocal or uniquelocal`);
+      throw new Error(
+        `CONVO_TRUSTED_PROXIES: "${entry}" is not an address, a CIDR range, loopback, linklocal or uniquelocal`,
+      );
     }
   }
   return entries.join(',');
@@ -172,7 +204,8 @@ function publicUrlOf(value: string | undefined, host: string, port: number): str
     } catch {
       throw new Error(`CONVO_PUBLIC_URL must be an http(s) URL, got "${value}"`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`CONVO_PUBLIC_URL must be an http(s) URL, got "${value}"`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new Error(`CONVO_PUBLIC_URL must be an http(s) URL, got "${value}"`);
     return value.replace(/\/+$/, '').replace(/\/v1$/, '');
   }
   // A wildcard address is where the server listens, not where a client connects.

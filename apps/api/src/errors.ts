@@ -1,4 +1,11 @@
-import { type Constraint, ERROR_STATUS, type ErrorBody, type ErrorCode, type ErrorDetails, type ValidationIssue } from '@convo/core';
+import {
+  type Constraint,
+  ERROR_STATUS,
+  type ErrorBody,
+  type ErrorCode,
+  type ErrorDetails,
+  type ValidationIssue,
+} from '@convo/core';
 
 /**
  * The server's one error type: each transport turns it into its own shape in one place (HTTP: `toErrorBody`).
@@ -22,14 +29,22 @@ export class ApiError extends Error {
     return ERROR_STATUS[this.code];
   }
 
-  static badRequest(field: string, constraint: Constraint, message: string, extra: Partial<ErrorDetails> = {}): ApiError {
+  static badRequest(
+    field: string,
+    constraint: Constraint,
+    message: string,
+    extra: Partial<ErrorDetails> = {},
+  ): ApiError {
     return new ApiError('bad_request', message, { field, constraint, ...extra });
   }
 
   static validation(issues: ValidationIssue[]): ApiError {
     const [first] = issues;
     if (!first) return new ApiError('bad_request', 'Invalid request');
-    const message = issues.length === 1 ? first.message : `${first.message} (and ${issues.length - 1} more problem${issues.length > 2 ? 's' : ''})`;
+    const message =
+      issues.length === 1
+        ? first.message
+        : `${first.message} (and ${issues.length - 1} more problem${issues.length > 2 ? 's' : ''})`;
     return new ApiError('bad_request', message, { field: first.field, constraint: first.constraint, issues });
   }
 

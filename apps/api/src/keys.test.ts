@@ -16,7 +16,9 @@ describe('generateKey', () => {
       const [first, second] = [generateKey(type), generateKey(type)];
       expect(first.startsWith(KEY_PREFIXES[type])).toBe(true);
       expect(first).not.toBe(second);
-      expect(Buffer.from(first.slice(KEY_PREFIXES[type].length), type === 'webhook' ? 'base64' : 'base64url')).toHaveLength(32);
+      expect(
+        Buffer.from(first.slice(KEY_PREFIXES[type].length), type === 'webhook' ? 'base64' : 'base64url'),
+      ).toHaveLength(32);
       expect(redactKey(first)).toBe(`${first.slice(0, KEY_PREFIXES[type].length + 4)}…${first.slice(-4)}`);
     }
   });

@@ -13,7 +13,8 @@ export const KEY_PREFIXES: Record<KeyType, string> = {
 };
 
 export function generateKey(type: KeyType): string {
-  const body = type === 'webhook' ? crypto.randomBytes(32).toString('base64') : crypto.randomBytes(32).toString('base64url');
+  const body =
+    type === 'webhook' ? crypto.randomBytes(32).toString('base64') : crypto.randomBytes(32).toString('base64url');
   return `${KEY_PREFIXES[type]}${body}`;
 }
 

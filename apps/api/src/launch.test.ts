@@ -12,7 +12,11 @@ describe('how the server is launched', () => {
   it('uses flags this Node accepts (an unknown V8 flag stops node before the server starts)', () => {
     const run = spawnSync(
       process.execPath,
-      [...FLAGS, '-e', "process.stdout.write(require('node:v8').getHeapStatistics().total_heap_size > 0 ? 'ok' : 'no')"],
+      [
+        ...FLAGS,
+        '-e',
+        "process.stdout.write(require('node:v8').getHeapStatistics().total_heap_size > 0 ? 'ok' : 'no')",
+      ],
       { encoding: 'utf8' },
     );
     expect(run.stderr).toBe('');
@@ -26,7 +30,10 @@ describe('how the server is launched', () => {
     const dir = mkdtempSync(join(tmpdir(), 'convo-launch-'));
     const report = join(dir, 'report.cjs');
     writeFileSync(report, 'process.stdout.write(JSON.stringify(process.execArgv)); process.exit(0);');
-    const run = spawnSync(BIN, ['--help'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: `--require=${report}` } });
+    const run = spawnSync(BIN, ['--help'], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: `--require=${report}` },
+    });
     rmSync(dir, { recursive: true, force: true });
     expect(run.status, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual(expect.arrayContaining(FLAGS));

@@ -19,7 +19,10 @@ import { testWebhookEndpoint } from './services/webhook-tests.js';
 import { webhookEndpointsService } from './services/webhooks.js';
 import { workflowsService } from './services/workflows.js';
 
-type Handler<K extends OperationId> = (ctx: ServiceContext, input: OperationParsedInput<K>) => Promise<OperationResult<K>>;
+type Handler<K extends OperationId> = (
+  ctx: ServiceContext,
+  input: OperationParsedInput<K>,
+) => Promise<OperationResult<K>>;
 
 /**
  * One handler per operation of the endpoint table, each a call to a service verb. The type
@@ -32,7 +35,8 @@ export const handlers: Handlers = {
   'conversations.create': (ctx, input) => conversationsService.create(ctx, input.body),
   'conversations.retrieve': (ctx, input) => conversationsService.retrieve(ctx, input.params.id),
   'conversations.update': (ctx, input) => conversationsService.update(ctx, { id: input.params.id, body: input.body }),
-  'conversations.listMessages': (ctx, input) => conversationsService.listMessages(ctx, { id: input.params.id, query: input.query }),
+  'conversations.listMessages': (ctx, input) =>
+    conversationsService.listMessages(ctx, { id: input.params.id, query: input.query }),
   'messages.send': (ctx, input) => messagesService.send(ctx, input.body),
   'messages.retrieve': (ctx, input) => messagesService.retrieve(ctx, input.params.id),
   'contacts.list': (ctx, input) => contactsService.list(ctx, input.query),
@@ -44,7 +48,8 @@ export const handlers: Handlers = {
     return undefined;
   },
   'contacts.tags.add': (ctx, input) => contactsService.addTag(ctx, { id: input.params.id, tag: input.body.tag }),
-  'contacts.tags.remove': (ctx, input) => contactsService.removeTag(ctx, { id: input.params.id, tag: input.params.tag }),
+  'contacts.tags.remove': (ctx, input) =>
+    contactsService.removeTag(ctx, { id: input.params.id, tag: input.params.tag }),
   'tags.list': (ctx, input) => tagsService.list(ctx, input.query),
   'tags.update': (ctx, input) => tagsService.update(ctx, { tag: input.params.tag, body: input.body }),
   'tags.delete': async (ctx, input) => {
@@ -64,23 +69,29 @@ export const handlers: Handlers = {
     return undefined;
   },
   'workflows.trigger': (ctx, input) => workflowsService.trigger(ctx, { workflowId: input.params.id, body: input.body }),
-  'workflows.retrieveRun': (ctx, input) => workflowsService.retrieveRun(ctx, { workflowId: input.params.id, runId: input.params.run_id }),
-  'workflows.cancelRun': (ctx, input) => workflowsService.cancelRun(ctx, { workflowId: input.params.id, runId: input.params.run_id }),
-  'workflows.listRuns': (ctx, input) => workflowsService.listRuns(ctx, { workflowId: input.params.id, query: input.query }),
+  'workflows.retrieveRun': (ctx, input) =>
+    workflowsService.retrieveRun(ctx, { workflowId: input.params.id, runId: input.params.run_id }),
+  'workflows.cancelRun': (ctx, input) =>
+    workflowsService.cancelRun(ctx, { workflowId: input.params.id, runId: input.params.run_id }),
+  'workflows.listRuns': (ctx, input) =>
+    workflowsService.listRuns(ctx, { workflowId: input.params.id, query: input.query }),
   'events.list': (ctx, input) => eventsService.list(ctx, input.query),
   'webhookEndpoints.list': (ctx, input) => webhookEndpointsService.list(ctx, input.query),
   'webhookEndpoints.create': (ctx, input) => webhookEndpointsService.create(ctx, input.body),
   'webhookEndpoints.retrieve': (ctx, input) => webhookEndpointsService.retrieve(ctx, input.params.id),
-  'webhookEndpoints.update': (ctx, input) => webhookEndpointsService.update(ctx, { id: input.params.id, body: input.body }),
+  'webhookEndpoints.update': (ctx, input) =>
+    webhookEndpointsService.update(ctx, { id: input.params.id, body: input.body }),
   'webhookEndpoints.delete': async (ctx, input) => {
     await webhookEndpointsService.delete(ctx, input.params.id);
     return undefined;
   },
-  'webhookEndpoints.listDeliveries': (ctx, input) => webhookEndpointsService.listDeliveries(ctx, { endpointId: input.params.id, query: input.query }),
+  'webhookEndpoints.listDeliveries': (ctx, input) =>
+    webhookEndpointsService.listDeliveries(ctx, { endpointId: input.params.id, query: input.query }),
   'webhookEndpoints.retryDelivery': (ctx, input) =>
     webhookEndpointsService.retryDelivery(ctx, { endpointId: input.params.id, deliveryId: input.params.delivery_id }),
   'webhookEndpoints.test': (ctx, input) => testWebhookEndpoint(ctx, input.params.id),
-  'webhookEndpoints.replay': (ctx, input) => webhookEndpointsService.replay(ctx, { endpointId: input.params.id, body: input.body }),
+  'webhookEndpoints.replay': (ctx, input) =>
+    webhookEndpointsService.replay(ctx, { endpointId: input.params.id, body: input.body }),
   'channels.list': (ctx, input) => channelsService.list(ctx, input.query),
   'channels.create': (ctx, input) => channelsService.create(ctx, input.body),
   'channels.retrieve': (ctx, input) => channelsService.retrieve(ctx, input.params.id),

@@ -38,7 +38,11 @@ const contact = fc.record({
   phone: nullableText,
   email: nullableText,
   tags: fc.array(text, { maxLength: 5 }),
-  attributes: fc.dictionary(text, fc.oneof(text, fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), fc.boolean()), { maxKeys: 5 }),
+  attributes: fc.dictionary(
+    text,
+    fc.oneof(text, fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), fc.boolean()),
+    { maxKeys: 5 },
+  ),
   identities: fc.array(fc.record({ platform, channel_id: id('ch'), external_id: text }), { maxLength: 3 }),
   created_at: timestamp,
   updated_at: timestamp,
@@ -47,19 +51,42 @@ const message = fc.record({
   id: id('msg'),
   conversation_id: id('conv'),
   direction: fc.constantFrom('inbound', 'outbound'),
-  type: fc.constantFrom('text', 'template', 'image', 'video', 'audio', 'document', 'sticker', 'location', 'reaction', 'unsupported'),
+  type: fc.constantFrom(
+    'text',
+    'template',
+    'image',
+    'video',
+    'audio',
+    'document',
+    'sticker',
+    'location',
+    'reaction',
+    'unsupported',
+  ),
   content: text,
   status: fc.constantFrom('queued', 'sent', 'delivered', 'read', 'failed'),
   platform_message_id: nullableText,
   error: fc.option(fc.record({ code: text, message: text }), { nil: null }),
-  media: fc.option(fc.record({ id: text, mime_type: text, filename: fc.option(text, { nil: undefined }) }, { requiredKeys: ['id', 'mime_type'] }), {
-    nil: null,
-  }),
+  media: fc.option(
+    fc.record(
+      { id: text, mime_type: text, filename: fc.option(text, { nil: undefined }) },
+      { requiredKeys: ['id', 'mime_type'] },
+    ),
+    {
+      nil: null,
+    },
+  ),
   created_at: timestamp,
   updated_at: timestamp,
 });
 const listOf = <T>(item: fc.Arbitrary<T>) =>
-  fc.record({ data: fc.array(item, { maxLength: 5 }), total: count, limit: fc.integer({ min: 1, max: 100 }), offset: count, has_more: fc.boolean() });
+  fc.record({
+    data: fc.array(item, { maxLength: 5 }),
+    total: count,
+    limit: fc.integer({ min: 1, max: 100 }),
+    offset: count,
+    has_more: fc.boolean(),
+  });
 
 const samples: Record<string, fc.Arbitrary<unknown>> = {
   'conversations.list': listOf(conversation),
@@ -111,13 +138,25 @@ describe('hot-route serializers', () => {
   it('drop what the contract does not declare, as the zod serializer does', () => {
     const schema = endpoints['conversations.retrieve'].response;
     const value = fc.sample(conversation, { numRuns: 1, seed: 1 })[0] as Record<string, unknown>;
-    const withExtra = { ...value, account_id: 'acct_secret', contact: { ...(value.contact as object), phone_digits: '1' } };
+    const withExtra = {
+      ...value,
+      account_id: 'acct_secret',
+      contact: { ...(value.contact as object), phone_digits: '1' },
+    };
     expect(compileSerializer(schema)(withExtra)).toBe(viaZod(schema, value));
   });
 
   it('turn nullable and scalar unions into forms chosen without validation', () => {
-    expect(forSerialization({ anyOf: [{ type: 'object', properties: {} }, { type: 'null' }] })).toEqual({ type: 'object', properties: {}, nullable: true });
-    expect(forSerialization({ anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] })).toEqual({ type: ['string', 'number', 'boolean'] });
-    expect(forSerialization({ anyOf: [{ $ref: '#/a' }, { $ref: '#/b' }] })).toEqual({ anyOf: [{ $ref: '#/a' }, { $ref: '#/b' }] });
+    expect(forSerialization({ anyOf: [{ type: 'object', properties: {} }, { type: 'null' }] })).toEqual({
+      type: 'object',
+      properties: {},
+      nullable: true,
+    });
+    expect(forSerialization({ anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] })).toEqual({
+      type: ['string', 'number', 'boolean'],
+    });
+    expect(forSerialization({ anyOf: [{ $ref: '#/a' }, { $ref: '#/b' }] })).toEqual({
+      anyOf: [{ $ref: '#/a' }, { $ref: '#/b' }],
+    });
   });
 });

@@ -84,7 +84,9 @@ function withoutProtoKeys(value: unknown): unknown {
 
 /** A compiled fast-json-stringify serializer for a response schema of the contract. */
 export function compileSerializer(schema: z.ZodType): (payload: unknown) => string {
-  const json = forSerialization(z.toJSONSchema(schema, { io: 'output', target: 'draft-7', unrepresentable: 'any' })) as JsonSchema;
+  const json = forSerialization(
+    z.toJSONSchema(schema, { io: 'output', target: 'draft-7', unrepresentable: 'any' }),
+  ) as JsonSchema;
   delete json.$schema;
   const serialize = fastJson(json as unknown as Parameters<typeof fastJson>[0]);
   // Only schemas with a record (contact attributes) can carry such a key.
@@ -104,7 +106,9 @@ export function serializeResponse(operationId: OperationId, result: unknown): st
     const operation: EndpointDefinition = endpoints[operationId];
     const schema = operation.response;
     if (!schema) throw new Error(`${operationId} answers no body`);
-    serialize = HOT_OPERATIONS.has(operationId) ? compileSerializer(schema) : (value) => JSON.stringify(z.encode(schema, value));
+    serialize = HOT_OPERATIONS.has(operationId)
+      ? compileSerializer(schema)
+      : (value) => JSON.stringify(z.encode(schema, value));
     serializers.set(operationId, serialize);
   }
   return serialize(result);

@@ -46,7 +46,9 @@ export interface Settings {
 }
 
 /** The delivery retry schedule CONTRACT fixes (Events and webhooks). */
-export const WEBHOOK_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000] as const;
+export const WEBHOOK_RETRY_SCHEDULE_MS = [
+  5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
+] as const;
 
 /** Long enough in total that a platform's outage of most of an hour loses no message. */
 export const CHANNEL_SEND_RETRY_SCHEDULE_MS = [1_000, 5_000, 30_000, 120_000, 600_000, 1_800_000] as const;

@@ -8,7 +8,11 @@ type Issue = z.core.$ZodIssue;
  * Parses `input` with a contract schema, or throws one ApiError listing every problem.
  * `pathPrefix` is dropped from field paths (`body.tags.2` → `tags.2`).
  */
-export function parseWith<S extends z.ZodType>(schema: S, input: unknown, pathPrefix: readonly PropertyKey[] = []): z.output<S> {
+export function parseWith<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  pathPrefix: readonly PropertyKey[] = [],
+): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   throw ApiError.validation(toValidationIssues(result.error.issues, input, pathPrefix.length));
@@ -32,10 +36,13 @@ export function toValidationIssues(issues: readonly Issue[], input: unknown, dro
         const path = lastSegment(issue.path) === discriminator ? issue.path : [...issue.path, discriminator];
         const value = valueAt(input, path);
         const options = ('options' in issue ? (issue.options as unknown[]) : []) ?? [];
-        const constraint: Constraint = value === undefined ? 'required' : options.some((option) => typeof option === typeof value) ? 'enum' : 'type';
+        const constraint: Constraint =
+          value === undefined ? 'required' : options.some((option) => typeof option === typeof value) ? 'enum' : 'type';
         const name = path.map(String).join('.');
         const message =
-          constraint === 'required' ? `${name} is required` : `${name} must be one of: ${options.map((option) => JSON.stringify(option)).join(', ')}`;
+          constraint === 'required'
+            ? `${name} is required`
+            : `${name} must be one of: ${options.map((option) => JSON.stringify(option)).join(', ')}`;
         out.push({ field: fieldName(path, dropSegments), constraint, message });
         continue;
       }
@@ -43,9 +50,13 @@ export function toValidationIssues(issues: readonly Issue[], input: unknown, dro
       if (allowed) {
         // A union of enums and literals (a webhook's events: a type or "*"): one enum of them all.
         const value = valueAt(input, issue.path);
-        const constraint: Constraint = value === undefined ? 'required' : allowed.some((v) => typeof v === typeof value) ? 'enum' : 'type';
+        const constraint: Constraint =
+          value === undefined ? 'required' : allowed.some((v) => typeof v === typeof value) ? 'enum' : 'type';
         const name = issue.path.map(String).join('.');
-        const message = constraint === 'required' ? `${name} is required` : `${name} must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
+        const message =
+          constraint === 'required'
+            ? `${name} is required`
+            : `${name} must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
         out.push({ field: fieldName(issue.path, dropSegments), constraint, message });
         continue;
       }
@@ -58,7 +69,11 @@ export function toValidationIssues(issues: readonly Issue[], input: unknown, dro
       const [inner] = issue.issues;
       if (inner) {
         const constraint = constraintOf(inner, issue.path[issue.path.length - 1]);
-        out.push({ field: fieldName(issue.path, dropSegments), constraint, message: messageOf({ ...inner, path: issue.path }, constraint) });
+        out.push({
+          field: fieldName(issue.path, dropSegments),
+          constraint,
+          message: messageOf({ ...inner, path: issue.path }, constraint),
+        });
         continue;
       }
     }
@@ -126,9 +141,13 @@ function messageOf(issue: Issue, constraint: Constraint): string {
     case 'required':
       return `${name} is required`;
     case 'type':
-      return issue.code === 'invalid_type' ? `${name} must be ${issue.expected === 'int' ? 'an integer' : `of type ${issue.expected}`}` : issue.message;
+      return issue.code === 'invalid_type'
+        ? `${name} must be ${issue.expected === 'int' ? 'an integer' : `of type ${issue.expected}`}`
+        : issue.message;
     case 'enum':
-      return issue.code === 'invalid_value' ? `${name} must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(', ')}` : issue.message;
+      return issue.code === 'invalid_value'
+        ? `${name} must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`
+        : issue.message;
     case 'max_length':
     case 'max':
       if (issue.code === 'too_big')
@@ -153,7 +172,8 @@ const lastSegment = (path: readonly PropertyKey[]): string | undefined => {
  * No string of a request, value or key, may hold U+0000 (Postgres cannot store it) or a lone surrogate (stored
  * as U+FFFD), so whatever is accepted reads back exactly as sent. Every string is checked, not each field.
  */
-export const isValidText = (text: string): boolean => !text.includes('\u0000') && (text as WellFormedString).isWellFormed();
+export const isValidText = (text: string): boolean =>
+  !text.includes('\u0000') && (text as WellFormedString).isWellFormed();
 
 /** Node 20 has String.prototype.isWellFormed, but the ES2023 lib the project compiles with does not declare it. */
 type WellFormedString = string & { isWellFormed(): boolean };
@@ -171,7 +191,10 @@ export function textIssues(value: unknown, path: string[] = []): ValidationIssue
   if (typeof value === 'string') return [issue(path, 'must be valid Unicode: no lone surrogate, no U+0000')];
   if (Array.isArray(value)) return value.flatMap((inner, i) => textIssues(inner, [...path, String(i)]));
   return Object.entries(value as object).flatMap(([key, inner]) => {
-    if (!isValidText(key)) return [issue([...path, key], 'is not a valid key: keys must be valid Unicode, with no lone surrogate and no U+0000')];
+    if (!isValidText(key))
+      return [
+        issue([...path, key], 'is not a valid key: keys must be valid Unicode, with no lone surrogate and no U+0000'),
+      ];
     if (key === REFUSED_KEY) return [issue([...path, key], 'is not accepted as a key')];
     return textIssues(inner, [...path, key]);
   });
@@ -183,13 +206,20 @@ function holdsBadText(value: unknown): boolean {
   if (!value || typeof value !== 'object') return false;
   if (Array.isArray(value)) return value.some(holdsBadText);
   for (const key in value) {
-    if (Object.hasOwn(value, key) && (key === REFUSED_KEY || !isValidText(key) || holdsBadText((value as Record<string, unknown>)[key]))) return true;
+    if (
+      Object.hasOwn(value, key) &&
+      (key === REFUSED_KEY || !isValidText(key) || holdsBadText((value as Record<string, unknown>)[key]))
+    )
+      return true;
   }
   return false;
 }
 
 /** Validates params, query or body against its contract schema: the parsed value, or one ApiError for every problem. */
-export function validatePart<S extends z.ZodType>(schema: S, value: unknown): { value: z.output<S> } | { error: ApiError } {
+export function validatePart<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+): { value: z.output<S> } | { error: ApiError } {
   const result = schema.safeParse(value);
   const schemaIssues = result.success ? [] : toValidationIssues(result.error.issues, value);
   // A field zod already refused (`__proto__` in a strict object is `unknown`) is named once.

@@ -47,7 +47,9 @@ describe('webhookUrlProblem', () => {
     expect(await webhookUrlProblem('http://93.184.215.14/hook', { allowPrivate: false })).toMatch(/https/);
     expect(await webhookUrlProblem('https://10.0.0.1/hook', { allowPrivate: false })).toMatch(/address/);
     expect(await webhookUrlProblem('https://[fe80::1]/hook', { allowPrivate: false })).toMatch(/address/);
-    expect(await webhookUrlProblem('https://localhost:8443/hook', { allowPrivate: false })).toMatch(/localhost resolves/);
+    expect(await webhookUrlProblem('https://localhost:8443/hook', { allowPrivate: false })).toMatch(
+      /localhost resolves/,
+    );
     expect(await webhookUrlProblem('https://93.184.215.14/hook', { allowPrivate: false })).toBeUndefined();
     expect(await webhookUrlProblem('https://[2606:4700:4700::1111]/hook', { allowPrivate: false })).toBeUndefined();
     expect(await webhookUrlProblem('https://[::7f00:1]/hook', { allowPrivate: false })).toMatch(/address/);

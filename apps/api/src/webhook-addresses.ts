@@ -86,7 +86,8 @@ export function publicOnlyLookup(hostname: string, options: LookupOptions, callb
     if (error) return callback(error, []);
     const refused = addresses.find((a) => !isPublicAddress(a.address));
     if (refused) return callback(new PrivateAddressError(hostname, refused.address), []);
-    if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
+    if (addresses.length === 0)
+      return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
     if (options.all) return callback(null, addresses);
     const [first] = addresses as [LookupAddress];
     return callback(null, first.address, first.family);

@@ -22,7 +22,8 @@ export function createQueryClient() {
     defaultOptions: {
       queries: {
         // A refusal (4xx) stays a refusal; only a server or network failure is worth another try.
-        retry: (failures, error) => failures < 2 && !(error instanceof TRPCClientError && (consoleErrorOf(error).httpStatus ?? 500) < 500),
+        retry: (failures, error) =>
+          failures < 2 && !(error instanceof TRPCClientError && (consoleErrorOf(error).httpStatus ?? 500) < 500),
         refetchOnWindowFocus: false,
       },
     },

@@ -11,7 +11,8 @@ export interface ConsoleError {
 }
 
 type Loose = Record<string, unknown> | undefined;
-const record = (value: unknown): Loose => (value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : undefined);
+const record = (value: unknown): Loose =>
+  value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : undefined;
 const string = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 export function consoleErrorOf(error: unknown): ConsoleError {
@@ -37,7 +38,11 @@ export function isUnauthorized(error: unknown): boolean {
  * Puts a failed call's message beside the form field its `details.field` names (`body.url`,
  * `events.0` → `url`, `events`), or at the top of the form when it names none of them.
  */
-export function showServerError<T extends FieldValues>(error: unknown, setError: UseFormSetError<T>, fields: readonly Path<T>[]): void {
+export function showServerError<T extends FieldValues>(
+  error: unknown,
+  setError: UseFormSetError<T>,
+  fields: readonly Path<T>[],
+): void {
   const problem = consoleErrorOf(error);
   const path = problem.field?.replace(/^(body|params|query)\./, '');
   const field = fields.find((name) => path === name || path?.startsWith(`${name}.`));

@@ -7,11 +7,16 @@ import type * as z from 'zod';
  * inputs always hold a string, so the optional fields left empty are dropped before validation
  * (and so never sent as "").
  */
-export function contractResolver<F extends FieldValues, Out>(schema: z.ZodType<Out>, optional: readonly (keyof F & string)[]): Resolver<F, unknown, Out> {
+export function contractResolver<F extends FieldValues, Out>(
+  schema: z.ZodType<Out>,
+  optional: readonly (keyof F & string)[],
+): Resolver<F, unknown, Out> {
   const resolve = zodResolver(schema as z.ZodType<Out, F>) as unknown as Resolver<F, unknown, Out>;
   return (values, context, options) => {
     const filled = Object.fromEntries(
-      Object.entries(values).filter(([name, value]) => !(optional.includes(name) && typeof value === 'string' && value.trim() === '')),
+      Object.entries(values).filter(
+        ([name, value]) => !(optional.includes(name) && typeof value === 'string' && value.trim() === ''),
+      ),
     ) as F;
     return resolve(filled, context, options);
   };

@@ -29,6 +29,8 @@ export function checkBaseUrl(value: string, source: keyof typeof SOURCE_NAMES): 
     throw new UsageError(`${SOURCE_NAMES[source]} must be an http(s) URL, got "${value}"`);
   }
   if (!/\/v1\/?$/.test(url.pathname)) {
-    throw new UsageError(`${SOURCE_NAMES[source]} must end with /v1, the API's version: try ${value.replace(/\/+$/, '')}/v1`);
+    throw new UsageError(
+      `${SOURCE_NAMES[source]} must end with /v1, the API's version: try ${value.replace(/\/+$/, '')}/v1`,
+    );
   }
 }

@@ -5,7 +5,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configPath, keyPreview, readConfigFile, resolveSettings, writeConfigFile } from './config.js';
 import { CliError } from './errors.js';
 
-const file = { profiles: { default: { api_key: 'convo_sk_profile', base_url: 'http://profile/v1' }, staging: { api_key: 'convo_sk_staging' } } };
+const file = {
+  profiles: {
+    default: { api_key: 'convo_sk_profile', base_url: 'http://profile/v1' },
+    staging: { api_key: 'convo_sk_staging' },
+  },
+};
 
 describe('settings precedence: flags, then environment, then profile', () => {
   it('takes flags first', () => {
@@ -32,7 +37,9 @@ describe('settings precedence: flags, then environment, then profile', () => {
   });
 
   it('picks the profile by flag, then CONVO_PROFILE, else default', () => {
-    expect(resolveSettings({ profile: 'staging' }, { CONVO_PROFILE: 'default' }, file).apiKey?.value).toBe('convo_sk_staging');
+    expect(resolveSettings({ profile: 'staging' }, { CONVO_PROFILE: 'default' }, file).apiKey?.value).toBe(
+      'convo_sk_staging',
+    );
     expect(resolveSettings({}, { CONVO_PROFILE: 'staging' }, file).apiKey?.value).toBe('convo_sk_staging');
     expect(resolveSettings({}, {}, file).profile).toBe('default');
     expect(resolveSettings({ profile: 'missing' }, {}, file).apiKey).toBeUndefined();

@@ -34,7 +34,10 @@ export interface ResolvedSettings {
 
 export const DEFAULT_PROFILE = 'default';
 
-/** `%APPDATA%\convo\config.json` on Windows, else `$XDG_CONFIG_HOME/convo/config.json`, else `~/.config/convo/config.json`. */
+/**
+ * `%APPDATA%\convo\config.json` on Windows, else `$XDG_CONFIG_HOME/convo/config.json`, else
+ * `~/.config/convo/config.json`.
+ */
 export function configPath(env: Environment, platform: NodeJS.Platform, homeDir: string): string {
   if (platform === 'win32' && env.APPDATA) return join(env.APPDATA, 'convo', 'config.json');
   const base = env.XDG_CONFIG_HOME || join(env.HOME || homeDir, '.config');

@@ -1,4 +1,13 @@
-import { BadRequestError, ConnectionError, ForbiddenError, NotFoundError, RateLimitedError, ServerError, TimeoutError, UnauthorizedError } from '@convo/sdk';
+import {
+  BadRequestError,
+  ConnectionError,
+  ForbiddenError,
+  NotFoundError,
+  RateLimitedError,
+  ServerError,
+  TimeoutError,
+  UnauthorizedError,
+} from '@convo/sdk';
 import { CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { CliError, EXIT_CODES, UsageError, exitCodeOf, messageOf, reportError } from './errors.js';
@@ -15,7 +24,9 @@ describe('exit codes', () => {
     expect(exitCodeOf(new ForbiddenError({ ...api, status: 403, code: 'forbidden', message: 'no' }))).toBe(3);
     expect(exitCodeOf(new CliError('no API key', 'auth'))).toBe(3);
     expect(exitCodeOf(new NotFoundError({ ...api, status: 404, code: 'not_found', message: 'gone' }))).toBe(4);
-    expect(exitCodeOf(new RateLimitedError({ ...api, status: 429, code: 'rate_limited', message: 'slow down' }))).toBe(5);
+    expect(exitCodeOf(new RateLimitedError({ ...api, status: 429, code: 'rate_limited', message: 'slow down' }))).toBe(
+      5,
+    );
     expect(exitCodeOf(new ServerError({ ...api, status: 503, code: 'server_error', message: 'down' }))).toBe(6);
     expect(exitCodeOf(new ConnectionError({ code: 'connection_error', message: 'refused' }))).toBe(6);
     expect(exitCodeOf(new TimeoutError({ code: 'timeout', message: 'slow' }))).toBe(6);
@@ -36,7 +47,11 @@ describe('messages', () => {
       ...api,
       code: 'bad_request',
       message: 'Must be an E.164 phone number',
-      details: { field: 'phone', constraint: 'format', issues: [{ field: 'phone', constraint: 'format', message: 'x' }] },
+      details: {
+        field: 'phone',
+        constraint: 'format',
+        issues: [{ field: 'phone', constraint: 'format', message: 'x' }],
+      },
     });
     expect(messageOf(error)).toBe('Must be an E.164 phone number [phone: format] (request req_123)');
     const more = new BadRequestError({
@@ -56,20 +71,31 @@ describe('messages', () => {
   });
 
   it('names the network failure', () => {
-    const cause = Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
-    expect(messageOf(new ConnectionError({ code: 'connection_error', message: 'Could not reach http://x: fetch failed', cause }))).toBe(
-      'Could not reach http://x: fetch failed (ECONNREFUSED)',
-    );
+    const cause = Object.assign(new TypeError('fetch failed'), {
+      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
+    expect(
+      messageOf(
+        new ConnectionError({ code: 'connection_error', message: 'Could not reach http://x: fetch failed', cause }),
+      ),
+    ).toBe('Could not reach http://x: fetch failed (ECONNREFUSED)');
   });
 
   it('writes one `convo:` line on stderr and returns the code', () => {
     const stderr = new CapturedOutput();
-    expect(reportError(new NotFoundError({ ...api, status: 404, code: 'not_found', message: 'No such contact:\nct_1' }), stderr)).toBe(4);
+    expect(
+      reportError(
+        new NotFoundError({ ...api, status: 404, code: 'not_found', message: 'No such contact:\nct_1' }),
+        stderr,
+      ),
+    ).toBe(4);
     expect(stderr.text).toBe('convo: No such contact: ct_1 (request req_123)\n');
     const quiet = new CapturedOutput();
     expect(reportError(new CommanderError(0, 'commander.helpDisplayed', '(outputHelp)'), quiet)).toBe(0);
     expect(quiet.text).toBe('');
-    expect(reportError(new CommanderError(1, 'commander.unknownCommand', "error: unknown command 'lis'"), quiet)).toBe(2);
+    expect(reportError(new CommanderError(1, 'commander.unknownCommand', "error: unknown command 'lis'"), quiet)).toBe(
+      2,
+    );
     expect(quiet.text).toBe("convo: unknown command 'lis'\n");
   });
 });

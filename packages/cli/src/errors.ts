@@ -71,7 +71,8 @@ const codeOf = (error: unknown): string | undefined => {
   return typeof code === 'string' ? code : undefined;
 };
 
-const isCommanderError = (error: unknown): error is CommanderLikeError => codeOf(error)?.startsWith('commander.') ?? false;
+const isCommanderError = (error: unknown): error is CommanderLikeError =>
+  codeOf(error)?.startsWith('commander.') ?? false;
 
 export const isConvoError = (error: unknown): error is ConvoError =>
   error instanceof Error && 'requestId' in error && Object.hasOwn(KIND_BY_API_CODE, codeOf(error) ?? '');
@@ -108,7 +109,9 @@ export function messageOf(error: unknown): string {
 function networkCodeOf(error: Error): string | undefined {
   const chain: Error[] = [];
   for (let cause = error.cause; cause instanceof Error && chain.length < 4; cause = cause.cause) chain.push(cause);
-  const code = chain.map((cause) => (cause as Error & { code?: unknown }).code).find((c) => typeof c === 'string' && /^E[A-Z_]+$/.test(c));
+  const code = chain
+    .map((cause) => (cause as Error & { code?: unknown }).code)
+    .find((c) => typeof c === 'string' && /^E[A-Z_]+$/.test(c));
   if (typeof code === 'string') return code;
   // The first cause is fetch's own "fetch failed", already in the SDK's message.
   return chain.length > 1 ? chain.at(-1)?.message : undefined;
@@ -116,9 +119,12 @@ function networkCodeOf(error: Error): string | undefined {
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, ' ').trim();
 
-/** Writes `convo: <message>` to stderr (except for help and version, which are not errors) and returns the exit code. */
+/**
+ * Writes `convo: <message>` to stderr (except for help and version, which are not errors) and returns the exit code.
+ */
 export function reportError(error: unknown, stderr: { write(text: string): unknown }): number {
   const code = exitCodeOf(error);
-  if (code !== 0 && !(isCommanderError(error) && error.code === 'commander.help')) stderr.write(`convo: ${messageOf(error)}\n`);
+  if (code !== 0 && !(isCommanderError(error) && error.code === 'commander.help'))
+    stderr.write(`convo: ${messageOf(error)}\n`);
   return code;
 }

@@ -16,7 +16,9 @@ describe('global options', () => {
   beforeAll(async () => {
     server = createServer((req: IncomingMessage, res) => {
       seen.push({ path: req.url, authorization: req.headers.authorization });
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [], total: 0, limit: 20, offset: 0, has_more: false }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ data: [], total: 0, limit: 20, offset: 0, has_more: false }));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -30,19 +32,30 @@ describe('global options', () => {
 
   it('are taken before the command as after it, the command’s own winning', async () => {
     const before = testTerminal();
-    expect(await run(['--api-key', 'convo_sk_front', '--base-url', `${base}/v1`, '--json', 'tags', 'list'], before.terminal), before.stderr.text).toBe(0);
+    expect(
+      await run(['--api-key', 'convo_sk_front', '--base-url', `${base}/v1`, '--json', 'tags', 'list'], before.terminal),
+      before.stderr.text,
+    ).toBe(0);
     expect(lastRequest()).toEqual({ path: '/v1/tags', authorization: 'Bearer convo_sk_front' });
     expect(JSON.parse(before.stdout.text)).toMatchObject({ data: [], total: 0 });
 
     const both = testTerminal();
-    expect(await run(['--api-key', 'convo_sk_front', '--base-url', `${base}/v1`, 'tags', 'list', '--api-key', 'convo_sk_back'], both.terminal)).toBe(0);
+    expect(
+      await run(
+        ['--api-key', 'convo_sk_front', '--base-url', `${base}/v1`, 'tags', 'list', '--api-key', 'convo_sk_back'],
+        both.terminal,
+      ),
+    ).toBe(0);
     expect(lastRequest()?.authorization).toBe('Bearer convo_sk_back');
   });
 
   it('--profile before the command picks the profile saved by login', async () => {
     const configHome = mkdtempSync(join(tmpdir(), 'convo-config-'));
     mkdirSync(join(configHome, 'convo'));
-    const profiles = { default: { api_key: 'convo_sk_default', base_url: `${base}/v1` }, staging: { api_key: 'convo_sk_staging', base_url: `${base}/v1` } };
+    const profiles = {
+      default: { api_key: 'convo_sk_default', base_url: `${base}/v1` },
+      staging: { api_key: 'convo_sk_staging', base_url: `${base}/v1` },
+    };
     writeFileSync(join(configHome, 'convo', 'config.json'), JSON.stringify({ profiles }));
     const { terminal, stderr } = testTerminal({ env: { XDG_CONFIG_HOME: configHome } });
     expect(await run(['--profile', 'staging', 'tags', 'list'], terminal), stderr.text).toBe(0);

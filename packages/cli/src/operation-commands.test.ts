@@ -38,9 +38,17 @@ describe('option values', () => {
       { name: 'quantity', kind: 'integer' as const },
       { name: 'unit_amount', kind: 'integer' as const },
     ];
-    expect(parseItem('Denim jacket:1:18990', fields)).toEqual({ name: 'Denim jacket', quantity: 1, unit_amount: 18990 });
+    expect(parseItem('Denim jacket:1:18990', fields)).toEqual({
+      name: 'Denim jacket',
+      quantity: 1,
+      unit_amount: 18990,
+    });
     expect(parseItem('Belt: black:2:500', fields)).toEqual({ name: 'Belt: black', quantity: 2, unit_amount: 500 });
-    expect(parseItem('{"name":"Hat","quantity":1,"unit_amount":5}', fields)).toEqual({ name: 'Hat', quantity: 1, unit_amount: 5 });
+    expect(parseItem('{"name":"Hat","quantity":1,"unit_amount":5}', fields)).toEqual({
+      name: 'Hat',
+      quantity: 1,
+      unit_amount: 5,
+    });
     expect(() => parseItem('Hat:1', fields)).toThrow(/name:quantity:unit_amount/);
     expect(() => parseItem('Hat:one:5', fields)).toThrow(/integer/);
   });
@@ -76,7 +84,8 @@ describe('the program', () => {
   it('documents the exit codes and every group in --help', async () => {
     const { terminal, stdout } = testTerminal();
     expect(await run(['--help'], terminal)).toBe(0);
-    for (const group of ['conversations', 'messages', 'contacts', 'tags', 'orders', 'login', 'logout']) expect(stdout.text).toContain(group);
+    for (const group of ['conversations', 'messages', 'contacts', 'tags', 'orders', 'login', 'logout'])
+      expect(stdout.text).toContain(group);
     expect(stdout.text).toMatch(/Exit codes:[\s\S]*3 +authentication[\s\S]*6 +server or network/);
   });
 
@@ -107,7 +116,9 @@ describe('the program', () => {
       ['orders', 'create', '--contact', 'ct_1', '--currency', 'BRL', '--item', 'Hat'],
     ];
     for (const argv of cases) {
-      const { terminal, stderr } = testTerminal({ env: { CONVO_API_KEY: 'convo_sk_test', CONVO_BASE_URL: 'http://127.0.0.1:9/v1' } });
+      const { terminal, stderr } = testTerminal({
+        env: { CONVO_API_KEY: 'convo_sk_test', CONVO_BASE_URL: 'http://127.0.0.1:9/v1' },
+      });
       expect(await run(argv, terminal), argv.join(' ')).toBe(EXIT_CODES.usage);
       expect(stderr.text, argv.join(' ')).toMatch(/^convo: [^\n]+\n$/);
     }

@@ -45,10 +45,24 @@ export interface CommonOptions extends ConnectionFlags {
 export function addCommonOptions(command: Command): Command {
   const group = 'Global options:';
   return command
-    .addOption(new Option('--json', "print the API's JSON (the default when stdout is not a terminal)").helpGroup(group))
-    .addOption(new Option('--api-key <key>', 'API key (else CONVO_API_KEY, else the profile from `convo login`)').helpGroup(group))
-    .addOption(new Option('--base-url <url>', "API base URL ending in /v1 (else CONVO_BASE_URL, else the profile's)").helpGroup(group))
-    .addOption(new Option('--profile <name>', 'profile saved by `convo login` (else CONVO_PROFILE, else "default")').helpGroup(group));
+    .addOption(
+      new Option('--json', "print the API's JSON (the default when stdout is not a terminal)").helpGroup(group),
+    )
+    .addOption(
+      new Option('--api-key <key>', 'API key (else CONVO_API_KEY, else the profile from `convo login`)').helpGroup(
+        group,
+      ),
+    )
+    .addOption(
+      new Option('--base-url <url>', "API base URL ending in /v1 (else CONVO_BASE_URL, else the profile's)").helpGroup(
+        group,
+      ),
+    )
+    .addOption(
+      new Option('--profile <name>', 'profile saved by `convo login` (else CONVO_PROFILE, else "default")').helpGroup(
+        group,
+      ),
+    );
 }
 
 /** Finds the subcommand `name` of `parent`, creating it (as a plain group) when missing. */
@@ -61,13 +75,20 @@ export function subcommand(parent: Command, name: string, summary?: string): Com
 }
 
 /** Adds the command of one operation under `root`, creating its groups as needed. */
-export function addOperationCommand(root: Command, id: OperationId, naming: OperationCommand, context: CommandContext): Command {
+export function addOperationCommand(
+  root: Command,
+  id: OperationId,
+  naming: OperationCommand,
+  context: CommandContext,
+): Command {
   const spec = context.specs[id];
   const words = naming.command.split(' ');
   let parent = root;
   for (const word of words.slice(0, -1)) parent = subcommand(parent, word);
   const command = parent.command(words[words.length - 1] as string);
-  command.summary(spec.summary).description(spec.description ? `${spec.summary}.\n\n${spec.description}` : `${spec.summary}.`);
+  command
+    .summary(spec.summary)
+    .description(spec.description ? `${spec.summary}.\n\n${spec.description}` : `${spec.summary}.`);
 
   for (const param of spec.pathParams) command.argument(`<${param.name}>`, param.description);
   const positional = (naming.positionalBody ?? []).map((name) => {
@@ -82,21 +103,33 @@ export function addOperationCommand(root: Command, id: OperationId, naming: Oper
   const bodyOptions = addFieldOptions(command, bodyFields, 'Body options:');
   if (bodyFields.length > 0) {
     command.addOption(
-      new Option('--body <json>', 'the request body as JSON, @FILE or - for stdin; the options above override its fields').helpGroup('Body options:'),
+      new Option(
+        '--body <json>',
+        'the request body as JSON, @FILE or - for stdin; the options above override its fields',
+      ).helpGroup('Body options:'),
     );
   }
-  if (spec.list) command.addOption(new Option('--all', 'page through every record and print JSON Lines').helpGroup('Filters and paging:'));
+  if (spec.list)
+    command.addOption(
+      new Option('--all', 'page through every record and print JSON Lines').helpGroup('Filters and paging:'),
+    );
   addCommonOptions(command);
 
   command.action(async (...args: unknown[]) => {
     const values = args.slice(0, spec.pathParams.length + positional.length) as string[];
-    const options = (args[values.length] ?? {}) as CommonOptions & { all?: boolean; body?: string } & Record<string, unknown>;
+    const options = (args[values.length] ?? {}) as CommonOptions & { all?: boolean; body?: string } & Record<
+        string,
+        unknown
+      >;
     const { terminal } = context;
 
     const query = fieldValues(options, queryOptions);
     let body: Record<string, unknown> | undefined;
     if (bodyFields.length > 0) {
-      const given = { ...(options.body === undefined ? {} : await readBodyOption(options.body, terminal)), ...fieldValues(options, bodyOptions) };
+      const given = {
+        ...(options.body === undefined ? {} : await readBodyOption(options.body, terminal)),
+        ...fieldValues(options, bodyOptions),
+      };
       body = given;
       const missing = bodyFields.filter((f) => f.required && given[f.name] === undefined);
       if (missing.length > 0) {
@@ -143,7 +176,11 @@ export function sdkMethod(client: Convo, path: string): (...args: unknown[]) => 
 
 /** The commander option of a schema field: flag, help, choices and the parser of its values. */
 /** Adds an option for each field under the help heading `group`; fieldValues reads them back. */
-export function addFieldOptions(command: Command, fields: readonly FieldSpec[], group: string): { field: FieldSpec; key: string }[] {
+export function addFieldOptions(
+  command: Command,
+  fields: readonly FieldSpec[],
+  group: string,
+): { field: FieldSpec; key: string }[] {
   return fields.map((field) => {
     const option = optionFor(field).helpGroup(group);
     command.addOption(option);
@@ -154,7 +191,8 @@ export function addFieldOptions(command: Command, fields: readonly FieldSpec[], 
 export function optionFor(field: FieldSpec): Option {
   const description = `${field.description}${field.required ? `${field.description ? ' ' : ''}(required)` : ''}`;
   // A boolean alone means true; `--flag false` sends false.
-  const flags = field.kind === 'boolean' ? `--${field.option} [true|false]` : `--${field.option} <${field.placeholder}>`;
+  const flags =
+    field.kind === 'boolean' ? `--${field.option} [true|false]` : `--${field.option} <${field.placeholder}>`;
   const option = new Option(flags, description);
   if (field.kind === 'string' && field.choices && !field.nullable) return option.choices(field.choices);
   return option.argParser(parserFor(field));
@@ -166,7 +204,10 @@ type Parser = (value: string, previous: unknown) => unknown;
 const NULL_VALUE = Symbol('null');
 
 /** The fields given on the command line, by their API names. */
-export function fieldValues(options: Record<string, unknown>, fields: readonly { field: FieldSpec; key: string }[]): Record<string, unknown> {
+export function fieldValues(
+  options: Record<string, unknown>,
+  fields: readonly { field: FieldSpec; key: string }[],
+): Record<string, unknown> {
   const values: Record<string, unknown> = {};
   for (const { field, key } of fields) {
     const value = options[key];
@@ -180,7 +221,8 @@ export function parserFor(field: FieldSpec): Parser {
     case 'string':
       return (value) => {
         if (field.nullable && value === '') return NULL_VALUE;
-        if (field.choices && !field.choices.includes(value)) throw new InvalidArgumentError(`Allowed choices are ${field.choices.join(', ')}.`);
+        if (field.choices && !field.choices.includes(value))
+          throw new InvalidArgumentError(`Allowed choices are ${field.choices.join(', ')}.`);
         return value;
       };
     case 'integer':
@@ -189,13 +231,20 @@ export function parserFor(field: FieldSpec): Parser {
       return (value) => (field.nullable && value === '' ? NULL_VALUE : parseScalar(value, field.kind as ScalarKind));
     case 'strings':
       return (value, previous) => {
-        if (field.choices && !field.choices.includes(value)) throw new InvalidArgumentError(`Allowed choices are ${field.choices.join(', ')}.`);
+        if (field.choices && !field.choices.includes(value))
+          throw new InvalidArgumentError(`Allowed choices are ${field.choices.join(', ')}.`);
         return [...((previous as string[] | undefined) ?? []), value];
       };
     case 'record':
-      return (value, previous) => ({ ...((previous as Record<string, unknown> | undefined) ?? {}), ...parseKeyValue(value) });
+      return (value, previous) => ({
+        ...((previous as Record<string, unknown> | undefined) ?? {}),
+        ...parseKeyValue(value),
+      });
     case 'objects':
-      return (value, previous) => [...((previous as unknown[] | undefined) ?? []), parseItem(value, field.itemFields ?? [])];
+      return (value, previous) => [
+        ...((previous as unknown[] | undefined) ?? []),
+        parseItem(value, field.itemFields ?? []),
+      ];
     case 'json-items':
       return (value, previous) => [...((previous as unknown[] | undefined) ?? []), parseJson(value)];
     case 'json':
@@ -235,7 +284,10 @@ export function parseKeyValue(text: string): Record<string, unknown> {
  * `Denim jacket:1:18990` → `{name: "Denim jacket", quantity: 1, unit_amount: 18990}`: the fields
  * in schema order, split from the right so that the first may hold colons. A JSON object is taken as is.
  */
-export function parseItem(text: string, fields: readonly { name: string; kind: ScalarKind }[]): Record<string, unknown> {
+export function parseItem(
+  text: string,
+  fields: readonly { name: string; kind: ScalarKind }[],
+): Record<string, unknown> {
   if (text.trim().startsWith('{')) return parseJson(text) as Record<string, unknown>;
   const parts = text.split(':');
   if (parts.length < fields.length) {
@@ -271,7 +323,8 @@ export async function readBodyOption(value: string, terminal: Terminal): Promise
   } catch (error) {
     throw new UsageError(`--body is not valid JSON: ${(error as Error).message}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError('--body must be a JSON object');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new UsageError('--body must be a JSON object');
   return parsed as Record<string, unknown>;
 }
 

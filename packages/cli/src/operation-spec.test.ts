@@ -15,7 +15,12 @@ const schema = (json: object) => ({ toJSONSchema: () => json }) as never;
 
 describe('options derived from the contract', () => {
   it('turns snake_case ids into options without _id', () => {
-    expect(field('messages.send', 'body', 'conversation_id')).toMatchObject({ option: 'conversation', placeholder: 'id', kind: 'string', required: true });
+    expect(field('messages.send', 'body', 'conversation_id')).toMatchObject({
+      option: 'conversation',
+      placeholder: 'id',
+      kind: 'string',
+      required: true,
+    });
     expect(field('conversations.create', 'body', 'contact_id')).toMatchObject({ option: 'contact', required: true });
     expect(field('orders.list', 'query', 'contact_id')).toMatchObject({ option: 'contact', required: false });
     expect(field('orders.create', 'body', 'placed_at').option).toBe('placed-at');
@@ -26,7 +31,10 @@ describe('options derived from the contract', () => {
   it('takes enum choices, defaults and descriptions from the schemas', () => {
     expect(field('conversations.list', 'query', 'status').choices).toEqual(['active', 'resolved', 'archived']);
     expect(field('conversations.list', 'query', 'platform').choices).toEqual(['whatsapp', 'facebook', 'instagram']);
-    expect(field('orders.create', 'body', 'status')).toMatchObject({ choices: ['pending', 'paid', 'fulfilled', 'cancelled', 'refunded'], required: false });
+    expect(field('orders.create', 'body', 'status')).toMatchObject({
+      choices: ['pending', 'paid', 'fulfilled', 'cancelled', 'refunded'],
+      required: false,
+    });
     expect(field('orders.create', 'body', 'status').description).toContain('default: pending');
     expect(field('conversations.list', 'query', 'limit')).toMatchObject({ kind: 'integer' });
     expect(field('conversations.list', 'query', 'limit').description).toContain('Page size, 1 to 100');
@@ -39,7 +47,11 @@ describe('options derived from the contract', () => {
   });
 
   it('makes objects of scalars repeatable key=value', () => {
-    expect(field('contacts.create', 'body', 'attributes')).toMatchObject({ option: 'attribute', kind: 'record', placeholder: 'key=value' });
+    expect(field('contacts.create', 'body', 'attributes')).toMatchObject({
+      option: 'attribute',
+      kind: 'record',
+      placeholder: 'key=value',
+    });
   });
 
   it('makes arrays of objects of scalars repeatable a:b:c in schema order', () => {
@@ -107,10 +119,19 @@ describe('options derived from the contract', () => {
   });
 
   it('refuses a field that would take an option of the CLI itself', () => {
-    const definition = { method: 'GET', path: '/things', permission: 'read', summary: 'List things', status: 200 } as const;
-    expect(() => describeOperation('tags.list', { ...definition, query: schema({ type: 'object', properties: { json: { type: 'string' } } }) })).toThrow(
-      /--json/,
-    );
+    const definition = {
+      method: 'GET',
+      path: '/things',
+      permission: 'read',
+      summary: 'List things',
+      status: 200,
+    } as const;
+    expect(() =>
+      describeOperation('tags.list', {
+        ...definition,
+        query: schema({ type: 'object', properties: { json: { type: 'string' } } }),
+      }),
+    ).toThrow(/--json/);
     expect(() =>
       describeOperation('tags.list', {
         ...definition,

@@ -25,7 +25,16 @@ export interface OperationSpec {
  * singular option, `record` as repeatable `key=value`, `objects` (arrays of objects of scalars)
  * as repeatable `a:b:c`, other arrays as a repeatable option of JSON values, and anything else as JSON.
  */
-export type FieldKind = 'string' | 'integer' | 'number' | 'boolean' | 'strings' | 'record' | 'objects' | 'json-items' | 'json';
+export type FieldKind =
+  | 'string'
+  | 'integer'
+  | 'number'
+  | 'boolean'
+  | 'strings'
+  | 'record'
+  | 'objects'
+  | 'json-items'
+  | 'json';
 export type ScalarKind = 'string' | 'integer' | 'number' | 'boolean';
 
 export interface FieldSpec {
@@ -75,7 +84,9 @@ interface SchemaSource {
 }
 
 /** Every operation of the table, keyed by operation id. */
-export function describeOperations(endpoints: Record<OperationId, EndpointDefinition>): Record<OperationId, OperationSpec> {
+export function describeOperations(
+  endpoints: Record<OperationId, EndpointDefinition>,
+): Record<OperationId, OperationSpec> {
   const specs = {} as Record<OperationId, OperationSpec>;
   for (const id of Object.keys(endpoints) as OperationId[]) specs[id] = describeOperation(id, endpoints[id]);
   return specs;
@@ -127,7 +138,8 @@ function resolve(schema: JsonSchema, defs: Record<string, JsonSchema>, inside: r
   }
   const inner = (s: JsonSchema) => resolve(s, defs, names);
   const out: JsonSchema = { ...current };
-  if (current.properties) out.properties = Object.fromEntries(Object.entries(current.properties).map(([k, v]) => [k, inner(v)]));
+  if (current.properties)
+    out.properties = Object.fromEntries(Object.entries(current.properties).map(([k, v]) => [k, inner(v)]));
   if (current.items) out.items = inner(current.items);
   if (current.anyOf) out.anyOf = current.anyOf.map(inner);
   if (current.oneOf) out.oneOf = current.oneOf.map(inner);
@@ -174,7 +186,10 @@ function fieldOf(name: string, property: JsonSchema, required: boolean): FieldSp
     kind = 'strings';
     choices = choicesOf(schema.items);
   } else if (type === 'array' && schema.items?.type === 'object' && schema.items.properties) {
-    const fields = Object.entries(schema.items.properties).map(([field, s]) => ({ name: field, kind: scalarKindOf(s) }));
+    const fields = Object.entries(schema.items.properties).map(([field, s]) => ({
+      name: field,
+      kind: scalarKindOf(s),
+    }));
     if (fields.every((f) => f.kind !== undefined)) {
       kind = 'objects';
       itemFields = fields as { name: string; kind: ScalarKind }[];
@@ -245,7 +260,8 @@ function choicesOf(schema: JsonSchema): string[] | undefined {
 function isObjectOfScalars(schema: JsonSchema): boolean {
   const scalarOrNull = (s: JsonSchema): boolean =>
     s.anyOf ? s.anyOf.every(scalarOrNull) : s.type === 'null' || scalarKindOf(s) !== undefined || isStringLike(s);
-  if (schema.properties) return Object.values(schema.properties).every(scalarOrNull) && typeof schema.additionalProperties !== 'object';
+  if (schema.properties)
+    return Object.values(schema.properties).every(scalarOrNull) && typeof schema.additionalProperties !== 'object';
   return typeof schema.additionalProperties === 'object' && scalarOrNull(schema.additionalProperties);
 }
 
@@ -262,14 +278,29 @@ function describeField(field: {
   const parts: string[] = [];
   if (schema.description) parts.push(trimPeriod(schema.description));
   else if (field.idField) parts.push(`Id of the ${field.base.replaceAll('_', ' ')}`);
-  if (schema.format) parts.push(`format ${schema.format}${schema.example !== undefined ? `, e.g. ${String(schema.example)}` : ''}`);
-  else if (!schema.description && !field.idField && schema.type === 'string' && !schema.enum && schema.maxLength !== undefined) {
-    parts.push(schema.minLength ? `${schema.minLength} to ${schema.maxLength} characters` : `at most ${schema.maxLength} characters`);
+  if (schema.format)
+    parts.push(`format ${schema.format}${schema.example !== undefined ? `, e.g. ${String(schema.example)}` : ''}`);
+  else if (
+    !schema.description &&
+    !field.idField &&
+    schema.type === 'string' &&
+    !schema.enum &&
+    schema.maxLength !== undefined
+  ) {
+    parts.push(
+      schema.minLength
+        ? `${schema.minLength} to ${schema.maxLength} characters`
+        : `at most ${schema.maxLength} characters`,
+    );
   }
   if (!schema.format && schema.example !== undefined) parts.push(`e.g. ${String(schema.example)}`);
   if (field.kind === 'strings') {
     const item = schema.items;
-    const values = field.choices ? ` (one of: ${field.choices.join(', ')})` : item?.example !== undefined ? ` (e.g. ${String(item.example)})` : '';
+    const values = field.choices
+      ? ` (one of: ${field.choices.join(', ')})`
+      : item?.example !== undefined
+        ? ` (e.g. ${String(item.example)})`
+        : '';
     parts.push(`repeatable, one ${singular(field.base)} each${values}`);
   }
   if (field.kind === 'record') {
@@ -278,11 +309,17 @@ function describeField(field: {
   }
   if (field.kind === 'objects') {
     const item = schema.items?.properties ?? {};
-    const notes = Object.entries(item).flatMap(([name, s]) => (s.description ? [`${name}: ${trimPeriod(s.description)}`] : []));
-    parts.push(`repeatable ${(field.itemFields ?? []).map((f) => f.name).join(':')}${notes.length ? ` (${notes.join('; ')})` : ''}`);
+    const notes = Object.entries(item).flatMap(([name, s]) =>
+      s.description ? [`${name}: ${trimPeriod(s.description)}`] : [],
+    );
+    parts.push(
+      `repeatable ${(field.itemFields ?? []).map((f) => f.name).join(':')}${notes.length ? ` (${notes.join('; ')})` : ''}`,
+    );
   }
   if (field.kind === 'json-items') {
-    const types = (schema.items?.oneOf ?? schema.items?.anyOf ?? []).map((v) => v.properties?.type?.const).filter((t) => typeof t === 'string');
+    const types = (schema.items?.oneOf ?? schema.items?.anyOf ?? [])
+      .map((v) => v.properties?.type?.const)
+      .filter((t) => typeof t === 'string');
     parts.push(`repeatable, one JSON value each${types.length ? ` (type: ${types.join(', ')})` : ''}`);
   }
   if (field.kind === 'json') parts.push('as JSON');

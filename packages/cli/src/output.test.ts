@@ -47,7 +47,9 @@ describe('tables', () => {
 
   it('picks the scalar fields, nested scalars by dot path, and leaves out maps', () => {
     expect(defaultColumns([contact])).toEqual(['id', 'name', 'phone', 'email', 'tags', 'created_at']);
-    expect(defaultColumns([conversation, { ...conversation, last_message: { content: 'hi', timestamp: 't' } }])).toEqual([
+    expect(
+      defaultColumns([conversation, { ...conversation, last_message: { content: 'hi', timestamp: 't' } }]),
+    ).toEqual([
       'id',
       'contact.id',
       'contact.name',
@@ -72,14 +74,28 @@ describe('tables', () => {
   });
 
   it('prints a page with where it sits in the list', () => {
-    const text = formatListTable({ data: [contact], total: 3, limit: 1, offset: 1, has_more: true }, ['id', 'name', 'tags']);
-    expect(text).toBe('ID    NAME       TAGS\nct_1  Ana Souza  vip, new\n\n2–2 of 3; next page: --offset 2, every record: --all\n');
+    const text = formatListTable({ data: [contact], total: 3, limit: 1, offset: 1, has_more: true }, [
+      'id',
+      'name',
+      'tags',
+    ]);
+    expect(text).toBe(
+      'ID    NAME       TAGS\nct_1  Ana Souza  vip, new\n\n2–2 of 3; next page: --offset 2, every record: --all\n',
+    );
     expect(formatListTable({ data: [], total: 0, limit: 20, offset: 0, has_more: false })).toBe('No records.\n');
   });
 
   it('prints a record as key/value lines with nested fields by path', () => {
-    const text = formatRecordTable({ id: 'ord_1', items: [{ name: 'Hat', quantity: 1 }], attributes: { tier: 'gold' }, tags: [], note: null });
-    expect(text).toBe('id                ord_1\nitems.0.name      Hat\nitems.0.quantity  1\nattributes.tier   gold\ntags\nnote\n');
+    const text = formatRecordTable({
+      id: 'ord_1',
+      items: [{ name: 'Hat', quantity: 1 }],
+      attributes: { tier: 'gold' },
+      tags: [],
+      note: null,
+    });
+    expect(text).toBe(
+      'id                ord_1\nitems.0.name      Hat\nitems.0.quantity  1\nattributes.tier   gold\ntags\nnote\n',
+    );
   });
 });
 

@@ -28,7 +28,8 @@ const MAX_CELL_WIDTH = 48;
 type Scalar = string | number | boolean | null;
 const isScalar = (value: unknown): value is Scalar | undefined =>
   value === null || value === undefined || ['string', 'number', 'boolean'].includes(typeof value);
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A value as one table cell: arrays of scalars joined, null as empty, line breaks flattened. */
 export function cellText(value: unknown): string {
@@ -91,7 +92,8 @@ export function formatTable(columns: readonly string[], rows: readonly (readonly
 /** A page as a table, with where it sits in the whole list. */
 export function formatListTable(page: ListPage, columns?: readonly string[]): string {
   const chosen = columns ?? defaultColumns(page.data);
-  if (page.data.length === 0) return page.total === 0 ? 'No records.\n' : `No records at offset ${page.offset} (total ${page.total}).\n`;
+  if (page.data.length === 0)
+    return page.total === 0 ? 'No records.\n' : `No records at offset ${page.offset} (total ${page.total}).\n`;
   const table = formatTable(
     chosen,
     page.data.map((record) => chosen.map((column) => cellText(valueAt(record, column)))),
@@ -136,7 +138,11 @@ export async function printResult(
 }
 
 /** Every record of an async iterable as JSON Lines; returns how many were written. */
-export async function writeJsonLines(stdout: OutputStream, records: AsyncIterable<unknown>, onRecord?: (count: number) => void): Promise<number> {
+export async function writeJsonLines(
+  stdout: OutputStream,
+  records: AsyncIterable<unknown>,
+  onRecord?: (count: number) => void,
+): Promise<number> {
   let count = 0;
   for await (const record of records) {
     await writeOut(stdout, formatJsonLine(record));

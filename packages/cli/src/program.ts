@@ -33,7 +33,9 @@ ${EXIT_CODES_HELP}
 export async function buildProgram(terminal: Terminal): Promise<Command> {
   const context: CommandContext = { terminal, specs: await loadOperationSpecs() };
   const program = new Command('convo')
-    .description('The Convo /v1 API from the terminal: conversations, messages, contacts, tags, orders, workflows, events and webhooks.')
+    .description(
+      'The Convo /v1 API from the terminal: conversations, messages, contacts, tags, orders, workflows, events and webhooks.',
+    )
     .version(version)
     .exitOverride()
     // Errors are printed by reportError, as one `convo: …` line.
@@ -52,12 +54,14 @@ export async function buildProgram(terminal: Terminal): Promise<Command> {
       const name = option.attributeName();
       const value = root.getOptionValue(name);
       if (value === undefined || action.getOptionValue(name) !== undefined) continue;
-      if (action.options.some((own) => own.attributeName() === name)) action.setOptionValueWithSource(name, value, root.getOptionValueSource(name));
+      if (action.options.some((own) => own.attributeName() === name))
+        action.setOptionValueWithSource(name, value, root.getOptionValueSource(name));
     }
   });
 
   for (const group of COMMAND_GROUPS) subcommand(program, group.name, group.summary);
-  for (const [id, naming] of Object.entries(OPERATION_COMMANDS)) addOperationCommand(program, id as OperationId, naming, context);
+  for (const [id, naming] of Object.entries(OPERATION_COMMANDS))
+    addOperationCommand(program, id as OperationId, naming, context);
   for (const group of COMMAND_GROUPS) {
     const command = subcommand(program, group.name);
     for (const [name, summary] of Object.entries(group.subgroups ?? {})) subcommand(command, name, summary);

@@ -20,7 +20,10 @@ export interface Progress {
 const BAR_WIDTH = 24;
 const REDRAW_MS = 80;
 
-export function createProgress(stderr: OutputStream, options: { label: string; total?: number | undefined; enabled: boolean; now?: () => number }): Progress {
+export function createProgress(
+  stderr: OutputStream,
+  options: { label: string; total?: number | undefined; enabled: boolean; now?: () => number },
+): Progress {
   const now = options.now ?? Date.now;
   let total = options.total;
   let completed = 0;
@@ -77,4 +80,5 @@ export function createProgress(stderr: OutputStream, options: { label: string; t
 }
 
 /** The bar is for a person: not with `--json`, and not when stderr goes to a file or a pipe. */
-export const progressEnabled = (options: { json?: boolean | undefined }, stderr: OutputStream): boolean => !options.json && Boolean(stderr.isTTY);
+export const progressEnabled = (options: { json?: boolean | undefined }, stderr: OutputStream): boolean =>
+  !options.json && Boolean(stderr.isTTY);

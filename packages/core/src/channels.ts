@@ -18,7 +18,9 @@ export const Channel = z
     id: Id,
     platform: Platform,
     name: z.string(),
-    external_id: z.string().meta({ description: 'The WhatsApp phone number id, the Facebook Page id or the Instagram account id.' }),
+    external_id: z
+      .string()
+      .meta({ description: 'The WhatsApp phone number id, the Facebook Page id or the Instagram account id.' }),
     status: ChannelStatus,
     webhook_url: z.string().meta({ description: "The callback URL to enter in the Meta app's webhook settings." }),
     verify_token: z.string().meta({ description: 'The verify token to enter beside `webhook_url`.' }),
@@ -36,8 +38,14 @@ export type ChannelList = z.infer<typeof ChannelList>;
 export const ExternalId = text(1, 64)
   .regex(/^[0-9]+$/, { message: 'Must be the numeric id Meta shows (digits only)' })
   .meta({ example: '106540352242922' });
-const AccessToken = text(1, 4096).meta({ description: 'A system-user or page access token. Write-only: never returned.', writeOnly: true });
-const AppSecret = text(1, 256).meta({ description: "The Meta app's secret, which signs its webhooks. Write-only: never returned.", writeOnly: true });
+const AccessToken = text(1, 4096).meta({
+  description: 'A system-user or page access token. Write-only: never returned.',
+  writeOnly: true,
+});
+const AppSecret = text(1, 256).meta({
+  description: "The Meta app's secret, which signs its webhooks. Write-only: never returned.",
+  writeOnly: true,
+});
 const VerifyToken = text(8, 200)
   .regex(/^[\x21-\x7e]+$/, { message: 'Printable ASCII without spaces' })
   .meta({ description: 'Generated when not given.' });
@@ -61,10 +69,9 @@ export const UpdateChannelBody = z
     access_token: AccessToken.optional(),
     app_secret: AppSecret.optional(),
     verify_token: VerifyToken.optional(),
-    status: z
-      .enum(['active', 'disabled'])
-      .optional()
-      .meta({ description: '`disabled` stops sending and receiving; `active` re-enables a disabled channel or one in `error`.' }),
+    status: z.enum(['active', 'disabled']).optional().meta({
+      description: '`disabled` stops sending and receiving; `active` re-enables a disabled channel or one in `error`.',
+    }),
   })
   .meta({ id: 'UpdateChannelBody' });
 export type UpdateChannelBody = z.input<typeof UpdateChannelBody>;

@@ -39,12 +39,24 @@ export function dateTimeInput(description: string) {
     .check((ctx) => {
       const at = Date.parse(ctx.value);
       if (at < earliest) {
-        ctx.issues.push({ code: 'custom', params: { constraint: 'min' }, input: ctx.value, message: `Must be ${EARLIEST_TIMESTAMP} or later in UTC` });
+        ctx.issues.push({
+          code: 'custom',
+          params: { constraint: 'min' },
+          input: ctx.value,
+          message: `Must be ${EARLIEST_TIMESTAMP} or later in UTC`,
+        });
       } else if (at > latest) {
-        ctx.issues.push({ code: 'custom', params: { constraint: 'max' }, input: ctx.value, message: `Must be ${LATEST_TIMESTAMP} or earlier in UTC` });
+        ctx.issues.push({
+          code: 'custom',
+          params: { constraint: 'max' },
+          input: ctx.value,
+          message: `Must be ${LATEST_TIMESTAMP} or earlier in UTC`,
+        });
       }
     })
-    .meta({ description: `${description} ISO 8601 with \`Z\` or an offset, from ${EARLIEST_TIMESTAMP} to ${LATEST_TIMESTAMP} in UTC.` });
+    .meta({
+      description: `${description} ISO 8601 with \`Z\` or an offset, from ${EARLIEST_TIMESTAMP} to ${LATEST_TIMESTAMP} in UTC.`,
+    });
 }
 
 /** A string whose length counts code points, not UTF-16 units, as JSON Schema's `minLength`/`maxLength` do. */
@@ -63,7 +75,14 @@ export function text(min: number, max: number) {
           message: `Must be at least ${min} characters`,
         });
       } else if (length > max) {
-        ctx.issues.push({ code: 'too_big', origin: 'string', maximum: max, inclusive: true, input: ctx.value, message: `Must be at most ${max} characters` });
+        ctx.issues.push({
+          code: 'too_big',
+          origin: 'string',
+          maximum: max,
+          inclusive: true,
+          input: ctx.value,
+          message: `Must be at most ${max} characters`,
+        });
       }
     })
     .meta({ minLength: min, maxLength: max });
@@ -86,7 +105,11 @@ export function formatted(format: string, pattern: RegExp, message: string) {
 }
 
 /** E.164: `+`, then 7 to 15 digits, the first not 0. */
-export const Phone = formatted('e164', /^\+[1-9]\d{6,14}$/, 'Must be an E.164 phone number: + then 7 to 15 digits, the first not 0').meta({
+export const Phone = formatted(
+  'e164',
+  /^\+[1-9]\d{6,14}$/,
+  'Must be an E.164 phone number: + then 7 to 15 digits, the first not 0',
+).meta({
   example: '+14155550123',
 });
 
@@ -100,7 +123,8 @@ export const pagination = {
 
 /** Search over names, and over phone digits when it holds a digit; empty means no filter. */
 export const Search = z.string().max(200).meta({
-  description: "Case-insensitive substring of the name; when the search holds a digit, also a substring of the phone number's digits.",
+  description:
+    "Case-insensitive substring of the name; when the search holds a digit, also a substring of the phone number's digits.",
 });
 
 /** The list envelope of every list endpoint. */

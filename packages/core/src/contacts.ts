@@ -17,26 +17,44 @@ export const Email = z
 
 export const AttributeValue = z.union([text(0, 1000), z.number(), z.boolean()]);
 export const Attributes = z
-  .record(text(1, 64).regex(/^[A-Za-z0-9_.-]+$/, { message: 'Attribute keys use letters, digits, "_", "." and "-"' }), AttributeValue)
+  .record(
+    text(1, 64).regex(/^[A-Za-z0-9_.-]+$/, { message: 'Attribute keys use letters, digits, "_", "." and "-"' }),
+    AttributeValue,
+  )
   .check((ctx) => {
     const count = Object.keys(ctx.value).length;
-    if (count > 50) ctx.issues.push({ code: 'too_big', origin: 'object', maximum: 50, inclusive: true, input: ctx.value, message: 'At most 50 attributes' });
+    if (count > 50)
+      ctx.issues.push({
+        code: 'too_big',
+        origin: 'object',
+        maximum: 50,
+        inclusive: true,
+        input: ctx.value,
+        message: 'At most 50 attributes',
+      });
   })
   .meta({ description: 'Free-form attributes: up to 50 keys, values string, number or boolean.', maxProperties: 50 });
 
 /** Who the contact is on a channel: its WhatsApp id, page-scoped id or Instagram-scoped id. */
-export const ContactIdentity = z.object({ platform: Platform, channel_id: Id, external_id: z.string() }).meta({ id: 'ContactIdentity' });
+export const ContactIdentity = z
+  .object({ platform: Platform, channel_id: Id, external_id: z.string() })
+  .meta({ id: 'ContactIdentity' });
 export type ContactIdentity = z.infer<typeof ContactIdentity>;
 
 export const Contact = z
   .object({
     id: Id,
     name: z.string().nullable(),
-    phone: z.string().nullable().meta({ description: '`null` for a contact known only by a Messenger or Instagram identity.' }),
+    phone: z
+      .string()
+      .nullable()
+      .meta({ description: '`null` for a contact known only by a Messenger or Instagram identity.' }),
     email: z.string().nullable(),
     tags: z.array(z.string()),
     attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
-    identities: z.array(ContactIdentity).meta({ description: 'The channels the contact has written from, oldest first.' }),
+    identities: z
+      .array(ContactIdentity)
+      .meta({ description: 'The channels the contact has written from, oldest first.' }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })

@@ -10,7 +10,9 @@ export const Conversation = z
       phone: z.string().nullable(),
     }),
     platform: Platform,
-    channel_id: Id.nullable().meta({ description: 'The channel the conversation runs on; `null` when opened through the API or the sandbox.' }),
+    channel_id: Id.nullable().meta({
+      description: 'The channel the conversation runs on; `null` when opened through the API or the sandbox.',
+    }),
     status: ConversationStatus,
     message_count: z.int().min(0),
     last_message: z

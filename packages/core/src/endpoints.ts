@@ -1,5 +1,14 @@
 import type * as z from 'zod';
-import { AddTagBody, Contact, ContactIdParams, ContactList, ContactTagParams, CreateContactBody, ListContactsQuery, UpdateContactBody } from './contacts.js';
+import {
+  AddTagBody,
+  Contact,
+  ContactIdParams,
+  ContactList,
+  ContactTagParams,
+  CreateContactBody,
+  ListContactsQuery,
+  UpdateContactBody,
+} from './contacts.js';
 import {
   Conversation,
   ConversationIdParams,
@@ -10,7 +19,14 @@ import {
 } from './conversations.js';
 import { ListMessagesQuery, Message, MessageIdParams, MessageList, SendMessageBody } from './messages.js';
 import { CreateOrderBody, ListOrdersQuery, Order, OrderIdParams, OrderList, UpdateOrderBody } from './orders.js';
-import { Channel, ChannelIdParams, ChannelList, CreateChannelBody, ListChannelsQuery, UpdateChannelBody } from './channels.js';
+import {
+  Channel,
+  ChannelIdParams,
+  ChannelList,
+  CreateChannelBody,
+  ListChannelsQuery,
+  UpdateChannelBody,
+} from './channels.js';
 import { EventList, ListEventsQuery, SandboxInboundBody } from './events.js';
 import { ListTagsQuery, Tag, TagList, TagParams, UpdateTagBody } from './tags.js';
 import {
@@ -320,7 +336,8 @@ export const endpoints = {
     path: '/workflows/:id',
     permission: 'write',
     summary: 'Change a workflow',
-    description: 'Its name, its steps or whether it is enabled. Runs already started keep the steps they started with; a disabled workflow starts no run.',
+    description:
+      'Its name, its steps or whether it is enabled. Runs already started keep the steps they started with; a disabled workflow starts no run.',
     params: WorkflowIdParams,
     body: UpdateWorkflowBody,
     status: 200,
@@ -372,7 +389,8 @@ export const endpoints = {
     path: '/workflows/:id/runs/:run_id/cancel',
     permission: 'write',
     summary: 'Cancel a workflow run',
-    description: 'A run still `queued` or `waiting` becomes `cancelled` and its remaining steps `skipped`; any other run is 400 `transition`.',
+    description:
+      'A run still `queued` or `waiting` becomes `cancelled` and its remaining steps `skipped`; any other run is 400 `transition`.',
     params: WorkflowRunParams,
     status: 200,
     response: WorkflowRun,
@@ -455,7 +473,8 @@ export const endpoints = {
     path: '/webhook_endpoints/:id/deliveries/:delivery_id/retry',
     permission: 'write',
     summary: 'Retry a delivery now',
-    description: 'Answers 202 with the delivery, `pending` with an attempt due at once. Works for a disabled endpoint too.',
+    description:
+      'Answers 202 with the delivery, `pending` with an attempt due at once. Works for a disabled endpoint too.',
     params: WebhookDeliveryParams,
     status: 202,
     response: WebhookDelivery,
@@ -519,7 +538,8 @@ export const endpoints = {
     path: '/channels/:id',
     permission: 'write',
     summary: 'Update a channel',
-    description: 'Renames it, rotates its `access_token` or `app_secret`, disables it or re-enables it (`status: "active"` also clears an `error`).',
+    description:
+      'Renames it, rotates its `access_token` or `app_secret`, disables it or re-enables it (`status: "active"` also clears an `error`).',
     params: ChannelIdParams,
     body: UpdateChannelBody,
     status: 200,
@@ -553,14 +573,24 @@ export type OperationId = keyof Endpoints;
 export const operationIds = Object.keys(endpoints) as OperationId[];
 
 type InputPart = 'params' | 'query' | 'body';
-type PartsOf<E> = { [P in InputPart as E extends Record<P, z.ZodType> ? P : never]: E extends Record<P, infer S extends z.ZodType> ? S : never };
+type PartsOf<E> = {
+  [P in InputPart as E extends Record<P, z.ZodType> ? P : never]: E extends Record<P, infer S extends z.ZodType>
+    ? S
+    : never;
+};
 
 /** What a caller sends for an operation: `{ params?, query?, body? }` as the contract accepts them. */
-export type OperationInput<K extends OperationId> = { [P in keyof PartsOf<Endpoints[K]>]: z.input<PartsOf<Endpoints[K]>[P]> };
+export type OperationInput<K extends OperationId> = {
+  [P in keyof PartsOf<Endpoints[K]>]: z.input<PartsOf<Endpoints[K]>[P]>;
+};
 /** The same after validation, with defaults applied. */
-export type OperationParsedInput<K extends OperationId> = { [P in keyof PartsOf<Endpoints[K]>]: z.output<PartsOf<Endpoints[K]>[P]> };
+export type OperationParsedInput<K extends OperationId> = {
+  [P in keyof PartsOf<Endpoints[K]>]: z.output<PartsOf<Endpoints[K]>[P]>;
+};
 /** What a successful call answers (`undefined` for 204). */
-export type OperationResult<K extends OperationId> = Endpoints[K] extends { response: infer S extends z.ZodType } ? z.output<S> : undefined;
+export type OperationResult<K extends OperationId> = Endpoints[K] extends { response: infer S extends z.ZodType }
+  ? z.output<S>
+  : undefined;
 
 /** `/contacts/:id/tags/:tag` → `/contacts/{id}/tags/{tag}` */
 export const toOpenApiPath = (path: string): string => path.replace(/:([A-Za-z_]+)/g, '{$1}');

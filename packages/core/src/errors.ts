@@ -46,10 +46,18 @@ export type ValidationIssue = z.infer<typeof ValidationIssue>;
 
 export const ErrorDetails = z
   .object({
-    field: z.string().meta({ description: 'Dot path of the offending field (`tags.2`), `body` for the body as a whole, or a header name.' }),
+    field: z.string().meta({
+      description: 'Dot path of the offending field (`tags.2`), `body` for the body as a whole, or a header name.',
+    }),
     constraint: Constraint,
-    issues: z.array(ValidationIssue).optional().meta({ description: 'Every problem found, the first of which is `field`/`constraint`.' }),
-    existing_id: z.string().optional().meta({ description: 'With `unique`: the id of the record that already holds the value.' }),
+    issues: z
+      .array(ValidationIssue)
+      .optional()
+      .meta({ description: 'Every problem found, the first of which is `field`/`constraint`.' }),
+    existing_id: z
+      .string()
+      .optional()
+      .meta({ description: 'With `unique`: the id of the record that already holds the value.' }),
   })
   .meta({ id: 'ErrorDetails' });
 export type ErrorDetails = z.infer<typeof ErrorDetails>;

@@ -16,7 +16,11 @@ const eventOf = <T extends EventType, D extends z.ZodType>(type: T, data: D) =>
     id: Id,
     type: z.literal(type),
     created_at: Timestamp,
-    sequence: z.int().min(1).optional().meta({ description: 'Per-conversation order of events that concern a conversation.' }),
+    sequence: z
+      .int()
+      .min(1)
+      .optional()
+      .meta({ description: 'Per-conversation order of events that concern a conversation.' }),
     data,
   });
 
@@ -42,7 +46,9 @@ export type Event = z.infer<typeof Event>;
  * What `POST /webhook_endpoints/{id}/test` delivers: signed as every event is, to the one endpoint,
  * and never listed by `GET /events`.
  */
-export const PingEvent = z.object({ id: Id, type: z.literal('ping'), created_at: Timestamp, data: z.object({ endpoint_id: Id }) }).meta({ id: 'PingEvent' });
+export const PingEvent = z
+  .object({ id: Id, type: z.literal('ping'), created_at: Timestamp, data: z.object({ endpoint_id: Id }) })
+  .meta({ id: 'PingEvent' });
 export type PingEvent = z.infer<typeof PingEvent>;
 
 export const EventList = listOf(Event, 'EventList');

@@ -54,7 +54,12 @@ interface Context {
   property?: string | undefined;
 }
 
-export function exampleOf(schema: JsonSchema | undefined, components: Record<string, JsonSchema>, depth = 0, context: Context = {}): unknown {
+export function exampleOf(
+  schema: JsonSchema | undefined,
+  components: Record<string, JsonSchema>,
+  depth = 0,
+  context: Context = {},
+): unknown {
   if (!schema || depth > MAX_DEPTH) return null;
   if (typeof schema.$ref === 'string') {
     const component = schema.$ref.split('/').pop() as string;
@@ -83,7 +88,9 @@ export function exampleOf(schema: JsonSchema | undefined, components: Record<str
     }
     case 'integer':
     case 'number':
-      return typeof schema.minimum === 'number' ? Math.max(schema.minimum, Math.min(1, Number(schema.maximum ?? 1))) : 1;
+      return typeof schema.minimum === 'number'
+        ? Math.max(schema.minimum, Math.min(1, Number(schema.maximum ?? 1)))
+        : 1;
     case 'boolean':
       return true;
     case 'null':
@@ -98,7 +105,11 @@ export function exampleOf(schema: JsonSchema | undefined, components: Record<str
       const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
       if (!schema.properties && schema.additionalProperties && typeof schema.additionalProperties === 'object') {
         const key = exampleOf((schema.propertyNames as JsonSchema) ?? { type: 'string' }, components, depth + 1);
-        return { [String(key)]: exampleOf(schema.additionalProperties as JsonSchema, components, depth + 1, { component: context.component }) };
+        return {
+          [String(key)]: exampleOf(schema.additionalProperties as JsonSchema, components, depth + 1, {
+            component: context.component,
+          }),
+        };
       }
       // Every required field, and the first of the fields one of which is required.
       const wanted = new Set([...((schema.required as string[] | undefined) ?? []), ...(alternatives?.[0] ?? [])]);
@@ -107,7 +118,10 @@ export function exampleOf(schema: JsonSchema | undefined, components: Record<str
           .filter(([name]) => wanted.has(name))
           .map(([name, property]) => [
             name,
-            exampleOf(property, components, depth + 1, { component: nestedComponent(name, context.component), property: name }),
+            exampleOf(property, components, depth + 1, {
+              component: nestedComponent(name, context.component),
+              property: name,
+            }),
           ]),
       );
     }

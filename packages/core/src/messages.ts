@@ -13,8 +13,12 @@ export const MessageStatus = z.enum(['queued', 'sent', 'delivered', 'read', 'fai
 /** The platform's reference to a picture, a recording or a file; fetch it with the channel's token. */
 export const MessageMedia = z
   .object({
-    id: z.string().meta({ description: "WhatsApp's media id; for Messenger and Instagram, which send a link, the attachment's URL." }),
-    mime_type: z.string().meta({ description: 'As the platform gave it; for Messenger and Instagram the kind of media (`image/*`, …).' }),
+    id: z.string().meta({
+      description: "WhatsApp's media id; for Messenger and Instagram, which send a link, the attachment's URL.",
+    }),
+    mime_type: z
+      .string()
+      .meta({ description: 'As the platform gave it; for Messenger and Instagram the kind of media (`image/*`, …).' }),
     filename: z.string().optional(),
   })
   .meta({ id: 'MessageMedia' });
@@ -29,9 +33,14 @@ export const Message = z
     conversation_id: Id,
     direction: MessageDirection,
     type: MessageType,
-    content: z.string().meta({ description: "The text, a media's caption, a reaction's emoji, a template's name; may be empty." }),
+    content: z
+      .string()
+      .meta({ description: "The text, a media's caption, a reaction's emoji, a template's name; may be empty." }),
     status: MessageStatus,
-    platform_message_id: z.string().nullable().meta({ description: 'The id the platform gave the message; `null` until it accepts it.' }),
+    platform_message_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'The id the platform gave the message; `null` until it accepts it.' }),
     error: MessageError.nullable(),
     media: MessageMedia.nullable(),
     created_at: Timestamp,
@@ -69,11 +78,19 @@ export const TemplateComponent = z
 /** A WhatsApp message template approved in the WhatsApp Manager, sendable outside the 24-hour window. */
 export const MessageTemplate = z
   .strictObject({
-    name: text(1, 512).regex(/^[a-z0-9_]+$/, { message: 'Lower-case letters, digits and "_", as WhatsApp names templates' }),
+    name: text(1, 512).regex(/^[a-z0-9_]+$/, {
+      message: 'Lower-case letters, digits and "_", as WhatsApp names templates',
+    }),
     language: text(2, 15)
-      .regex(/^[a-z]{2,3}(?:_[A-Za-z0-9]{2,8})?$/, { message: 'A language code as WhatsApp writes it (`en`, `en_US`, `pt_BR`)' })
+      .regex(/^[a-z]{2,3}(?:_[A-Za-z0-9]{2,8})?$/, {
+        message: 'A language code as WhatsApp writes it (`en`, `en_US`, `pt_BR`)',
+      })
       .meta({ example: 'en_US' }),
-    components: z.array(TemplateComponent).max(20).optional().meta({ description: "The values of the template's variables, passed to WhatsApp as they are." }),
+    components: z
+      .array(TemplateComponent)
+      .max(20)
+      .optional()
+      .meta({ description: "The values of the template's variables, passed to WhatsApp as they are." }),
   })
   .meta({ id: 'MessageTemplate' });
 export type MessageTemplate = z.infer<typeof MessageTemplate>;
@@ -88,13 +105,21 @@ export const SendMessageBody = z
     content: MessageContent.optional().meta({ description: 'Required for `text`.' }),
     message: MessageContent.optional().meta({ deprecated: true, description: 'Deprecated alias of `content`.' }),
     type: SendableMessageType.default('text'),
-    template: MessageTemplate.optional().meta({ description: 'Required for `template` (WhatsApp only); not allowed otherwise.' }),
+    template: MessageTemplate.optional().meta({
+      description: 'Required for `template` (WhatsApp only); not allowed otherwise.',
+    }),
   })
   .check((ctx) => {
     const { content, message, type, template } = ctx.value;
     if (type === 'template') {
       if (template === undefined) {
-        ctx.issues.push({ code: 'invalid_type', expected: 'object', path: ['template'], input: undefined, message: 'template is required' });
+        ctx.issues.push({
+          code: 'invalid_type',
+          expected: 'object',
+          path: ['template'],
+          input: undefined,
+          message: 'template is required',
+        });
       } else if (content !== undefined || message !== undefined) {
         ctx.issues.push({
           code: 'unrecognized_keys',
@@ -104,9 +129,20 @@ export const SendMessageBody = z
         });
       }
     } else if (template !== undefined) {
-      ctx.issues.push({ code: 'unrecognized_keys', keys: ['template'], input: ctx.value, message: 'template goes only with type "template"' });
+      ctx.issues.push({
+        code: 'unrecognized_keys',
+        keys: ['template'],
+        input: ctx.value,
+        message: 'template goes only with type "template"',
+      });
     } else if (content === undefined && message === undefined) {
-      ctx.issues.push({ code: 'invalid_type', expected: 'string', path: ['content'], input: undefined, message: 'content is required' });
+      ctx.issues.push({
+        code: 'invalid_type',
+        expected: 'string',
+        path: ['content'],
+        input: undefined,
+        message: 'content is required',
+      });
     } else if (content !== undefined && message !== undefined && content !== message) {
       ctx.issues.push({
         code: 'custom',

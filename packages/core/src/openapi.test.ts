@@ -1,14 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import packageJson from '../package.json' with { type: 'json' };
-import { CONTRACT_VERSION, type EndpointDefinition, REQUEST_TEXT_PATTERN, buildOpenApiDocument, endpoints, toOpenApiPath } from './index.js';
+import {
+  CONTRACT_VERSION,
+  type EndpointDefinition,
+  REQUEST_TEXT_PATTERN,
+  buildOpenApiDocument,
+  endpoints,
+  toOpenApiPath,
+} from './index.js';
 
 describe('buildOpenApiDocument', () => {
   const doc = buildOpenApiDocument();
 
   it('lists exactly the operations of the endpoint table, under /v1 with {param} paths, and the Meta webhook routes outside it', () => {
-    const listed = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
+    const listed = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`),
+    );
     const expected = Object.values(endpoints).map((op) => `${op.method} /v1${toOpenApiPath(op.path)}`);
-    expect(listed.sort()).toEqual([...expected, 'GET /hooks/meta/{channel_id}', 'POST /hooks/meta/{channel_id}'].sort());
+    expect(listed.sort()).toEqual(
+      [...expected, 'GET /hooks/meta/{channel_id}', 'POST /hooks/meta/{channel_id}'].sort(),
+    );
     const hooks = buildOpenApiDocument({ exclude: ['hooks'] });
     expect(Object.keys(hooks.paths).filter((path) => !path.startsWith('/v1/'))).toEqual([]);
   });
@@ -17,7 +28,10 @@ describe('buildOpenApiDocument', () => {
     const refs = JSON.stringify(doc).match(/"\$ref":"[^"]+"/g) ?? [];
     for (const ref of refs) {
       const [, , section, name] = ref.slice(8, -1).split('/');
-      expect((doc.components as Record<string, Record<string, unknown>>)[section as string]?.[name as string], ref).toBeDefined();
+      expect(
+        (doc.components as Record<string, Record<string, unknown>>)[section as string]?.[name as string],
+        ref,
+      ).toBeDefined();
     }
   });
 
@@ -45,14 +59,23 @@ describe('buildOpenApiDocument', () => {
 
   it('names the server only when told where it is, without the /v1 the paths carry', () => {
     expect(doc).not.toHaveProperty('servers');
-    expect(buildOpenApiDocument({ serverUrl: 'https://api.example.com/v1/' }).servers).toEqual([{ url: 'https://api.example.com' }]);
-    expect(buildOpenApiDocument({ serverUrl: 'http://localhost:4100' }).servers).toEqual([{ url: 'http://localhost:4100' }]);
+    expect(buildOpenApiDocument({ serverUrl: 'https://api.example.com/v1/' }).servers).toEqual([
+      { url: 'https://api.example.com' },
+    ]);
+    expect(buildOpenApiDocument({ serverUrl: 'http://localhost:4100' }).servers).toEqual([
+      { url: 'http://localhost:4100' },
+    ]);
   });
 
   it('documents the headers: Idempotency-Key on every POST, the request id and rate-limit state on responses, Retry-After on 429', () => {
-    type Operation = { parameters: { $ref?: string }[]; responses: Record<string, { headers?: Record<string, { $ref: string }> }> };
+    type Operation = {
+      parameters: { $ref?: string }[];
+      responses: Record<string, { headers?: Record<string, { $ref: string }> }>;
+    };
     for (const [operationId, op] of Object.entries(endpoints)) {
-      const operation = (doc.paths[`/v1${toOpenApiPath(op.path)}`] as Record<string, Operation>)[op.method.toLowerCase()] as Operation;
+      const operation = (doc.paths[`/v1${toOpenApiPath(op.path)}`] as Record<string, Operation>)[
+        op.method.toLowerCase()
+      ] as Operation;
       const refs = operation.parameters.map((p) => p.$ref);
       expect(refs.includes('#/components/parameters/Idempotency-Key'), operationId).toBe(op.method === 'POST');
       expect(refs, operationId).toContain('#/components/parameters/X-Request-Id');
@@ -71,9 +94,14 @@ describe('buildOpenApiDocument', () => {
 
   it('gives every operation an example of its body and of its answer, which the contract accepts', () => {
     type Media = { example?: unknown };
-    type Operation = { requestBody?: { content: { 'application/json': Media } }; responses: Record<string, { content?: { 'application/json': Media } }> };
+    type Operation = {
+      requestBody?: { content: { 'application/json': Media } };
+      responses: Record<string, { content?: { 'application/json': Media } }>;
+    };
     for (const [operationId, op] of Object.entries(endpoints as Record<string, EndpointDefinition>)) {
-      const operation = (doc.paths[`/v1${toOpenApiPath(op.path)}`] as Record<string, Operation>)[op.method.toLowerCase()] as Operation;
+      const operation = (doc.paths[`/v1${toOpenApiPath(op.path)}`] as Record<string, Operation>)[
+        op.method.toLowerCase()
+      ] as Operation;
       if (op.body) {
         const example = operation.requestBody?.content['application/json'].example;
         expect(example, `${operationId} body`).toBeDefined();
@@ -88,7 +116,8 @@ describe('buildOpenApiDocument', () => {
   });
 
   it('lists a 404 only where one can happen: a record in the path, or one the body names', () => {
-    const statuses = (path: string, method: string) => Object.keys((doc.paths[path] as Record<string, { responses: object }>)[method]?.responses ?? {});
+    const statuses = (path: string, method: string) =>
+      Object.keys((doc.paths[path] as Record<string, { responses: object }>)[method]?.responses ?? {});
     expect(statuses('/v1/contacts', 'get')).not.toContain('404');
     expect(statuses('/v1/contacts', 'post')).not.toContain('404');
     expect(statuses('/v1/webhook_endpoints', 'post')).not.toContain('404');
@@ -122,11 +151,17 @@ describe('buildOpenApiDocument', () => {
       if (!value || typeof value !== 'object') return;
       const schema = value as Json;
       const types = Array.isArray(schema.type) ? schema.type : [schema.type];
-      if (types.includes('string') && schema.format === undefined && schema.enum === undefined && schema.const === undefined) {
+      if (
+        types.includes('string') &&
+        schema.format === undefined &&
+        schema.enum === undefined &&
+        schema.const === undefined
+      ) {
         if (schema.pattern !== REQUEST_TEXT_PATTERN && typeof schema.pattern !== 'string') strings.push(at);
       }
       if (schema.additionalProperties && typeof schema.additionalProperties === 'object') maps.push(schema);
-      for (const [key, inner] of Object.entries(schema)) if (key !== 'example' && key !== 'default') visit(inner, `${at}.${key}`);
+      for (const [key, inner] of Object.entries(schema))
+        if (key !== 'example' && key !== 'default') visit(inner, `${at}.${key}`);
     };
     const requestComponents = new Set<string>();
     for (const [path, methods] of Object.entries(doc.paths).filter(([path]) => path.startsWith('/v1/'))) {
@@ -149,7 +184,9 @@ describe('buildOpenApiDocument', () => {
       expect(JSON.stringify(doc.components.schemas[name]), name).not.toContain(JSON.stringify(REQUEST_TEXT_PATTERN));
     expect(JSON.stringify(doc.components.schemas.CreateContactBody)).toContain(JSON.stringify(REQUEST_TEXT_PATTERN));
     expect(doc.info.description).toContain('lone surrogate');
-    const create = doc.paths['/v1/contacts']?.post as { responses: Record<string, { description: string }> } | undefined;
+    const create = doc.paths['/v1/contacts']?.post as
+      | { responses: Record<string, { description: string }> }
+      | undefined;
     expect(create?.responses['400']?.description).toContain('lone surrogate');
   });
 

@@ -59,7 +59,8 @@ function rewriteRefs(value: unknown): unknown {
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [key, inner] of Object.entries(value)) {
-      out[key] = key === '$ref' && typeof inner === 'string' ? inner.replace('#/$defs/', REF_PREFIX) : rewriteRefs(inner);
+      out[key] =
+        key === '$ref' && typeof inner === 'string' ? inner.replace('#/$defs/', REF_PREFIX) : rewriteRefs(inner);
     }
     return out;
   }
@@ -84,9 +85,11 @@ function withTextRules(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withTextRules);
   if (!value || typeof value !== 'object') return value;
   const out: JsonSchema = {};
-  for (const [key, inner] of Object.entries(value)) out[key] = key === 'example' || key === 'default' ? inner : withTextRules(inner);
+  for (const [key, inner] of Object.entries(value))
+    out[key] = key === 'example' || key === 'default' ? inner : withTextRules(inner);
   const types = Array.isArray(out.type) ? out.type : [out.type];
-  const free = out.format === undefined && out.pattern === undefined && out.enum === undefined && out.const === undefined;
+  const free =
+    out.format === undefined && out.pattern === undefined && out.enum === undefined && out.const === undefined;
   if (types.includes('string') && free) out.pattern = REQUEST_TEXT_PATTERN;
   if (out.additionalProperties && typeof out.additionalProperties === 'object') {
     const names = (out.propertyNames ?? withTextRules({ type: 'string' })) as JsonSchema;
@@ -145,7 +148,8 @@ const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 function headersOf(status: number): Record<string, unknown> {
   const headers: Record<string, unknown> = { 'X-Request-Id': headerRef('X-Request-Id') };
   if (status === 401) return headers;
-  for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) headers[name] = headerRef(name);
+  for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'])
+    headers[name] = headerRef(name);
   if (status === 429) headers['Retry-After'] = headerRef('Retry-After');
   return headers;
 }
@@ -163,13 +167,28 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
     if (exclude.has(operationId)) continue;
     const responses: Record<string, unknown> = {
       [op.status]: op.response
-        ? { description: op.summary, headers: headersOf(op.status), content: { 'application/json': { schema: collector.convert(op.response, 'output') } } }
+        ? {
+            description: op.summary,
+            headers: headersOf(op.status),
+            content: { 'application/json': { schema: collector.convert(op.response, 'output') } },
+          }
         : { description: `${op.summary}: no content.`, headers: headersOf(op.status) },
     };
     const body = op.body ? collector.convert(op.body, 'input') : undefined;
-    const errorStatuses = [400, 401, 403, ...(op.params || refersToRecords(collector, body) || pagesFromARecord(op) ? [404] : []), 429, 500];
+    const errorStatuses = [
+      400,
+      401,
+      403,
+      ...(op.params || refersToRecords(collector, body) || pagesFromARecord(op) ? [404] : []),
+      429,
+      500,
+    ];
     for (const status of errorStatuses) {
-      responses[status] = { description: ERROR_DESCRIPTIONS[status], headers: headersOf(status), content: { 'application/json': { schema: errorRef } } };
+      responses[status] = {
+        description: ERROR_DESCRIPTIONS[status],
+        headers: headersOf(status),
+        content: { 'application/json': { schema: errorRef } },
+      };
     }
     const path = `/v1${toOpenApiPath(op.path)}`;
     paths[path] ??= {};
@@ -233,11 +252,19 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       .concat(
         exclude.has('hooks')
           ? []
-          : [{ name: 'hooks', description: "Meta's webhooks, outside /v1: called by Meta, never by you (enter a channel's `webhook_url` in the Meta app)." }],
+          : [
+              {
+                name: 'hooks',
+                description:
+                  "Meta's webhooks, outside /v1: called by Meta, never by you (enter a channel's `webhook_url` in the Meta app).",
+              },
+            ],
       ),
     paths,
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: full access, read-only or webhook.' } },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: full access, read-only or webhook.' },
+      },
       parameters: {
         'Idempotency-Key': {
           name: 'Idempotency-Key',
@@ -258,7 +285,10 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       },
       headers: {
         'X-Request-Id': { description: 'The id of this request.', schema: { type: 'string' } },
-        'X-RateLimit-Limit': { description: "The account's requests per minute (on every response to a known key).", schema: { type: 'integer' } },
+        'X-RateLimit-Limit': {
+          description: "The account's requests per minute (on every response to a known key).",
+          schema: { type: 'integer' },
+        },
         'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
         'X-RateLimit-Reset': { description: 'When the window resets, in Unix seconds.', schema: { type: 'integer' } },
         'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } },
@@ -339,7 +369,10 @@ function metaHookPaths(errorRef: { $ref: string }): Record<string, Record<string
           query('hub.challenge', 'Echoed back.', '1158201444'),
         ],
         responses: {
-          200: { description: 'The challenge.', content: { 'text/plain': { schema: { type: 'string' }, example: '1158201444' } } },
+          200: {
+            description: 'The challenge.',
+            content: { 'text/plain': { schema: { type: 'string' }, example: '1158201444' } },
+          },
           400: error(`Malformed: ${MALFORMED_HOOK_REQUEST}.`),
           403: error('Not `subscribe`, or not the verify token.'),
           404: error('No such channel.'),
@@ -368,12 +401,20 @@ function metaHookPaths(errorRef: { $ref: string }): Record<string, Record<string
         requestBody: {
           required: true,
           content: {
-            'application/json': { schema: { type: 'object', description: "Meta's webhook body, as Meta documents it." }, example: WHATSAPP_WEBHOOK_EXAMPLE },
+            'application/json': {
+              schema: { type: 'object', description: "Meta's webhook body, as Meta documents it." },
+              example: WHATSAPP_WEBHOOK_EXAMPLE,
+            },
           },
         },
         responses: {
-          200: { description: 'Stored.', content: { 'text/plain': { schema: { type: 'string' }, example: 'EVENT_RECEIVED' } } },
-          400: error(`The body is not a JSON object (constraint \`json\`) or is over 1 MiB (\`max_bytes\`); or malformed: ${MALFORMED_HOOK_REQUEST}.`),
+          200: {
+            description: 'Stored.',
+            content: { 'text/plain': { schema: { type: 'string' }, example: 'EVENT_RECEIVED' } },
+          },
+          400: error(
+            `The body is not a JSON object (constraint \`json\`) or is over 1 MiB (\`max_bytes\`); or malformed: ${MALFORMED_HOOK_REQUEST}.`,
+          ),
           401: error('Missing or wrong signature: nothing is stored.'),
           404: error('No such channel.'),
         },

@@ -1,14 +1,21 @@
 import * as z from 'zod';
 import { Id, Timestamp, dateTimeInput, formatted, listOf, pagination, text } from './common.js';
 
-export const OrderStatus = z.enum(['pending', 'paid', 'fulfilled', 'cancelled', 'refunded']).meta({ id: 'OrderStatus' });
+export const OrderStatus = z
+  .enum(['pending', 'paid', 'fulfilled', 'cancelled', 'refunded'])
+  .meta({ id: 'OrderStatus' });
 export type OrderStatus = z.infer<typeof OrderStatus>;
 
 /** ISO 4217 currency code, upper case (`USD`, `EUR`, `BRL`). */
 export const Currency = formatted('iso-4217', /^[A-Z]{3}$/, 'Must be an ISO 4217 currency code in upper case, e.g. USD')
   .check((ctx) => {
     if (/^[A-Z]{3}$/.test(ctx.value) && !isKnownCurrency(ctx.value)) {
-      ctx.issues.push({ code: 'invalid_format', format: 'iso-4217', input: ctx.value, message: `${ctx.value} is not an ISO 4217 currency code` });
+      ctx.issues.push({
+        code: 'invalid_format',
+        format: 'iso-4217',
+        input: ctx.value,
+        message: `${ctx.value} is not an ISO 4217 currency code`,
+      });
     }
   })
   .meta({ example: 'USD' });
@@ -26,7 +33,11 @@ export const OrderItem = z
   .object({
     name: text(1, 200),
     quantity: z.int().min(1).max(10000),
-    unit_amount: z.int().min(0).max(Number.MAX_SAFE_INTEGER).meta({ description: 'Price of one unit in minor units (cents).' }),
+    unit_amount: z
+      .int()
+      .min(0)
+      .max(Number.MAX_SAFE_INTEGER)
+      .meta({ description: 'Price of one unit in minor units (cents).' }),
   })
   .meta({ id: 'OrderItem' });
 export type OrderItem = z.infer<typeof OrderItem>;
@@ -85,7 +96,9 @@ export const ORDER_TRANSITIONS: Record<OrderStatus, readonly OrderStatus[]> = {
 
 export const UpdateOrderBody = z
   .strictObject({
-    status: OrderStatus.meta({ description: 'pending → paid → fulfilled; pending or paid → cancelled; paid or fulfilled → refunded.' }),
+    status: OrderStatus.meta({
+      description: 'pending → paid → fulfilled; pending or paid → cancelled; paid or fulfilled → refunded.',
+    }),
   })
   .meta({ id: 'UpdateOrderBody' });
 export type UpdateOrderBody = z.input<typeof UpdateOrderBody>;

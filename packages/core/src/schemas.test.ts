@@ -5,36 +5,60 @@ describe('text()', () => {
   it('counts code points, not UTF-16 units', () => {
     expect(text(1, 2).safeParse('😀😀').success).toBe(true);
     expect(text(1, 2).safeParse('😀😀😀').success).toBe(false);
-    expect(text(1, 2).safeParse('').error?.issues[0]).toMatchObject({ code: 'too_small', origin: 'string', minimum: 1 });
+    expect(text(1, 2).safeParse('').error?.issues[0]).toMatchObject({
+      code: 'too_small',
+      origin: 'string',
+      minimum: 1,
+    });
   });
 });
 
 describe('SendMessageBody', () => {
   it('accepts `message` as an alias of `content` and always yields content', () => {
-    expect(SendMessageBody.parse({ conversation_id: 'conv_1', message: 'hi' })).toEqual({ conversation_id: 'conv_1', content: 'hi', type: 'text' });
+    expect(SendMessageBody.parse({ conversation_id: 'conv_1', message: 'hi' })).toEqual({
+      conversation_id: 'conv_1',
+      content: 'hi',
+      type: 'text',
+    });
     expect(SendMessageBody.parse({ conversation_id: 'conv_1', content: 'hi', message: 'hi' }).content).toBe('hi');
   });
 
   it('flags differing content and message on `message`, and a missing content on `content`', () => {
-    expect(SendMessageBody.safeParse({ conversation_id: 'c', content: 'a', message: 'b' }).error?.issues[0]).toMatchObject({
+    expect(
+      SendMessageBody.safeParse({ conversation_id: 'c', content: 'a', message: 'b' }).error?.issues[0],
+    ).toMatchObject({
       path: ['message'],
       params: { constraint: 'unique' },
     });
-    expect(SendMessageBody.safeParse({ conversation_id: 'c' }).error?.issues[0]).toMatchObject({ path: ['content'], code: 'invalid_type' });
+    expect(SendMessageBody.safeParse({ conversation_id: 'c' }).error?.issues[0]).toMatchObject({
+      path: ['content'],
+      code: 'invalid_type',
+    });
   });
 });
 
 describe('formats', () => {
   it('reports phone and currency syntax as invalid_format with their names', () => {
-    expect(CreateContactBody.safeParse({ phone: '555' }).error?.issues[0]).toMatchObject({ code: 'invalid_format', format: 'e164', path: ['phone'] });
+    expect(CreateContactBody.safeParse({ phone: '555' }).error?.issues[0]).toMatchObject({
+      code: 'invalid_format',
+      format: 'e164',
+      path: ['phone'],
+    });
     const order = { contact_id: 'ct_1', items: [{ name: 'x', quantity: 1, unit_amount: 1 }] };
-    expect(CreateOrderBody.safeParse({ ...order, currency: 'usd' }).error?.issues[0]).toMatchObject({ code: 'invalid_format', format: 'iso-4217' });
-    expect(CreateOrderBody.safeParse({ ...order, currency: 'XYZ' }).error?.issues[0]).toMatchObject({ code: 'invalid_format', format: 'iso-4217' });
+    expect(CreateOrderBody.safeParse({ ...order, currency: 'usd' }).error?.issues[0]).toMatchObject({
+      code: 'invalid_format',
+      format: 'iso-4217',
+    });
+    expect(CreateOrderBody.safeParse({ ...order, currency: 'XYZ' }).error?.issues[0]).toMatchObject({
+      code: 'invalid_format',
+      format: 'iso-4217',
+    });
     expect(CreateOrderBody.safeParse({ ...order, currency: 'BRL' }).success).toBe(true);
   });
 
   it('rejects tags with "/" or outer white space as a pattern problem', () => {
-    for (const bad of ['a/b', ' a', 'a ']) expect(TagName.safeParse(bad).error?.issues[0]).toMatchObject({ code: 'invalid_format', format: 'regex' });
+    for (const bad of ['a/b', ' a', 'a '])
+      expect(TagName.safeParse(bad).error?.issues[0]).toMatchObject({ code: 'invalid_format', format: 'regex' });
     expect(TagName.safeParse('café vip').success).toBe(true);
   });
 });
@@ -42,7 +66,12 @@ describe('formats', () => {
 describe('pagination', () => {
   it('defaults to 20 from 0 and refuses 101 instead of clamping', () => {
     expect(ListConversationsQuery.parse({})).toMatchObject({ limit: 20, offset: 0 });
-    expect(ListConversationsQuery.safeParse({ limit: 101 }).error?.issues[0]).toMatchObject({ code: 'too_big', maximum: 100 });
-    expect(ListConversationsQuery.safeParse({ extra: 1 }).error?.issues[0]).toMatchObject({ code: 'unrecognized_keys' });
+    expect(ListConversationsQuery.safeParse({ limit: 101 }).error?.issues[0]).toMatchObject({
+      code: 'too_big',
+      maximum: 100,
+    });
+    expect(ListConversationsQuery.safeParse({ extra: 1 }).error?.issues[0]).toMatchObject({
+      code: 'unrecognized_keys',
+    });
   });
 });

@@ -17,7 +17,10 @@ const WEBHOOK_HOST = new RegExp(`${z.regexes.hostname.source}|^\\[[0-9A-Fa-f:.]+
 export const WebhookUrl = z
   .url({ protocol: /^https?$/, hostname: WEBHOOK_HOST, error: 'Must be an absolute https URL' })
   .max(2048)
-  .meta({ description: 'Where deliveries are POSTed. https only (plain http and private addresses only where the server allows them).' });
+  .meta({
+    description:
+      'Where deliveries are POSTed. https only (plain http and private addresses only where the server allows them).',
+  });
 
 export const WebhookEndpoint = z
   .object({
@@ -58,7 +61,9 @@ export const UpdateWebhookEndpointBody = z
     url: WebhookUrl.optional(),
     events: WebhookEventFilter.optional(),
     description: text(0, 500).nullable().optional(),
-    status: WebhookEndpointStatus.optional().meta({ description: '`enabled` re-enables an endpoint that was disabled (by hand or by a 410).' }),
+    status: WebhookEndpointStatus.optional().meta({
+      description: '`enabled` re-enables an endpoint that was disabled (by hand or by a 410).',
+    }),
   })
   .meta({ id: 'UpdateWebhookEndpointBody' });
 export type UpdateWebhookEndpointBody = z.input<typeof UpdateWebhookEndpointBody>;
@@ -107,7 +112,10 @@ export const ReplayDeliveriesBody = z
   .strictObject({
     since: dateTimeInput('Deliveries created at or after this time.'),
     until: dateTimeInput('Deliveries created before this time.'),
-    status: z.enum(['failed', 'succeeded']).default('failed').meta({ description: 'Which deliveries of the window to send again (`failed` by default).' }),
+    status: z
+      .enum(['failed', 'succeeded'])
+      .default('failed')
+      .meta({ description: 'Which deliveries of the window to send again (`failed` by default).' }),
   })
   .meta({ id: 'ReplayDeliveriesBody' });
 export type ReplayDeliveriesBody = z.input<typeof ReplayDeliveriesBody>;

@@ -9,16 +9,35 @@ import { WebhookUrl } from './webhooks.js';
 export const MAX_WAIT_SECONDS = 30 * 24 * 60 * 60;
 
 /** How a condition compares a field of the event's data with its value. */
-export const CONDITION_OPERATORS = ['eq', 'neq', 'in', 'not_in', 'contains', 'gt', 'gte', 'lt', 'lte', 'exists'] as const;
+export const CONDITION_OPERATORS = [
+  'eq',
+  'neq',
+  'in',
+  'not_in',
+  'contains',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'exists',
+] as const;
 
-const ConditionValue = z.union([z.string().max(1000), z.number(), z.boolean(), z.null(), z.array(z.union([z.string().max(1000), z.number()])).max(50)]);
+const ConditionValue = z.union([
+  z.string().max(1000),
+  z.number(),
+  z.boolean(),
+  z.null(),
+  z.array(z.union([z.string().max(1000), z.number()])).max(50),
+]);
 
 export const WorkflowCondition = z
   .strictObject({
     field: z
       .string()
       .max(100)
-      .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, { message: 'A field as a dot path of letters, digits, _ and -, e.g. status, contact.tags, data.orderId' })
+      .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, {
+        message: 'A field as a dot path of letters, digits, _ and -, e.g. status, contact.tags, data.orderId',
+      })
       .meta({
         description:
           "A field as a dot path: of the event's `data` in a trigger (`platform`, `status`, `contact.tags`, `total_amount`); `contact.*`, `data.*` or `event.*` in an `if` step (`data.orderId`).",
@@ -40,7 +59,8 @@ export const MAX_STEPS_IN_ALL = 100;
 export const MAX_STEPS_PER_LIST = 50;
 
 const StepUrl = WebhookUrl.meta({
-  description: 'Where the step POSTs. https only, never a private address (the rules and timeout of webhook deliveries).',
+  description:
+    'Where the step POSTs. https only, never a private address (the rules and timeout of webhook deliveries).',
 });
 
 /** The step types; `if` holds step lists of its own (see WorkflowSteps for the bounds). */
@@ -57,11 +77,10 @@ export const WorkflowStep = z
     z.strictObject({ type: z.literal('http_request'), url: StepUrl }),
     z.strictObject({
       type: z.literal('if'),
-      conditions: z
-        .array(WorkflowCondition)
-        .min(1)
-        .max(10)
-        .meta({ description: 'All must hold for `then` to run, else `else` runs. Fields: `contact.*`, `data.*`, and `event.*` in a run its trigger started.' }),
+      conditions: z.array(WorkflowCondition).min(1).max(10).meta({
+        description:
+          'All must hold for `then` to run, else `else` runs. Fields: `contact.*`, `data.*`, and `event.*` in a run its trigger started.',
+      }),
       // biome-ignore lint/suspicious/noThenProperty: `then` is the step's documented field name; the object is data, never awaited.
       get then(): z.ZodArray<typeof WorkflowStep> {
         return z.array(WorkflowStep).min(1).max(MAX_STEPS_PER_LIST);
@@ -73,7 +92,15 @@ export const WorkflowStep = z
   ])
   .meta({ id: 'WorkflowStep' });
 export type WorkflowStep = z.infer<typeof WorkflowStep>;
-export const STEP_TYPES = ['send_message', 'add_tag', 'remove_tag', 'set_conversation_status', 'wait', 'http_request', 'if'] as const;
+export const STEP_TYPES = [
+  'send_message',
+  'add_tag',
+  'remove_tag',
+  'set_conversation_status',
+  'wait',
+  'http_request',
+  'if',
+] as const;
 
 /** Calls `visit` for every step, nested ones after their `if`, with its depth (1 for a workflow's own). */
 export function forEachStep(
@@ -136,7 +163,10 @@ const triggerEvent = z
 
 /** A workflow's trigger as the API shows it. */
 export const WorkflowTrigger = z
-  .object({ event: triggerEvent, conditions: z.array(WorkflowCondition).meta({ description: "All must hold for the event's data." }) })
+  .object({
+    event: triggerEvent,
+    conditions: z.array(WorkflowCondition).meta({ description: "All must hold for the event's data." }),
+  })
   .meta({ id: 'WorkflowTrigger' });
 /** A trigger as a request gives it: no conditions means every event of the type. */
 export const WorkflowTriggerInput = z
@@ -150,7 +180,9 @@ export const Workflow = z
     name: z.string(),
     steps: z.array(WorkflowStep),
     enabled: z.boolean().meta({ description: 'A disabled workflow starts no run.' }),
-    trigger: WorkflowTrigger.nullable().meta({ description: 'The event that starts a run by itself; null: runs start only by `trigger`.' }),
+    trigger: WorkflowTrigger.nullable().meta({
+      description: 'The event that starts a run by itself; null: runs start only by `trigger`.',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -183,9 +215,13 @@ export type UpdateWorkflowBody = z.input<typeof UpdateWorkflowBody>;
 export const ListWorkflowsQuery = z.strictObject({ ...pagination });
 export type ListWorkflowsQuery = z.input<typeof ListWorkflowsQuery>;
 
-export const RunStatus = z.enum(['queued', 'running', 'waiting', 'succeeded', 'failed', 'cancelled', 'skipped']).meta({ id: 'WorkflowRunStatus' });
+export const RunStatus = z
+  .enum(['queued', 'running', 'waiting', 'succeeded', 'failed', 'cancelled', 'skipped'])
+  .meta({ id: 'WorkflowRunStatus' });
 export type RunStatus = z.infer<typeof RunStatus>;
-export const StepStatus = z.enum(['pending', 'running', 'succeeded', 'failed', 'skipped']).meta({ id: 'WorkflowStepStatus' });
+export const StepStatus = z
+  .enum(['pending', 'running', 'succeeded', 'failed', 'skipped'])
+  .meta({ id: 'WorkflowStepStatus' });
 export type StepStatus = z.infer<typeof StepStatus>;
 
 export const MAX_RUN_DATA_KEYS = 50;
@@ -204,7 +240,10 @@ export const RunData = z
       });
     }
   })
-  .meta({ description: 'Context of the run (at most 50 keys), available to steps as `{{data.<key>}}`; may name an order.', maxProperties: MAX_RUN_DATA_KEYS });
+  .meta({
+    description: 'Context of the run (at most 50 keys), available to steps as `{{data.<key>}}`; may name an order.',
+    maxProperties: MAX_RUN_DATA_KEYS,
+  });
 
 export const TriggerWorkflowBody = z
   .strictObject({
@@ -219,13 +258,17 @@ export const WorkflowRun = z
     id: Id,
     workflow_id: Id,
     contact_id: Id.nullable(),
-    event_id: Id.nullable().meta({ description: "The event that started the run (its workflow's trigger); null for a run started by `trigger`." }),
+    event_id: Id.nullable().meta({
+      description: "The event that started the run (its workflow's trigger); null for a run started by `trigger`.",
+    }),
     status: RunStatus,
     data: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
     steps: z
       .array(
         z.object({
-          index: z.int().min(0).meta({ description: 'Place in this list: every step of the workflow, those inside an `if` right after it.' }),
+          index: z.int().min(0).meta({
+            description: 'Place in this list: every step of the workflow, those inside an `if` right after it.',
+          }),
           path: z.string().optional().meta({
             description:
               "Where the step is in the workflow's steps (`2`, or `1.then.0` inside the `if` at 1); on every step of a run whose workflow has `if` steps, on none otherwise.",
@@ -233,12 +276,14 @@ export const WorkflowRun = z
           type: z.enum(STEP_TYPES),
           status: StepStatus.meta({ description: '`skipped` also for the steps of the branch an `if` did not take.' }),
           error: z.string().nullable(),
-          branch: z.enum(['then', 'else']).nullable().optional().meta({ description: 'An `if` step only: the branch it took, null until it ran.' }),
-          response_status: z
-            .int()
+          branch: z
+            .enum(['then', 'else'])
             .nullable()
             .optional()
-            .meta({ description: 'An `http_request` step only: the status code of the answer, null until one arrived.' }),
+            .meta({ description: 'An `if` step only: the branch it took, null until it ran.' }),
+          response_status: z.int().nullable().optional().meta({
+            description: 'An `http_request` step only: the status code of the answer, null until one arrived.',
+          }),
         }),
       )
       .meta({ description: 'Every step of the workflow in order, those inside `if` steps included.' }),

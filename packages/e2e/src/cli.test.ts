@@ -54,9 +54,19 @@ describe('the convo CLI against a real server', () => {
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
-  /** Runs `convo …` with a clean environment: no profile, the full-access key and the server's URL unless told otherwise. */
-  function convo(args: string[], options: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Result> {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: join(home, 'config') };
+  /**
+   * Runs `convo …` with a clean environment: no profile, the full-access key and the server's URL unless told
+   * otherwise.
+   */
+  function convo(
+    args: string[],
+    options: { env?: Record<string, string | undefined>; input?: string } = {},
+  ): Promise<Result> {
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, 'config'),
+    };
     const settings = { CONVO_API_KEY: server.keys.full, CONVO_BASE_URL: server.baseUrl, ...options.env };
     for (const [name, value] of Object.entries(settings)) if (value !== undefined) env[name] = value;
     return new Promise((resolve, reject) => {
@@ -72,7 +82,11 @@ describe('the convo CLI against a real server', () => {
   }
 
   /** Runs an operation's command with --json, expects success, and parses the output with the contract's schema. */
-  async function operation<T>(id: keyof typeof endpoints, args: string[], schema: { parse(value: unknown): T }): Promise<T> {
+  async function operation<T>(
+    id: keyof typeof endpoints,
+    args: string[],
+    schema: { parse(value: unknown): T },
+  ): Promise<T> {
     const result = await convo([...args, '--json']);
     expect(result.stderr, `${args.join(' ')}`).toBe('');
     expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(0);
@@ -107,33 +121,66 @@ describe('the convo CLI against a real server', () => {
     );
     expect(ana).toMatchObject({ name: 'Ana Souza', tags: ['vip', 'new'], attributes: { tier: 'gold', visits: 3 } });
     expect(await operation('contacts.retrieve', ['contacts', 'get', ana.id], Contact)).toEqual(ana);
-    const updated = await operation('contacts.update', ['contacts', 'update', ana.id, '--email', 'ana@example.com', '--body', '{"name":"Ana S."}'], Contact);
+    const updated = await operation(
+      'contacts.update',
+      ['contacts', 'update', ana.id, '--email', 'ana@example.com', '--body', '{"name":"Ana S."}'],
+      Contact,
+    );
     expect(updated).toMatchObject({ email: 'ana@example.com', name: 'Ana S.' });
-    expect((await operation('contacts.update', ['contacts', 'update', ana.id, '--email', ''], Contact)).email).toBeNull();
-    expect((await operation('contacts.tags.add', ['contacts', 'tag', 'add', ana.id, 'café vip'], Contact)).tags).toEqual(['vip', 'new', 'café vip']);
-    expect((await operation('contacts.tags.remove', ['contacts', 'tag', 'remove', ana.id, 'café vip'], Contact)).tags).toEqual(['vip', 'new']);
-    expect((await operation('contacts.list', ['contacts', 'list', '--tag', 'vip'], ContactList)).data.map((c) => c.id)).toEqual([ana.id]);
+    expect(
+      (await operation('contacts.update', ['contacts', 'update', ana.id, '--email', ''], Contact)).email,
+    ).toBeNull();
+    expect(
+      (await operation('contacts.tags.add', ['contacts', 'tag', 'add', ana.id, 'café vip'], Contact)).tags,
+    ).toEqual(['vip', 'new', 'café vip']);
+    expect(
+      (await operation('contacts.tags.remove', ['contacts', 'tag', 'remove', ana.id, 'café vip'], Contact)).tags,
+    ).toEqual(['vip', 'new']);
+    expect(
+      (await operation('contacts.list', ['contacts', 'list', '--tag', 'vip'], ContactList)).data.map((c) => c.id),
+    ).toEqual([ana.id]);
     expect((await operation('tags.list', ['tags', 'list'], TagList)).data).toEqual([
       { name: 'new', contact_count: 1 },
       { name: 'vip', contact_count: 1 },
     ]);
-    expect(await operation('tags.update', ['tags', 'rename', 'new', '--name', 'fresh'], Tag)).toEqual({ name: 'fresh', contact_count: 1 });
+    expect(await operation('tags.update', ['tags', 'rename', 'new', '--name', 'fresh'], Tag)).toEqual({
+      name: 'fresh',
+      contact_count: 1,
+    });
     expect(await convo(['tags', 'delete', 'fresh', '--json'])).toEqual({ code: 0, stdout: '', stderr: '' });
     called.add('tags.delete');
     expect((await operation('contacts.retrieve', ['contacts', 'get', ana.id], Contact)).tags).toEqual(['vip']);
 
-    const conversation = await operation('conversations.create', ['conversations', 'create', '--contact', ana.id, '--platform', 'whatsapp'], Conversation);
-    const message = await operation('messages.send', ['messages', 'send', '--conversation', conversation.id, '--content', 'Olá Ana!'], Message);
+    const conversation = await operation(
+      'conversations.create',
+      ['conversations', 'create', '--contact', ana.id, '--platform', 'whatsapp'],
+      Conversation,
+    );
+    const message = await operation(
+      'messages.send',
+      ['messages', 'send', '--conversation', conversation.id, '--content', 'Olá Ana!'],
+      Message,
+    );
     expect(message).toMatchObject({ direction: 'outbound', content: 'Olá Ana!' });
     expect(await operation('messages.retrieve', ['messages', 'get', message.id], Message)).toEqual(message);
-    expect(await operation('conversations.retrieve', ['conversations', 'get', conversation.id], Conversation)).toMatchObject({
+    expect(
+      await operation('conversations.retrieve', ['conversations', 'get', conversation.id], Conversation),
+    ).toMatchObject({
       message_count: 1,
       last_message: { content: 'Olá Ana!' },
     });
-    expect((await operation('conversations.listMessages', ['conversations', 'messages', conversation.id], MessageList)).data).toEqual([message]);
-    expect((await operation('conversations.update', ['conversations', 'update', conversation.id, '--status', 'resolved'], Conversation)).status).toBe(
-      'resolved',
-    );
+    expect(
+      (await operation('conversations.listMessages', ['conversations', 'messages', conversation.id], MessageList)).data,
+    ).toEqual([message]);
+    expect(
+      (
+        await operation(
+          'conversations.update',
+          ['conversations', 'update', conversation.id, '--status', 'resolved'],
+          Conversation,
+        )
+      ).status,
+    ).toBe('resolved');
     const resolved = await operation(
       'conversations.list',
       ['conversations', 'list', '--status', 'resolved', '--platform', 'whatsapp', '--search', 'ana'],
@@ -171,7 +218,9 @@ describe('the convo CLI against a real server', () => {
     });
     expect(await operation('orders.retrieve', ['orders', 'get', order.id], Order)).toEqual(order);
     expect((await operation('orders.list', ['orders', 'list', '--contact', ana.id], OrderList)).data).toEqual([order]);
-    expect(await operation('orders.update', ['orders', 'update', order.id, '--status', 'fulfilled'], Order)).toMatchObject({
+    expect(
+      await operation('orders.update', ['orders', 'update', order.id, '--status', 'fulfilled'], Order),
+    ).toMatchObject({
       id: order.id,
       status: 'fulfilled',
     });
@@ -182,19 +231,46 @@ describe('the convo CLI against a real server', () => {
       Workflow,
     );
     expect(await operation('workflows.retrieve', ['workflows', 'get', workflow.id], Workflow)).toEqual(workflow);
-    expect((await operation('workflows.list', ['workflows', 'list'], WorkflowList)).data.map((w) => w.id)).toEqual([workflow.id]);
+    expect((await operation('workflows.list', ['workflows', 'list'], WorkflowList)).data.map((w) => w.id)).toEqual([
+      workflow.id,
+    ]);
     const run = await operation(
       'workflows.trigger',
       ['workflows', 'trigger', workflow.id, '--contact', ana.id, '--data', 'source=cli', '--data', 'order:=1001'],
       WorkflowRun,
     );
     expect(run).toMatchObject({ workflow_id: workflow.id, contact_id: ana.id, data: { source: 'cli', order: 1001 } });
-    expect((await operation('workflows.listRuns', ['workflows', 'runs', workflow.id], WorkflowRunList)).data.map((r) => r.id)).toEqual([run.id]);
-    expect((await operation('workflows.retrieveRun', ['workflows', 'run', 'get', workflow.id, run.id], WorkflowRun)).id).toBe(run.id);
-    const later = await operation('workflows.create', ['workflows', 'create', '--name', 'Later', '--step', '{"type":"wait","seconds":3600}'], Workflow);
-    const waiting = await operation('workflows.trigger', ['workflows', 'trigger', later.id, '--contact', ana.id], WorkflowRun);
-    expect((await operation('workflows.cancelRun', ['workflows', 'run', 'cancel', later.id, waiting.id], WorkflowRun)).status).toBe('cancelled');
-    expect((await operation('workflows.update', ['workflows', 'update', later.id, '--name', 'Renamed', '--enabled', 'false'], Workflow)).enabled).toBe(false);
+    expect(
+      (await operation('workflows.listRuns', ['workflows', 'runs', workflow.id], WorkflowRunList)).data.map(
+        (r) => r.id,
+      ),
+    ).toEqual([run.id]);
+    expect(
+      (await operation('workflows.retrieveRun', ['workflows', 'run', 'get', workflow.id, run.id], WorkflowRun)).id,
+    ).toBe(run.id);
+    const later = await operation(
+      'workflows.create',
+      ['workflows', 'create', '--name', 'Later', '--step', '{"type":"wait","seconds":3600}'],
+      Workflow,
+    );
+    const waiting = await operation(
+      'workflows.trigger',
+      ['workflows', 'trigger', later.id, '--contact', ana.id],
+      WorkflowRun,
+    );
+    expect(
+      (await operation('workflows.cancelRun', ['workflows', 'run', 'cancel', later.id, waiting.id], WorkflowRun))
+        .status,
+    ).toBe('cancelled');
+    expect(
+      (
+        await operation(
+          'workflows.update',
+          ['workflows', 'update', later.id, '--name', 'Renamed', '--enabled', 'false'],
+          Workflow,
+        )
+      ).enabled,
+    ).toBe(false);
     expect(await convo(['workflows', 'delete', later.id, '--json'])).toEqual({ code: 0, stdout: '', stderr: '' });
     called.add('workflows.delete');
 
@@ -204,25 +280,58 @@ describe('the convo CLI against a real server', () => {
       Message,
     );
     expect(inbound).toMatchObject({ direction: 'inbound', content: 'Oi!' });
-    expect((await operation('events.list', ['events', 'list', '--type', 'message.received'], EventList)).data[0]?.data).toEqual(inbound);
+    expect(
+      (await operation('events.list', ['events', 'list', '--type', 'message.received'], EventList)).data[0]?.data,
+    ).toEqual(inbound);
 
     const endpoint = await operation(
       'webhookEndpoints.create',
       ['webhooks', 'create', '--url', 'https://example.com/hooks', '--event', 'order.placed'],
       WebhookEndpoint,
     );
-    expect(await operation('webhookEndpoints.retrieve', ['webhooks', 'get', endpoint.id], WebhookEndpoint)).toEqual(endpoint);
-    expect((await operation('webhookEndpoints.update', ['webhooks', 'update', endpoint.id, '--description', 'orders'], WebhookEndpoint)).description).toBe(
-      'orders',
+    expect(await operation('webhookEndpoints.retrieve', ['webhooks', 'get', endpoint.id], WebhookEndpoint)).toEqual(
+      endpoint,
     );
+    expect(
+      (
+        await operation(
+          'webhookEndpoints.update',
+          ['webhooks', 'update', endpoint.id, '--description', 'orders'],
+          WebhookEndpoint,
+        )
+      ).description,
+    ).toBe('orders');
     expect((await operation('webhookEndpoints.list', ['webhooks', 'list'], WebhookEndpointList)).total).toBe(1);
-    await operation('orders.create', ['orders', 'create', '--contact', ana.id, '--currency', 'BRL', '--item', 'Cap:1:50'], Order);
-    const deliveries = await operation('webhookEndpoints.listDeliveries', ['webhooks', 'deliveries', endpoint.id], WebhookDeliveryList);
+    await operation(
+      'orders.create',
+      ['orders', 'create', '--contact', ana.id, '--currency', 'BRL', '--item', 'Cap:1:50'],
+      Order,
+    );
+    const deliveries = await operation(
+      'webhookEndpoints.listDeliveries',
+      ['webhooks', 'deliveries', endpoint.id],
+      WebhookDeliveryList,
+    );
     expect(deliveries.data[0]).toMatchObject({ event_type: 'order.placed', endpoint_id: endpoint.id });
-    const retried = await operation('webhookEndpoints.retryDelivery', ['webhooks', 'retry', endpoint.id, String(deliveries.data[0]?.id)], WebhookDelivery);
+    const retried = await operation(
+      'webhookEndpoints.retryDelivery',
+      ['webhooks', 'retry', endpoint.id, String(deliveries.data[0]?.id)],
+      WebhookDelivery,
+    );
     expect(retried.status).toBe('pending');
-    expect(await operation('webhookEndpoints.test', ['webhooks', 'test', endpoint.id], WebhookDelivery)).toMatchObject({ event_type: 'ping' });
-    const replayed = await convo(['webhooks', 'replay', endpoint.id, '--since', '2026-01-01T00:00:00Z', '--until', '2099-01-01T00:00:00Z', '--json']);
+    expect(await operation('webhookEndpoints.test', ['webhooks', 'test', endpoint.id], WebhookDelivery)).toMatchObject({
+      event_type: 'ping',
+    });
+    const replayed = await convo([
+      'webhooks',
+      'replay',
+      endpoint.id,
+      '--since',
+      '2026-01-01T00:00:00Z',
+      '--until',
+      '2099-01-01T00:00:00Z',
+      '--json',
+    ]);
     expect(replayed.code, replayed.stderr).toBe(0);
     expect(JSON.parse(replayed.stdout)).toMatchObject({ endpoint_id: endpoint.id, status: 'failed' });
     called.add('webhookEndpoints.replay');
@@ -232,13 +341,28 @@ describe('the convo CLI against a real server', () => {
 
     const channel = await operation(
       'channels.create',
-      ['channels', 'create', '--platform', 'facebook', '--external-id', '104827365012345', '--access-token', 'cli-token', '--app-secret', 'cli-secret'],
+      [
+        'channels',
+        'create',
+        '--platform',
+        'facebook',
+        '--external-id',
+        '104827365012345',
+        '--access-token',
+        'cli-token',
+        '--app-secret',
+        'cli-secret',
+      ],
       Channel,
     );
     expect(channel).toMatchObject({ platform: 'facebook', external_id: '104827365012345', status: 'active' });
     expect(await operation('channels.retrieve', ['channels', 'get', channel.id], Channel)).toEqual(channel);
-    expect((await operation('channels.update', ['channels', 'update', channel.id, '--name', 'Support page'], Channel)).name).toBe('Support page');
-    expect((await operation('channels.list', ['channels', 'list'], ChannelList)).data.map((c) => c.id)).toEqual([channel.id]);
+    expect(
+      (await operation('channels.update', ['channels', 'update', channel.id, '--name', 'Support page'], Channel)).name,
+    ).toBe('Support page');
+    expect((await operation('channels.list', ['channels', 'list'], ChannelList)).data.map((c) => c.id)).toEqual([
+      channel.id,
+    ]);
     expect(await convo(['channels', 'delete', channel.id, '--json'])).toEqual({ code: 0, stdout: '', stderr: '' });
     called.add('channels.delete');
 
@@ -266,7 +390,9 @@ describe('the convo CLI against a real server', () => {
     expect(all.code).toBe(0);
     const records = lines(all.stdout).map((line) => Contact.parse(JSON.parse(line)));
     expect(records.map((c) => c.id)).toEqual([...created].reverse());
-    const page = ContactList.parse(JSON.parse((await convo(['contacts', 'list', '--tag', 'paged', '--limit', '2', '--json'])).stdout));
+    const page = ContactList.parse(
+      JSON.parse((await convo(['contacts', 'list', '--tag', 'paged', '--limit', '2', '--json'])).stdout),
+    );
     expect(page).toMatchObject({ total: 5, has_more: true });
     expect(page.data).toHaveLength(2);
   });
@@ -277,7 +403,9 @@ describe('the convo CLI against a real server', () => {
     expect(unauthorized.stderr).toMatch(/^convo: .+ \(request req_\w+\)\n$/);
     expect(unauthorized.stdout).toBe('');
 
-    const forbidden = await convo(['contacts', 'create', '--phone', '+14155550000'], { env: { CONVO_API_KEY: server.keys.readOnly } });
+    const forbidden = await convo(['contacts', 'create', '--phone', '+14155550000'], {
+      env: { CONVO_API_KEY: server.keys.readOnly },
+    });
     expect(forbidden.code).toBe(3);
     expect(forbidden.stderr).toMatch(/^convo: .+ \(request req_\w+\)\n$/);
 
@@ -316,19 +444,31 @@ describe('the convo CLI against a real server', () => {
       expect(login.stdout).not.toContain(server.keys.full);
       const file = join(profileHome, 'convo', 'config.json');
       expect(statSync(file).mode & 0o777).toBe(0o600);
-      expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ profiles: { default: { api_key: server.keys.full, base_url: server.baseUrl } } });
+      expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+        profiles: { default: { api_key: server.keys.full, base_url: server.baseUrl } },
+      });
 
       const list = await convo(['tags', 'list', '--json'], { env });
       expect(list.code, list.stderr).toBe(0);
       TagList.parse(JSON.parse(list.stdout));
 
       // The key piped on stdin, into a second profile; flags still beat the profile.
-      const piped = await convo(['login', '--profile', 'reader', '--base-url', server.baseUrl], { env, input: `${server.keys.readOnly}\n` });
+      const piped = await convo(['login', '--profile', 'reader', '--base-url', server.baseUrl], {
+        env,
+        input: `${server.keys.readOnly}\n`,
+      });
       expect(piped.code, piped.stderr).toBe(0);
-      expect((await convo(['contacts', 'create', '--phone', '+14155550001', '--profile', 'reader'], { env })).code).toBe(3);
-      expect((await convo(['tags', 'list', '--profile', 'reader', '--api-key', 'convo_sk_wrong'], { env })).code).toBe(3);
+      expect(
+        (await convo(['contacts', 'create', '--phone', '+14155550001', '--profile', 'reader'], { env })).code,
+      ).toBe(3);
+      expect((await convo(['tags', 'list', '--profile', 'reader', '--api-key', 'convo_sk_wrong'], { env })).code).toBe(
+        3,
+      );
 
-      const badLogin = await convo(['login', '--api-key', 'convo_sk_wrong', '--base-url', server.baseUrl, '--profile', 'bad'], { env });
+      const badLogin = await convo(
+        ['login', '--api-key', 'convo_sk_wrong', '--base-url', server.baseUrl, '--profile', 'bad'],
+        { env },
+      );
       expect(badLogin.code).toBe(3);
       expect(JSON.parse(readFileSync(file, 'utf8')).profiles.bad).toBeUndefined();
 
@@ -360,7 +500,8 @@ describe('the convo CLI against a real server', () => {
       expect(JSON.parse(first.stdout)).toEqual({ created: 3, updated: 0, unchanged: 0, failed: 1 });
       expect(first.stderr).toMatch(/^convo: line 5: .*\[phone: format\]/m);
       expect(first.stderr).toContain('convo: 1 of 4 rows failed');
-      const total = async () => ContactList.parse(JSON.parse((await convo(['contacts', 'list', '--tag', 'imported', '--json'])).stdout)).total;
+      const total = async () =>
+        ContactList.parse(JSON.parse((await convo(['contacts', 'list', '--tag', 'imported', '--json'])).stdout)).total;
       expect(await total()).toBe(3);
       const everyone = ContactList.parse(JSON.parse((await convo(['contacts', 'list', '--json'])).stdout)).total;
 
@@ -379,8 +520,12 @@ describe('the convo CLI against a real server', () => {
       const changed = await convo(['contacts', 'import', jsonl]);
       expect(changed.code, changed.stderr).toBe(0);
       expect(JSON.parse(changed.stdout)).toEqual({ created: 1, updated: 1, unchanged: 0, failed: 0 });
-      const dora = ContactList.parse(JSON.parse((await convo(['contacts', 'list', '--search', 'Dora', '--json'])).stdout)).data;
-      expect(dora.map((c) => [c.name, c.email, c.attributes])).toEqual([['Dora Reis', 'dora@example.com', { tier: 'silver' }]]);
+      const dora = ContactList.parse(
+        JSON.parse((await convo(['contacts', 'list', '--search', 'Dora', '--json'])).stdout),
+      ).data;
+      expect(dora.map((c) => [c.name, c.email, c.attributes])).toEqual([
+        ['Dora Reis', 'dora@example.com', { tier: 'silver' }],
+      ]);
       expect(await total()).toBe(4);
 
       expect((await convo(['contacts', 'import', join(dir, 'missing.csv')])).code).toBe(2);
@@ -393,14 +538,27 @@ describe('the convo CLI against a real server', () => {
     const dir = mkdtempSync(join(tmpdir(), 'convo-cli-roundtrip-'));
     try {
       const first = join(dir, 'first.csv');
-      writeFileSync(first, ['name,phone,email,tags,attr.tier,attr.city', 'Eva,+5521900000011,eva@example.com,roundtrip;vip,gold,Recife'].join('\n'));
+      writeFileSync(
+        first,
+        [
+          'name,phone,email,tags,attr.tier,attr.city',
+          'Eva,+5521900000011,eva@example.com,roundtrip;vip,gold,Recife',
+        ].join('\n'),
+      );
       expect((await convo(['contacts', 'import', first])).code).toBe(0);
       const second = join(dir, 'second.csv');
       writeFileSync(second, ['name,phone,email,tags,attr.tier,attr.city', ',+5521900000011,-,,,Rio'].join('\n'));
       const changed = await convo(['contacts', 'import', second, '--json']);
       expect(JSON.parse(changed.stdout)).toEqual({ created: 0, updated: 1, unchanged: 0, failed: 0 });
-      const [eva] = ContactList.parse(JSON.parse((await convo(['contacts', 'list', '--tag', 'roundtrip', '--json'])).stdout)).data;
-      expect(eva).toMatchObject({ name: 'Eva', email: null, tags: ['roundtrip', 'vip'], attributes: { tier: 'gold', city: 'Rio' } });
+      const [eva] = ContactList.parse(
+        JSON.parse((await convo(['contacts', 'list', '--tag', 'roundtrip', '--json'])).stdout),
+      ).data;
+      expect(eva).toMatchObject({
+        name: 'Eva',
+        email: null,
+        tags: ['roundtrip', 'vip'],
+        attributes: { tier: 'gold', city: 'Rio' },
+      });
 
       for (const format of ['jsonl', 'csv'] as const) {
         const exported = await convo(['contacts', 'export', '--tag', 'roundtrip', '--format', format]);
@@ -409,10 +567,18 @@ describe('the convo CLI against a real server', () => {
         writeFileSync(file, exported.stdout);
         if (format === 'jsonl') {
           expect(lines(exported.stdout).map((line) => JSON.parse(line))).toEqual([
-            { name: 'Eva', phone: '+5521900000011', email: null, tags: ['roundtrip', 'vip'], attributes: { city: 'Rio', tier: 'gold' } },
+            {
+              name: 'Eva',
+              phone: '+5521900000011',
+              email: null,
+              tags: ['roundtrip', 'vip'],
+              attributes: { city: 'Rio', tier: 'gold' },
+            },
           ]);
         } else {
-          expect(exported.stdout).toBe('name,phone,email,tags,attr.city,attr.tier\nEva,+5521900000011,,roundtrip;vip,Rio,gold\n');
+          expect(exported.stdout).toBe(
+            'name,phone,email,tags,attr.city,attr.tier\nEva,+5521900000011,,roundtrip;vip,Rio,gold\n',
+          );
         }
         const back = await convo(['contacts', 'import', file, '--json']);
         expect(JSON.parse(back.stdout), format).toEqual({ created: 0, updated: 0, unchanged: 1, failed: 0 });
@@ -423,16 +589,23 @@ describe('the convo CLI against a real server', () => {
   });
 
   it('exports conversations with their messages', async () => {
-    const contact = Contact.parse(JSON.parse((await convo(['contacts', 'create', '--phone', '+4420700000099', '--json'])).stdout));
-    const conversation = Conversation.parse(
-      JSON.parse((await convo(['conversations', 'create', '--contact', contact.id, '--platform', 'instagram', '--json'])).stdout),
+    const contact = Contact.parse(
+      JSON.parse((await convo(['contacts', 'create', '--phone', '+4420700000099', '--json'])).stdout),
     );
-    for (const content of ['first', 'second']) await convo(['messages', 'send', '--conversation', conversation.id, '--content', content]);
+    const conversation = Conversation.parse(
+      JSON.parse(
+        (await convo(['conversations', 'create', '--contact', contact.id, '--platform', 'instagram', '--json'])).stdout,
+      ),
+    );
+    for (const content of ['first', 'second'])
+      await convo(['messages', 'send', '--conversation', conversation.id, '--content', content]);
     const exported = await convo(['conversations', 'export', '--platform', 'instagram', '--messages']);
     expect(exported.code, exported.stderr).toBe(0);
     const records = lines(exported.stdout).map((line) => JSON.parse(line) as { id: string; messages: unknown[] });
     const mine = records.find((r) => r.id === conversation.id);
-    const messages = MessageList.parse(JSON.parse((await convo(['conversations', 'messages', conversation.id, '--json'])).stdout)).data;
+    const messages = MessageList.parse(
+      JSON.parse((await convo(['conversations', 'messages', conversation.id, '--json'])).stdout),
+    ).data;
     expect(mine?.messages).toEqual(messages);
     expect(messages.map((m) => m.content)).toEqual(['first', 'second']);
     for (const record of records) expect(Array.isArray(record.messages)).toBe(true);
@@ -440,7 +613,9 @@ describe('the convo CLI against a real server', () => {
 
   it('exports every matching conversation as JSON Lines', async () => {
     for (let i = 0; i < 3; i++) {
-      const contact = Contact.parse(JSON.parse((await convo(['contacts', 'create', '--phone', `+4420700000${10 + i}`, '--json'])).stdout));
+      const contact = Contact.parse(
+        JSON.parse((await convo(['contacts', 'create', '--phone', `+4420700000${10 + i}`, '--json'])).stdout),
+      );
       await convo(['conversations', 'create', '--contact', contact.id, '--platform', 'facebook']);
     }
     const exported = await convo(['conversations', 'export', '--platform', 'facebook', '--limit', '2']);
@@ -448,7 +623,9 @@ describe('the convo CLI against a real server', () => {
     expect(exported.stderr).toBe('');
     const conversations = lines(exported.stdout).map((line) => Conversation.parse(JSON.parse(line)));
     expect(conversations.every((c) => c.platform === 'facebook')).toBe(true);
-    const list = ConversationList.parse(JSON.parse((await convo(['conversations', 'list', '--platform', 'facebook', '--json'])).stdout));
+    const list = ConversationList.parse(
+      JSON.parse((await convo(['conversations', 'list', '--platform', 'facebook', '--json'])).stdout),
+    );
     expect(conversations).toHaveLength(list.total);
     expect(conversations.map((c) => c.id)).toEqual(list.data.map((c) => c.id));
 
@@ -461,7 +638,9 @@ describe('the convo CLI against a real server', () => {
     // No file of the build imports them statically: they load inside actions, with import().
     const dist = dirname(BIN);
     for (const file of readdirSync(dist).filter((name) => name.endsWith('.js'))) {
-      expect(readFileSync(join(dist, file), 'utf8'), file).not.toMatch(/^import [^;]*from ["'](@convo\/sdk|@convo\/core|zod)["']/m);
+      expect(readFileSync(join(dist, file), 'utf8'), file).not.toMatch(
+        /^import [^;]*from ["'](@convo\/sdk|@convo\/core|zod)["']/m,
+      );
     }
     // And none is loaded: a module hook refuses to resolve them, so a command that loads one fails.
     // (How fast the CLI starts is a figure for a benchmark, not an assertion of a test.)
@@ -474,7 +653,10 @@ describe('the convo CLI against a real server', () => {
       }\n`,
     );
     const register = join(home, 'refuse-sdk.mjs');
-    writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
+    writeFileSync(
+      register,
+      `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`,
+    );
     const refusing = { NODE_OPTIONS: `--import ${pathToFileURL(register).href}` };
     const help = await convo(['--help'], { env: refusing });
     expect(help.code, help.stderr).toBe(0);

@@ -3,7 +3,14 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type DatabaseHandle, buildServer, defaultSettings, migrateToLatest, openDatabase, peopleService } from '@convo/api';
+import {
+  type DatabaseHandle,
+  buildServer,
+  defaultSettings,
+  migrateToLatest,
+  openDatabase,
+  peopleService,
+} from '@convo/api';
 import { type Browser, type BrowserContext, type Locator, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from './server.js';
@@ -18,7 +25,8 @@ import { freePort } from './server.js';
 /** Debian's chromium (`.ci/run` installs it when missing); playwright downloads no browser here. */
 const CHROMIUM = '/usr/bin/chromium';
 const available = existsSync(CHROMIUM);
-if (!available && process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
+if (!available && process.env.CI === 'true')
+  throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
 if (!available) console.warn(`skipping the console browser test: no ${CHROMIUM}`);
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -44,7 +52,10 @@ describe.skipIf(!available)('the web console in a browser', () => {
   let page: Page;
   let memberContext: BrowserContext;
   let member: Page;
-  /** CSP violations, console errors and uncaught exceptions of every context the flow runs in (the CSP is enforced in all of them). */
+  /**
+   * CSP violations, console errors and uncaught exceptions of every context the flow runs in (the CSP is enforced in
+   * all of them).
+   */
   const problems: Problem[] = [];
   /** Console paths whose refusal (4xx) a step provokes on purpose. */
   const expectedFailures: string[] = [];
@@ -54,14 +65,21 @@ describe.skipIf(!available)('the web console in a browser', () => {
 
   beforeAll(async () => {
     if (!existsSync(join(CONSOLE_DIR, 'index.html')))
-      throw new Error(`${CONSOLE_DIR} has no build: run \`npx -y pnpm@10.34.8 --filter @convo/console build\` (turbo builds it before these tests)`);
+      throw new Error(
+        `${CONSOLE_DIR} has no build: run \`npx -y pnpm@10.34.8 --filter @convo/console build\` (turbo builds it before these tests)`,
+      );
     const dir = mkdtempSync(join(tmpdir(), 'convo-e2e-console-'));
     database = openDatabase(`file:${join(dir, 'convo.db')}`);
     await migrateToLatest(database.db);
     // The port first: the public URL is the console's origin (the CSRF check, invitation links).
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
-    const settings = defaultSettings({ sandboxEnabled: true, allowPrivateWebhooks: true, consoleDir: CONSOLE_DIR, publicUrl: origin });
+    const settings = defaultSettings({
+      sandboxEnabled: true,
+      allowPrivateWebhooks: true,
+      consoleDir: CONSOLE_DIR,
+      publicUrl: origin,
+    });
     const app = await buildServer({ database, logger: false, settings });
     await app.listen({ port, host: '127.0.0.1' });
     close = async () => {
@@ -79,7 +97,9 @@ describe.skipIf(!available)('the web console in a browser', () => {
     await close?.();
   });
 
-  /** A browser context of its own (its own cookies), watched for CSP violations, console errors and uncaught exceptions. */
+  /**
+   * A browser context of its own (its own cookies), watched for CSP violations, console errors and uncaught exceptions.
+   */
   async function newContext(): Promise<BrowserContext> {
     const context = await browser.newContext({ viewport: VIEWPORT });
     context.setDefaultTimeout(10_000);
@@ -88,7 +108,9 @@ describe.skipIf(!available)('the web console in a browser', () => {
     await context.addInitScript(() => {
       document.addEventListener('securitypolicyviolation', (event) => {
         const report = (window as unknown as { __reportCspViolation: (text: string) => void }).__reportCspViolation;
-        void report(`${event.violatedDirective} blocked ${event.blockedURI || 'inline'} (${event.sourceFile}:${event.lineNumber})`);
+        void report(
+          `${event.violatedDirective} blocked ${event.blockedURI || 'inline'} (${event.sourceFile}:${event.lineNumber})`,
+        );
       });
     });
     context.on('page', watch);
@@ -97,12 +119,16 @@ describe.skipIf(!available)('the web console in a browser', () => {
 
   function watch(watched: Page) {
     watched.on('console', (message) => {
-      if (message.type() === 'error' && !expectedFailure(message.location().url)) problems.push({ kind: 'console', text: message.text() });
+      if (message.type() === 'error' && !expectedFailure(message.location().url))
+        problems.push({ kind: 'console', text: message.text() });
     });
     watched.on('pageerror', (error) => problems.push({ kind: 'pageerror', text: error.message }));
     watched.on('response', (response) => {
       if (response.status() >= 400 && !expectedFailure(response.url()))
-        problems.push({ kind: 'response', text: `${response.status()} ${response.request().method()} ${response.url()}` });
+        problems.push({
+          kind: 'response',
+          text: `${response.status()} ${response.request().method()} ${response.url()}`,
+        });
     });
   }
 
@@ -119,13 +145,18 @@ describe.skipIf(!available)('the web console in a browser', () => {
   async function expectAccessible(on: Page, label: string) {
     if (!(await on.evaluate(() => 'axe' in window))) await on.evaluate(AXE_SOURCE);
     const { passed, violations } = await on.evaluate(async () => {
-      const { axe } = window as unknown as { axe: { run: (context: Document) => Promise<{ passes: unknown[]; violations: AxeViolation[] }> } };
+      const { axe } = window as unknown as {
+        axe: { run: (context: Document) => Promise<{ passes: unknown[]; violations: AxeViolation[] }> };
+      };
       const results = await axe.run(document);
       return {
         passed: results.passes.length,
         violations: results.violations
           .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-          .map((violation) => `${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`),
+          .map(
+            (violation) =>
+              `${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+          ),
       };
     });
     expect(passed, `axe ran its rules on ${label}`).toBeGreaterThan(0);
@@ -153,9 +184,13 @@ describe.skipIf(!available)('the web console in a browser', () => {
     }
     expect(await isFocused(target), 'reached by Tab').toBe(true);
   }
-  const isFocused = (target: Locator) => target.evaluate((element) => element === document.activeElement).catch(() => false);
+  const isFocused = (target: Locator) =>
+    target.evaluate((element) => element === document.activeElement).catch(() => false);
 
-  /** Always taken (the step runs); written when asked (UPDATE_SCREENSHOTS=1) or missing, so test runs leave the tree clean. */
+  /**
+   * Always taken (the step runs); written when asked (UPDATE_SCREENSHOTS=1) or missing, so test runs leave the tree
+   * clean.
+   */
   async function screenshot(on: Page, name: string) {
     const image = await on.screenshot();
     expect(image.length).toBeGreaterThan(0);
@@ -302,7 +337,10 @@ describe.skipIf(!available)('the web console in a browser', () => {
 
     const dialog = page.getByRole('dialog', { name: 'Generate key' });
     await dialog.waitFor();
-    expect(await page.evaluate(() => document.activeElement?.closest('[role="dialog"]') != null), 'focus is in the dialog').toBe(true);
+    expect(
+      await page.evaluate(() => document.activeElement?.closest('[role="dialog"]') != null),
+      'focus is in the dialog',
+    ).toBe(true);
     await tabTo(page, dialog.getByLabel('Name'));
     await page.keyboard.type('keyboard');
     await page.keyboard.press('Tab');
@@ -399,7 +437,9 @@ describe.skipIf(!available)('the web console in a browser', () => {
       script.textContent = 'window.inlineRan = true';
       document.head.append(script);
     });
-    await expect.poll(() => problems.filter((problem) => problem.kind === 'csp').length, { timeout: 5_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(() => problems.filter((problem) => problem.kind === 'csp').length, { timeout: 5_000 })
+      .toBeGreaterThan(0);
     expect(await probe.evaluate(() => 'inlineRan' in window)).toBe(false);
     expect(problems.find((problem) => problem.kind === 'csp')?.text).toContain('script-src');
     await probe.close();

@@ -57,7 +57,11 @@ describe('catching up on events', () => {
       },
     });
     const following = (async () => {
-      for await (const event of follower.events.follow({ type: 'contact.created', intervalMs: 50, signal: stop.signal })) {
+      for await (const event of follower.events.follow({
+        type: 'contact.created',
+        intervalMs: 50,
+        signal: stop.signal,
+      })) {
         followed.push(event);
         if (followed.length === 3) stop.abort();
       }
@@ -90,10 +94,14 @@ describe('catching up on events', () => {
     expect(once.code, once.stderr).toBe(0);
     expect(lines(once.stdout).map((e) => e.data.id)).toEqual([first.id]);
 
-    const child = spawn(process.execPath, [BIN, 'events', 'tail', '--after', (origin as Event).id, '--interval', '0.1'], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [BIN, 'events', 'tail', '--after', (origin as Event).id, '--interval', '0.1'],
+      {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
@@ -112,7 +120,10 @@ const lines = (text: string) =>
     .filter(Boolean)
     .map((line) => JSON.parse(line) as Event);
 
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

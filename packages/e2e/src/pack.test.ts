@@ -11,7 +11,9 @@ import { type TestServer, startServer } from './server.js';
 const packages = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** The workspace's TypeScript compiler, run as a user's project would run its own. */
 const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-const pnpm = process.env.npm_execpath?.includes('pnpm') ? [process.execPath, process.env.npm_execpath] : ['npx', '-y', 'pnpm@10.34.8'];
+const pnpm = process.env.npm_execpath?.includes('pnpm')
+  ? [process.execPath, process.env.npm_execpath]
+  : ['npx', '-y', 'pnpm@10.34.8'];
 
 /** Packs a workspace package as it would be published (workspace and catalog versions resolved). */
 function pack(name: 'core' | 'sdk', into: string): string {
@@ -32,14 +34,20 @@ describe('the packed SDK installed into an empty project', () => {
     project = mkdtempSync(join(tmpdir(), 'convo-pack-'));
     // The SDK alone: nothing else of the workspace, from no registry but npm's own.
     tarball = pack('sdk', project);
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'scratch', private: true, dependencies: { '@convo/sdk': `file:${tarball}` } }));
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'scratch', private: true, dependencies: { '@convo/sdk': `file:${tarball}` } }),
+    );
     execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: project, stdio: 'pipe' });
   });
 
   it('installs with no dependency of its own', () => {
     expect(readdirSync(join(project, 'node_modules')).filter((entry) => !entry.startsWith('.'))).toEqual(['@convo']);
     expect(readdirSync(join(project, 'node_modules/@convo'))).toEqual(['sdk']);
-    const manifest = JSON.parse(readFileSync(join(project, 'node_modules/@convo/sdk/package.json'), 'utf8')) as Record<string, unknown>;
+    const manifest = JSON.parse(readFileSync(join(project, 'node_modules/@convo/sdk/package.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     expect(manifest.dependencies ?? {}).toEqual({});
   });
 
@@ -58,17 +66,30 @@ describe('the packed SDK installed into an empty project', () => {
     writeFileSync(
       join(project, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { strict: true, noEmit: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', skipLibCheck: false },
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          skipLibCheck: false,
+        },
         files: ['quick-start.ts'],
       }),
     );
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ ...JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')), type: 'module' }));
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ ...JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')), type: 'module' }),
+    );
     try {
       execFileSync(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: project, stdio: 'pipe' });
     } catch (error) {
       throw new Error(`tsc --strict failed:\n${(error as { stdout?: Buffer }).stdout?.toString() ?? String(error)}`);
     } finally {
-      writeFileSync(join(project, 'package.json'), JSON.stringify({ ...JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')), type: undefined }));
+      writeFileSync(
+        join(project, 'package.json'),
+        JSON.stringify({ ...JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')), type: undefined }),
+      );
     }
   });
   afterAll(async () => {
@@ -77,9 +98,16 @@ describe('the packed SDK installed into an empty project', () => {
   });
 
   // Asynchronous: the server runs in this process and must keep answering while the script runs.
-  const run = async (file: string, source: string, env = { CONVO_API_KEY: server.keys.full, CONVO_BASE_URL: server.baseUrl }) => {
+  const run = async (
+    file: string,
+    source: string,
+    env = { CONVO_API_KEY: server.keys.full, CONVO_BASE_URL: server.baseUrl },
+  ) => {
     writeFileSync(join(project, file), source);
-    const { stdout } = await promisify(execFile)(process.execPath, [file], { cwd: project, env: { ...process.env, ...env } });
+    const { stdout } = await promisify(execFile)(process.execPath, [file], {
+      cwd: project,
+      env: { ...process.env, ...env },
+    });
     return stdout.trim();
   };
 

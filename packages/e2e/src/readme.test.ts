@@ -27,7 +27,13 @@ describe("the top README's commands, as written", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'convo-readme-'));
     port = await freePort();
-    env = { ...process.env, DATABASE_URL: `file:${join(dir, 'convo.db')}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' };
+    env = {
+      ...process.env,
+      DATABASE_URL: `file:${join(dir, 'convo.db')}`,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+    };
   });
   afterAll(() => {
     for (const child of children) child.kill('SIGKILL');
@@ -35,14 +41,17 @@ describe("the top README's commands, as written", () => {
   });
 
   it('pins the pnpm of package.json wherever it runs pnpm through npx', () => {
-    const pinned = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { packageManager: string }).packageManager;
+    const pinned = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { packageManager: string })
+      .packageManager;
     const uses = [...readme.matchAll(/npx -y (pnpm@[^\s`]+)/g)].map((match) => match[1]);
     expect(uses.length).toBeGreaterThan(0);
     for (const use of uses) expect(use).toBe(pinned);
   });
 
   it('runs every operator command of the README in order, the ids it prints filled in', async () => {
-    const commands = shellLines.filter((line) => line.startsWith('pnpm -s convo-server ')).map((line) => line.slice('pnpm -s convo-server '.length));
+    const commands = shellLines
+      .filter((line) => line.startsWith('pnpm -s convo-server '))
+      .map((line) => line.slice('pnpm -s convo-server '.length));
     expect(commands.length).toBeGreaterThanOrEqual(9);
     const ids: Record<string, string> = {};
     let demoKey = '';
@@ -57,7 +66,10 @@ describe("the top README's commands, as written", () => {
         children.push(child);
         let stderr = '';
         child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-        await vi.waitFor(() => expect(stderr, command).toMatch(args[0] === 'serve' ? /Convo API on / : /Convo worker .* running/), { timeout: 20_000 });
+        await vi.waitFor(
+          () => expect(stderr, command).toMatch(args[0] === 'serve' ? /Convo API on / : /Convo worker .* running/),
+          { timeout: 20_000 },
+        );
         const exited = new Promise((done) => child.once('exit', done));
         child.kill('SIGTERM');
         expect(await exited, command).toBe(0);
@@ -76,7 +88,10 @@ describe("the top README's commands, as written", () => {
     expect(curl).toBeDefined();
     const child = spawn(process.execPath, [BIN, 'serve'], { env, stdio: 'ignore' });
     children.push(child);
-    await vi.waitFor(async () => expect((await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok).toBe(true), { timeout: 20_000 });
+    await vi.waitFor(
+      async () => expect((await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok).toBe(true),
+      { timeout: 20_000 },
+    );
     const line = (curl as string).replace('<printed key>', demoKey).replace('localhost:3000', `127.0.0.1:${port}`);
     const { stdout } = await promisify(execFile)('sh', ['-c', `${line} --silent --fail`]);
     expect((JSON.parse(stdout) as { total: number }).total).toBeGreaterThan(0);

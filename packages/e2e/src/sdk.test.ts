@@ -21,7 +21,16 @@ import {
   WorkflowRunList,
   endpoints,
 } from '@convo/core';
-import { BadRequestError, ConnectionError, Convo, type ConvoError, ForbiddenError, NotFoundError, SDK_METHODS, UnauthorizedError } from '@convo/sdk';
+import {
+  BadRequestError,
+  ConnectionError,
+  Convo,
+  type ConvoError,
+  ForbiddenError,
+  NotFoundError,
+  SDK_METHODS,
+  UnauthorizedError,
+} from '@convo/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestServer, startServer } from './server.js';
 
@@ -41,7 +50,9 @@ describe('the SDK against a real server', () => {
   });
 
   it('covers contacts, tags, conversations, messages and orders end to end', async () => {
-    const ana = Contact.parse(await convo.contacts.create({ name: 'Ana Souza', phone: '+5511987654321', tags: ['vip'] }));
+    const ana = Contact.parse(
+      await convo.contacts.create({ name: 'Ana Souza', phone: '+5511987654321', tags: ['vip'] }),
+    );
     called.add('contacts.create');
     expect(Contact.parse(await convo.contacts.retrieve(ana.id))).toEqual(ana);
     called.add('contacts.retrieve');
@@ -63,22 +74,37 @@ describe('the SDK against a real server', () => {
     called.add('tags.delete');
     expect(Contact.parse(await convo.contacts.retrieve(ana.id)).tags).toEqual(['vip']);
 
-    const conversation = Conversation.parse(await convo.conversations.create({ contact_id: ana.id, platform: 'whatsapp' }));
+    const conversation = Conversation.parse(
+      await convo.conversations.create({ contact_id: ana.id, platform: 'whatsapp' }),
+    );
     called.add('conversations.create');
     const message = Message.parse(await convo.messages.send({ conversation_id: conversation.id, content: 'Olá Ana!' }));
     called.add('messages.send');
     expect(Message.parse(await convo.messages.retrieve(message.id))).toEqual(message);
     called.add('messages.retrieve');
-    expect(Conversation.parse(await convo.conversations.retrieve(conversation.id))).toMatchObject({ message_count: 1, last_message: { content: 'Olá Ana!' } });
+    expect(Conversation.parse(await convo.conversations.retrieve(conversation.id))).toMatchObject({
+      message_count: 1,
+      last_message: { content: 'Olá Ana!' },
+    });
     called.add('conversations.retrieve');
     expect(MessageList.parse(await convo.conversations.listMessages(conversation.id)).data).toEqual([message]);
     called.add('conversations.listMessages');
-    expect(Conversation.parse(await convo.conversations.update(conversation.id, { status: 'resolved' })).status).toBe('resolved');
+    expect(Conversation.parse(await convo.conversations.update(conversation.id, { status: 'resolved' })).status).toBe(
+      'resolved',
+    );
     called.add('conversations.update');
-    expect(ConversationList.parse(await convo.conversations.list({ status: 'resolved', search: '5511' })).total).toBe(1);
+    expect(ConversationList.parse(await convo.conversations.list({ status: 'resolved', search: '5511' })).total).toBe(
+      1,
+    );
     called.add('conversations.list');
 
-    const order = Order.parse(await convo.orders.create({ contact_id: ana.id, currency: 'BRL', items: [{ name: 'Jacket', quantity: 2, unit_amount: 100 }] }));
+    const order = Order.parse(
+      await convo.orders.create({
+        contact_id: ana.id,
+        currency: 'BRL',
+        items: [{ name: 'Jacket', quantity: 2, unit_amount: 100 }],
+      }),
+    );
     expect(order).toMatchObject({ number: '1001', total_amount: 200, status: 'pending' });
     called.add('orders.create');
     expect(Order.parse(await convo.orders.retrieve(order.id))).toEqual(order);
@@ -89,14 +115,23 @@ describe('the SDK against a real server', () => {
     expect(paid).toMatchObject({ id: order.id, status: 'paid' });
     called.add('orders.update');
 
-    const workflow = Workflow.parse(await convo.workflows.create({ name: 'Welcome', steps: [{ type: 'add_tag', tag: 'welcomed' }] }));
+    const workflow = Workflow.parse(
+      await convo.workflows.create({ name: 'Welcome', steps: [{ type: 'add_tag', tag: 'welcomed' }] }),
+    );
     called.add('workflows.create');
     expect(Workflow.parse(await convo.workflows.retrieve(workflow.id))).toEqual(workflow);
     called.add('workflows.retrieve');
     expect(WorkflowList.parse(await convo.workflows.list()).data.map((w) => w.id)).toEqual([workflow.id]);
     called.add('workflows.list');
-    const run = WorkflowRun.parse(await convo.workflows.trigger(workflow.id, { contact_id: ana.id, data: { source: 'sdk' } }));
-    expect(run).toMatchObject({ status: 'queued', workflow_id: workflow.id, contact_id: ana.id, data: { source: 'sdk' } });
+    const run = WorkflowRun.parse(
+      await convo.workflows.trigger(workflow.id, { contact_id: ana.id, data: { source: 'sdk' } }),
+    );
+    expect(run).toMatchObject({
+      status: 'queued',
+      workflow_id: workflow.id,
+      contact_id: ana.id,
+      data: { source: 'sdk' },
+    });
     called.add('workflows.trigger');
     expect(WorkflowRunList.parse(await convo.workflows.runs(workflow.id)).data.map((r) => r.id)).toEqual([run.id]);
     called.add('workflows.listRuns');
@@ -128,40 +163,60 @@ describe('the SDK against a real server', () => {
     expect(await convo.workflows.del(later.id)).toBeUndefined();
     called.add('workflows.delete');
 
-    const inbound = Message.parse(await convo.sandbox.inbound({ platform: 'instagram', from: { phone: '+5511987654321' }, content: 'Oi!' }));
+    const inbound = Message.parse(
+      await convo.sandbox.inbound({ platform: 'instagram', from: { phone: '+5511987654321' }, content: 'Oi!' }),
+    );
     expect(inbound).toMatchObject({ direction: 'inbound', content: 'Oi!' });
     called.add('sandbox.inbound');
     const events = EventList.parse(await convo.events.list({ type: 'message.received' }));
     expect(events.data[0]?.data).toEqual(inbound);
     called.add('events.list');
 
-    const endpoint = WebhookEndpoint.parse(await convo.webhookEndpoints.create({ url: 'https://example.com/hooks', events: ['order.placed'] }));
+    const endpoint = WebhookEndpoint.parse(
+      await convo.webhookEndpoints.create({ url: 'https://example.com/hooks', events: ['order.placed'] }),
+    );
     called.add('webhookEndpoints.create');
     expect(WebhookEndpoint.parse(await convo.webhookEndpoints.retrieve(endpoint.id))).toEqual(endpoint);
     called.add('webhookEndpoints.retrieve');
-    expect(WebhookEndpoint.parse(await convo.webhookEndpoints.update(endpoint.id, { description: 'orders' })).description).toBe('orders');
+    expect(
+      WebhookEndpoint.parse(await convo.webhookEndpoints.update(endpoint.id, { description: 'orders' })).description,
+    ).toBe('orders');
     called.add('webhookEndpoints.update');
     expect(WebhookEndpointList.parse(await convo.webhookEndpoints.list()).total).toBe(1);
     called.add('webhookEndpoints.list');
-    await convo.orders.create({ contact_id: ana.id, currency: 'BRL', items: [{ name: 'Cap', quantity: 1, unit_amount: 50 }] });
+    await convo.orders.create({
+      contact_id: ana.id,
+      currency: 'BRL',
+      items: [{ name: 'Cap', quantity: 1, unit_amount: 50 }],
+    });
     const deliveries = WebhookDeliveryList.parse(await convo.webhookEndpoints.deliveries(endpoint.id));
     expect(deliveries.data[0]).toMatchObject({ event_type: 'order.placed', endpoint_id: endpoint.id });
     called.add('webhookEndpoints.listDeliveries');
-    const retried = WebhookDelivery.parse(await convo.webhookEndpoints.retryDelivery(endpoint.id, deliveries.data[0]?.id as string));
+    const retried = WebhookDelivery.parse(
+      await convo.webhookEndpoints.retryDelivery(endpoint.id, deliveries.data[0]?.id as string),
+    );
     expect(retried.status).toBe('pending');
     called.add('webhookEndpoints.retryDelivery');
     const ping = WebhookDelivery.parse(await convo.webhookEndpoints.test(endpoint.id));
     expect(ping).toMatchObject({ event_type: 'ping', endpoint_id: endpoint.id });
     expect(ping.attempts).toHaveLength(1);
     called.add('webhookEndpoints.test');
-    const replay = await convo.webhookEndpoints.replay(endpoint.id, { since: '2026-01-01T00:00:00Z', until: '2099-01-01T00:00:00Z' });
+    const replay = await convo.webhookEndpoints.replay(endpoint.id, {
+      since: '2026-01-01T00:00:00Z',
+      until: '2099-01-01T00:00:00Z',
+    });
     expect(replay).toMatchObject({ endpoint_id: endpoint.id, status: 'failed' });
     called.add('webhookEndpoints.replay');
     await expect(convo.webhookEndpoints.del(endpoint.id)).resolves.toBeUndefined();
     called.add('webhookEndpoints.delete');
 
     const channel = Channel.parse(
-      await convo.channels.create({ platform: 'whatsapp', external_id: '106540352242922', access_token: 'sdk-token', app_secret: 'sdk-secret' }),
+      await convo.channels.create({
+        platform: 'whatsapp',
+        external_id: '106540352242922',
+        access_token: 'sdk-token',
+        app_secret: 'sdk-secret',
+      }),
     );
     expect(channel).toMatchObject({ platform: 'whatsapp', status: 'active', last_error: null });
     called.add('channels.create');
@@ -169,7 +224,9 @@ describe('the SDK against a real server', () => {
     called.add('channels.retrieve');
     expect(Channel.parse(await convo.channels.update(channel.id, { status: 'disabled' })).status).toBe('disabled');
     called.add('channels.update');
-    expect(ChannelList.parse(await convo.channels.list({ platform: 'whatsapp' })).data.map((c) => c.id)).toEqual([channel.id]);
+    expect(ChannelList.parse(await convo.channels.list({ platform: 'whatsapp' })).data.map((c) => c.id)).toEqual([
+      channel.id,
+    ]);
     called.add('channels.list');
     await expect(convo.channels.del(channel.id)).resolves.toBeUndefined();
     called.add('channels.delete');
@@ -182,7 +239,8 @@ describe('the SDK against a real server', () => {
 
   it('pages across the whole list with for await and toArray', async () => {
     const created: string[] = [];
-    for (let i = 0; i < 7; i++) created.push((await convo.contacts.create({ phone: `+1415555${String(1000 + i)}`, tags: ['paged'] })).id);
+    for (let i = 0; i < 7; i++)
+      created.push((await convo.contacts.create({ phone: `+1415555${String(1000 + i)}`, tags: ['paged'] })).id);
     const seen: string[] = [];
     for await (const contact of convo.contacts.list({ tag: 'paged', limit: 2 })) seen.push(contact.id);
     expect(seen).toEqual([...created].reverse());
@@ -196,11 +254,17 @@ describe('the SDK against a real server', () => {
     expect((bad as ConvoError).requestId).toMatch(/^req_/);
 
     await expect(convo.contacts.retrieve('ct_missing')).rejects.toBeInstanceOf(NotFoundError);
-    await expect(new Convo({ apiKey: 'convo_sk_wrong', baseUrl: server.baseUrl }).tags.list()).rejects.toBeInstanceOf(UnauthorizedError);
-    await expect(new Convo({ apiKey: server.keys.readOnly, baseUrl: server.baseUrl }).contacts.create({ phone: '+14155550000' })).rejects.toBeInstanceOf(
-      ForbiddenError,
+    await expect(new Convo({ apiKey: 'convo_sk_wrong', baseUrl: server.baseUrl }).tags.list()).rejects.toBeInstanceOf(
+      UnauthorizedError,
     );
-    await expect(new Convo({ apiKey: server.keys.webhook, baseUrl: server.baseUrl }).tags.list()).rejects.toBeInstanceOf(ForbiddenError);
-    await expect(new Convo({ apiKey: 'k', baseUrl: 'http://127.0.0.1:1/v1', maxRetries: 0 }).tags.list()).rejects.toBeInstanceOf(ConnectionError);
+    await expect(
+      new Convo({ apiKey: server.keys.readOnly, baseUrl: server.baseUrl }).contacts.create({ phone: '+14155550000' }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(
+      new Convo({ apiKey: server.keys.webhook, baseUrl: server.baseUrl }).tags.list(),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(
+      new Convo({ apiKey: 'k', baseUrl: 'http://127.0.0.1:1/v1', maxRetries: 0 }).tags.list(),
+    ).rejects.toBeInstanceOf(ConnectionError);
   });
 });

@@ -13,12 +13,19 @@ export async function startServer(options: { demo?: boolean } = {}) {
   const database = openDatabase(`file:${join(dir, 'convo.db')}`);
   await migrateToLatest(database.db);
   // As in development: the sandbox is on and webhooks may point at this machine.
-  const app = await buildServer({ database, logger: false, settings: defaultSettings({ sandboxEnabled: true, allowPrivateWebhooks: true }) });
+  const app = await buildServer({
+    database,
+    logger: false,
+    settings: defaultSettings({ sandboxEnabled: true, allowPrivateWebhooks: true }),
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
-  const account = options.demo ? (await seedDemo(database)).account : await accountsService.createAccount(database, { name: 'E2E', plan: 'business' });
-  const key = async (type: 'full_access' | 'read_only' | 'webhook') => (await accountsService.createKey(database, { accountId: account.id, type })).key;
+  const account = options.demo
+    ? (await seedDemo(database)).account
+    : await accountsService.createAccount(database, { name: 'E2E', plan: 'business' });
+  const key = async (type: 'full_access' | 'read_only' | 'webhook') =>
+    (await accountsService.createKey(database, { accountId: account.id, type })).key;
   return {
     baseUrl: `http://127.0.0.1:${address.port}/v1`,
     accountId: account.id,

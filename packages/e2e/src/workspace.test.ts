@@ -12,7 +12,10 @@ describe('the workspace as a fresh clone has it', () => {
     const manifests = [...tracked].filter((file) => /^(apps|packages)\/[^/]+\/package\.json$/.test(file));
     const bins = manifests.flatMap((manifest) => {
       const { bin } = JSON.parse(readFileSync(join(root, manifest), 'utf8')) as { bin?: Record<string, string> };
-      return Object.entries(bin ?? {}).map(([name, target]) => ({ name, file: normalize(join(dirname(manifest), target)) }));
+      return Object.entries(bin ?? {}).map(([name, target]) => ({
+        name,
+        file: normalize(join(dirname(manifest), target)),
+      }));
     });
     expect(bins.map((b) => b.name).sort()).toEqual(['convo', 'convo-server']);
     for (const { name, file } of bins) expect(tracked.has(file), `${name} → ${file}`).toBe(true);

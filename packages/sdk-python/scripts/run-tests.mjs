@@ -105,7 +105,11 @@ try {
 
 const env = { ...process.env, ...(server?.env ?? {}), PYTHONDONTWRITEBYTECODE: '1' };
 if (!server) for (const name of ['CONVO_E2E', 'CONVO_BASE_URL', 'CONVO_API_KEY']) delete env[name];
-const child = spawn(python, ['-m', 'unittest', 'discover', '-s', 'tests', '-t', '.', ...process.argv.slice(2)], { cwd: packageDir, env, stdio: 'inherit' });
+const child = spawn(python, ['-m', 'unittest', 'discover', '-s', 'tests', '-t', '.', ...process.argv.slice(2)], {
+  cwd: packageDir,
+  env,
+  stdio: 'inherit',
+});
 const stop = () => server?.stop();
 process.on('SIGINT', () => child.kill('SIGINT'));
 process.on('SIGTERM', () => child.kill('SIGTERM'));

@@ -14,8 +14,23 @@ import {
 import { SDK_METHODS } from './operations.js';
 import { fakeFetch } from './fake-fetch.js';
 
-const page = (data: unknown[], total: number, offset = 0, limit = 20) => ({ data, total, limit, offset, has_more: offset + data.length < total });
-const contact = { id: 'ct_1', name: 'Ana', phone: '+14155550123', email: null, tags: [], attributes: {}, created_at: 'x', updated_at: 'x' };
+const page = (data: unknown[], total: number, offset = 0, limit = 20) => ({
+  data,
+  total,
+  limit,
+  offset,
+  has_more: offset + data.length < total,
+});
+const contact = {
+  id: 'ct_1',
+  name: 'Ana',
+  phone: '+14155550123',
+  email: null,
+  tags: [],
+  attributes: {},
+  created_at: 'x',
+  updated_at: 'x',
+};
 
 function client(replies: Parameters<typeof fakeFetch>[0], maxRetries = 2) {
   const fake = fakeFetch(replies);
@@ -24,7 +39,13 @@ function client(replies: Parameters<typeof fakeFetch>[0], maxRetries = 2) {
   const sleep = async (ms: number) => {
     delays.push(ms);
   };
-  const convo = new Convo({ apiKey: 'convo_sk_test', baseUrl: 'https://api.example.com/v1', fetch: fake.fetch, maxRetries, sleep });
+  const convo = new Convo({
+    apiKey: 'convo_sk_test',
+    baseUrl: 'https://api.example.com/v1',
+    fetch: fake.fetch,
+    maxRetries,
+    sleep,
+  });
   return { convo, sent: fake.sent, delays };
 }
 
@@ -86,7 +107,11 @@ describe('requests', () => {
 
 describe('retries', () => {
   it('retries 5xx and network errors with growing jittered delays, keeping the idempotency key', async () => {
-    const { convo, sent, delays } = client([{ status: 503 }, new TypeError('fetch failed'), { status: 201, body: contact }]);
+    const { convo, sent, delays } = client([
+      { status: 503 },
+      new TypeError('fetch failed'),
+      { status: 201, body: contact },
+    ]);
     await expect(convo.contacts.create({ phone: '+14155550123' })).resolves.toMatchObject({ id: 'ct_1' });
     expect(sent).toHaveLength(3);
     const keys = new Set(sent.map((r) => r.headers['idempotency-key']));
@@ -109,7 +134,16 @@ describe('retries', () => {
 
   it('never retries other 4xx', async () => {
     const { convo, sent } = client([
-      { status: 400, body: { error: { code: 'bad_request', message: 'phone is required', details: { field: 'phone', constraint: 'required' } } } },
+      {
+        status: 400,
+        body: {
+          error: {
+            code: 'bad_request',
+            message: 'phone is required',
+            details: { field: 'phone', constraint: 'required' },
+          },
+        },
+      },
     ]);
     const error = await convo.contacts.create({ phone: '' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BadRequestError);
@@ -124,7 +158,10 @@ describe('retries', () => {
   });
 
   it('gives up after maxRetries with the last error', async () => {
-    const { convo, sent } = client([{ status: 500, body: { error: { code: 'server_error', message: 'boom' } } }, { status: 502 }, { status: 500 }], 2);
+    const { convo, sent } = client(
+      [{ status: 500, body: { error: { code: 'server_error', message: 'boom' } } }, { status: 502 }, { status: 500 }],
+      2,
+    );
     await expect(convo.tags.list()).rejects.toBeInstanceOf(ServerError);
     expect(sent).toHaveLength(3);
   });
@@ -147,7 +184,10 @@ describe('errors', () => {
     [429, 'rate_limited', RateLimitedError],
     [500, 'server_error', ServerError],
   ] as const)('maps %i to its class', async (status, code, type) => {
-    const { convo } = client([{ status, body: { error: { code, message: code } }, headers: { 'retry-after': '120' } }], 0);
+    const { convo } = client(
+      [{ status, body: { error: { code, message: code } }, headers: { 'retry-after': '120' } }],
+      0,
+    );
     const error = await convo.contacts.retrieve('ct_1').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(type);
     expect(error).toBeInstanceOf(ConvoError);
@@ -196,7 +236,11 @@ describe('pagination', () => {
     const ids: string[] = [];
     for await (const c of list) ids.push(c.id);
     expect(ids).toEqual(['a', 'b', 'c', 'd', 'e']);
-    expect(sent.map((r) => r.url.search)).toEqual(['?limit=2&tag=vip', '?limit=2&tag=vip&offset=2', '?limit=2&tag=vip&offset=4']);
+    expect(sent.map((r) => r.url.search)).toEqual([
+      '?limit=2&tag=vip',
+      '?limit=2&tag=vip&offset=2',
+      '?limit=2&tag=vip&offset=4',
+    ]);
   });
 
   it('toArray stops fetching once it has enough', async () => {
@@ -249,7 +293,9 @@ describe('pagination', () => {
     expect((await convo.contacts.list({ limit: 2 }).toArray()).map((c) => c.id)).toEqual(['a', 'b', 'c']);
     expect(sent).toHaveLength(2);
     for (const limit of [-1, 1.5, Number.NaN, '3' as unknown as number]) {
-      await expect(convo.contacts.list().toArray({ limit })).rejects.toThrow(/^toArray: limit must be a whole number of records/);
+      await expect(convo.contacts.list().toArray({ limit })).rejects.toThrow(
+        /^toArray: limit must be a whole number of records/,
+      );
     }
   });
 });

@@ -63,13 +63,25 @@ const byCode = {
   server_error: ServerError,
 } as const;
 
-const byStatus: Record<number, ErrorCode> = { 400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 429: 'rate_limited' };
+const byStatus: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  429: 'rate_limited',
+};
 
 /** The one place that turns an error response into the matching ConvoError subclass. */
-export function errorFromResponse(status: number, body: unknown, headers: { get(name: string): string | null }): ConvoError {
+export function errorFromResponse(
+  status: number,
+  body: unknown,
+  headers: { get(name: string): string | null },
+): ConvoError {
   const error = (body as { error?: { code?: string; message?: string; details?: ErrorDetails } } | undefined)?.error;
   const code: ErrorCode =
-    error?.code && error.code in byCode ? (error.code as ErrorCode) : (byStatus[status] ?? (status >= 500 ? 'server_error' : 'bad_request'));
+    error?.code && error.code in byCode
+      ? (error.code as ErrorCode)
+      : (byStatus[status] ?? (status >= 500 ? 'server_error' : 'bad_request'));
   const init = {
     message: error?.message ?? `HTTP ${status}`,
     status,
@@ -78,7 +90,8 @@ export function errorFromResponse(status: number, body: unknown, headers: { get(
     requestId: headers.get('x-request-id') ?? undefined,
     body,
   };
-  if (code === 'rate_limited') return new RateLimitedError({ ...init, retryAfter: parseRetryAfter(headers.get('retry-after')) });
+  if (code === 'rate_limited')
+    return new RateLimitedError({ ...init, retryAfter: parseRetryAfter(headers.get('retry-after')) });
   return new byCode[code](init);
 }
 

@@ -12,8 +12,15 @@ type Reply = { status: number; body?: unknown; headers?: Record<string, string> 
 export function fakeFetch(replies: Reply[]) {
   const sent: SentRequest[] = [];
   const fetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
-    const headers = Object.fromEntries(Object.entries((init.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]));
-    sent.push({ method: init.method ?? 'GET', url: new URL(String(input)), headers, body: typeof init.body === 'string' ? JSON.parse(init.body) : undefined });
+    const headers = Object.fromEntries(
+      Object.entries((init.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]),
+    );
+    sent.push({
+      method: init.method ?? 'GET',
+      url: new URL(String(input)),
+      headers,
+      body: typeof init.body === 'string' ? JSON.parse(init.body) : undefined,
+    });
     const reply = replies.shift();
     if (!reply) throw new Error('fakeFetch: no reply scripted');
     if (reply instanceof Error) throw reply;

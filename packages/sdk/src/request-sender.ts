@@ -1,6 +1,13 @@
 import { type OperationId, type OperationInput, type OperationResult, fillPath } from './contract.js';
 import { ROUTES } from './generated/contract.js';
-import { ConnectionError, type ConvoError, RateLimitedError, ServerError, TimeoutError, errorFromResponse } from './errors.js';
+import {
+  ConnectionError,
+  type ConvoError,
+  RateLimitedError,
+  ServerError,
+  TimeoutError,
+  errorFromResponse,
+} from './errors.js';
 
 export interface RequestOptions {
   /** Sent as `Idempotency-Key` on a POST; by default each POST gets a new random key, kept across its retries. */
@@ -36,7 +43,11 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 export class RequestSender {
   constructor(private readonly config: SenderConfig) {}
 
-  async send<K extends OperationId>(operationId: K, input: OperationInput<K>, options: RequestOptions = {}): Promise<OperationResult<K>> {
+  async send<K extends OperationId>(
+    operationId: K,
+    input: OperationInput<K>,
+    options: RequestOptions = {},
+  ): Promise<OperationResult<K>> {
     const operation = ROUTES[operationId];
     const parts = input as { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
     const url = new URL(this.config.baseUrl.replace(/\/+$/, '') + fillPath(operation.path, parts.params));
@@ -52,7 +63,8 @@ export class RequestSender {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(parts.body ?? {});
     }
-    if (operation.method === 'POST') headers['idempotency-key'] = options.idempotencyKey ?? globalThis.crypto.randomUUID();
+    if (operation.method === 'POST')
+      headers['idempotency-key'] = options.idempotencyKey ?? globalThis.crypto.randomUUID();
 
     const maxRetries = options.maxRetries ?? this.config.maxRetries;
     const sleep = this.config.sleep ?? defaultSleep;
@@ -82,7 +94,13 @@ export class RequestSender {
     }
   }
 
-  private async attempt(url: URL, method: string, headers: Record<string, string>, body: string | undefined, options: RequestOptions): Promise<Response> {
+  private async attempt(
+    url: URL,
+    method: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    options: RequestOptions,
+  ): Promise<Response> {
     const timeoutMs = options.timeoutMs ?? this.config.timeoutMs;
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), timeoutMs);
@@ -93,9 +111,17 @@ export class RequestSender {
     } catch (cause) {
       if (options.signal?.aborted) throw cause;
       if (controller.signal.aborted) {
-        throw new TimeoutError({ message: `No response within ${timeoutMs} ms: ${method} ${url.pathname}`, code: 'timeout', cause });
+        throw new TimeoutError({
+          message: `No response within ${timeoutMs} ms: ${method} ${url.pathname}`,
+          code: 'timeout',
+          cause,
+        });
       }
-      throw new ConnectionError({ message: `Could not reach ${url.origin}: ${(cause as Error)?.message ?? String(cause)}`, code: 'connection_error', cause });
+      throw new ConnectionError({
+        message: `Could not reach ${url.origin}: ${(cause as Error)?.message ?? String(cause)}`,
+        code: 'connection_error',
+        cause,
+      });
     } finally {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
@@ -111,7 +137,8 @@ export class RequestSender {
       const wait = error.retryAfter * 1000;
       return wait > RETRY_AFTER_MAX_MS ? undefined : wait;
     }
-    if (error instanceof ServerError || error instanceof ConnectionError || error instanceof TimeoutError) return jittered;
+    if (error instanceof ServerError || error instanceof ConnectionError || error instanceof TimeoutError)
+      return jittered;
     return undefined;
   }
 }

@@ -5,18 +5,32 @@ import { WebhookVerificationError, verifyWebhook } from './webhooks.js';
 
 const secret = `whsec_${randomBytes(32).toString('base64')}`;
 const other = `whsec_${randomBytes(32).toString('base64')}`;
-const body = JSON.stringify({ id: 'evt_1', type: 'order.placed', created_at: '2026-11-22T10:00:00.000Z', data: { id: 'ord_1' } });
+const body = JSON.stringify({
+  id: 'evt_1',
+  type: 'order.placed',
+  created_at: '2026-11-22T10:00:00.000Z',
+  data: { id: 'ord_1' },
+});
 
 /** Signs like a Standard Webhooks sender, with the reference library. */
 function sign(key: string, id = 'evt_1', at = new Date()) {
   const signature = new Webhook(key).sign(id, at, body);
-  return { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signature };
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': signature,
+  };
 }
 
 describe('verifyWebhook', () => {
   it('accepts a delivery signed by the reference implementation and returns the event', async () => {
-    await expect(verifyWebhook(body, sign(secret), secret)).resolves.toMatchObject({ id: 'evt_1', type: 'order.placed' });
-    await expect(verifyWebhook(new TextEncoder().encode(body), new Headers(sign(secret)), secret)).resolves.toMatchObject({ id: 'evt_1' });
+    await expect(verifyWebhook(body, sign(secret), secret)).resolves.toMatchObject({
+      id: 'evt_1',
+      type: 'order.placed',
+    });
+    await expect(
+      verifyWebhook(new TextEncoder().encode(body), new Headers(sign(secret)), secret),
+    ).resolves.toMatchObject({ id: 'evt_1' });
   });
 
   it('accepts any of several signatures (key rotation)', async () => {
@@ -31,8 +45,12 @@ describe('verifyWebhook', () => {
   it('rejects a wrong secret, a changed body, an old or future timestamp, and missing headers', async () => {
     await expect(verifyWebhook(body, sign(other), secret)).rejects.toBeInstanceOf(WebhookVerificationError);
     await expect(verifyWebhook(`${body} `, sign(secret), secret)).rejects.toThrow(/signature/);
-    await expect(verifyWebhook(body, sign(secret, 'evt_1', new Date(Date.now() - 330_000)), secret)).rejects.toThrow(/tolerance/);
-    await expect(verifyWebhook(body, sign(secret, 'evt_1', new Date(Date.now() + 330_000)), secret)).rejects.toThrow(/tolerance/);
+    await expect(verifyWebhook(body, sign(secret, 'evt_1', new Date(Date.now() - 330_000)), secret)).rejects.toThrow(
+      /tolerance/,
+    );
+    await expect(verifyWebhook(body, sign(secret, 'evt_1', new Date(Date.now() + 330_000)), secret)).rejects.toThrow(
+      /tolerance/,
+    );
     await expect(verifyWebhook(body, { 'webhook-id': 'evt_1' }, secret)).rejects.toThrow(/Missing/);
   });
 

@@ -43,13 +43,16 @@ export async function verifyWebhook(
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
-  if (!id || !timestamp || !signatures) throw new WebhookVerificationError('Missing webhook-id, webhook-timestamp or webhook-signature header');
+  if (!id || !timestamp || !signatures)
+    throw new WebhookVerificationError('Missing webhook-id, webhook-timestamp or webhook-signature header');
 
   const seconds = Number(timestamp);
-  if (!/^\d+$/.test(timestamp) || !Number.isSafeInteger(seconds)) throw new WebhookVerificationError('Invalid webhook-timestamp');
+  if (!/^\d+$/.test(timestamp) || !Number.isSafeInteger(seconds))
+    throw new WebhookVerificationError('Invalid webhook-timestamp');
   const nowSeconds = Math.floor((options.now ?? new Date()).getTime() / 1000);
   const tolerance = options.toleranceSeconds ?? 300;
-  if (Math.abs(nowSeconds - seconds) > tolerance) throw new WebhookVerificationError('webhook-timestamp is outside the tolerance');
+  if (Math.abs(nowSeconds - seconds) > tolerance)
+    throw new WebhookVerificationError('webhook-timestamp is outside the tolerance');
 
   const body = typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody);
   let keyBytes: Uint8Array;
@@ -58,7 +61,13 @@ export async function verifyWebhook(
   } catch {
     throw new WebhookVerificationError('The secret is not a webhook key (whsec_…)');
   }
-  const key = await globalThis.crypto.subtle.importKey('raw', keyBytes as BufferSource, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const key = await globalThis.crypto.subtle.importKey(
+    'raw',
+    keyBytes as BufferSource,
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  );
   const mac = await globalThis.crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`${id}.${timestamp}.${body}`));
   const expected = bytesToBase64(new Uint8Array(mac));
 

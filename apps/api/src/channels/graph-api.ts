@@ -115,16 +115,22 @@ export async function sendToPlatform(
   options: { timeoutMs?: number } = {},
 ): Promise<GraphSendResult> {
   const body = requestBody(channel.platform, recipient, message);
-  if (typeof body === 'string') return { ok: false, kind: 'permanent', code: 'unsupported', message: body, httpStatus: null };
+  if (typeof body === 'string')
+    return { ok: false, kind: 'permanent', code: 'unsupported', message: body, httpStatus: null };
   const base = settings.graphApiUrl.replace(/\/+$/, '');
   const url = `${base}/${settings.graphApiVersion}/${encodeURIComponent(channel.external_id)}/messages`;
   const response = await postJson(url, accessToken, JSON.stringify(body), options.timeoutMs ?? GRAPH_TIMEOUT_MS);
-  const result = 'failure' in response ? response.failure : resultOf(channel.platform, response.statusCode, response.text);
+  const result =
+    'failure' in response ? response.failure : resultOf(channel.platform, response.statusCode, response.text);
   return result.ok ? result : { ...result, message: redact(result.message, accessToken) };
 }
 
 /** The Graph request body of a message, or why it cannot be sent on this platform. */
-export function requestBody(platform: Platform, recipient: string, message: OutboundMessage): Record<string, unknown> | string {
+export function requestBody(
+  platform: Platform,
+  recipient: string,
+  message: OutboundMessage,
+): Record<string, unknown> | string {
   if (platform === 'whatsapp') {
     // https://developers.facebook.com/documentation/business-messaging/whatsapp/reference/
     //   whatsapp-business-phone-number/message-api
@@ -133,14 +139,19 @@ export function requestBody(platform: Platform, recipient: string, message: Outb
     if (message.type === 'template') {
       if (!message.template) return 'A template message needs its template';
       const { name, language, components } = message.template;
-      return { ...envelope, type: 'template', template: { name, language: { code: language }, ...(components ? { components } : {}) } };
+      return {
+        ...envelope,
+        type: 'template',
+        template: { name, language: { code: language }, ...(components ? { components } : {}) },
+      };
     }
     return `Messages of type ${message.type} cannot be sent`;
   }
   // Messenger: https://developers.facebook.com/docs/messenger-platform/reference/send-api
   // Instagram: https://developers.facebook.com/docs/messenger-platform/instagram/features/send-message
   // RESPONSE: a reply within the 24-hour window, the only free-form messages Convo sends.
-  if (message.type === 'text') return { recipient: { id: recipient }, messaging_type: 'RESPONSE', message: { text: message.content } };
+  if (message.type === 'text')
+    return { recipient: { id: recipient }, messaging_type: 'RESPONSE', message: { text: message.content } };
   return `Messages of type ${message.type} cannot be sent on ${platform}`;
 }
 
@@ -161,8 +172,15 @@ export function resultOf(platform: Platform, statusCode: number, text: string): 
       httpStatus: statusCode,
     };
   }
-  const kind: GraphErrorKind = statusCode >= 500 || statusCode === 429 || statusCode === 408 ? 'retryable' : 'permanent';
-  return { ok: false, kind, code: `http_${statusCode}`, message: `The Graph API answered HTTP ${statusCode} without an error body`, httpStatus: statusCode };
+  const kind: GraphErrorKind =
+    statusCode >= 500 || statusCode === 429 || statusCode === 408 ? 'retryable' : 'permanent';
+  return {
+    ok: false,
+    kind,
+    code: `http_${statusCode}`,
+    message: `The Graph API answered HTTP ${statusCode} without an error body`,
+    httpStatus: statusCode,
+  };
 }
 
 /**
@@ -177,14 +195,16 @@ export function classifyGraphError(statusCode: number, error: GraphErrorBody): G
   const message = errorMessageOf(error, statusCode);
   let kind: GraphErrorKind = 'permanent';
   if (INVALID_TOKEN_CODES.has(code)) kind = 'invalid_token';
-  else if (RETRYABLE_CODES.has(code) || error.is_transient === true || statusCode >= 500 || statusCode === 429) kind = 'retryable';
+  else if (RETRYABLE_CODES.has(code) || error.is_transient === true || statusCode >= 500 || statusCode === 429)
+    kind = 'retryable';
   return { ok: false, kind, code: codeText, message, httpStatus: statusCode };
 }
 
 /** Meta's message, with WhatsApp's `error_data.details` when it says more. */
 function errorMessageOf(error: GraphErrorBody, statusCode: number): string {
   const message = typeof error.message === 'string' && error.message.length > 0 ? error.message : `HTTP ${statusCode}`;
-  const details = isRecord(error.error_data) && typeof error.error_data.details === 'string' ? error.error_data.details : undefined;
+  const details =
+    isRecord(error.error_data) && typeof error.error_data.details === 'string' ? error.error_data.details : undefined;
   const full = details && !message.includes(details) ? `${message}: ${details}` : message;
   return full.slice(0, MAX_ERROR_MESSAGE_LENGTH);
 }
@@ -199,9 +219,11 @@ function platformMessageIdOf(platform: Platform, json: unknown): string | undefi
 }
 
 /** Whatever Meta or the network said, the token never reaches a message, a log line or a record. */
-const redact = (text: string, token: string): string => (token.length > 0 ? text.replaceAll(token, '[redacted]') : text);
+const redact = (text: string, token: string): string =>
+  token.length > 0 ? text.replaceAll(token, '[redacted]') : text;
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function parseJson(text: string): unknown {
   try {
@@ -222,11 +244,15 @@ function postJson(url: string, accessToken: string, body: string, timeoutMs: num
   try {
     target = new URL(url);
   } catch {
-    return Promise.resolve({ failure: networkFailure('permanent', 'invalid_url', 'The Graph API address is not a valid URL') });
+    return Promise.resolve({
+      failure: networkFailure('permanent', 'invalid_url', 'The Graph API address is not a valid URL'),
+    });
   }
   const secure = target.protocol === 'https:';
   if (!secure && target.protocol !== 'http:') {
-    return Promise.resolve({ failure: networkFailure('permanent', 'invalid_url', `Unsupported protocol ${target.protocol}`) });
+    return Promise.resolve({
+      failure: networkFailure('permanent', 'invalid_url', `Unsupported protocol ${target.protocol}`),
+    });
   }
 
   return new Promise((resolve) => {
@@ -250,12 +276,17 @@ function postJson(url: string, accessToken: string, body: string, timeoutMs: num
       },
     });
     const deadline = setTimeout(
-      () => finish({ failure: networkFailure('retryable', 'timeout', `No answer from the Graph API within ${timeoutMs} ms`) }),
+      () =>
+        finish({
+          failure: networkFailure('retryable', 'timeout', `No answer from the Graph API within ${timeoutMs} ms`),
+        }),
       timeoutMs,
     );
 
     req.on('error', (error: NodeJS.ErrnoException) => {
-      const reason = [error.code, error.message].filter((part) => typeof part === 'string' && part.length > 0).join(': ');
+      const reason = [error.code, error.message]
+        .filter((part) => typeof part === 'string' && part.length > 0)
+        .join(': ');
       finish({ failure: networkFailure('retryable', 'network_error', reason || 'The request failed') });
     });
     req.on('response', (res) => {
@@ -265,14 +296,21 @@ function postJson(url: string, accessToken: string, body: string, timeoutMs: num
       res.on('data', (chunk: Buffer) => {
         received += chunk.length;
         if (received > MAX_RESPONSE_BYTES) {
-          finish({ failure: { ...networkFailure('permanent', 'unexpected_response', 'The Graph API answer was too large'), httpStatus: statusCode } });
+          finish({
+            failure: {
+              ...networkFailure('permanent', 'unexpected_response', 'The Graph API answer was too large'),
+              httpStatus: statusCode,
+            },
+          });
           return;
         }
         chunks.push(chunk);
       });
       res.on('end', () => finish({ statusCode, text: Buffer.concat(chunks).toString('utf8') }, true));
       res.on('error', (error) => finish({ failure: networkFailure('retryable', 'network_error', error.message) }));
-      res.on('aborted', () => finish({ failure: networkFailure('retryable', 'network_error', 'The answer was cut off') }));
+      res.on('aborted', () =>
+        finish({ failure: networkFailure('retryable', 'network_error', 'The answer was cut off') }),
+      );
     });
     req.end(body);
   });

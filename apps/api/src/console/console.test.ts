@@ -16,13 +16,19 @@ const nextEmail = (who: string) => `${who}.${process.pid}.${++people}@example.co
 
 describeEachDialect('console', (server) => {
   const origin = () => new URL(server().baseUrl).origin;
-  const api = (key: string, method = 'GET', path = '/conversations') => server().request(method, path, { key, ...(method === 'POST' ? { body: {} } : {}) });
+  const api = (key: string, method = 'GET', path = '/conversations') =>
+    server().request(method, path, { key, ...(method === 'POST' ? { body: {} } : {}) });
 
   /** A person who signed up with their own account, signed in. */
   async function owner(accountName = 'Acme') {
     const client = new ConsoleClient(origin());
     const email = nextEmail('owner');
-    const answer = await client.mutate('session.signUp', { email, password: PASSWORD, name: 'Olive Owner', account_name: accountName });
+    const answer = await client.mutate('session.signUp', {
+      email,
+      password: PASSWORD,
+      name: 'Olive Owner',
+      account_name: accountName,
+    });
     expect(answer.status, JSON.stringify(answer.error)).toBe(200);
     return { client, email, session: answer.data };
   }
@@ -42,7 +48,11 @@ describeEachDialect('console', (server) => {
   describe('sign-up, sign-in and sign-out', () => {
     it('creates an account on the free plan and its owner, signed in by an HttpOnly SameSite=Lax cookie', async () => {
       const { client, email, session } = await owner('Sign-up Ltd');
-      expect(session).toMatchObject({ user: { email, name: 'Olive Owner' }, role: 'owner', account: { name: 'Sign-up Ltd', plan: 'free', rate_limit: 60 } });
+      expect(session).toMatchObject({
+        user: { email, name: 'Olive Owner' },
+        role: 'owner',
+        account: { name: 'Sign-up Ltd', plan: 'free', rate_limit: 60 },
+      });
       expect(session.accounts).toEqual([{ id: session.account.id, name: 'Sign-up Ltd', role: 'owner' }]);
       expect(client.lastSetCookie).toMatch(/^convo_session=[A-Za-z0-9_-]{43};/);
       expect(client.lastSetCookie).toMatch(/; HttpOnly/);
@@ -54,7 +64,11 @@ describeEachDialect('console', (server) => {
       const token = client.cookie?.split('=')[1] as string;
       const rows = await server().database.db.selectFrom('sessions').selectAll().execute();
       expect(JSON.stringify(rows)).not.toContain(token);
-      const users = await server().database.db.selectFrom('users').select('password_hash').where('email', '=', email).execute();
+      const users = await server()
+        .database.db.selectFrom('users')
+        .select('password_hash')
+        .where('email', '=', email)
+        .execute();
       expect(users[0]?.password_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
       expect(users[0]?.password_hash).not.toContain(PASSWORD);
     });
@@ -62,13 +76,25 @@ describeEachDialect('console', (server) => {
     it('refuses a taken e-mail, a short password and a missing account name with the field and the constraint', async () => {
       const { email } = await owner();
       const client = new ConsoleClient(origin());
-      const taken = await client.mutate('session.signUp', { email: email.toUpperCase(), password: PASSWORD, account_name: 'Again' });
+      const taken = await client.mutate('session.signUp', {
+        email: email.toUpperCase(),
+        password: PASSWORD,
+        account_name: 'Again',
+      });
       expect(taken.status).toBe(400);
       expect(taken.error.error.details).toMatchObject({ field: 'email', constraint: 'unique' });
-      const short = await client.mutate('session.signUp', { email: nextEmail('short'), password: 'short', account_name: 'X' });
+      const short = await client.mutate('session.signUp', {
+        email: nextEmail('short'),
+        password: 'short',
+        account_name: 'X',
+      });
       expect(short.status).toBe(400);
       expect(short.error.error.details).toMatchObject({ field: 'password', constraint: 'min_length' });
-      const invalid = await client.mutate('session.signUp', { email: 'not-an-address', password: PASSWORD, account_name: 'X' });
+      const invalid = await client.mutate('session.signUp', {
+        email: 'not-an-address',
+        password: PASSWORD,
+        account_name: 'X',
+      });
       expect(invalid.error.error.details).toMatchObject({ field: 'email', constraint: 'format' });
       const noAccount = await client.mutate('session.signUp', { email: nextEmail('noaccount'), password: PASSWORD });
       expect(noAccount.status).toBe(400);
@@ -102,7 +128,8 @@ describeEachDialect('console', (server) => {
     it('limits failed sign-ins per e-mail and address: past ten, even the right password is 429 with Retry-After', async () => {
       const { email } = await owner();
       const client = new ConsoleClient(origin());
-      for (let i = 0; i < 10; i++) expect((await client.mutate('session.signIn', { email, password: `wrong ${i} password` })).status).toBe(401);
+      for (let i = 0; i < 10; i++)
+        expect((await client.mutate('session.signIn', { email, password: `wrong ${i} password` })).status).toBe(401);
       const blocked = await client.mutate('session.signIn', { email, password: PASSWORD });
       expect(blocked.status).toBe(429);
       expect(blocked.error.error.code).toBe('rate_limited');
@@ -114,7 +141,8 @@ describeEachDialect('console', (server) => {
       const { email } = await owner();
       // Distinct loopback addresses: the server sees each as its own client (request.ip).
       const stranger = new ConsoleClient(origin(), { localAddress: '127.0.0.2' });
-      for (let i = 0; i < 10; i++) expect((await stranger.mutate('session.signIn', { email, password: `guess ${i} password` })).status).toBe(401);
+      for (let i = 0; i < 10; i++)
+        expect((await stranger.mutate('session.signIn', { email, password: `guess ${i} password` })).status).toBe(401);
       expect((await stranger.mutate('session.signIn', { email, password: 'guess 10 password' })).status).toBe(429);
       expect((await stranger.mutate('session.signIn', { email, password: PASSWORD })).status).toBe(429);
 
@@ -132,15 +160,25 @@ describeEachDialect('console', (server) => {
       const { client, email } = await owner();
       const elsewhere = new ConsoleClient(origin());
       expect((await elsewhere.mutate('session.signIn', { email, password: PASSWORD })).status).toBe(200);
-      const wrong = await client.mutate('session.changePassword', { current_password: 'not it at all', new_password: 'a new password 123' });
+      const wrong = await client.mutate('session.changePassword', {
+        current_password: 'not it at all',
+        new_password: 'a new password 123',
+      });
       expect(wrong.status).toBe(400);
       expect(wrong.error.error.details).toMatchObject({ field: 'current_password' });
-      const changed = await client.mutate('session.changePassword', { current_password: PASSWORD, new_password: 'a new password 123' });
+      const changed = await client.mutate('session.changePassword', {
+        current_password: PASSWORD,
+        new_password: 'a new password 123',
+      });
       expect(changed.status).toBe(200);
       expect((await client.query('session.get')).data.user.email).toBe(email);
       expect((await elsewhere.query('session.get')).data).toBeNull();
-      expect((await new ConsoleClient(origin()).mutate('session.signIn', { email, password: PASSWORD })).status).toBe(401);
-      expect((await new ConsoleClient(origin()).mutate('session.signIn', { email, password: 'a new password 123' })).status).toBe(200);
+      expect((await new ConsoleClient(origin()).mutate('session.signIn', { email, password: PASSWORD })).status).toBe(
+        401,
+      );
+      expect(
+        (await new ConsoleClient(origin()).mutate('session.signIn', { email, password: 'a new password 123' })).status,
+      ).toBe(200);
     });
 
     it("an operator's reset link sets a new password once and ends the old sessions", async () => {
@@ -151,8 +189,12 @@ describeEachDialect('console', (server) => {
       expect(reset.status).toBe(200);
       expect(reset.data.user.email).toBe(email);
       expect((await client.query('session.get')).data).toBeNull();
-      expect((await browser.mutate('session.resetPassword', { token, new_password: 'another one 789' })).status).toBe(404);
-      expect((await new ConsoleClient(origin()).mutate('session.signIn', { email, password: 'reset password 456' })).status).toBe(200);
+      expect((await browser.mutate('session.resetPassword', { token, new_password: 'another one 789' })).status).toBe(
+        404,
+      );
+      expect(
+        (await new ConsoleClient(origin()).mutate('session.signIn', { email, password: 'reset password 456' })).status,
+      ).toBe(200);
     });
   });
 
@@ -169,7 +211,15 @@ describeEachDialect('console', (server) => {
       const list = await client.query('keys.list');
       expect(list.data).toEqual([{ ...listed, last_used_at: expect.any(String) }]);
       expect(JSON.stringify(list.data)).not.toContain(key);
-      expect(Object.keys(list.data[0]).sort()).toEqual(['created_at', 'id', 'last_four', 'last_used_at', 'name', 'redacted', 'type']);
+      expect(Object.keys(list.data[0]).sort()).toEqual([
+        'created_at',
+        'id',
+        'last_four',
+        'last_used_at',
+        'name',
+        'redacted',
+        'type',
+      ]);
 
       expect((await client.mutate('keys.revoke', { id: listed.id })).status).toBe(200);
       expect((await api(key)).status).toBe(401);
@@ -203,7 +253,11 @@ describeEachDialect('console', (server) => {
       const withKey = new ConsoleClient(origin());
       const listed = await withKey.query('keys.list', undefined, { authorization: `Bearer ${key}` });
       expect(listed.status).toBe(401);
-      const made = await withKey.mutate('keys.create', { name: 'x', type: 'full_access' }, { headers: { authorization: `Bearer ${key}` } });
+      const made = await withKey.mutate(
+        'keys.create',
+        { name: 'x', type: 'full_access' },
+        { headers: { authorization: `Bearer ${key}` } },
+      );
       expect(made.status).toBe(401);
       const viaApiRouter = await fetch(`${origin()}/trpc/keys.list`, { headers: { authorization: `Bearer ${key}` } });
       expect(viaApiRouter.status).toBe(404);
@@ -237,10 +291,17 @@ describeEachDialect('console', (server) => {
       );
       expect(spoofed.status).toBe(403);
       expect(spoofed.error).toEqual({
-        error: { code: 'forbidden', message: 'Cross-site request refused: the console only accepts calls from its own pages' },
+        error: {
+          code: 'forbidden',
+          message: 'Cross-site request refused: the console only accepts calls from its own pages',
+        },
       });
       // The public URL's origin is accepted whatever Host the request names (a proxy may rewrite it).
-      const proxied = await client.mutate('keys.create', { name: 'proxied', type: 'full_access' }, { headers: { host: 'internal.example:8080' } });
+      const proxied = await client.mutate(
+        'keys.create',
+        { name: 'proxied', type: 'full_access' },
+        { headers: { host: 'internal.example:8080' } },
+      );
       expect(proxied.status, JSON.stringify(proxied.error)).toBe(200);
       expect((await client.query('keys.list')).data.map((key: { name: string }) => key.name)).toEqual(['proxied']);
     });
@@ -251,17 +312,29 @@ describeEachDialect('console', (server) => {
       const { client: ownerClient, session } = await owner('Invites Inc');
       const ownerKey = (await ownerClient.mutate('keys.create', { name: 'Owner key', type: 'full_access' })).data;
       const invitation = await ownerClient.mutate('invitations.create', { role: 'member' });
-      expect(invitation.data.url).toMatch(new RegExp(`^${server().settings.publicUrl}/console/invite/[A-Za-z0-9_-]{43}$`));
+      expect(invitation.data.url).toMatch(
+        new RegExp(`^${server().settings.publicUrl}/console/invite/[A-Za-z0-9_-]{43}$`),
+      );
       const token = invitation.data.url.split('/').pop();
       const looked = await new ConsoleClient(origin()).query('invitations.lookup', { token });
       expect(looked.data).toMatchObject({ account_name: 'Invites Inc', role: 'member' });
-      expect((await ownerClient.query('invitations.list')).data.map((i: { id: string }) => i.id)).toEqual([invitation.data.id]);
+      expect((await ownerClient.query('invitations.list')).data.map((i: { id: string }) => i.id)).toEqual([
+        invitation.data.id,
+      ]);
 
       const member = new ConsoleClient(origin());
-      const joined = await member.mutate('session.signUp', { email: nextEmail('member'), password: PASSWORD, invitation: token });
+      const joined = await member.mutate('session.signUp', {
+        email: nextEmail('member'),
+        password: PASSWORD,
+        invitation: token,
+      });
       expect(joined.data).toMatchObject({ role: 'member', account: { id: session.account.id, name: 'Invites Inc' } });
       expect((await new ConsoleClient(origin()).query('invitations.lookup', { token })).status).toBe(404);
-      const again = await new ConsoleClient(origin()).mutate('session.signUp', { email: nextEmail('late'), password: PASSWORD, invitation: token });
+      const again = await new ConsoleClient(origin()).mutate('session.signUp', {
+        email: nextEmail('late'),
+        password: PASSWORD,
+        invitation: token,
+      });
       expect(again.status).toBe(404);
 
       expect((await member.query('keys.list')).data.map((k: { id: string }) => k.id)).toEqual([ownerKey.id]);
@@ -269,7 +342,13 @@ describeEachDialect('console', (server) => {
       expect((await member.mutate('keys.revoke', { id: ownerKey.id })).status).toBe(403);
       expect((await member.query('invitations.list')).status).toBe(403);
       expect((await member.mutate('invitations.create', { role: 'admin' })).status).toBe(403);
-      expect((await member.mutate('webhookEndpoints.create', { body: { url: 'http://127.0.0.1:9/hook', events: ['message.received'] } })).status).toBe(403);
+      expect(
+        (
+          await member.mutate('webhookEndpoints.create', {
+            body: { url: 'http://127.0.0.1:9/hook', events: ['message.received'] },
+          })
+        ).status,
+      ).toBe(403);
       expect((await member.query('webhookEndpoints.list', { query: {} })).status).toBe(200);
       expect((await api(ownerKey.key)).status).toBe(200);
 
@@ -292,7 +371,10 @@ describeEachDialect('console', (server) => {
       expect((await ownerClient.mutate('members.remove', { user_id: member.session.user.id })).status).toBe(200);
       expect((await member.client.query('session.get')).data).toBeNull();
       expect((await member.client.query('keys.list')).status).toBe(401);
-      expect((await ownerClient.query('members.list')).data.map((m: { role: string }) => m.role)).toEqual(['owner', 'admin']);
+      expect((await ownerClient.query('members.list')).data.map((m: { role: string }) => m.role)).toEqual([
+        'owner',
+        'admin',
+      ]);
     });
 
     it('a revoked invitation opens nothing; a signed-in person accepts one into a second account and switches', async () => {
@@ -300,7 +382,9 @@ describeEachDialect('console', (server) => {
       const second = await owner('Second');
       const revoked = await second.client.mutate('invitations.create', { role: 'member' });
       expect((await second.client.mutate('invitations.revoke', { id: revoked.data.id })).status).toBe(200);
-      expect((await first.client.mutate('invitations.accept', { token: revoked.data.url.split('/').pop() })).status).toBe(404);
+      expect(
+        (await first.client.mutate('invitations.accept', { token: revoked.data.url.split('/').pop() })).status,
+      ).toBe(404);
 
       const invitation = await second.client.mutate('invitations.create', { role: 'admin' });
       const accepted = await first.client.mutate('invitations.accept', { token: invitation.data.url.split('/').pop() });
@@ -321,7 +405,9 @@ describeEachDialect('console', (server) => {
       const signedOut = new ConsoleClient(origin());
 
       expect((await member.client.query('account.get')).data).toEqual(session.account);
-      const endpoint = await admin.client.mutate('webhookEndpoints.create', { body: { url: 'http://127.0.0.1:9/hook', events: ['conversation.created'] } });
+      const endpoint = await admin.client.mutate('webhookEndpoints.create', {
+        body: { url: 'http://127.0.0.1:9/hook', events: ['conversation.created'] },
+      });
       expect(endpoint.status, JSON.stringify(endpoint.error)).toBe(200);
       const id = endpoint.data.id;
       const updated = await admin.client.mutate('webhookEndpoints.update', {
@@ -330,15 +416,27 @@ describeEachDialect('console', (server) => {
       });
       expect(updated.data).toMatchObject({ events: ['conversation.created', 'order.placed'], status: 'disabled' });
       expect((await member.client.query('webhookEndpoints.retrieve', { params: { id } })).data.id).toBe(id);
-      expect((await member.client.query('webhookEndpoints.listDeliveries', { params: { id }, query: {} })).data.data).toEqual([]);
-      const retry = await ownerClient.mutate('webhookEndpoints.retryDelivery', { params: { id, delivery_id: 'whd_nope' } });
+      expect(
+        (await member.client.query('webhookEndpoints.listDeliveries', { params: { id }, query: {} })).data.data,
+      ).toEqual([]);
+      const retry = await ownerClient.mutate('webhookEndpoints.retryDelivery', {
+        params: { id, delivery_id: 'whd_nope' },
+      });
       expect(retry.status).toBe(404);
 
       const channel = await ownerClient.mutate('channels.create', {
-        body: { platform: 'facebook', external_id: '4242', access_token: 'EAAG-token-abcdefghij', app_secret: 'app-secret-abcdef' },
+        body: {
+          platform: 'facebook',
+          external_id: '4242',
+          access_token: 'EAAG-token-abcdefghij',
+          app_secret: 'app-secret-abcdef',
+        },
       });
       expect(channel.status, JSON.stringify(channel.error)).toBe(200);
-      const renamed = await admin.client.mutate('channels.update', { params: { id: channel.data.id }, body: { name: 'Shop page' } });
+      const renamed = await admin.client.mutate('channels.update', {
+        params: { id: channel.data.id },
+        body: { name: 'Shop page' },
+      });
       expect(renamed.data.name).toBe('Shop page');
 
       const changes: [string, unknown][] = [
@@ -348,7 +446,17 @@ describeEachDialect('console', (server) => {
         ['webhookEndpoints.update', { params: { id }, body: { status: 'enabled' } }],
         ['webhookEndpoints.delete', { params: { id } }],
         ['webhookEndpoints.retryDelivery', { params: { id, delivery_id: 'whd_nope' } }],
-        ['channels.create', { body: { platform: 'instagram', external_id: '99', access_token: 'EAAG-token-abcdefghij', app_secret: 'app-secret-abcdef' } }],
+        [
+          'channels.create',
+          {
+            body: {
+              platform: 'instagram',
+              external_id: '99',
+              access_token: 'EAAG-token-abcdefghij',
+              app_secret: 'app-secret-abcdef',
+            },
+          },
+        ],
         ['channels.update', { params: { id: channel.data.id }, body: { name: 'x' } }],
         ['channels.delete', { params: { id: channel.data.id } }],
         ['members.remove', { user_id: admin.session.user.id }],
@@ -388,7 +496,12 @@ describeEachDialect('console', (server) => {
       }
       const notJson = await fetch(`${origin()}/console/trpc/keys.create`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', origin: origin(), 'x-convo-csrf': '1', cookie: client.cookie as string },
+        headers: {
+          'content-type': 'application/json',
+          origin: origin(),
+          'x-convo-csrf': '1',
+          cookie: client.cookie as string,
+        },
         body: '{"name":',
       });
       expect(notJson.status).toBe(400);
@@ -400,10 +513,17 @@ describeEachDialect('console', (server) => {
       const mine = await owner('Mine');
       const theirs = await owner('Theirs');
       const theirKey = (await theirs.client.mutate('keys.create', { name: 'Theirs', type: 'full_access' })).data;
-      const endpoint = await theirs.client.mutate('webhookEndpoints.create', { body: { url: 'http://127.0.0.1:9/hook', events: ['message.received'] } });
+      const endpoint = await theirs.client.mutate('webhookEndpoints.create', {
+        body: { url: 'http://127.0.0.1:9/hook', events: ['message.received'] },
+      });
       expect(endpoint.status, JSON.stringify(endpoint.error)).toBe(200);
       const channel = await theirs.client.mutate('channels.create', {
-        body: { platform: 'whatsapp', external_id: '1065', access_token: 'EAAG-token-1234567890', app_secret: 'app-secret-123456' },
+        body: {
+          platform: 'whatsapp',
+          external_id: '1065',
+          access_token: 'EAAG-token-1234567890',
+          app_secret: 'app-secret-123456',
+        },
       });
       expect(channel.status, JSON.stringify(channel.error)).toBe(200);
       expect(JSON.stringify(channel.data)).not.toContain('EAAG-token-1234567890');
@@ -411,8 +531,12 @@ describeEachDialect('console', (server) => {
 
       expect((await mine.client.mutate('keys.revoke', { id: theirKey.id })).status).toBe(404);
       expect((await api(theirKey.key)).status).toBe(200);
-      expect((await mine.client.query('webhookEndpoints.retrieve', { params: { id: endpoint.data.id } })).status).toBe(404);
-      expect((await mine.client.mutate('webhookEndpoints.delete', { params: { id: endpoint.data.id } })).status).toBe(404);
+      expect((await mine.client.query('webhookEndpoints.retrieve', { params: { id: endpoint.data.id } })).status).toBe(
+        404,
+      );
+      expect((await mine.client.mutate('webhookEndpoints.delete', { params: { id: endpoint.data.id } })).status).toBe(
+        404,
+      );
       expect((await mine.client.query('channels.retrieve', { params: { id: channel.data.id } })).status).toBe(404);
       expect((await mine.client.query('channels.list', { query: {} })).data.data).toEqual([]);
       expect((await mine.client.query('keys.list')).data).toEqual([]);
@@ -423,10 +547,13 @@ describeEachDialect('console', (server) => {
     it('every call but sign-up, sign-in, sign-out, reset and an invitation lookup is 401', async () => {
       const client = new ConsoleClient(origin());
       expect((await client.query('session.get')).data).toBeNull();
-      for (const path of ['keys.list', 'members.list', 'invitations.list', 'account.get']) expect((await client.query(path)).status, path).toBe(401);
+      for (const path of ['keys.list', 'members.list', 'invitations.list', 'account.get'])
+        expect((await client.query(path)).status, path).toBe(401);
       expect((await client.query('webhookEndpoints.list', { query: {} })).status).toBe(401);
       expect((await client.mutate('keys.create', { name: 'x', type: 'full_access' })).status).toBe(401);
-      expect((await client.mutate('session.changePassword', { current_password: 'x', new_password: 'yyyyyyyyyyyy' })).status).toBe(401);
+      expect(
+        (await client.mutate('session.changePassword', { current_password: 'x', new_password: 'yyyyyyyyyyyy' })).status,
+      ).toBe(401);
     });
   });
 });
@@ -437,7 +564,11 @@ describe('console secrets and the log', () => {
     const database = openDatabase('file::memory:');
     await migrateToLatest(database.db);
     const settings = testSettings();
-    const app = await buildServer({ database, settings, logger: { level: 'trace', stream: { write: (line) => lines.push(line) } } });
+    const app = await buildServer({
+      database,
+      settings,
+      logger: { level: 'trace', stream: { write: (line) => lines.push(line) } },
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const address = app.server.address() as { port: number };
     const origin = `http://127.0.0.1:${address.port}`;
@@ -445,7 +576,15 @@ describe('console secrets and the log', () => {
     settings.publicUrl = origin;
     try {
       const client = new ConsoleClient(origin);
-      expect((await client.mutate('session.signUp', { email: 'logged@example.com', password: PASSWORD, account_name: 'Logged' })).status).toBe(200);
+      expect(
+        (
+          await client.mutate('session.signUp', {
+            email: 'logged@example.com',
+            password: PASSWORD,
+            account_name: 'Logged',
+          })
+        ).status,
+      ).toBe(200);
       const sessionToken = client.cookie?.split('=')[1] as string;
       const invitation = await client.mutate('invitations.create', { role: 'member' });
       expect(invitation.status).toBe(200);
@@ -469,7 +608,10 @@ describe('console pages', () => {
   it('serves the single page for every console path with a strict Content-Security-Policy, and 404 for a missing asset', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'convo-console-'));
     mkdirSync(join(dir, 'assets'));
-    writeFileSync(join(dir, 'index.html'), '<!doctype html><title>Convo console</title><script type="module" src="/console/assets/app.js"></script>');
+    writeFileSync(
+      join(dir, 'index.html'),
+      '<!doctype html><title>Convo console</title><script type="module" src="/console/assets/app.js"></script>',
+    );
     writeFileSync(join(dir, 'assets', 'app.js'), 'console.log(1)');
     const database = openDatabase('file::memory:');
     await migrateToLatest(database.db);

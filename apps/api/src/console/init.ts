@@ -53,6 +53,7 @@ export const memberProcedure = c.procedure.use(({ ctx, next }) => {
 
 /** Owners and admins: they manage keys, webhook endpoints, channels and members. */
 export const managerProcedure = memberProcedure.use(({ ctx, next }) => {
-  if (!MANAGER_ROLES.includes(ctx.session.role)) throw ApiError.forbidden(`A ${ctx.session.role} cannot change this; ask an owner or admin of the account`);
+  if (!MANAGER_ROLES.includes(ctx.session.role))
+    throw ApiError.forbidden(`A ${ctx.session.role} cannot change this; ask an owner or admin of the account`);
   return next();
 });

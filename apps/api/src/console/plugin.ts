@@ -83,7 +83,9 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
       },
       // An error's own headers (a refused sign-in's Retry-After) go out with it.
       responseMeta: ({ errors }) => ({
-        headers: new Headers(errors.flatMap((error) => (error.cause instanceof ApiError ? Object.entries(error.cause.headers) : []))),
+        headers: new Headers(
+          errors.flatMap((error) => (error.cause instanceof ApiError ? Object.entries(error.cause.headers) : [])),
+        ),
       }),
       onError: ({ error, req }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError))
@@ -95,11 +97,19 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
   const index = options.staticDir && join(options.staticDir, 'index.html');
   if (options.staticDir && index && existsSync(index)) {
     // Hashed assets under /console/assets; every other page path is the single page's index.
-    await app.register(fastifyStatic, { root: options.staticDir, prefix: '/', index: false, wildcard: false, serveDotFiles: false });
-    const page = (_request: FastifyRequest, reply: FastifyReply) => reply.type('text/html; charset=utf-8').sendFile('index.html');
+    await app.register(fastifyStatic, {
+      root: options.staticDir,
+      prefix: '/',
+      index: false,
+      wildcard: false,
+      serveDotFiles: false,
+    });
+    const page = (_request: FastifyRequest, reply: FastifyReply) =>
+      reply.type('text/html; charset=utf-8').sendFile('index.html');
     app.get('/', page);
     app.get('/*', (request, reply) => {
-      if (request.url.startsWith('/console/assets/') || request.url.startsWith('/console/trpc/')) throw new ApiError('not_found', 'Not found');
+      if (request.url.startsWith('/console/assets/') || request.url.startsWith('/console/trpc/'))
+        throw new ApiError('not_found', 'Not found');
       return page(request, reply);
     });
   }
@@ -113,5 +123,6 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
 function checkSameSite(request: FastifyRequest, publicUrl: string): void {
   if (request.headers.origin !== new URL(publicUrl).origin)
     throw ApiError.forbidden('Cross-site request refused: the console only accepts calls from its own pages');
-  if (request.headers[CSRF_HEADER] !== '1') throw ApiError.forbidden(`Cross-site request refused: the ${CSRF_HEADER} header is missing`);
+  if (request.headers[CSRF_HEADER] !== '1')
+    throw ApiError.forbidden(`Cross-site request refused: the ${CSRF_HEADER} header is missing`);
 }

@@ -49,7 +49,9 @@ const readOperation = <K extends QueryId>(operationId: K) =>
 const changeOperation = <K extends MutationId>(operationId: K) =>
   managerProcedure
     .input(operationInput(operationId))
-    .mutation(({ ctx, input }): Promise<OperationResult<K>> => call(operationId, ctx, input as OperationParsedInput<K>));
+    .mutation(
+      ({ ctx, input }): Promise<OperationResult<K>> => call(operationId, ctx, input as OperationParsedInput<K>),
+    );
 
 /**
  * The console's calls (CONTRACT: Console and people), served at /console/trpc to the session of
@@ -94,7 +96,10 @@ export const consoleRouter = c.router({
       return sessionOf(ctx, token);
     }),
     resetPassword: publicProcedure.input(consoleInput(ResetPasswordInput)).mutation(async ({ ctx, input }) => {
-      const { token } = await peopleService.resetPassword(ctx.database, { token: input.token, newPassword: input.new_password });
+      const { token } = await peopleService.resetPassword(ctx.database, {
+        token: input.token,
+        newPassword: input.new_password,
+      });
       return sessionOf(ctx, token);
     }),
     switchAccount: memberProcedure.input(consoleInput(SwitchAccountInput)).mutation(async ({ ctx, input }) => {
@@ -106,11 +111,17 @@ export const consoleRouter = c.router({
   keys: {
     /** The account's keys that still work, newest first: never their values. */
     list: memberProcedure.query(async ({ ctx }) =>
-      (await accountsService.listKeys(ctx.database, ctx.session.account.id)).filter((key) => key.revoked_at === null).map(keyView),
+      (await accountsService.listKeys(ctx.database, ctx.session.account.id))
+        .filter((key) => key.revoked_at === null)
+        .map(keyView),
     ),
     /** The key's value is in this answer and nowhere else, ever. */
     create: managerProcedure.input(consoleInput(CreateKeyInput)).mutation(async ({ ctx, input }) => {
-      const key = await accountsService.createKey(ctx.database, { accountId: ctx.session.account.id, type: input.type, name: input.name });
+      const key = await accountsService.createKey(ctx.database, {
+        accountId: ctx.session.account.id,
+        type: input.type,
+        name: input.name,
+      });
       return { ...keyView(key), key: key.key };
     }),
     revoke: managerProcedure.input(consoleInput(ById)).mutation(async ({ ctx, input }) => {
@@ -169,13 +180,21 @@ export const consoleRouter = c.router({
     /** The link carries the invitation's token: shown in this answer only. */
     create: managerProcedure.input(consoleInput(CreateInvitationInput)).mutation(async ({ ctx, input }) => {
       const { row, token } = await peopleService.createInvitation(ctx.database, ctx.session, input.role);
-      return { id: row.id, role: row.role, created_at: row.created_at, expires_at: row.expires_at, url: publicUrlOf(ctx, `/console/invite/${token}`) };
+      return {
+        id: row.id,
+        role: row.role,
+        created_at: row.created_at,
+        expires_at: row.expires_at,
+        url: publicUrlOf(ctx, `/console/invite/${token}`),
+      };
     }),
     revoke: managerProcedure.input(consoleInput(ById)).mutation(async ({ ctx, input }) => {
       await peopleService.revokeInvitation(ctx.database, ctx.session.account.id, input.id);
       return { id: input.id, revoked: true };
     }),
-    lookup: publicProcedure.input(consoleInput(InvitationTokenInput)).query(({ ctx, input }) => peopleService.lookupInvitation(ctx.database, input.token)),
+    lookup: publicProcedure
+      .input(consoleInput(InvitationTokenInput))
+      .query(({ ctx, input }) => peopleService.lookupInvitation(ctx.database, input.token)),
     accept: memberProcedure.input(consoleInput(InvitationTokenInput)).mutation(async ({ ctx, input }) => {
       await peopleService.acceptInvitation(ctx.database, ctx.session, input.token);
       return viewOf(await peopleService.resolve(ctx.database, ctx.cookieToken()));

@@ -44,14 +44,20 @@ describe('the sign-in guard', () => {
   });
 
   it('slows guessing of one e-mail from many addresses without locking out an address that has not failed', async () => {
-    const guard = new SignInGuard({ perEmailAndAddress: 5, perEmail: 8, perEmailAndAddressUnderAttack: 1, windowSeconds: 60 });
+    const guard = new SignInGuard({
+      perEmailAndAddress: 5,
+      perEmail: 8,
+      perEmailAndAddressUnderAttack: 1,
+      windowSeconds: 60,
+    });
     // Three addresses, two failures each: none at its own limit, the e-mail not yet at its own.
     for (let i = 1; i <= 3; i++) await fail(guard, 'owner@example.com', `10.0.1.${i}`, 2);
     expect(await verdict(guard, 'owner@example.com', '10.0.1.1')).toBe('allowed');
     // A fourth address's two failures bring the e-mail to its limit.
     await fail(guard, 'owner@example.com', '10.0.1.4', 2);
     // Under attack, each address has one failure: those that failed wait, a fresh one may try.
-    for (let i = 1; i <= 4; i++) expect(await verdict(guard, 'owner@example.com', `10.0.1.${i}`), `10.0.1.${i}`).toBeTypeOf('number');
+    for (let i = 1; i <= 4; i++)
+      expect(await verdict(guard, 'owner@example.com', `10.0.1.${i}`), `10.0.1.${i}`).toBeTypeOf('number');
     expect(await verdict(guard, 'owner@example.com', '10.0.1.5')).toBe('allowed');
     await guard.failed('owner@example.com', '10.0.1.5');
     expect(await verdict(guard, 'owner@example.com', '10.0.1.5')).toBeTypeOf('number');

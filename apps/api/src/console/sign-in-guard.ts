@@ -31,8 +31,16 @@ export class SignInGuard {
 
   constructor(options: SignInGuardOptions = {}) {
     const duration = options.windowSeconds ?? 15 * 60;
-    this.byPair = new RateLimiterMemory({ keyPrefix: 'sign-in-pair', points: options.perEmailAndAddress ?? 10, duration });
-    this.byAddress = new RateLimiterMemory({ keyPrefix: 'sign-in-address', points: options.perAddress ?? 50, duration });
+    this.byPair = new RateLimiterMemory({
+      keyPrefix: 'sign-in-pair',
+      points: options.perEmailAndAddress ?? 10,
+      duration,
+    });
+    this.byAddress = new RateLimiterMemory({
+      keyPrefix: 'sign-in-address',
+      points: options.perAddress ?? 50,
+      duration,
+    });
     this.byEmail = new RateLimiterMemory({ keyPrefix: 'sign-in-email', points: options.perEmail ?? 100, duration });
     this.perPairUnderAttack = options.perEmailAndAddressUnderAttack ?? 3;
   }
@@ -51,7 +59,9 @@ export class SignInGuard {
     if (addressWindow && addressWindow.consumedPoints >= this.byAddress.points) blocked.push(addressWindow);
     if (blocked.length === 0) return;
     const retryAfter = Math.max(1, Math.ceil(Math.max(...blocked.map((window) => window.msBeforeNext)) / 1000));
-    throw new ApiError('rate_limited', `Too many failed sign-ins; try again in ${retryAfter} s`, undefined, { 'Retry-After': String(retryAfter) });
+    throw new ApiError('rate_limited', `Too many failed sign-ins; try again in ${retryAfter} s`, undefined, {
+      'Retry-After': String(retryAfter),
+    });
   }
 
   async failed(email: string, address: string): Promise<void> {
@@ -60,7 +70,11 @@ export class SignInGuard {
       limiter.consume(key).catch((rejection) => {
         if (!(rejection instanceof RateLimiterRes)) throw rejection;
       });
-    await Promise.all([count(this.byPair, pairKey(email, address)), count(this.byAddress, address), count(this.byEmail, email)]);
+    await Promise.all([
+      count(this.byPair, pairKey(email, address)),
+      count(this.byAddress, address),
+      count(this.byEmail, email),
+    ]);
   }
 
   async succeeded(email: string, address: string): Promise<void> {

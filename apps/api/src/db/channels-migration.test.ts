@@ -11,7 +11,8 @@ import { type DatabaseHandle, openDatabase } from './database.js';
 import { migrateToLatest, migrationProvider } from './migrate.js';
 
 const AT = '2026-01-01T00:00:00.000Z';
-const migrateTo = (handle: DatabaseHandle, name: string) => new Migrator({ db: handle.db, provider: migrationProvider }).migrateTo(name);
+const migrateTo = (handle: DatabaseHandle, name: string) =>
+  new Migrator({ db: handle.db, provider: migrationProvider }).migrateTo(name);
 
 /** What a contact's search finds (the FTS and phone-suffix triggers on SQLite, the trigram indexes on Postgres). */
 const search = async (handle: DatabaseHandle, accountId: string, text: string) => {
@@ -31,7 +32,10 @@ describe('migration 0013 (channels)', () => {
       const handle = openDatabase(target.url);
       try {
         await migrateTo(handle, '2026_11_25_0012_job_lanes');
-        const { id: accountId } = await accountsService.createAccount(handle, { name: 'Before channels', plan: 'free' });
+        const { id: accountId } = await accountsService.createAccount(handle, {
+          name: 'Before channels',
+          plan: 'free',
+        });
         await handle.db
           .insertInto('contacts')
           .values([
@@ -49,7 +53,13 @@ describe('migration 0013 (channels)', () => {
 
         await migrateToLatest(handle.db);
         const scope = new TenantScope(handle.db, accountId, handle.capabilities);
-        expect(await handle.db.selectFrom('contacts').select(['id', 'phone', 'identities', 'conversation_count']).orderBy('id').execute()).toEqual([
+        expect(
+          await handle.db
+            .selectFrom('contacts')
+            .select(['id', 'phone', 'identities', 'conversation_count'])
+            .orderBy('id')
+            .execute(),
+        ).toEqual([
           { id: 'ct_1', phone: '+14155550123', identities: '[]', conversation_count: 1 },
           { id: 'ct_2', phone: '+447700900555', identities: '[]', conversation_count: 1 },
         ]);
@@ -60,7 +70,11 @@ describe('migration 0013 (channels)', () => {
         // A contact without a phone, and the triggers still at work on the rebuilt table.
         await handle.db
           .insertInto('contacts')
-          .values({ ...contactRow(accountId, { id: 'ct_3', name: 'Page Visitor', phone: '+10000000000', at: AT }), phone: null, phone_digits: '' })
+          .values({
+            ...contactRow(accountId, { id: 'ct_3', name: 'Page Visitor', phone: '+10000000000', at: AT }),
+            phone: null,
+            phone_digits: '',
+          })
           .execute();
         await handle.db
           .insertInto('conversations')
@@ -68,11 +82,19 @@ describe('migration 0013 (channels)', () => {
           .execute();
         expect(await search(handle, accountId, 'visitor')).toEqual(['ct_3']);
         expect(
-          (await handle.db.selectFrom('contacts').select('conversation_count').where('id', '=', 'ct_3').executeTakeFirstOrThrow()).conversation_count,
+          (
+            await handle.db
+              .selectFrom('contacts')
+              .select('conversation_count')
+              .where('id', '=', 'ct_3')
+              .executeTakeFirstOrThrow()
+          ).conversation_count,
         ).toBe(1);
         // Foreign keys cascade as before: a contact's conversations go with it.
         await handle.db.deleteFrom('contacts').where('id', '=', 'ct_2').execute();
-        expect(await handle.db.selectFrom('conversations').select('id').where('contact_id', '=', 'ct_2').execute()).toEqual([]);
+        expect(
+          await handle.db.selectFrom('conversations').select('id').where('contact_id', '=', 'ct_2').execute(),
+        ).toEqual([]);
         expect(await search(handle, accountId, 'bob')).toEqual([]);
 
         // Down: contacts without a phone cannot stay; the others can.

@@ -26,7 +26,10 @@ describe('SQLite planner statistics', () => {
       await first.destroy();
 
       const reopened = openDatabase(target.url);
-      const stats = await sql<{ tbl: string; stat: string }>`select tbl, stat from sqlite_stat1 where tbl = 'contacts'`.execute(reopened.db);
+      const stats = await sql<{
+        tbl: string;
+        stat: string;
+      }>`select tbl, stat from sqlite_stat1 where tbl = 'contacts'`.execute(reopened.db);
       await reopened.destroy();
       expect(stats.rows.length).toBeGreaterThan(0);
       expect(stats.rows.some((row) => row.stat.startsWith('300 '))).toBe(true);
@@ -42,7 +45,9 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres rate-limit counte
     const database = openDatabase(target.url);
     try {
       await migrateToLatest(database.db);
-      const row = await sql<{ relpersistence: string }>`select relpersistence from pg_class where relname = 'rate_limits'`.execute(database.db);
+      const row = await sql<{
+        relpersistence: string;
+      }>`select relpersistence from pg_class where relname = 'rate_limits'`.execute(database.db);
       expect(row.rows).toEqual([{ relpersistence: 'u' }]);
     } finally {
       await database.destroy();
@@ -57,7 +62,9 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres sessions', () => 
     const setting = async (url: string) => {
       const database = openDatabase(url);
       try {
-        const result = await sql<{ max_parallel_workers_per_gather: string }>`show max_parallel_workers_per_gather`.execute(database.db);
+        const result = await sql<{
+          max_parallel_workers_per_gather: string;
+        }>`show max_parallel_workers_per_gather`.execute(database.db);
         return result.rows[0]?.max_parallel_workers_per_gather;
       } finally {
         await database.destroy();
@@ -77,14 +84,17 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres sessions', () => 
 describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres pool', () => {
   it('opens at most the pool size of connections (DATABASE_POOL_SIZE), the default without one', async () => {
     const target = await createTestDatabase('postgres');
-    // Sessions held at once by more statements than the pool has connections (pg_sleep holds each one: the subject, not a wait).
+    // Sessions held at once by more statements than the pool has connections (pg_sleep holds each one: the subject, not
+    // a wait).
     const sessionsUnder = async (poolSize: number | undefined, statements: number) => {
       const database = openDatabase(target.url, { poolSize });
       try {
         const pids = await Promise.all(
           Array.from(
             { length: statements },
-            async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid, pg_sleep(0.05)`.execute(database.db)).rows[0]?.pid,
+            async () =>
+              (await sql<{ pid: number }>`select pg_backend_pid() as pid, pg_sleep(0.05)`.execute(database.db)).rows[0]
+                ?.pid,
           ),
         );
         return new Set(pids).size;
@@ -105,11 +115,16 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres connection errors
   it('go to the logger, the connection idle or checked out, and the pool carries on', async () => {
     const target = await createTestDatabase('postgres');
     const warnings: { obj: object; msg: string }[] = [];
-    const database = openDatabase(target.url, { poolSize: 2, logger: { warn: (obj, msg) => warnings.push({ obj, msg }) } });
+    const database = openDatabase(target.url, {
+      poolSize: 2,
+      logger: { warn: (obj, msg) => warnings.push({ obj, msg }) },
+    });
     const admin = openDatabase(target.url);
-    const backend = async (db: Kysely<Database>) => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db)).rows[0]?.pid;
+    const backend = async (db: Kysely<Database>) =>
+      (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db)).rows[0]?.pid;
     const terminate = (pid: number | undefined) => sql`select pg_terminate_backend(${pid})`.execute(admin.db);
-    const warned = (count: number) => vi.waitFor(() => expect(warnings.length).toBeGreaterThanOrEqual(count), { timeout: 2_000, interval: 20 });
+    const warned = (count: number) =>
+      vi.waitFor(() => expect(warnings.length).toBeGreaterThanOrEqual(count), { timeout: 2_000, interval: 20 });
     try {
       await terminate(await backend(database.db));
       await warned(1);
@@ -118,7 +133,11 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres connection errors
         await terminate(await backend(connection));
         await warned(2);
       });
-      expect(warnings.every(({ obj, msg }) => (obj as { err?: unknown }).err instanceof Error && /connection failed/.test(msg))).toBe(true);
+      expect(
+        warnings.every(
+          ({ obj, msg }) => (obj as { err?: unknown }).err instanceof Error && /connection failed/.test(msg),
+        ),
+      ).toBe(true);
 
       expect(await backend(database.db)).toEqual(expect.any(Number));
       // Each connection's failure reported once.

@@ -38,7 +38,9 @@ export interface DatabaseHandle {
 export const DEFAULT_SQLITE_PATH = 'data/convo.db';
 
 /** `postgres://…` → Postgres; `file:PATH` or a bare path → SQLite; unset → data/convo.db. */
-export function parseDatabaseUrl(url: string | undefined): { dialect: 'postgres'; url: string } | { dialect: 'sqlite'; path: string } {
+export function parseDatabaseUrl(
+  url: string | undefined,
+): { dialect: 'postgres'; url: string } | { dialect: 'sqlite'; path: string } {
   if (!url) return { dialect: 'sqlite', path: DEFAULT_SQLITE_PATH };
   if (/^postgres(ql)?:\/\//i.test(url)) return { dialect: 'postgres', url };
   const path = url.replace(/^file:(\/\/)?/, '');
@@ -59,7 +61,10 @@ export interface DatabaseLogger {
 
 const stderrLogger: DatabaseLogger = { warn: (obj, msg) => console.warn(msg, obj) };
 
-export function openDatabase(url: string | undefined, options: { poolSize?: number | undefined; logger?: DatabaseLogger | undefined } = {}): DatabaseHandle {
+export function openDatabase(
+  url: string | undefined,
+  options: { poolSize?: number | undefined; logger?: DatabaseLogger | undefined } = {},
+): DatabaseHandle {
   const target = parseDatabaseUrl(url);
   const logger = options.logger ?? stderrLogger;
   if (target.dialect === 'postgres') {
@@ -73,7 +78,9 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
       max: options.poolSize ?? DEFAULT_POOL_SIZE,
       // No parallel plans and no JIT unless the URL's `options` say otherwise: the API runs many small queries
       // at once, and JIT would compile the job claim on a deep queue (holds the backlog target of bench/README.md).
-      ...(connectionUrl.searchParams.has('options') ? {} : { options: '-c max_parallel_workers_per_gather=0 -c jit=off' }),
+      ...(connectionUrl.searchParams.has('options')
+        ? {}
+        : { options: '-c max_parallel_workers_per_gather=0 -c jit=off' }),
       // int8 (counts, amounts) as numbers: every value we store fits in 2^53.
       types: {
         getTypeParser: (oid: number, format?: 'text' | 'binary') =>
@@ -91,7 +98,9 @@ export function openDatabase(url: string | undefined, options: { poolSize?: numb
     });
     // The pool re-emits an idle client's error, already logged by the client's listener.
     pool.on('error', () => {});
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparedStatements ? preparedStatementsPool(pool) : pool }) });
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: preparedStatements ? preparedStatementsPool(pool) : pool }),
+    });
     return {
       db,
       dialect: 'postgres',

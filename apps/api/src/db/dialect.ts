@@ -140,12 +140,18 @@ const postgres: Dialect = {
   // after the delete's statements had read.
   transientFailure: (error) => {
     const code = codeOf(error);
-    return code === '40P01' || code === '40001' || code === '23505' || (code === '23503' && detailOf(error).includes('is still referenced'));
+    return (
+      code === '40P01' ||
+      code === '40001' ||
+      code === '23505' ||
+      (code === '23503' && detailOf(error).includes('is still referenced'))
+    );
   },
   missingReference: (error) => {
     const constraint = (error as DriverError)?.constraint;
     if (codeOf(error) !== '23503' || typeof constraint !== 'string') return undefined;
-    // `Key (account_id, contact_id)=(acct_…, ct_…) is not present in table "contacts".`: the id is the key's last value.
+    // `Key (account_id, contact_id)=(acct_…, ct_…) is not present in table "contacts".`: the id is the key's last
+    // value.
     const key = /\)=\((.*)\) is not present in table/.exec(detailOf(error))?.[1];
     if (key === undefined) return undefined;
     return { constraint, id: key.split(', ').at(-1) };
@@ -174,7 +180,10 @@ const sqlite: Dialect = {
       const query = sql`${sql.lit(`{${texts.join(' ')}} : "`)} || replace(${fragment}, '"', '""') || '"'`;
       finders.push(sql`select rowid from contacts_search where contacts_search match ${query}`);
     }
-    if (digits) finders.push(sql`select contact_rowid from contact_phone_suffixes where suffix >= ${fragment} and suffix < ${fragment} || ':'`);
+    if (digits)
+      finders.push(
+        sql`select contact_rowid from contact_phone_suffixes where suffix >= ${fragment} and suffix < ${fragment} || ':'`,
+      );
     return sql`${sql.join(finders, sql` union all `)}`;
   },
   boundList: (values) => JSON.stringify(values),
@@ -240,7 +249,10 @@ export function lockedAgainstDelete<Q extends { forKeyShare(): Q }>(dialect: Dia
  * lock), so that the holders of one name take turns without locking any row; SQLite's write
  * transactions already take turns. Call it inside a transaction.
  */
-export async function lockNameForTransaction({ db, dialect }: { db: AnyKysely; dialect: Dialect }, name: string): Promise<void> {
+export async function lockNameForTransaction(
+  { db, dialect }: { db: AnyKysely; dialect: Dialect },
+  name: string,
+): Promise<void> {
   if (!dialect.rowLocks) return;
   await sql`select pg_advisory_xact_lock(hashtextextended(${name}, 0))`.execute(db);
 }

@@ -19,9 +19,13 @@ for (const dialect of ACTIVE_DIALECTS) {
         await sql`insert into events (account_id, id, type, conversation_id, sequence, data, created_at)
           values (${account}, 'evt_1', 'order.placed', null, null, '{}', ${at})`.execute(database.db);
         await sql`insert into webhook_endpoints (account_id, id, url, events, description, status, created_at, updated_at)
-          values (${account}, 'we_1', 'https://example.com/hook', '["*"]', null, 'enabled', ${at}, ${at})`.execute(database.db);
+          values (${account}, 'we_1', 'https://example.com/hook', '["*"]', null, 'enabled', ${at}, ${at})`.execute(
+          database.db,
+        );
         await sql`insert into webhook_deliveries (account_id, id, endpoint_id, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at)
-          values (${account}, 'wd_1', 'we_1', 'evt_1', 'order.placed', 'pending', '[]', ${at}, ${at}, ${at})`.execute(database.db);
+          values (${account}, 'wd_1', 'we_1', 'evt_1', 'order.placed', 'pending', '[]', ${at}, ${at}, ${at})`.execute(
+          database.db,
+        );
         const jobs: [string, string, string | null, string][] = [
           ['job_delivery', 'deliver_webhook', account, JSON.stringify({ deliveryId: 'wd_1' })],
           // A delivery of another account with the same id is not this job's.
@@ -35,7 +39,9 @@ for (const dialect of ACTIVE_DIALECTS) {
         }
         await migrateToLatest(database.db);
 
-        const lanes = await sql<{ id: string; lane: string }>`select id, lane from jobs order by id`.execute(database.db);
+        const lanes = await sql<{ id: string; lane: string }>`select id, lane from jobs order by id`.execute(
+          database.db,
+        );
         expect(lanes.rows).toEqual([
           { id: 'job_delivery', lane: 'endpoint:we_1' },
           { id: 'job_elsewhere', lane: 'account:acct_2' },

@@ -17,7 +17,9 @@ const preparedHere = (database: DatabaseHandle) =>
   database.db.connection().execute(async (db) => {
     await sql`select ${1}::int as one`.execute(db);
     await sql`select ${2}::int as two`.execute(db);
-    return (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db)).rows.map((row) => row.statement);
+    return (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db)).rows.map(
+      (row) => row.statement,
+    );
   });
 
 describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres prepared statements', () => {
@@ -33,7 +35,9 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres prepared statemen
     const database = openDatabase(target.url);
     try {
       expect(database.preparedStatements).toBe(true);
-      expect(await preparedHere(database)).toEqual(expect.arrayContaining(['select $1::int as one', 'select $1::int as two']));
+      expect(await preparedHere(database)).toEqual(
+        expect.arrayContaining(['select $1::int as one', 'select $1::int as two']),
+      );
     } finally {
       await database.destroy();
     }
@@ -64,8 +68,12 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres prepared statemen
         await search('ab');
         await search('abc');
       }
-      const named = (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(database.db)).rows.map((row) => row.statement);
-      expect(named.filter((statement) => statement.includes('"name_search" like'))).toEqual([expect.stringContaining('like (select $1::text)')]);
+      const named = (
+        await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(database.db)
+      ).rows.map((row) => row.statement);
+      expect(named.filter((statement) => statement.includes('"name_search" like'))).toEqual([
+        expect.stringContaining('like (select $1::text)'),
+      ]);
     } finally {
       await database.destroy();
     }
@@ -87,7 +95,8 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('Postgres prepared statemen
 
       await sql`alter table rolling add column b text default 'y'`.execute(admin.db);
       expect(await read()).toEqual([{ id: 1, a: 'x', b: 'y' }]);
-      const backend = async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(database.db)).rows[0]?.pid;
+      const backend = async () =>
+        (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(database.db)).rows[0]?.pid;
       const before = await backend();
       expect(await read()).toEqual([{ id: 1, a: 'x', b: 'y' }]);
 

@@ -12,7 +12,8 @@ export const PLAN_PER_VALUE = '/* plan per value */';
 
 /** Postgres' refusal to run a prepared statement whose result columns changed under it (an ALTER). */
 const isStaleResultType = (error: unknown): boolean =>
-  (error as { code?: string } | null)?.code === '0A000' && /cached plan must not change result type/.test(String((error as Error).message));
+  (error as { code?: string } | null)?.code === '0A000' &&
+  /cached plan must not change result type/.test(String((error as Error).message));
 
 /**
  * Kysely's PostgresPool sending named prepared statements, planned once per connection; holds the get_by_id

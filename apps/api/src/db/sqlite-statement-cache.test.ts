@@ -25,9 +25,12 @@ describe('the SQLite statement cache', () => {
       },
       close: () => sqlite.close(),
     });
-    const db = new Kysely<Record<string, never>>({ dialect: new SqliteDialect({ database: withStatementCache(counting) }) });
+    const db = new Kysely<Record<string, never>>({
+      dialect: new SqliteDialect({ database: withStatementCache(counting) }),
+    });
     const answers = [];
-    for (const value of [1, 2, 3]) answers.push((await sql<{ doubled: number }>`select ${value} * 2 as doubled`.execute(db)).rows[0]?.doubled);
+    for (const value of [1, 2, 3])
+      answers.push((await sql<{ doubled: number }>`select ${value} * 2 as doubled`.execute(db)).rows[0]?.doubled);
     expect(answers).toEqual([2, 4, 6]);
     expect(prepared).toBe(1);
   });

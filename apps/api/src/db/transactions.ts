@@ -37,21 +37,29 @@ export class ReferenceGone extends ApiError {}
  * and the outermost transaction retries: a failed statement ends a Postgres transaction, so only
  * the outermost can run the work again.
  */
-export async function runTransaction<T>(db: Kysely<Database>, dialect: Dialect, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+export async function runTransaction<T>(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  work: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
   if (db.isTransaction) return work(db as Transaction<Database>);
   for (let attempt = 1; ; attempt++) {
     try {
       return await db.transaction().execute(work);
     } catch (error) {
       const missing = dialect.missingReference(error);
-      const again = dialect.transientFailure(error) || (missing !== undefined && REFERENCED[missing.constraint] === 'again');
+      const again =
+        dialect.transientFailure(error) || (missing !== undefined && REFERENCED[missing.constraint] === 'again');
       if (again && attempt < TRANSACTION_ATTEMPTS) {
         await sleep(Math.random() * FIRST_BACKOFF_MS * 2 ** (attempt - 1));
         continue;
       }
       const resource = missing && REFERENCED[missing.constraint];
       if (missing && resource && resource !== 'again') {
-        throw new ReferenceGone('not_found', missing.id === undefined ? `No such ${resource}` : `No such ${resource}: ${missing.id}`);
+        throw new ReferenceGone(
+          'not_found',
+          missing.id === undefined ? `No such ${resource}` : `No such ${resource}: ${missing.id}`,
+        );
       }
       throw error;
     }

@@ -36,7 +36,9 @@ const isApiCall = (url: string): boolean => /^\/(v1|trpc)(\/|\?|$)/.test(url);
 function operationOf(request: FastifyRequest, own: OperationId | undefined): OperationId | undefined {
   if (own) return own;
   const procedure = (request.params as { path?: unknown } | undefined)?.path;
-  return request.url.startsWith('/trpc/') && typeof procedure === 'string' && Object.hasOwn(endpoints, procedure) ? (procedure as OperationId) : undefined;
+  return request.url.startsWith('/trpc/') && typeof procedure === 'string' && Object.hasOwn(endpoints, procedure)
+    ? (procedure as OperationId)
+    : undefined;
 }
 
 /**
@@ -72,13 +74,19 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
     const { id, rateLimit } = principal.account;
     // Webhook keys are refused before counting: a signing secret used by mistake must not spend the account's quota.
     const webhookKey = principal.key.type === 'webhook';
-    reply.headers(rateLimitHeaders(webhookKey ? await rateLimits.peek(id, rateLimit) : await rateLimits.consume(id, rateLimit)));
+    reply.headers(
+      rateLimitHeaders(webhookKey ? await rateLimits.peek(id, rateLimit) : await rateLimits.consume(id, rateLimit)),
+    );
     // `/v1/contacts/` matches `/v1/contacts/:id` with an empty id: it names no resource and no
     // operation, so it is an unknown path (404 whatever the key's type), as the 404 handler answers.
-    if (hasEmptyParam(request)) throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
+    if (hasEmptyParam(request))
+      throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
     const operationId = operationOf(request, own);
     if (webhookKey) {
-      if (operationId) throw ApiError.forbidden('Webhook keys only sign webhook deliveries; use a full-access or read-only key for the API');
+      if (operationId)
+        throw ApiError.forbidden(
+          'Webhook keys only sign webhook deliveries; use a full-access or read-only key for the API',
+        );
       return;
     }
     const permission = operationId && endpoints[operationId].permission;
@@ -104,7 +112,8 @@ export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimi
 const TRPC_URL = /^\/(console\/)?trpc(\/|\?|$)/;
 const TRPC_METHODS = new Set(['GET', 'HEAD', 'POST']);
 
-const paramsOf = (request: FastifyRequest): [string, unknown][] => Object.entries((request.params as Record<string, unknown> | undefined) ?? {});
+const paramsOf = (request: FastifyRequest): [string, unknown][] =>
+  Object.entries((request.params as Record<string, unknown> | undefined) ?? {});
 
 const hasEmptyParam = (request: FastifyRequest): boolean => paramsOf(request).some(([, value]) => value === '');
 

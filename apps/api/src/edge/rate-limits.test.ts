@@ -11,15 +11,23 @@ import { RateLimits, type RateLimitState, rateLimitHeaders } from './rate-limits
 
 const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
-/** Whether the machine's Redis answers; like Postgres, a missing one skips its tests, or fails the run under CI=true. */
+/**
+ * Whether the machine's Redis answers; like Postgres, a missing one skips its tests, or fails the run under CI=true.
+ */
 async function redisAvailable(): Promise<boolean> {
-  const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const client = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: 2_000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   client.on('error', () => {});
   try {
     await client.connect();
     return (await client.ping()) === 'PONG';
   } catch (error) {
-    if (process.env.CI === 'true') throw new Error(`Redis is required under CI=true but ${REDIS_URL} is unreachable: ${String(error)}`);
+    if (process.env.CI === 'true')
+      throw new Error(`Redis is required under CI=true but ${REDIS_URL} is unreachable: ${String(error)}`);
     console.warn(`Redis at ${REDIS_URL} is unreachable; its tests are skipped (${String(error)})`);
     return false;
   } finally {
@@ -45,8 +53,10 @@ async function settle(requests: Promise<RateLimitState>[]): Promise<(RateLimitSt
   );
 }
 
-const served = (verdicts: (RateLimitState | ApiError)[]) => verdicts.filter((v): v is RateLimitState => !(v instanceof ApiError));
-const refused = (verdicts: (RateLimitState | ApiError)[]) => verdicts.filter((v): v is ApiError => v instanceof ApiError);
+const served = (verdicts: (RateLimitState | ApiError)[]) =>
+  verdicts.filter((v): v is RateLimitState => !(v instanceof ApiError));
+const refused = (verdicts: (RateLimitState | ApiError)[]) =>
+  verdicts.filter((v): v is ApiError => v instanceof ApiError);
 const countdown = (limit: number, n = limit) => Array.from({ length: n }, (_, i) => limit - 1 - i);
 
 /** The 429 of a request past the limit. */
@@ -227,39 +237,45 @@ describe.each(STORES)('rate limits on the %s store', (kind, make) => {
   });
 });
 
-describe.each(STORES.filter(([kind]) => kind !== 'memory'))('two server processes sharing the %s store', (_kind, make) => {
-  let store: Store;
-  let a: RateLimits;
-  let b: RateLimits;
-  beforeAll(async () => {
-    store = await make();
-    a = await store.open();
-    b = await store.open();
-  });
-  afterAll(() => store?.close());
+describe.each(STORES.filter(([kind]) => kind !== 'memory'))(
+  'two server processes sharing the %s store',
+  (_kind, make) => {
+    let store: Store;
+    let a: RateLimits;
+    let b: RateLimits;
+    beforeAll(async () => {
+      store = await make();
+      a = await store.open();
+      b = await store.open();
+    });
+    afterAll(() => store?.close());
 
-  it('serve exactly L of a concurrent burst of L + k between them, each with a count of its own', async () => {
-    const limit = 300;
-    const account = freshAccount();
-    const verdicts = await settle(Array.from({ length: limit + 100 }, (_, i) => (i % 2 ? b : a).consume(account, limit)));
-    const states = served(verdicts);
-    expect(states).toHaveLength(limit);
-    expect(states.map((s) => s.remaining).sort((x, y) => y - x)).toEqual(countdown(limit));
-    expect(refused(verdicts)).toHaveLength(100);
-    for (const error of refused(verdicts)) expect(error.headers).toMatchObject({ 'X-RateLimit-Remaining': '0', 'X-RateLimit-Limit': String(limit) });
-  });
+    it('serve exactly L of a concurrent burst of L + k between them, each with a count of its own', async () => {
+      const limit = 300;
+      const account = freshAccount();
+      const verdicts = await settle(
+        Array.from({ length: limit + 100 }, (_, i) => (i % 2 ? b : a).consume(account, limit)),
+      );
+      const states = served(verdicts);
+      expect(states).toHaveLength(limit);
+      expect(states.map((s) => s.remaining).sort((x, y) => y - x)).toEqual(countdown(limit));
+      expect(refused(verdicts)).toHaveLength(100);
+      for (const error of refused(verdicts))
+        expect(error.headers).toMatchObject({ 'X-RateLimit-Remaining': '0', 'X-RateLimit-Limit': String(limit) });
+    });
 
-  it('count one request at a time, in order, whichever process serves it', async () => {
-    const limit = 200;
-    const account = freshAccount();
-    const remaining: (number | 'refused')[] = [];
-    for (let i = 0; i < limit + 10; i++) {
-      const [verdict] = await settle([(i % 2 ? b : a).consume(account, limit)]);
-      remaining.push(verdict instanceof ApiError ? 'refused' : (verdict as RateLimitState).remaining);
-    }
-    expect(remaining).toEqual([...countdown(limit), ...Array.from({ length: 10 }, () => 'refused')]);
-  });
-});
+    it('count one request at a time, in order, whichever process serves it', async () => {
+      const limit = 200;
+      const account = freshAccount();
+      const remaining: (number | 'refused')[] = [];
+      for (let i = 0; i < limit + 10; i++) {
+        const [verdict] = await settle([(i % 2 ? b : a).consume(account, limit)]);
+        remaining.push(verdict instanceof ApiError ? 'refused' : (verdict as RateLimitState).remaining);
+      }
+      expect(remaining).toEqual([...countdown(limit), ...Array.from({ length: 10 }, () => 'refused')]);
+    });
+  },
+);
 
 describe.runIf(HAVE_POSTGRES)('the Postgres store', () => {
   it('counts in the unlogged rate_limits table that the migrations made', async () => {
@@ -270,11 +286,17 @@ describe.runIf(HAVE_POSTGRES)('the Postgres store', () => {
       await migrateToLatest(database.db);
       const account = freshAccount();
       for (let i = 0; i < 3; i++) await limits.consume(account, 60);
-      const rows = await database.db.selectFrom('rate_limits').select(['points', 'expire']).where('key', 'like', `%:${account}`).execute();
+      const rows = await database.db
+        .selectFrom('rate_limits')
+        .select(['points', 'expire'])
+        .where('key', 'like', `%:${account}`)
+        .execute();
       expect(rows).toHaveLength(1);
       expect(rows[0]?.points).toBe(3);
       expect(Number(rows[0]?.expire)).toBeGreaterThan(Date.now());
-      const { rows: table } = await sql<{ relpersistence: string }>`select relpersistence from pg_class where relname = 'rate_limits'`.execute(database.db);
+      const { rows: table } = await sql<{
+        relpersistence: string;
+      }>`select relpersistence from pg_class where relname = 'rate_limits'`.execute(database.db);
       expect(table).toEqual([{ relpersistence: 'u' }]);
     } finally {
       await limits.close();
@@ -309,32 +331,35 @@ describe.runIf(HAVE_POSTGRES)('rate limits on a Postgres store that fails', () =
   });
 });
 
-describe.runIf(HAVE_REDIS && binariesAvailable(['redis-server'], 'the Redis insurance test'))('rate limits once Redis is gone', () => {
-  afterAll(() => stopAll());
+describe.runIf(HAVE_REDIS && binariesAvailable(['redis-server'], 'the Redis insurance test'))(
+  'rate limits once Redis is gone',
+  () => {
+    afterAll(() => stopAll());
 
-  it('limit each process alone in memory at the account’s size (the insurance limiter), answering at once', async () => {
-    const redis = await startRedis();
-    const store = redisStore(redis.url);
-    try {
-      const limits = await store.open();
-      const account = freshAccount();
-      expect((await limits.consume(account, 20)).remaining).toBe(19);
-      await redis.kill();
-      const started = Date.now();
-      const verdicts = await settle(Array.from({ length: 25 }, () => limits.consume(account, 20)));
-      expect(served(verdicts)).toHaveLength(20);
-      expect(
-        served(verdicts)
-          .map((s) => s.remaining)
-          .sort((x, y) => y - x),
-      ).toEqual(countdown(20));
-      expect(refused(verdicts)).toHaveLength(5);
-      expect(Date.now() - started).toBeLessThan(3_000);
-    } finally {
-      await store.close();
-    }
-  });
-});
+    it('limit each process alone in memory at the account’s size (the insurance limiter), answering at once', async () => {
+      const redis = await startRedis();
+      const store = redisStore(redis.url);
+      try {
+        const limits = await store.open();
+        const account = freshAccount();
+        expect((await limits.consume(account, 20)).remaining).toBe(19);
+        await redis.kill();
+        const started = Date.now();
+        const verdicts = await settle(Array.from({ length: 25 }, () => limits.consume(account, 20)));
+        expect(served(verdicts)).toHaveLength(20);
+        expect(
+          served(verdicts)
+            .map((s) => s.remaining)
+            .sort((x, y) => y - x),
+        ).toEqual(countdown(20));
+        expect(refused(verdicts)).toHaveLength(5);
+        expect(Date.now() - started).toBeLessThan(3_000);
+      } finally {
+        await store.close();
+      }
+    });
+  },
+);
 
 describe('failed authentications', () => {
   it('are limited per client address, never against an account', async () => {

@@ -63,7 +63,11 @@ export class RateLimits {
     authFailuresPerMinute: number,
     starting?: Promise<void>,
   ) {
-    this.authFailures = new RateLimiterMemory({ keyPrefix: 'auth-fail', points: authFailuresPerMinute, duration: WINDOW_SECONDS });
+    this.authFailures = new RateLimiterMemory({
+      keyPrefix: 'auth-fail',
+      points: authFailuresPerMinute,
+      duration: WINDOW_SECONDS,
+    });
     this.starting = starting?.then(() => {
       this.starting = undefined;
     });
@@ -71,13 +75,19 @@ export class RateLimits {
 
   static create(options: RateLimitsOptions): RateLimits {
     const authFailuresPerMinute = options.authFailuresPerMinute ?? 30;
-    const inMemory = (points: number) => new RateLimiterMemory({ keyPrefix: `rpm${points}`, points, duration: WINDOW_SECONDS });
+    const inMemory = (points: number) =>
+      new RateLimiterMemory({ keyPrefix: `rpm${points}`, points, duration: WINDOW_SECONDS });
 
     if (options.redisUrl) {
       // Loaded only when configured: the client is a few MB of resident memory.
       const { Redis } = createRequire(import.meta.url)('ioredis') as { Redis: typeof RedisClient };
       // Fail fast while Redis is away instead of queueing commands: the insurance limiter answers.
-      const redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, commandTimeout: 500 });
+      const redis = new Redis(options.redisUrl, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        connectTimeout: 2000,
+        commandTimeout: 500,
+      });
       redis.on('error', () => {});
       // Without an offline queue, every count before the connection is up would go to the
       // insurance limiter, each process counting alone; the first ones wait for it instead.
@@ -139,7 +149,11 @@ export class RateLimits {
   async peek(accountId: string, limit: number): Promise<RateLimitState> {
     if (this.starting !== undefined) await this.starting;
     const window = await this.limiterFor(limit).limiter.get(accountId);
-    return { limit, remaining: Math.max(0, limit - (window?.consumedPoints ?? 0)), resetAt: resetAt(window?.msBeforeNext ?? WINDOW_SECONDS * 1000) };
+    return {
+      limit,
+      remaining: Math.max(0, limit - (window?.consumedPoints ?? 0)),
+      resetAt: resetAt(window?.msBeforeNext ?? WINDOW_SECONDS * 1000),
+    };
   }
 
   /** Records a failed authentication from `address`; throws 429 once the address has failed too often. */
@@ -149,9 +163,14 @@ export class RateLimits {
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
       const retryAfter = retryAfterSeconds(rejection.msBeforeNext);
-      throw new ApiError('rate_limited', `Too many failed authentications from this address; retry in ${retryAfter} s`, undefined, {
-        'Retry-After': String(retryAfter),
-      });
+      throw new ApiError(
+        'rate_limited',
+        `Too many failed authentications from this address; retry in ${retryAfter} s`,
+        undefined,
+        {
+          'Retry-After': String(retryAfter),
+        },
+      );
     }
   }
 
@@ -167,8 +186,13 @@ const retryAfterSeconds = (msBeforeNext: number) => Math.max(1, Math.ceil(msBefo
 /** 429 `rate_limited` with the rate-limit headers and Retry-After. */
 function rateLimited(limit: number, msBeforeNext: number): ApiError {
   const retryAfter = retryAfterSeconds(msBeforeNext);
-  return new ApiError('rate_limited', `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter} s`, undefined, {
-    ...rateLimitHeaders({ limit, remaining: 0, resetAt: resetAt(msBeforeNext) }),
-    'Retry-After': String(retryAfter),
-  });
+  return new ApiError(
+    'rate_limited',
+    `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter} s`,
+    undefined,
+    {
+      ...rateLimitHeaders({ limit, remaining: 0, resetAt: resetAt(msBeforeNext) }),
+      'Retry-After': String(retryAfter),
+    },
+  );
 }

@@ -72,13 +72,17 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** JSON bodies only (anything else is 400 `content_type`), within MAX_BODY_BYTES; an empty body counts as none. */
 export function acceptJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_request, body: Buffer, done) => {
-    if (body.length === 0) return done(null, undefined);
-    try {
-      done(null, JSON.parse(utf8.decode(body)));
-    } catch {
-      done(ApiError.badRequest('body', 'json', 'The body is not valid JSON'), undefined);
-    }
-  });
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES },
+    (_request, body: Buffer, done) => {
+      if (body.length === 0) return done(null, undefined);
+      try {
+        done(null, JSON.parse(utf8.decode(body)));
+      } catch {
+        done(ApiError.badRequest('body', 'json', 'The body is not valid JSON'), undefined);
+      }
+    },
+  );
   app.addHook('preParsing', limitJsonDepth);
 }

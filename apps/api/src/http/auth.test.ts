@@ -1,4 +1,12 @@
-import { ContactList, type EndpointDefinition, ErrorBody, type OperationId, endpoints, fillPath, operationIds } from '@convo/core';
+import {
+  ContactList,
+  type EndpointDefinition,
+  ErrorBody,
+  type OperationId,
+  endpoints,
+  fillPath,
+  operationIds,
+} from '@convo/core';
 import { describe, expect, it } from 'vitest';
 import { accountsService } from '../services/accounts.js';
 import {
@@ -22,15 +30,28 @@ const reads = operations.filter(([, op]) => op.permission === 'read');
 /** Writes that take a JSON body. */
 const withBody = operations.filter(([, op]) => op.body !== undefined);
 
-const pathOf = (op: EndpointDefinition) => fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING, run_id: MISSING });
+const pathOf = (op: EndpointDefinition) =>
+  fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING, run_id: MISSING });
 
 describeEachDialect('authentication and permissions', (server) => {
   /** A request to an operation with an empty JSON body for those that take one, by REST or by tRPC. */
-  const callBy = (transport: Transport, op: EndpointDefinition, options: RequestOptions = {}): Promise<TestResponse> => {
-    const sent = op.body !== undefined && options.rawBody === undefined && options.body === undefined ? { body: {}, ...options } : options;
+  const callBy = (
+    transport: Transport,
+    op: EndpointDefinition,
+    options: RequestOptions = {},
+  ): Promise<TestResponse> => {
+    const sent =
+      op.body !== undefined && options.rawBody === undefined && options.body === undefined
+        ? { body: {}, ...options }
+        : options;
     if (transport === 'rest') return server().request(op.method, pathOf(op), sent);
     const operationId = operations.find(([, candidate]) => candidate === op)?.[0] as OperationId;
-    return requestOverTrpc(server(), operationId, { id: MISSING, tag: 'some-tag', delivery_id: MISSING, run_id: MISSING }, sent);
+    return requestOverTrpc(
+      server(),
+      operationId,
+      { id: MISSING, tag: 'some-tag', delivery_id: MISSING, run_id: MISSING },
+      sent,
+    );
   };
 
   it('the endpoint table is not empty and has both reads and writes', () => {
@@ -55,7 +76,12 @@ describeEachDialect('authentication and permissions', (server) => {
 
       it('401 with another scheme (Basic, Token, none) even around a valid key', async () => {
         const full = server().keys.full;
-        for (const authorization of [`Basic ${Buffer.from(`${full}:`).toString('base64')}`, `Basic ${full}`, `Token ${full}`, full]) {
+        for (const authorization of [
+          `Basic ${Buffer.from(`${full}:`).toString('base64')}`,
+          `Basic ${full}`,
+          `Token ${full}`,
+          full,
+        ]) {
           expectExactError(await call(op, { key: null, headers: { authorization } }), 401, 'unauthorized');
         }
       });
@@ -102,11 +128,13 @@ describeEachDialect('authentication and permissions', (server) => {
         const query = { bogus_param: '1' };
         expectExactError(await call(op, { key: null, query }), 401, 'unauthorized');
         expectExactError(await call(op, { key: server().keys.webhook, query }), 403, 'forbidden');
-        if (op.permission === 'write') expectExactError(await call(op, { key: server().keys.readOnly, query }), 403, 'forbidden');
+        if (op.permission === 'write')
+          expectExactError(await call(op, { key: server().keys.readOnly, query }), 403, 'forbidden');
         // Validation (an unknown query parameter, or the empty body's problems, which are checked
         // first) comes before existence (the fake id).
         const body = expectExactError(await call(op, { query }), 400, 'bad_request');
-        if (op.body === undefined) expect(body.error.details).toMatchObject({ field: 'bogus_param', constraint: 'unknown' });
+        if (op.body === undefined)
+          expect(body.error.details).toMatchObject({ field: 'bogus_param', constraint: 'unknown' });
       });
     });
 
@@ -142,17 +170,33 @@ describeEachDialect('authentication and permissions', (server) => {
       });
 
     it('names the validation problem on a missing resource rather than answering 404', async () => {
-      expectExactError(await server().request('PATCH', `/contacts/${MISSING}`, { body: { name: 123 } }), 400, 'bad_request', {
-        field: 'name',
-        constraint: 'type',
-      });
-      expectExactError(await server().request('PATCH', `/conversations/${MISSING}`, { body: { status: 'closed' } }), 400, 'bad_request', {
-        field: 'status',
-        constraint: 'enum',
-      });
-      expectExactError(await server().request('POST', `/contacts/${MISSING}/tags`, { body: {} }), 400, 'bad_request', { field: 'tag', constraint: 'required' });
       expectExactError(
-        await server().request('POST', `/contacts/${MISSING}/tags`, { rawBody: '{', headers: { 'content-type': 'application/json' } }),
+        await server().request('PATCH', `/contacts/${MISSING}`, { body: { name: 123 } }),
+        400,
+        'bad_request',
+        {
+          field: 'name',
+          constraint: 'type',
+        },
+      );
+      expectExactError(
+        await server().request('PATCH', `/conversations/${MISSING}`, { body: { status: 'closed' } }),
+        400,
+        'bad_request',
+        {
+          field: 'status',
+          constraint: 'enum',
+        },
+      );
+      expectExactError(await server().request('POST', `/contacts/${MISSING}/tags`, { body: {} }), 400, 'bad_request', {
+        field: 'tag',
+        constraint: 'required',
+      });
+      expectExactError(
+        await server().request('POST', `/contacts/${MISSING}/tags`, {
+          rawBody: '{',
+          headers: { 'content-type': 'application/json' },
+        }),
         400,
         'bad_request',
         {
@@ -161,14 +205,26 @@ describeEachDialect('authentication and permissions', (server) => {
         },
       );
       // And a valid body on a missing resource is 404.
-      expectExactError(await server().request('PATCH', `/contacts/${MISSING}`, { body: { name: 'Valid' } }), 404, 'not_found');
-      expectExactError(await server().request('POST', `/contacts/${MISSING}/tags`, { body: { tag: 'vip' } }), 404, 'not_found');
+      expectExactError(
+        await server().request('PATCH', `/contacts/${MISSING}`, { body: { name: 'Valid' } }),
+        404,
+        'not_found',
+      );
+      expectExactError(
+        await server().request('POST', `/contacts/${MISSING}/tags`, { body: { tag: 'vip' } }),
+        404,
+        'not_found',
+      );
     });
 
     it('without a key, a body over 1 MiB is 401 (not 400)', async () => {
       const rawBody = JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) });
       expectExactError(
-        await server().request('POST', '/contacts', { key: null, rawBody, headers: { 'content-type': 'application/json' } }),
+        await server().request('POST', '/contacts', {
+          key: null,
+          rawBody,
+          headers: { 'content-type': 'application/json' },
+        }),
         401,
         'unauthorized',
       );
@@ -222,12 +278,21 @@ describeEachDialect('authentication and permissions', (server) => {
       const created = await server().request('POST', '/contacts', { body: { phone: '+14155559877' } });
       expect(created.status, created.text).toBe(201);
       const id = created.body.id as string;
-      expectExactError(await server().request('PATCH', `/contacts/${id}`, { body: { account_id: server().otherAccountId } }), 400, 'bad_request', {
-        field: 'account_id',
-        constraint: 'unknown',
-      });
+      expectExactError(
+        await server().request('PATCH', `/contacts/${id}`, { body: { account_id: server().otherAccountId } }),
+        400,
+        'bad_request',
+        {
+          field: 'account_id',
+          constraint: 'unknown',
+        },
+      );
       expect((await server().request('GET', `/contacts/${id}`)).status).toBe(200);
-      expectExactError(await server().request('GET', `/contacts/${id}`, { key: server().keys.otherFull }), 404, 'not_found');
+      expectExactError(
+        await server().request('GET', `/contacts/${id}`, { key: server().keys.otherFull }),
+        404,
+        'not_found',
+      );
     });
   });
 
@@ -243,7 +308,11 @@ describeEachDialect('authentication and permissions', (server) => {
       await accountsService.revokeKey(database, created.id);
 
       expectExactError(await server().request('GET', '/contacts', { key: created.key }), 401, 'unauthorized');
-      expectExactError(await server().request('POST', '/contacts', { key: created.key, body: { phone: '+14155559879' } }), 401, 'unauthorized');
+      expectExactError(
+        await server().request('POST', '/contacts', { key: created.key, body: { phone: '+14155559879' } }),
+        401,
+        'unauthorized',
+      );
       expectExactError(await server().request('GET', '/nope', { key: created.key }), 401, 'unauthorized');
       // Other keys of the account still work.
       expectBody(await server().request('GET', '/contacts'), 200, ContactList);
@@ -253,7 +322,8 @@ describeEachDialect('authentication and permissions', (server) => {
       const { database, accountId } = server();
       const created = await accountsService.createKey(database, { accountId, type: 'full_access' });
       // Used a few times first: nothing the server remembers of a key may outlive its revocation.
-      for (let i = 0; i < 3; i++) expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
+      for (let i = 0; i < 3; i++)
+        expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
       await revokeKeyElsewhere(server().databaseUrl, created.id);
       expectExactError(await server().request('GET', '/contacts', { key: created.key }), 401, 'unauthorized');
       expectBody(await server().request('GET', '/contacts'), 200, ContactList);
@@ -262,7 +332,8 @@ describeEachDialect('authentication and permissions', (server) => {
     it('a key in use has its last use written down at most once a minute', async () => {
       const { database, accountId } = server();
       const created = await accountsService.createKey(database, { accountId, type: 'read_only' });
-      const lastUsed = async () => (await accountsService.listKeys(database, accountId)).find((k) => k.id === created.id)?.last_used_at;
+      const lastUsed = async () =>
+        (await accountsService.listKeys(database, accountId)).find((k) => k.id === created.id)?.last_used_at;
       expect(await lastUsed()).toBeNull();
       expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
       const first = await lastUsed();

@@ -7,7 +7,12 @@ import { holds } from '../services/automations.js';
 import { describeEachDialect, eventually, expectBody, expectError } from '../testing/harness.js';
 
 describe('conditions', () => {
-  const data = { status: 'resolved', total_amount: 2500, contact: { tags: ['vip', 'returning'], name: 'Ana Souza' }, created_at: '2026-11-26T10:00:00.000Z' };
+  const data = {
+    status: 'resolved',
+    total_amount: 2500,
+    contact: { tags: ['vip', 'returning'], name: 'Ana Souza' },
+    created_at: '2026-11-26T10:00:00.000Z',
+  };
   it.each([
     [{ field: 'status', op: 'eq', value: 'resolved' }, true],
     [{ field: 'status', op: 'neq', value: 'resolved' }, false],
@@ -37,12 +42,21 @@ describeEachDialect('automations', (server) => {
       plan,
       ...(plan === 'enterprise' ? { rateLimitRpm: 1_000_000 } : {}),
     });
-    return { account, key: (await accountsService.createKey(server().database, { accountId: account.id, type: 'full_access' })).key };
+    return {
+      account,
+      key: (await accountsService.createKey(server().database, { accountId: account.id, type: 'full_access' })).key,
+    };
   };
-  const call = (key: string, method: string, path: string, body?: unknown) => server().request(method, path, { key, ...(body === undefined ? {} : { body }) });
-  const createWorkflow = async (key: string, body: object) => expectBody(await call(key, 'POST', '/workflows', body), 201, Workflow);
+  const call = (key: string, method: string, path: string, body?: unknown) =>
+    server().request(method, path, { key, ...(body === undefined ? {} : { body }) });
+  const createWorkflow = async (key: string, body: object) =>
+    expectBody(await call(key, 'POST', '/workflows', body), 201, Workflow);
   const runsOf = async (key: string, workflowId: string) =>
-    expectBody(await server().request('GET', `/workflows/${workflowId}/runs`, { key, query: { limit: 100 } }), 200, WorkflowRunList).data;
+    expectBody(
+      await server().request('GET', `/workflows/${workflowId}/runs`, { key, query: { limit: 100 } }),
+      200,
+      WorkflowRunList,
+    ).data;
 
   it('starts a run for the contact of each event its trigger names, when its conditions hold', async () => {
     const { key } = await freshAccount();
@@ -51,7 +65,10 @@ describeEachDialect('automations', (server) => {
       steps: [{ type: 'add_tag', tag: 'welcomed' }],
       trigger: { event: 'contact.created', conditions: [{ field: 'tags', op: 'contains', value: 'vip' }] },
     });
-    expect(workflow.trigger).toEqual({ event: 'contact.created', conditions: [{ field: 'tags', op: 'contains', value: 'vip' }] });
+    expect(workflow.trigger).toEqual({
+      event: 'contact.created',
+      conditions: [{ field: 'tags', op: 'contains', value: 'vip' }],
+    });
     const vip = expectBody(await call(key, 'POST', '/contacts', { phone: phone(), tags: ['vip'] }), 201, Contact);
     const other = expectBody(await call(key, 'POST', '/contacts', { phone: phone() }), 201, Contact);
     await server().drainJobs();
@@ -67,24 +84,39 @@ describeEachDialect('automations', (server) => {
   it("does not start the workflow again from its own run's events (loop guard), nor when disabled or untriggered", async () => {
     const { key } = await freshAccount();
     // Adding a tag emits contact.updated, the very event that starts it.
-    const looping = await createWorkflow(key, { name: 'Loop', steps: [{ type: 'add_tag', tag: 'touched' }], trigger: { event: 'contact.updated' } });
+    const looping = await createWorkflow(key, {
+      name: 'Loop',
+      steps: [{ type: 'add_tag', tag: 'touched' }],
+      trigger: { event: 'contact.updated' },
+    });
     const contact = expectBody(await call(key, 'POST', '/contacts', { phone: phone() }), 201, Contact);
     expect((await call(key, 'PATCH', `/contacts/${contact.id}`, { name: 'Changed' })).status).toBe(200);
     // Runs the run and whatever its own events could start, until nothing is due.
     await server().drainJobs();
-    await eventually(async () => (await runsOf(key, looping.id)).every((r) => r.status === 'succeeded') && (await runsOf(key, looping.id)).length === 1);
+    await eventually(
+      async () =>
+        (await runsOf(key, looping.id)).every((r) => r.status === 'succeeded') &&
+        (await runsOf(key, looping.id)).length === 1,
+    );
     expect(await runsOf(key, looping.id)).toHaveLength(1);
 
     expect((await call(key, 'PATCH', `/workflows/${looping.id}`, { enabled: false })).status).toBe(200);
     expect((await call(key, 'PATCH', `/contacts/${contact.id}`, { name: 'Again' })).status).toBe(200);
-    expect(expectBody(await call(key, 'PATCH', `/workflows/${looping.id}`, { enabled: true, trigger: null }), 200, Workflow).trigger).toBeNull();
+    expect(
+      expectBody(await call(key, 'PATCH', `/workflows/${looping.id}`, { enabled: true, trigger: null }), 200, Workflow)
+        .trigger,
+    ).toBeNull();
     expect((await call(key, 'PATCH', `/contacts/${contact.id}`, { name: 'Once more' })).status).toBe(200);
     expect(await runsOf(key, looping.id)).toHaveLength(1);
   });
 
   it('starts nothing for a change that rolls back, and one run per event and workflow', async () => {
     const { account, key } = await freshAccount();
-    const workflow = await createWorkflow(key, { name: 'On create', steps: [{ type: 'wait', seconds: 3600 }], trigger: { event: 'contact.created' } });
+    const workflow = await createWorkflow(key, {
+      name: 'On create',
+      steps: [{ type: 'wait', seconds: 3600 }],
+      trigger: { event: 'contact.created' },
+    });
     const ctx: ServiceContext = { database: server().database, accountId: account.id, settings: server().settings };
     await expect(
       server()
@@ -114,14 +146,21 @@ describeEachDialect('automations', (server) => {
 
   it("records runs past the account's per-minute cap as skipped, with the reason", async () => {
     const { account, key } = await freshAccount('free');
-    const workflow = await createWorkflow(key, { name: 'Capped', steps: [{ type: 'wait', seconds: 3600 }], trigger: { event: 'contact.created' } });
+    const workflow = await createWorkflow(key, {
+      name: 'Capped',
+      steps: [{ type: 'wait', seconds: 3600 }],
+      trigger: { event: 'contact.created' },
+    });
     const ctx: ServiceContext = { database: server().database, accountId: account.id, settings: server().settings };
     for (let i = 0; i < 61; i++) await contactsService.create(ctx, { phone: phone() });
     const runs = await runsOf(key, workflow.id);
     expect(runs).toHaveLength(61);
     const skipped = runs.filter((r) => r.status === 'skipped');
     expect(skipped).toHaveLength(1);
-    expect(skipped[0]).toMatchObject({ error: expect.stringMatching(/^rate_limited/), finished_at: expect.any(String) });
+    expect(skipped[0]).toMatchObject({
+      error: expect.stringMatching(/^rate_limited/),
+      finished_at: expect.any(String),
+    });
     expect(skipped[0]?.steps.map((s) => s.status)).toEqual(['skipped']);
   });
 
@@ -133,20 +172,38 @@ describeEachDialect('automations', (server) => {
       trigger: { event: 'conversation.updated', conditions: [{ field: 'status', op: 'eq', value: 'resolved' }] },
     });
     const contact = expectBody(await call(key, 'POST', '/contacts', { phone: phone() }), 201, Contact);
-    const conversation = expectBody(await call(key, 'POST', '/conversations', { contact_id: contact.id, platform: 'whatsapp' }), 201, Conversation);
+    const conversation = expectBody(
+      await call(key, 'POST', '/conversations', { contact_id: contact.id, platform: 'whatsapp' }),
+      201,
+      Conversation,
+    );
     expect((await call(key, 'PATCH', `/conversations/${conversation.id}`, { status: 'resolved' })).status).toBe(200);
     expect((await call(key, 'PATCH', `/conversations/${conversation.id}`, { status: 'active' })).status).toBe(200);
     expect((await runsOf(key, workflow.id)).map((r) => r.contact_id)).toEqual([contact.id]);
 
-    const bad = (trigger: unknown) => call(key, 'POST', '/workflows', { name: 'x', steps: [{ type: 'wait', seconds: 1 }], trigger });
-    expectError(await bad({ event: 'contact.deleted' }), 400, 'bad_request', { field: 'trigger.event', constraint: 'enum' });
-    expectError(await bad({ event: 'contact.created', conditions: [{ field: 'Bad Field', op: 'exists' }] }), 400, 'bad_request', {
-      field: 'trigger.conditions.0.field',
-      constraint: 'pattern',
-    });
-    expectError(await bad({ event: 'contact.created', conditions: [{ field: 'tags', op: 'like', value: 'x' }] }), 400, 'bad_request', {
-      field: 'trigger.conditions.0.op',
+    const bad = (trigger: unknown) =>
+      call(key, 'POST', '/workflows', { name: 'x', steps: [{ type: 'wait', seconds: 1 }], trigger });
+    expectError(await bad({ event: 'contact.deleted' }), 400, 'bad_request', {
+      field: 'trigger.event',
       constraint: 'enum',
     });
+    expectError(
+      await bad({ event: 'contact.created', conditions: [{ field: 'Bad Field', op: 'exists' }] }),
+      400,
+      'bad_request',
+      {
+        field: 'trigger.conditions.0.field',
+        constraint: 'pattern',
+      },
+    );
+    expectError(
+      await bad({ event: 'contact.created', conditions: [{ field: 'tags', op: 'like', value: 'x' }] }),
+      400,
+      'bad_request',
+      {
+        field: 'trigger.conditions.0.op',
+        constraint: 'enum',
+      },
+    );
   });
 });

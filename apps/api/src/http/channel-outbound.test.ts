@@ -1,13 +1,27 @@
 import { randomBytes } from 'node:crypto';
 import { Channel, Contact, type Conversation, EventList, Message, MessageList } from '@convo/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INVALID_TOKEN_CODES, RETRYABLE_CODES, classifyGraphError, requestBody, resultOf, sendToPlatform } from '../channels/graph-api.js';
+import {
+  INVALID_TOKEN_CODES,
+  RETRYABLE_CODES,
+  classifyGraphError,
+  requestBody,
+  resultOf,
+  sendToPlatform,
+} from '../channels/graph-api.js';
 import { contactIdentitiesRepository } from '../repositories/channels.js';
 import { TenantScope } from '../repositories/tenant.js';
 import { conversationsService } from '../services/conversations.js';
 import { type FakeGraphError, META_ERRORS, type MetaPlatform, startFakeGraphApi } from '../testing/fake-graph-api.js';
 import { messengerInbound, messengerRead, whatsappStatuses } from '../testing/meta-payloads.js';
-import { type TestServer, describeEachDialect, eventually, expectBody, expectError, testSettings } from '../testing/harness.js';
+import {
+  type TestServer,
+  describeEachDialect,
+  eventually,
+  expectBody,
+  expectError,
+  testSettings,
+} from '../testing/harness.js';
 import { jobHandlers } from '../worker/handlers.js';
 import { Worker } from '../worker/worker.js';
 
@@ -18,7 +32,8 @@ afterAll(async () => {
 
 /** Retries come quickly in tests; three of them, then the message fails. */
 const RETRY_SCHEDULE_MS = [100, 150, 200] as const;
-const settings = () => testSettings({ graphApiUrl: fake.url, channelSendRetryScheduleMs: RETRY_SCHEDULE_MS, channelSendsPerSecond: 1000 });
+const settings = () =>
+  testSettings({ graphApiUrl: fake.url, channelSendRetryScheduleMs: RETRY_SCHEDULE_MS, channelSendsPerSecond: 1000 });
 
 const APP_SECRET = 'app-secret-0123456789abcdef';
 const HOUR_MS = 60 * 60 * 1000;
@@ -49,9 +64,17 @@ function channelTools(server: () => TestServer) {
   const openChannel = async (platform: MetaPlatform, options: { fakeToken?: string } = {}): Promise<ChannelSetup> => {
     const id = externalId();
     const token = accessToken();
-    const response = await server().request('POST', '/channels', { body: { platform, external_id: id, access_token: token, app_secret: APP_SECRET } });
+    const response = await server().request('POST', '/channels', {
+      body: { platform, external_id: id, access_token: token, app_secret: APP_SECRET },
+    });
     const channel = expectBody(response, 201, Channel);
-    fake.connect({ platform, externalId: id, accessToken: options.fakeToken ?? token, appSecret: APP_SECRET, webhookUrl: channel.webhook_url });
+    fake.connect({
+      platform,
+      externalId: id,
+      accessToken: options.fakeToken ?? token,
+      appSecret: APP_SECRET,
+      webhookUrl: channel.webhook_url,
+    });
     return { channel, token, externalId: id };
   };
 
@@ -60,31 +83,51 @@ function channelTools(server: () => TestServer) {
    * `lastInboundAt` the contact has an identity on the channel (WhatsApp: its wa_id, else a PSID/IGSID)
    * that last wrote then (`null`: never); without, it has none.
    */
-  const openConversation = async (setup: ChannelSetup, options: { lastInboundAt?: string | null } = {}): Promise<ConversationSetup> => {
+  const openConversation = async (
+    setup: ChannelSetup,
+    options: { lastInboundAt?: string | null } = {},
+  ): Promise<ConversationSetup> => {
     const { channel } = setup;
-    const contact = expectBody(await server().request('POST', '/contacts', { body: { phone: phone(), name: 'Channel Contact' } }), 201, Contact);
+    const contact = expectBody(
+      await server().request('POST', '/contacts', { body: { phone: phone(), name: 'Channel Contact' } }),
+      201,
+      Contact,
+    );
     const ctx = { database: server().database, accountId: server().accountId, settings: server().settings };
-    const conversation = await conversationsService.create(ctx, { contact_id: contact.id, platform: channel.platform, channelId: channel.id });
-    if (options.lastInboundAt === undefined) return { conversation, contact, recipient: undefined };
-    const recipient = channel.platform === 'whatsapp' ? (contact.phone as string).slice(1) : externalId();
-    await contactIdentitiesRepository.insert(new TenantScope(server().database.db, server().accountId, server().database.capabilities), {
-      channel_id: channel.id,
-      external_id: recipient,
+    const conversation = await conversationsService.create(ctx, {
       contact_id: contact.id,
       platform: channel.platform,
-      last_inbound_at: options.lastInboundAt,
-      created_at: new Date().toISOString(),
+      channelId: channel.id,
     });
+    if (options.lastInboundAt === undefined) return { conversation, contact, recipient: undefined };
+    const recipient = channel.platform === 'whatsapp' ? (contact.phone as string).slice(1) : externalId();
+    await contactIdentitiesRepository.insert(
+      new TenantScope(server().database.db, server().accountId, server().database.capabilities),
+      {
+        channel_id: channel.id,
+        external_id: recipient,
+        contact_id: contact.id,
+        platform: channel.platform,
+        last_inbound_at: options.lastInboundAt,
+        created_at: new Date().toISOString(),
+      },
+    );
     return { conversation, contact, recipient };
   };
 
   /** A conversation whose contact wrote a minute ago: free-form messages may be sent. */
-  const openWindow = (setup: ChannelSetup) => openConversation(setup, { lastInboundAt: new Date(Date.now() - 60_000).toISOString() });
+  const openWindow = (setup: ChannelSetup) =>
+    openConversation(setup, { lastInboundAt: new Date(Date.now() - 60_000).toISOString() });
 
-  const send = async (body: Record<string, unknown>) => expectBody(await server().request('POST', '/messages', { body }), 201, Message);
+  const send = async (body: Record<string, unknown>) =>
+    expectBody(await server().request('POST', '/messages', { body }), 201, Message);
 
   const readMessage = async (conversationId: string, messageId: string): Promise<Message> => {
-    const page = expectBody(await server().request('GET', `/conversations/${conversationId}/messages`, { query: { limit: 100 } }), 200, MessageList);
+    const page = expectBody(
+      await server().request('GET', `/conversations/${conversationId}/messages`, { query: { limit: 100 } }),
+      200,
+      MessageList,
+    );
     const message = page.data.find((m) => m.id === messageId);
     if (!message) throw new Error(`message ${messageId} not found`);
     return message;
@@ -98,7 +141,11 @@ function channelTools(server: () => TestServer) {
     }, timeout);
 
   const updates = async (messageId: string) => {
-    const page = expectBody(await server().request('GET', '/events', { query: { type: 'message.updated', limit: 100 } }), 200, EventList);
+    const page = expectBody(
+      await server().request('GET', '/events', { query: { type: 'message.updated', limit: 100 } }),
+      200,
+      EventList,
+    );
     return page.data.filter((event) => (event.data as { id: string }).id === messageId).reverse();
   };
 
@@ -120,7 +167,11 @@ describe('Graph API client', () => {
     });
     const components = [{ type: 'body' as const, parameters: [{ type: 'text', text: 'Ada' }] }];
     expect(
-      requestBody('whatsapp', '31612345678', { type: 'template', content: 'order_update', template: { name: 'order_update', language: 'en_US', components } }),
+      requestBody('whatsapp', '31612345678', {
+        type: 'template',
+        content: 'order_update',
+        template: { name: 'order_update', language: 'en_US', components },
+      }),
     ).toEqual({
       messaging_product: 'whatsapp',
       recipient_type: 'individual',
@@ -134,24 +185,44 @@ describe('Graph API client', () => {
         messaging_type: 'RESPONSE',
         message: { text: 'Hi' },
       });
-      expect(typeof requestBody(platform, '6543210', { type: 'template', content: 'x', template: { name: 'x', language: 'en' } })).toBe('string');
+      expect(
+        typeof requestBody(platform, '6543210', {
+          type: 'template',
+          content: 'x',
+          template: { name: 'x', language: 'en' },
+        }),
+      ).toBe('string');
     }
   });
 
   it("reads the platform's message id from WhatsApp's and Messenger's answers", () => {
-    expect(resultOf('whatsapp', 200, JSON.stringify({ messaging_product: 'whatsapp', messages: [{ id: 'wamid.X' }] }))).toEqual({
+    expect(
+      resultOf('whatsapp', 200, JSON.stringify({ messaging_product: 'whatsapp', messages: [{ id: 'wamid.X' }] })),
+    ).toEqual({
       ok: true,
       platformMessageId: 'wamid.X',
     });
-    expect(resultOf('facebook', 200, JSON.stringify({ recipient_id: '1', message_id: 'm_Y' }))).toEqual({ ok: true, platformMessageId: 'm_Y' });
-    expect(resultOf('whatsapp', 200, '{}')).toMatchObject({ ok: false, kind: 'permanent', code: 'unexpected_response' });
-    expect(resultOf('whatsapp', 502, '<html>Bad gateway</html>')).toMatchObject({ ok: false, kind: 'retryable', code: 'http_502' });
+    expect(resultOf('facebook', 200, JSON.stringify({ recipient_id: '1', message_id: 'm_Y' }))).toEqual({
+      ok: true,
+      platformMessageId: 'm_Y',
+    });
+    expect(resultOf('whatsapp', 200, '{}')).toMatchObject({
+      ok: false,
+      kind: 'permanent',
+      code: 'unexpected_response',
+    });
+    expect(resultOf('whatsapp', 502, '<html>Bad gateway</html>')).toMatchObject({
+      ok: false,
+      kind: 'retryable',
+      code: 'http_502',
+    });
     expect(resultOf('whatsapp', 404, 'not found')).toMatchObject({ ok: false, kind: 'permanent', code: 'http_404' });
   });
 
   it('classifies Graph errors by code: refused token, temporary or throttling, or permanent', () => {
     const kindOf = (status: number, error: Record<string, unknown>) => classifyGraphError(status, error).kind;
-    for (const code of [190, 102, 0]) expect(kindOf(401, { code, type: 'OAuthException', message: 'x' }), String(code)).toBe('invalid_token');
+    for (const code of [190, 102, 0])
+      expect(kindOf(401, { code, type: 'OAuthException', message: 'x' }), String(code)).toBe('invalid_token');
     for (const code of [1, 2, 4, 17, 32, 341, 613, 1200, 80007, 130429, 131000, 131016, 131056]) {
       expect(kindOf(400, { code, message: 'x' }), String(code)).toBe('retryable');
     }
@@ -163,14 +234,28 @@ describe('Graph API client', () => {
     expect(kindOf(400, { code: 36000, is_transient: true, message: 'x' })).toBe('retryable');
     expect([...INVALID_TOKEN_CODES].some((code) => RETRYABLE_CODES.has(code))).toBe(false);
 
-    const error = classifyGraphError(400, { code: 131026, message: '(#131026) Message undeliverable', error_data: { details: 'Unable to deliver message.' } });
-    expect(error).toMatchObject({ code: '131026', message: '(#131026) Message undeliverable: Unable to deliver message.', httpStatus: 400 });
+    const error = classifyGraphError(400, {
+      code: 131026,
+      message: '(#131026) Message undeliverable',
+      error_data: { details: 'Unable to deliver message.' },
+    });
+    expect(error).toMatchObject({
+      code: '131026',
+      message: '(#131026) Message undeliverable: Unable to deliver message.',
+      httpStatus: 400,
+    });
   });
 
   it('answers a network failure and a timeout as retryable errors, without the token', async () => {
     const token = accessToken();
     const channel = { platform: 'whatsapp' as const, external_id: externalId() };
-    fake.connect({ platform: 'whatsapp', externalId: channel.external_id, accessToken: token, appSecret: APP_SECRET, webhookUrl: 'http://127.0.0.1:9/' });
+    fake.connect({
+      platform: 'whatsapp',
+      externalId: channel.external_id,
+      accessToken: token,
+      appSecret: APP_SECRET,
+      webhookUrl: 'http://127.0.0.1:9/',
+    });
     const graph = { graphApiUrl: fake.url, graphApiVersion: 'v23.0' };
 
     fake.failNext(1, 'network', { externalId: channel.external_id });
@@ -179,7 +264,14 @@ describe('Graph API client', () => {
 
     fake.setDelay(300);
     try {
-      const late = await sendToPlatform(graph, channel, token, '31600000000', { type: 'text', content: 'x' }, { timeoutMs: 50 });
+      const late = await sendToPlatform(
+        graph,
+        channel,
+        token,
+        '31600000000',
+        { type: 'text', content: 'x' },
+        { timeoutMs: 50 },
+      );
       expect(late).toMatchObject({ ok: false, kind: 'retryable', code: 'timeout', httpStatus: null });
     } finally {
       fake.setDelay(0);
@@ -231,24 +323,39 @@ describeEachDialect(
 
         const events = await updates(sent.id);
         expect(events.map((e) => (e.data as Message).status)).toEqual(['sent']);
-        expect(events[0]?.data).toMatchObject({ id: sent.id, status: 'sent', platform_message_id: sent.platform_message_id });
+        expect(events[0]?.data).toMatchObject({
+          id: sent.id,
+          status: 'sent',
+          platform_message_id: sent.platform_message_id,
+        });
       });
 
-      it.each(['facebook', 'instagram'] as const)('sends a text on %s to the PSID / IGSID as a RESPONSE', async (platform) => {
-        const setup = await openChannel(platform);
-        const { conversation, recipient } = await openWindow(setup);
-        const sent = await settled(await send({ conversation_id: conversation.id, content: 'Thanks for writing' }));
-        expect(sent.status).toBe('sent');
-        const [request] = sendsTo(setup.externalId);
-        expect(request?.headers.authorization).toBe(`Bearer ${setup.token}`);
-        expect(request?.body).toEqual({ recipient: { id: recipient }, messaging_type: 'RESPONSE', message: { text: 'Thanks for writing' } });
-        expect(sent.platform_message_id).toBe(fake.sent(setup.externalId)[0]?.platformId);
-      });
+      it.each(['facebook', 'instagram'] as const)(
+        'sends a text on %s to the PSID / IGSID as a RESPONSE',
+        async (platform) => {
+          const setup = await openChannel(platform);
+          const { conversation, recipient } = await openWindow(setup);
+          const sent = await settled(await send({ conversation_id: conversation.id, content: 'Thanks for writing' }));
+          expect(sent.status).toBe('sent');
+          const [request] = sendsTo(setup.externalId);
+          expect(request?.headers.authorization).toBe(`Bearer ${setup.token}`);
+          expect(request?.body).toEqual({
+            recipient: { id: recipient },
+            messaging_type: 'RESPONSE',
+            message: { text: 'Thanks for writing' },
+          });
+          expect(sent.platform_message_id).toBe(fake.sent(setup.externalId)[0]?.platformId);
+        },
+      );
 
       it('sends a WhatsApp template to a contact that never wrote, at its number without "+"', async () => {
         const setup = await openChannel('whatsapp');
         const { conversation, contact } = await openConversation(setup);
-        const template = { name: 'order_update', language: 'en_US', components: [{ type: 'body' as const, parameters: [{ type: 'text', text: '1042' }] }] };
+        const template = {
+          name: 'order_update',
+          language: 'en_US',
+          components: [{ type: 'body' as const, parameters: [{ type: 'text', text: '1042' }] }],
+        };
         const queued = await send({ conversation_id: conversation.id, type: 'template', template });
         expect(queued).toMatchObject({ type: 'template', content: 'order_update', status: 'queued' });
         expect((await settled(queued)).status).toBe('sent');
@@ -286,7 +393,9 @@ describeEachDialect(
           .execute();
 
         for (const { conversation } of [never, noIdentity, old]) {
-          const response = await server().request('POST', '/messages', { body: { conversation_id: conversation.id, content: 'Hello?' } });
+          const response = await server().request('POST', '/messages', {
+            body: { conversation_id: conversation.id, content: 'Hello?' },
+          });
           expectError(response, 400, 'bad_request', { field: 'type', constraint: 'window' });
         }
         expect(sendsTo(setup.externalId)).toHaveLength(0);
@@ -294,8 +403,12 @@ describeEachDialect(
 
       it('sends a text within 24 hours of the contact’s last message', async () => {
         const setup = await openChannel('instagram');
-        const recent = await openConversation(setup, { lastInboundAt: new Date(Date.now() - 23 * HOUR_MS).toISOString() });
-        expect((await settled(await send({ conversation_id: recent.conversation.id, content: 'Still here' }))).status).toBe('sent');
+        const recent = await openConversation(setup, {
+          lastInboundAt: new Date(Date.now() - 23 * HOUR_MS).toISOString(),
+        });
+        expect(
+          (await settled(await send({ conversation_id: recent.conversation.id, content: 'Still here' }))).status,
+        ).toBe('sent');
       });
     });
 
@@ -303,7 +416,11 @@ describeEachDialect(
       it('retries a 5xx and then a throttling error on the schedule, then records sent', async () => {
         const setup = await openChannel('whatsapp');
         const { conversation } = await openWindow(setup);
-        fake.failNext(1, { httpStatus: 500, code: 131000, message: '(#131000) Something went wrong' }, { externalId: setup.externalId });
+        fake.failNext(
+          1,
+          { httpStatus: 500, code: 131000, message: '(#131000) Something went wrong' },
+          { externalId: setup.externalId },
+        );
         fake.failNext(1, META_ERRORS.whatsappThroughput, { externalId: setup.externalId });
         const sent = await settled(await send({ conversation_id: conversation.id, content: 'Third time lucky' }));
         expect(sent).toMatchObject({ status: 'sent', error: null });
@@ -331,7 +448,11 @@ describeEachDialect(
         const { conversation } = await openWindow(setup);
         fake.failNext(RETRY_SCHEDULE_MS.length + 1, META_ERRORS.apiService, { externalId: setup.externalId });
         const failed = await settled(await send({ conversation_id: conversation.id, content: 'Never arrives' }));
-        expect(failed).toMatchObject({ status: 'failed', platform_message_id: null, error: { code: '2', message: META_ERRORS.apiService.message } });
+        expect(failed).toMatchObject({
+          status: 'failed',
+          platform_message_id: null,
+          error: { code: '2', message: META_ERRORS.apiService.message },
+        });
         expect(sendsTo(setup.externalId)).toHaveLength(RETRY_SCHEDULE_MS.length + 1);
         expect((await updates(failed.id)).map((e) => (e.data as Message).status)).toEqual(['failed']);
       });
@@ -365,17 +486,33 @@ describeEachDialect(
         expect(broken.last_error).toMatchObject({ code: '190', message: failed.error?.message });
         expect(Date.parse(broken.last_error?.at ?? '')).toBeGreaterThan(Date.now() - 60_000);
 
-        const repaired = expectBody(await server().request('PATCH', `/channels/${setup.channel.id}`, { body: { status: 'active' } }), 200, Channel);
+        const repaired = expectBody(
+          await server().request('PATCH', `/channels/${setup.channel.id}`, { body: { status: 'active' } }),
+          200,
+          Channel,
+        );
         expect(repaired).toMatchObject({ status: 'active', last_error: null });
       });
 
       it('sends again once a refused token is replaced', async () => {
         const setup = await openChannel('facebook', { fakeToken: accessToken() });
         const { conversation } = await openWindow(setup);
-        expect((await settled(await send({ conversation_id: conversation.id, content: 'First' }))).status).toBe('failed');
+        expect((await settled(await send({ conversation_id: conversation.id, content: 'First' }))).status).toBe(
+          'failed',
+        );
         const fixed = accessToken();
-        fake.connect({ platform: 'facebook', externalId: setup.externalId, accessToken: fixed, appSecret: APP_SECRET, webhookUrl: setup.channel.webhook_url });
-        const patched = expectBody(await server().request('PATCH', `/channels/${setup.channel.id}`, { body: { access_token: fixed } }), 200, Channel);
+        fake.connect({
+          platform: 'facebook',
+          externalId: setup.externalId,
+          accessToken: fixed,
+          appSecret: APP_SECRET,
+          webhookUrl: setup.channel.webhook_url,
+        });
+        const patched = expectBody(
+          await server().request('PATCH', `/channels/${setup.channel.id}`, { body: { access_token: fixed } }),
+          200,
+          Channel,
+        );
         expect(patched.status).toBe('active');
         const sent = await settled(await send({ conversation_id: conversation.id, content: 'Second' }));
         expect(sent.status).toBe('sent');
@@ -386,14 +523,21 @@ describeEachDialect(
         const setup = await openChannel('whatsapp');
         const { conversation } = await openWindow(setup);
         // Meta's message echoing the token must not carry it into Convo's records.
-        fake.failNext(1, { httpStatus: 400, code: 100, message: `(#100) Invalid parameter near ${setup.token}` }, { externalId: setup.externalId });
+        fake.failNext(
+          1,
+          { httpStatus: 400, code: 100, message: `(#100) Invalid parameter near ${setup.token}` },
+          { externalId: setup.externalId },
+        );
         const failed = await settled(await send({ conversation_id: conversation.id, content: 'Echo' }));
         expect(failed.status).toBe('failed');
         expect(failed.error?.message).toContain('[redacted]');
 
         const refused = await openChannel('instagram', { fakeToken: accessToken() });
         const refusedConversation = await openWindow(refused);
-        expect((await settled(await send({ conversation_id: refusedConversation.conversation.id, content: 'Refused' }))).status).toBe('failed');
+        expect(
+          (await settled(await send({ conversation_id: refusedConversation.conversation.id, content: 'Refused' })))
+            .status,
+        ).toBe('failed');
 
         const texts = await Promise.all(
           [
@@ -432,13 +576,18 @@ describeEachDialect(
         expect(delivered.platform_message_id).toBe(wamid);
 
         const status = (value: 'delivered' | 'read') =>
-          whatsappStatuses({ phoneNumberId: setup.externalId, statuses: [{ id: wamid, status: value, recipientId: recipient as string }] });
+          whatsappStatuses({
+            phoneNumberId: setup.externalId,
+            statuses: [{ id: wamid, status: value, recipientId: recipient as string }],
+          });
         expect((await fake.postWebhook(setup.externalId, status('read'))).status).toBe(200);
         await reaches(conversation.id, queued.id, 'read');
         expect((await fake.postWebhook(setup.externalId, status('delivered'))).status).toBe(200);
 
         await fake.idle();
-        expect(fake.webhooks.filter((w) => w.externalId === setup.externalId).every((w) => w.status === 200)).toBe(true);
+        expect(fake.webhooks.filter((w) => w.externalId === setup.externalId).every((w) => w.status === 200)).toBe(
+          true,
+        );
         expect(await statusesOf(queued.id)).toEqual(['sent', 'delivered', 'read']);
         expect((await readMessage(conversation.id, queued.id)).status).toBe('read');
       });
@@ -450,7 +599,10 @@ describeEachDialect(
         const queued = await send({ conversation_id: conversation.id, content: 'Tracked too' });
         await reaches(conversation.id, queued.id, 'delivered');
         const read = messengerRead({ from: recipient as string, to: setup.externalId, watermark: Date.now() });
-        expect((await fake.postWebhook(setup.externalId, messengerInbound({ pageId: setup.externalId, events: [read] }))).status).toBe(200);
+        expect(
+          (await fake.postWebhook(setup.externalId, messengerInbound({ pageId: setup.externalId, events: [read] })))
+            .status,
+        ).toBe(200);
         await reaches(conversation.id, queued.id, 'read');
         expect(await statusesOf(queued.id)).toEqual(['sent', 'delivered', 'read']);
       });
@@ -466,7 +618,10 @@ describeEachDialect(
     /** A worker that only runs when told, so that a test can change things between the request and the send. */
     let worker: Worker;
     beforeAll(() => {
-      worker = new Worker({ database: server().database, handlers: jobHandlers({ database: server().database, settings: server().settings }) });
+      worker = new Worker({
+        database: server().database,
+        handlers: jobHandlers({ database: server().database, settings: server().settings }),
+      });
     });
 
     it.each([
@@ -476,8 +631,12 @@ describeEachDialect(
       const setup = await openChannel('whatsapp');
       const { conversation } = await openWindow(setup);
       const queued = await send({ conversation_id: conversation.id, content: 'Too late' });
-      if (change === 'deleted') expect((await server().request('DELETE', `/channels/${setup.channel.id}`)).status).toBe(204);
-      else expect((await server().request('PATCH', `/channels/${setup.channel.id}`, { body: { status: 'disabled' } })).status).toBe(200);
+      if (change === 'deleted')
+        expect((await server().request('DELETE', `/channels/${setup.channel.id}`)).status).toBe(204);
+      else
+        expect(
+          (await server().request('PATCH', `/channels/${setup.channel.id}`, { body: { status: 'disabled' } })).status,
+        ).toBe(200);
 
       await worker.runDue();
       const failed = await readMessage(conversation.id, queued.id);
@@ -490,7 +649,11 @@ describeEachDialect(
       const setup = await openChannel('whatsapp');
       const { conversation } = await openWindow(setup);
       const queued = await send({ conversation_id: conversation.id, content: 'Once only' });
-      await server().database.db.updateTable('messages').set({ status: 'sent', platform_message_id: 'wamid.recorded' }).where('id', '=', queued.id).execute();
+      await server()
+        .database.db.updateTable('messages')
+        .set({ status: 'sent', platform_message_id: 'wamid.recorded' })
+        .where('id', '=', queued.id)
+        .execute();
 
       await worker.runDue();
       expect(sendsTo(setup.externalId)).toHaveLength(0);
@@ -501,7 +664,10 @@ describeEachDialect(
         .where('payload', 'like', `%${queued.id}%`)
         .execute();
       expect(jobs).toHaveLength(0);
-      expect(await readMessage(conversation.id, queued.id)).toMatchObject({ status: 'sent', platform_message_id: 'wamid.recorded' });
+      expect(await readMessage(conversation.id, queued.id)).toMatchObject({
+        status: 'sent',
+        platform_message_id: 'wamid.recorded',
+      });
     });
   },
   settings(),
@@ -522,10 +688,13 @@ describeEachDialect(
       const { conversation } = await openWindow(setup);
       const count = 3 * SENDS_PER_SECOND;
       const messages: Message[] = [];
-      for (let i = 0; i < count; i++) messages.push(await send({ conversation_id: conversation.id, content: `Burst ${i}` }));
+      for (let i = 0; i < count; i++)
+        messages.push(await send({ conversation_id: conversation.id, content: `Burst ${i}` }));
 
       await eventually(async () => {
-        const statuses = await Promise.all(messages.map(async (m) => (await readMessage(conversation.id, m.id)).status));
+        const statuses = await Promise.all(
+          messages.map(async (m) => (await readMessage(conversation.id, m.id)).status),
+        );
         return statuses.every((s) => s === 'sent');
       }, 20_000);
 
@@ -533,9 +702,15 @@ describeEachDialect(
       expect(times).toHaveLength(count);
       // Fifteen sends at five a second span at least two seconds, and no second holds more than five
       // (less the 0.2 s a request may spend on its way while the machine is busy).
-      expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(((count - SENDS_PER_SECOND) * 1000) / SENDS_PER_SECOND - 200);
+      expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(
+        ((count - SENDS_PER_SECOND) * 1000) / SENDS_PER_SECOND - 200,
+      );
       expect(fake.maxSendsInWindow(setup.externalId, 800)).toBeLessThanOrEqual(SENDS_PER_SECOND);
     });
   },
-  testSettings({ graphApiUrl: fake.url, channelSendRetryScheduleMs: RETRY_SCHEDULE_MS, channelSendsPerSecond: SENDS_PER_SECOND }),
+  testSettings({
+    graphApiUrl: fake.url,
+    channelSendRetryScheduleMs: RETRY_SCHEDULE_MS,
+    channelSendsPerSecond: SENDS_PER_SECOND,
+  }),
 );

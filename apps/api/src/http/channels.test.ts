@@ -11,7 +11,8 @@ import { buildServer } from './server.js';
 const ACCESS_TOKEN = 'EAAG-secret-access-token-0123456789';
 const APP_SECRET = 'app-secret-abcdef0123456789';
 
-const sign = (secret: string, body: string | Buffer) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+const sign = (secret: string, body: string | Buffer) =>
+  `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 
 describe('secret box', () => {
   it('opens what it sealed, under that key only, and notices an altered value', () => {
@@ -33,27 +34,50 @@ describe('channel secrets and the log', () => {
     const lines: string[] = [];
     const database = openDatabase('file::memory:');
     await migrateToLatest(database.db);
-    const app = await buildServer({ database, settings: testSettings(), logger: { level: 'trace', stream: { write: (line) => lines.push(line) } } });
+    const app = await buildServer({
+      database,
+      settings: testSettings(),
+      logger: { level: 'trace', stream: { write: (line) => lines.push(line) } },
+    });
     const account = await accountsService.createAccount(database, { name: 'Logged', plan: 'free' });
     const { key } = await accountsService.createKey(database, { accountId: account.id, type: 'full_access' });
     const call = (method: 'POST' | 'PATCH' | 'GET', url: string, payload?: unknown) =>
-      app.inject({ method, url, headers: { authorization: `Bearer ${key}` }, ...(payload === undefined ? {} : { payload: payload as object }) });
+      app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${key}` },
+        ...(payload === undefined ? {} : { payload: payload as object }),
+      });
 
-    const created = await call('POST', '/v1/channels', { platform: 'whatsapp', external_id: '123', access_token: ACCESS_TOKEN, app_secret: APP_SECRET });
+    const created = await call('POST', '/v1/channels', {
+      platform: 'whatsapp',
+      external_id: '123',
+      access_token: ACCESS_TOKEN,
+      app_secret: APP_SECRET,
+    });
     expect(created.statusCode).toBe(201);
     const id = (created.json() as { id: string }).id;
     // Refused bodies carry the secrets too: their errors must not repeat them.
     for (const body of [
       { platform: 'whatsapp', external_id: 'x', access_token: ACCESS_TOKEN, app_secret: APP_SECRET },
       { platform: 'whatsapp', external_id: '123', access_token: ACCESS_TOKEN, app_secret: APP_SECRET },
-      { platform: 'whatsapp', external_id: '124', access_token: ACCESS_TOKEN, app_secret: APP_SECRET, extra: ACCESS_TOKEN },
+      {
+        platform: 'whatsapp',
+        external_id: '124',
+        access_token: ACCESS_TOKEN,
+        app_secret: APP_SECRET,
+        extra: ACCESS_TOKEN,
+      },
     ]) {
       const refused = await call('POST', '/v1/channels', body);
       expect(refused.statusCode).toBe(400);
       expect(refused.body).not.toContain(ACCESS_TOKEN);
       expect(refused.body).not.toContain(APP_SECRET);
     }
-    expect((await call('PATCH', `/v1/channels/${id}`, { access_token: `${ACCESS_TOKEN}-2`, app_secret: `${APP_SECRET}-2` })).statusCode).toBe(200);
+    expect(
+      (await call('PATCH', `/v1/channels/${id}`, { access_token: `${ACCESS_TOKEN}-2`, app_secret: `${APP_SECRET}-2` }))
+        .statusCode,
+    ).toBe(200);
     expect((await call('PATCH', `/v1/channels/${id}`, { access_token: '' })).statusCode).toBe(400);
     const hook = await app.inject({
       method: 'POST',
@@ -79,7 +103,13 @@ describeEachDialect('channels', (server) => {
 
   const create = async (body: Record<string, unknown> = {}, key?: string) =>
     server().request('POST', '/channels', {
-      body: { platform: 'whatsapp', external_id: externalId(), access_token: ACCESS_TOKEN, app_secret: APP_SECRET, ...body },
+      body: {
+        platform: 'whatsapp',
+        external_id: externalId(),
+        access_token: ACCESS_TOKEN,
+        app_secret: APP_SECRET,
+        ...body,
+      },
       ...(key ? { key } : {}),
     });
 
@@ -91,7 +121,13 @@ describeEachDialect('channels', (server) => {
     const id = externalId();
     const response = await create({ external_id: id, name: 'Support line' });
     const channel = expectBody(response, 201, Channel);
-    expect(channel).toMatchObject({ platform: 'whatsapp', name: 'Support line', external_id: id, status: 'active', last_error: null });
+    expect(channel).toMatchObject({
+      platform: 'whatsapp',
+      name: 'Support line',
+      external_id: id,
+      status: 'active',
+      last_error: null,
+    });
     expect(channel.id).toMatch(/^ch_/);
     expect(channel.webhook_url).toBe(hookPath(channel.id));
     expect(channel.verify_token.length).toBeGreaterThanOrEqual(16);
@@ -99,7 +135,11 @@ describeEachDialect('channels', (server) => {
     expect(response.text).not.toContain(APP_SECRET);
     expect(response.text).not.toMatch(/access_token|app_secret/);
 
-    const row = await server().database.db.selectFrom('channels').selectAll().where('id', '=', channel.id).executeTakeFirstOrThrow();
+    const row = await server()
+      .database.db.selectFrom('channels')
+      .selectAll()
+      .where('id', '=', channel.id)
+      .executeTakeFirstOrThrow();
     expect(JSON.stringify(row)).not.toContain(ACCESS_TOKEN);
     expect(JSON.stringify(row)).not.toContain(APP_SECRET);
     expect(openSecret(server().settings.secretKey(), row.access_token_sealed)).toBe(ACCESS_TOKEN);
@@ -114,7 +154,11 @@ describeEachDialect('channels', (server) => {
 
   it('names a channel after its platform and id when no name is given, and keeps a given verify token', async () => {
     const id = externalId();
-    const channel = expectBody(await create({ platform: 'instagram', external_id: id, verify_token: 'my-verify-token' }), 201, Channel);
+    const channel = expectBody(
+      await create({ platform: 'instagram', external_id: id, verify_token: 'my-verify-token' }),
+      201,
+      Channel,
+    );
     expect(channel.name).toBe(`Instagram ${id}`);
     expect(channel.verify_token).toBe('my-verify-token');
   });
@@ -130,58 +174,112 @@ describeEachDialect('channels', (server) => {
     expect((await create({ external_id: id }, server().keys.otherFull)).status).toBe(201);
 
     expectError(await create({ platform: 'telegram' }), 400, 'bad_request', { field: 'platform', constraint: 'enum' });
-    expectError(await create({ external_id: 'abc' }), 400, 'bad_request', { field: 'external_id', constraint: 'pattern' });
-    expectError(await create({ access_token: '' }), 400, 'bad_request', { field: 'access_token', constraint: 'min_length' });
-    expectError(await create({ verify_token: 'short' }), 400, 'bad_request', { field: 'verify_token', constraint: 'min_length' });
+    expectError(await create({ external_id: 'abc' }), 400, 'bad_request', {
+      field: 'external_id',
+      constraint: 'pattern',
+    });
+    expectError(await create({ access_token: '' }), 400, 'bad_request', {
+      field: 'access_token',
+      constraint: 'min_length',
+    });
+    expectError(await create({ verify_token: 'short' }), 400, 'bad_request', {
+      field: 'verify_token',
+      constraint: 'min_length',
+    });
     expectError(await create({ status: 'active' }), 400, 'bad_request', { field: 'status', constraint: 'unknown' });
-    const missing = await server().request('POST', '/channels', { body: { platform: 'whatsapp', external_id: externalId(), access_token: 'x' } });
+    const missing = await server().request('POST', '/channels', {
+      body: { platform: 'whatsapp', external_id: externalId(), access_token: 'x' },
+    });
     expectError(missing, 400, 'bad_request', { field: 'app_secret', constraint: 'required' });
   });
 
   it('lists newest first with a platform filter, and keeps other accounts out', async () => {
     const a = expectBody(await create({ platform: 'facebook' }), 201, Channel);
     const b = expectBody(await create({ platform: 'facebook' }), 201, Channel);
-    const list = expectBody(await server().request('GET', '/channels', { query: { platform: 'facebook', limit: 100 } }), 200, ChannelList);
+    const list = expectBody(
+      await server().request('GET', '/channels', { query: { platform: 'facebook', limit: 100 } }),
+      200,
+      ChannelList,
+    );
     expect(list.data.every((channel) => channel.platform === 'facebook')).toBe(true);
     const ids = list.data.map((channel) => channel.id);
     expect(ids.indexOf(b.id)).toBeLessThan(ids.indexOf(a.id));
     expect(list.total).toBe(list.data.length);
 
-    const other = expectBody(await server().request('GET', '/channels', { key: server().keys.otherFull, query: { limit: 100 } }), 200, ChannelList);
+    const other = expectBody(
+      await server().request('GET', '/channels', { key: server().keys.otherFull, query: { limit: 100 } }),
+      200,
+      ChannelList,
+    );
     expect(other.data.map((channel) => channel.id)).not.toContain(a.id);
     expectError(await server().request('GET', `/channels/${a.id}`, { key: server().keys.otherFull }), 404, 'not_found');
-    expectError(await server().request('PATCH', `/channels/${a.id}`, { key: server().keys.otherFull, body: { name: 'x' } }), 404, 'not_found');
-    expectError(await server().request('DELETE', `/channels/${a.id}`, { key: server().keys.otherFull }), 404, 'not_found');
+    expectError(
+      await server().request('PATCH', `/channels/${a.id}`, { key: server().keys.otherFull, body: { name: 'x' } }),
+      404,
+      'not_found',
+    );
+    expectError(
+      await server().request('DELETE', `/channels/${a.id}`, { key: server().keys.otherFull }),
+      404,
+      'not_found',
+    );
   });
 
   it('needs a full-access key to create, change or delete, and a read-only key may read', async () => {
     const channel = expectBody(await create(), 201, Channel);
     expectError(await create({}, server().keys.readOnly), 403, 'forbidden');
-    expectError(await server().request('PATCH', `/channels/${channel.id}`, { key: server().keys.readOnly, body: { name: 'x' } }), 403, 'forbidden');
-    expect((await server().request('GET', `/channels/${channel.id}`, { key: server().keys.readOnly })).status).toBe(200);
+    expectError(
+      await server().request('PATCH', `/channels/${channel.id}`, { key: server().keys.readOnly, body: { name: 'x' } }),
+      403,
+      'forbidden',
+    );
+    expect((await server().request('GET', `/channels/${channel.id}`, { key: server().keys.readOnly })).status).toBe(
+      200,
+    );
   });
 
   it('renames, rotates secrets, disables and re-enables; rotation takes effect on the next webhook', async () => {
     const channel = expectBody(await create(), 201, Channel);
-    const renamed = expectBody(await server().request('PATCH', `/channels/${channel.id}`, { body: { name: 'Sales' } }), 200, Channel);
+    const renamed = expectBody(
+      await server().request('PATCH', `/channels/${channel.id}`, { body: { name: 'Sales' } }),
+      200,
+      Channel,
+    );
     expect(renamed).toMatchObject({ name: 'Sales', status: 'active' });
     expect(renamed.updated_at >= channel.updated_at).toBe(true);
 
     const body = JSON.stringify({ object: 'whatsapp_business_account', entry: [] });
     expect((await postHook(channel.id, body, { 'x-hub-signature-256': sign(APP_SECRET, body) })).status).toBe(200);
-    const rotated = await server().request('PATCH', `/channels/${channel.id}`, { body: { app_secret: 'the-new-app-secret' } });
+    const rotated = await server().request('PATCH', `/channels/${channel.id}`, {
+      body: { app_secret: 'the-new-app-secret' },
+    });
     expect(rotated.status).toBe(200);
     expect(rotated.text).not.toContain('the-new-app-secret');
     expect((await postHook(channel.id, body, { 'x-hub-signature-256': sign(APP_SECRET, body) })).status).toBe(401);
-    expect((await postHook(channel.id, body, { 'x-hub-signature-256': sign('the-new-app-secret', body) })).status).toBe(200);
+    expect((await postHook(channel.id, body, { 'x-hub-signature-256': sign('the-new-app-secret', body) })).status).toBe(
+      200,
+    );
 
-    const disabled = expectBody(await server().request('PATCH', `/channels/${channel.id}`, { body: { status: 'disabled' } }), 200, Channel);
+    const disabled = expectBody(
+      await server().request('PATCH', `/channels/${channel.id}`, { body: { status: 'disabled' } }),
+      200,
+      Channel,
+    );
     expect(disabled.status).toBe('disabled');
-    expectError(await server().request('PATCH', `/channels/${channel.id}`, { body: { status: 'error' } }), 400, 'bad_request', {
-      field: 'status',
-      constraint: 'enum',
-    });
-    const enabled = expectBody(await server().request('PATCH', `/channels/${channel.id}`, { body: { status: 'active' } }), 200, Channel);
+    expectError(
+      await server().request('PATCH', `/channels/${channel.id}`, { body: { status: 'error' } }),
+      400,
+      'bad_request',
+      {
+        field: 'status',
+        constraint: 'enum',
+      },
+    );
+    const enabled = expectBody(
+      await server().request('PATCH', `/channels/${channel.id}`, { body: { status: 'active' } }),
+      200,
+      Channel,
+    );
     expect(enabled.status).toBe('active');
   });
 
@@ -198,7 +296,11 @@ describeEachDialect('channels', (server) => {
 
   describe('webhook ingress', () => {
     const payloads = async (channelId: string) =>
-      server().database.db.selectFrom('channel_payloads').select(['body']).where('channel_id', '=', channelId).execute();
+      server()
+        .database.db.selectFrom('channel_payloads')
+        .select(['body'])
+        .where('channel_id', '=', channelId)
+        .execute();
 
     it('answers the subscription handshake with the challenge, and 403 to a wrong token or mode', async () => {
       const channel = expectBody(await create({ verify_token: 'verify-me-please' }), 201, Channel);
@@ -207,10 +309,17 @@ describeEachDialect('channels', (server) => {
       expect(ok.status).toBe(200);
       expect(ok.headers.get('content-type')).toMatch(/^text\/plain/);
       expect(await ok.text()).toBe('1158201444');
-      expect((await fetch(url('hub.mode=subscribe&hub.verify_token=wrong-token-here&hub.challenge=1'))).status).toBe(403);
-      expect((await fetch(url('hub.mode=unsubscribe&hub.verify_token=verify-me-please&hub.challenge=1'))).status).toBe(403);
+      expect((await fetch(url('hub.mode=subscribe&hub.verify_token=wrong-token-here&hub.challenge=1'))).status).toBe(
+        403,
+      );
+      expect((await fetch(url('hub.mode=unsubscribe&hub.verify_token=verify-me-please&hub.challenge=1'))).status).toBe(
+        403,
+      );
       expect((await fetch(url('hub.mode=subscribe&hub.challenge=1'))).status).toBe(403);
-      expect((await fetch(`${hookPath('ch_unknown')}?hub.mode=subscribe&hub.verify_token=verify-me-please&hub.challenge=1`)).status).toBe(404);
+      expect(
+        (await fetch(`${hookPath('ch_unknown')}?hub.mode=subscribe&hub.verify_token=verify-me-please&hub.challenge=1`))
+          .status,
+      ).toBe(404);
     });
 
     it('stores a signed body as it came and answers 200; refuses and stores nothing unsigned, wrongly signed or altered', async () => {
@@ -220,9 +329,19 @@ describeEachDialect('channels', (server) => {
 
       expect((await postHook(channel.id, body)).status).toBe(401);
       expect((await postHook(channel.id, body, { 'x-hub-signature-256': 'sha256=' })).status).toBe(401);
-      expect((await postHook(channel.id, body, { 'x-hub-signature-256': sign('not-the-secret', body) })).status).toBe(401);
-      expect((await postHook(channel.id, body, { 'x-hub-signature-256': sign('another-channels-secret', body) })).status).toBe(401);
-      expect((await postHook(channel.id, body, { 'x-hub-signature-256': sign(APP_SECRET, body).replace('sha256=', 'sha1=') })).status).toBe(401);
+      expect((await postHook(channel.id, body, { 'x-hub-signature-256': sign('not-the-secret', body) })).status).toBe(
+        401,
+      );
+      expect(
+        (await postHook(channel.id, body, { 'x-hub-signature-256': sign('another-channels-secret', body) })).status,
+      ).toBe(401);
+      expect(
+        (
+          await postHook(channel.id, body, {
+            'x-hub-signature-256': sign(APP_SECRET, body).replace('sha256=', 'sha1='),
+          })
+        ).status,
+      ).toBe(401);
       const altered = body.replace('"1"', '"2"');
       expect((await postHook(channel.id, altered, { 'x-hub-signature-256': sign(APP_SECRET, body) })).status).toBe(401);
       expect(await payloads(channel.id)).toEqual([]);
@@ -239,7 +358,10 @@ describeEachDialect('channels', (server) => {
       for (const raw of ['{"object":', '[1,2]', '"text"', Buffer.from([0x7b, 0xff, 0x7d])]) {
         const response = await postHook(channel.id, raw, { 'x-hub-signature-256': sign(APP_SECRET, raw) });
         expect(response.status).toBe(400);
-        expect(((await response.json()) as { error: { details: unknown } }).error.details).toMatchObject({ field: 'body', constraint: 'json' });
+        expect(((await response.json()) as { error: { details: unknown } }).error.details).toMatchObject({
+          field: 'body',
+          constraint: 'json',
+        });
       }
       expect(await payloads(channel.id)).toEqual([]);
     });

@@ -19,7 +19,13 @@ import { type ChannelRow, channelsRepository } from '../repositories/channels.js
 import { TenantScope } from '../repositories/tenant.js';
 import { type Arrival, receiveManyOnChannel, receiveOnChannel } from '../services/channel-inbound.js';
 import { newWamid } from '../testing/meta-payloads.js';
-import { type TestResponse, type TestServer, describeEachDialect, expectBody, expectExactError } from '../testing/harness.js';
+import {
+  type TestResponse,
+  type TestServer,
+  describeEachDialect,
+  expectBody,
+  expectExactError,
+} from '../testing/harness.js';
 
 /** Rounds of each race: a race lost once in a few rounds is still caught. */
 const ROUNDS = 5;
@@ -65,13 +71,18 @@ async function expectEventsTellTransitions(server: TestServer, conversationId: s
   for (const [index, event] of events.entries()) {
     if (event.type === 'conversation.resolved') {
       const before = events[index - 1];
-      expect(before?.type, `conversation.resolved of ${conversationId} follows its change`).toBe('conversation.updated');
+      expect(before?.type, `conversation.resolved of ${conversationId} follows its change`).toBe(
+        'conversation.updated',
+      );
       expect(before?.data.status).toBe('resolved');
       continue;
     }
     const next = event.data.status as ConversationStatus;
     expect(CONVERSATION_TRANSITIONS[status], `${conversationId}: ${status} → ${next}`).toContain(next);
-    if (next === 'resolved') expect(events[index + 1]?.type, `${conversationId} entered resolved without its event`).toBe('conversation.resolved');
+    if (next === 'resolved')
+      expect(events[index + 1]?.type, `${conversationId} entered resolved without its event`).toBe(
+        'conversation.resolved',
+      );
     status = next;
   }
   return status;
@@ -80,18 +91,29 @@ async function expectEventsTellTransitions(server: TestServer, conversationId: s
 describeEachDialect('concurrent writes', (server) => {
   let phoneSeq = 4_100_000;
   const phone = () => `+1629${phoneSeq++}`;
-  const createContact = async () => expectBody(await server().request('POST', '/contacts', { body: { name: 'Racer', phone: phone() } }), 201, Contact);
+  const createContact = async () =>
+    expectBody(await server().request('POST', '/contacts', { body: { name: 'Racer', phone: phone() } }), 201, Contact);
   const createConversation = async (contactId: string) =>
-    expectBody(await server().request('POST', '/conversations', { body: { contact_id: contactId, platform: 'whatsapp' } }), 201, Conversation);
+    expectBody(
+      await server().request('POST', '/conversations', { body: { contact_id: contactId, platform: 'whatsapp' } }),
+      201,
+      Conversation,
+    );
   const createEndpoint = async () =>
-    expectBody(await server().request('POST', '/webhook_endpoints', { body: { url: 'http://127.0.0.1:9/hook', events: ['*'] } }), 201, WebhookEndpoint);
+    expectBody(
+      await server().request('POST', '/webhook_endpoints', { body: { url: 'http://127.0.0.1:9/hook', events: ['*'] } }),
+      201,
+      WebhookEndpoint,
+    );
   const items = [{ name: 'Mug', quantity: 1, unit_amount: 900 }];
 
   it('emits conversation.resolved once when ten PATCHes resolve a conversation at once', async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const conversation = await createConversation((await createContact()).id);
       const answers = await Promise.all(
-        Array.from({ length: 10 }, () => server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: 'resolved' } })),
+        Array.from({ length: 10 }, () =>
+          server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: 'resolved' } }),
+        ),
       );
       for (const answer of answers) expect(expectBody(answer, 200, Conversation).status).toBe('resolved');
       const resolved = await eventsOf(server(), ['conversation.resolved'], conversation.id);
@@ -105,12 +127,16 @@ describeEachDialect('concurrent writes', (server) => {
       const conversation = await createConversation((await createContact()).id);
       const answers = await Promise.all(
         Array.from({ length: 12 }, (_, n) =>
-          server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: n % 2 === 0 ? 'resolved' : 'active' } }),
+          server().request('PATCH', `/conversations/${conversation.id}`, {
+            body: { status: n % 2 === 0 ? 'resolved' : 'active' },
+          }),
         ),
       );
       for (const answer of answers) expectBody(answer, 200, Conversation);
       const last = await expectEventsTellTransitions(server(), conversation.id);
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status).toBe(last);
+      expect(
+        expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status,
+      ).toBe(last);
     }
   });
 
@@ -119,8 +145,12 @@ describeEachDialect('concurrent writes', (server) => {
       const contact = await createContact();
       const [deleted, ...answers] = await Promise.all([
         server().request('DELETE', `/contacts/${contact.id}`),
-        ...Array.from({ length: 4 }, () => server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'USD', items } })),
-        ...Array.from({ length: 4 }, () => server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'facebook' } })),
+        ...Array.from({ length: 4 }, () =>
+          server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'USD', items } }),
+        ),
+        ...Array.from({ length: 4 }, () =>
+          server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'facebook' } }),
+        ),
       ]);
       expect(deleted?.status, deleted?.text).toBe(204);
       for (const answer of answers) {
@@ -150,7 +180,9 @@ describeEachDialect('concurrent writes', (server) => {
         ...endpoints.map((endpoint) => server().request('DELETE', `/webhook_endpoints/${endpoint.id}`)),
         server().request('POST', '/webhook_endpoints', { body: { url: 'http://127.0.0.1:9/other', events: ['*'] } }),
         ...Array.from({ length: 3 }, () => server().request('POST', '/contacts', { body: { phone: phone() } })),
-        ...Array.from({ length: 3 }, () => server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'EUR', items } })),
+        ...Array.from({ length: 3 }, () =>
+          server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'EUR', items } }),
+        ),
         server().request('DELETE', `/contacts/${contact.id}`),
       ]);
       for (const answer of answers) {
@@ -167,13 +199,22 @@ describeEachDialect('concurrent writes', (server) => {
       const contact = await createContact();
       const key = `race-${round}-${contact.id}`;
       const order = () =>
-        server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'USD', items }, headers: { 'Idempotency-Key': key } });
-      const [deleted, ...answers] = await Promise.all([server().request('DELETE', `/contacts/${contact.id}`), order(), order(), order()]);
+        server().request('POST', '/orders', {
+          body: { contact_id: contact.id, currency: 'USD', items },
+          headers: { 'Idempotency-Key': key },
+        });
+      const [deleted, ...answers] = await Promise.all([
+        server().request('DELETE', `/contacts/${contact.id}`),
+        order(),
+        order(),
+        order(),
+      ]);
       expect(deleted?.status, deleted?.text).toBe(204);
       const first = answers[0] as TestResponse;
       if (first.status === 404) expectContactGone(first, contact.id);
       else expect(first.status, first.text).toBe(201);
-      for (const answer of answers) expect({ status: answer.status, body: answer.body }).toEqual({ status: first.status, body: first.body });
+      for (const answer of answers)
+        expect({ status: answer.status, body: answer.body }).toEqual({ status: first.status, body: first.body });
       // Replayed later, whatever happened since.
       const replay = await order();
       expect({ status: replay.status, body: replay.body }).toEqual({ status: first.status, body: first.body });
@@ -187,9 +228,14 @@ describeEachDialect('concurrent writes', (server) => {
       const number = `RACE-${round}-${contact.id}`;
       const keyed = (n: number) => ({ 'Idempotency-Key': `unique-${round}-${n}-${taken}` });
       const answers = await Promise.all([
-        ...Array.from({ length: 4 }, (_, n) => server().request('POST', '/contacts', { body: { phone: taken }, headers: keyed(n) })),
         ...Array.from({ length: 4 }, (_, n) =>
-          server().request('POST', '/orders', { body: { contact_id: contact.id, number, currency: 'USD', items }, headers: keyed(10 + n) }),
+          server().request('POST', '/contacts', { body: { phone: taken }, headers: keyed(n) }),
+        ),
+        ...Array.from({ length: 4 }, (_, n) =>
+          server().request('POST', '/orders', {
+            body: { contact_id: contact.id, number, currency: 'USD', items },
+            headers: keyed(10 + n),
+          }),
         ),
       ]);
       for (const [field, group] of [
@@ -230,7 +276,12 @@ describeEachDialect('concurrent writes', (server) => {
     });
     for (let round = 0; round < ROUNDS; round++) {
       const sender = `3163${phoneSeq++}`;
-      const first = await receiveOnChannel(ctx, channelRow, arrival(sender, 'first').sender, arrival(sender, 'first').message);
+      const first = await receiveOnChannel(
+        ctx,
+        channelRow,
+        arrival(sender, 'first').sender,
+        arrival(sender, 'first').message,
+      );
       const conversationId = first?.conversation_id as string;
       const later = arrival(sender, 'later');
       const [left, resolved] = await Promise.all([
@@ -240,7 +291,9 @@ describeEachDialect('concurrent writes', (server) => {
       expect(resolved.status, resolved.text).toBe(200);
       for (const { sender: from, message } of left) await receiveOnChannel(ctx, channelRow, from, message);
       // Open again, then one message at a time (the path of a new sender or a reopen) against a resolve.
-      expect((await server().request('PATCH', `/conversations/${conversationId}`, { body: { status: 'active' } })).status).toBe(200);
+      expect(
+        (await server().request('PATCH', `/conversations/${conversationId}`, { body: { status: 'active' } })).status,
+      ).toBe(200);
       const slow = arrival(sender, 'slow');
       const [, resolvedAgain] = await Promise.all([
         receiveOnChannel(ctx, channelRow, slow.sender, slow.message),
@@ -255,10 +308,17 @@ describeEachDialect('concurrent writes', (server) => {
         if (event.type === 'conversation.updated') status = event.data.status as string;
         else if (status !== 'active') {
           const next = events[index + 1];
-          expect(`${next?.type} ${next?.data.status}`, `round ${round}: ${event.data.content} arrived while ${status}`).toBe('conversation.updated active');
+          expect(
+            `${next?.type} ${next?.data.status}`,
+            `round ${round}: ${event.data.content} arrived while ${status}`,
+          ).toBe('conversation.updated active');
         }
       }
-      expect(events.filter((event) => event.type === 'message.received').map((event) => event.data.content)).toEqual(['first', 'later', 'slow']);
+      expect(events.filter((event) => event.type === 'message.received').map((event) => event.data.content)).toEqual([
+        'first',
+        'later',
+        'slow',
+      ]);
     }
   });
 
@@ -273,8 +333,12 @@ describeEachDialect('concurrent writes', (server) => {
     });
     let runs = 0;
     const lock = (trx: typeof db, id: string) =>
-      lockedForUpdate(server().database.capabilities, trx.selectFrom('contacts').select('id').where('id', '=', id)).execute();
-    // Each locks one contact, waits until the other holds its own, then asks for the other's: a deadlock, the first time.
+      lockedForUpdate(
+        server().database.capabilities,
+        trx.selectFrom('contacts').select('id').where('id', '=', id),
+      ).execute();
+    // Each locks one contact, waits until the other holds its own, then asks for the other's: a deadlock, the first
+    // time.
     const crossing = (first: string, second: string) =>
       runTransaction(db, server().database.capabilities, async (trx) => {
         runs++;
@@ -295,7 +359,8 @@ describeEachDialect('concurrent writes', (server) => {
       let runs = 0;
       const work = runTransaction(db, server().database.capabilities, async (trx) => {
         runs++;
-        if (runs <= times) await sql`do $$ begin raise exception 'conflict' using errcode = '40001'; end $$`.execute(trx);
+        if (runs <= times)
+          await sql`do $$ begin raise exception 'conflict' using errcode = '40001'; end $$`.execute(trx);
         return runs;
       });
       return work;
@@ -314,7 +379,8 @@ describeEachDialect('concurrent writes', (server) => {
       await runTransaction(server().database.db, server().database.capabilities, async (trx) => {
         runs++;
         await trx.selectFrom('contacts').select('id').where('id', '=', contact.id).execute();
-        if (runs === 1) await elsewhere.db.updateTable('contacts').set({ name: 'Elsewhere' }).where('id', '=', contact.id).execute();
+        if (runs === 1)
+          await elsewhere.db.updateTable('contacts').set({ name: 'Elsewhere' }).where('id', '=', contact.id).execute();
         // Its snapshot is older than that commit: SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out.
         await trx.updateTable('contacts').set({ email: 'here@example.com' }).where('id', '=', contact.id).execute();
       });
@@ -360,7 +426,9 @@ describeEachDialect('concurrent writes', (server) => {
     const OPERATIONS_PER_ROUND = 60;
     const FUZZ_ROUNDS = 4;
 
-    it('answers no 5xx, only the contract 404 for what is gone, one event per change, and keeps every accepted write', { timeout: 30_000 }, async () => {
+    it('answers no 5xx, only the contract 404 for what is gone, one event per change, and keeps every accepted write', {
+      timeout: 30_000,
+    }, async () => {
       const random = randomFrom(39);
       const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
       /** The kinds of answer seen (`create order 404`), to check that the races ran at all. */
@@ -371,18 +439,31 @@ describeEachDialect('concurrent writes', (server) => {
         const contacts = await Promise.all(Array.from({ length: 6 }, () => createContact()));
         const doomed = contacts.slice(0, 2);
         const conversations = await Promise.all(
-          [contacts[0], contacts[2], contacts[3], contacts[4]].map((contact) => createConversation((contact as Contact).id)),
+          [contacts[0], contacts[2], contacts[3], contacts[4]].map((contact) =>
+            createConversation((contact as Contact).id),
+          ),
         );
         const endpoints = [await createEndpoint(), await createEndpoint()];
         const orders = await Promise.all(
           [contacts[2], contacts[3]].map(async (contact) =>
-            expectBody(await server().request('POST', '/orders', { body: { contact_id: (contact as Contact).id, currency: 'USD', items } }), 201, Order),
+            expectBody(
+              await server().request('POST', '/orders', {
+                body: { contact_id: (contact as Contact).id, currency: 'USD', items },
+              }),
+              201,
+              Order,
+            ),
           ),
         );
         type Sent = { kind: string; target?: string; body?: Record<string, unknown>; response: Promise<TestResponse> };
         const sent: Sent[] = [];
         const send = (kind: string, method: string, path: string, body?: Record<string, unknown>, target?: string) =>
-          sent.push({ kind, ...(target ? { target } : {}), ...(body ? { body } : {}), response: server().request(method, path, body ? { body } : {}) });
+          sent.push({
+            kind,
+            ...(target ? { target } : {}),
+            ...(body ? { body } : {}),
+            response: server().request(method, path, body ? { body } : {}),
+          });
         for (let n = 0; n < OPERATIONS_PER_ROUND; n++) {
           const contact = pick(contacts);
           const conversation = pick(conversations);
@@ -391,27 +472,66 @@ describeEachDialect('concurrent writes', (server) => {
           if (roll < 0.05) {
             const victim = pick(doomed);
             send('delete contact', 'DELETE', `/contacts/${victim.id}`, undefined, victim.id);
-          } else if (roll < 0.2) send('create order', 'POST', '/orders', { contact_id: contact.id, currency: 'USD', items }, contact.id);
+          } else if (roll < 0.2)
+            send('create order', 'POST', '/orders', { contact_id: contact.id, currency: 'USD', items }, contact.id);
           else if (roll < 0.3)
-            send('create conversation', 'POST', '/conversations', { contact_id: contact.id, platform: pick(['whatsapp', 'facebook'] as const) }, contact.id);
-          else if (roll < 0.4) send('send message', 'POST', '/messages', { conversation_id: conversation.id, content: `m ${round}-${n}` }, conversation.id);
+            send(
+              'create conversation',
+              'POST',
+              '/conversations',
+              { contact_id: contact.id, platform: pick(['whatsapp', 'facebook'] as const) },
+              contact.id,
+            );
+          else if (roll < 0.4)
+            send(
+              'send message',
+              'POST',
+              '/messages',
+              { conversation_id: conversation.id, content: `m ${round}-${n}` },
+              conversation.id,
+            );
           else if (roll < 0.57) {
             // Archived is final: rarer, so that most PATCHes race transitions that can still happen.
-            const status = pick(['active', 'resolved', 'active', 'resolved', 'resolved', 'active', 'archived'] as const);
+            const status = pick([
+              'active',
+              'resolved',
+              'active',
+              'resolved',
+              'resolved',
+              'active',
+              'archived',
+            ] as const);
             send('patch conversation', 'PATCH', `/conversations/${conversation.id}`, { status }, conversation.id);
           } else if (roll < 0.63) {
             const order = pick(orders);
-            send('patch order', 'PATCH', `/orders/${order.id}`, { status: pick(['paid', 'paid', 'fulfilled', 'cancelled', 'refunded'] as const) }, order.id);
-          } else if (roll < 0.7) send('tag contact', 'POST', `/contacts/${contact.id}/tags`, { tag: `t${round}-${n}` }, contact.id);
-          else if (roll < 0.76) send('rename contact', 'PATCH', `/contacts/${contact.id}`, { name: `Renamed ${round}-${n}` }, contact.id);
-          else if (roll < 0.83) send('delete endpoint', 'DELETE', `/webhook_endpoints/${endpoint.id}`, undefined, endpoint.id);
-          else if (roll < 0.88) send('create endpoint', 'POST', '/webhook_endpoints', { url: `http://127.0.0.1:9/fuzz-${round}-${n}`, events: ['*'] });
+            send(
+              'patch order',
+              'PATCH',
+              `/orders/${order.id}`,
+              { status: pick(['paid', 'paid', 'fulfilled', 'cancelled', 'refunded'] as const) },
+              order.id,
+            );
+          } else if (roll < 0.7)
+            send('tag contact', 'POST', `/contacts/${contact.id}/tags`, { tag: `t${round}-${n}` }, contact.id);
+          else if (roll < 0.76)
+            send('rename contact', 'PATCH', `/contacts/${contact.id}`, { name: `Renamed ${round}-${n}` }, contact.id);
+          else if (roll < 0.83)
+            send('delete endpoint', 'DELETE', `/webhook_endpoints/${endpoint.id}`, undefined, endpoint.id);
+          else if (roll < 0.88)
+            send('create endpoint', 'POST', '/webhook_endpoints', {
+              url: `http://127.0.0.1:9/fuzz-${round}-${n}`,
+              events: ['*'],
+            });
           else send('create contact', 'POST', '/contacts', { name: `Fuzz ${round}-${n}`, phone: phone() });
         }
-        const answers = await Promise.all(sent.map(async (request) => ({ ...request, answer: await request.response })));
+        const answers = await Promise.all(
+          sent.map(async (request) => ({ ...request, answer: await request.response })),
+        );
         for (const { kind, answer } of answers) outcomes.add(`${kind} ${answer.status}`);
 
-        const deletedContacts = new Set(answers.filter((a) => a.kind === 'delete contact' && a.answer.status === 204).map((a) => a.target));
+        const deletedContacts = new Set(
+          answers.filter((a) => a.kind === 'delete contact' && a.answer.status === 204).map((a) => a.target),
+        );
         for (const { kind, target, body, answer } of answers) {
           const what = `${kind} ${target ?? ''}: ${answer.status} ${answer.text}`;
           expect(answer.status, what).toBeLessThan(500);
@@ -422,7 +542,10 @@ describeEachDialect('concurrent writes', (server) => {
               expectExactError(answer, 404, 'not_found');
               expect(answer.body.error.message).toBe(`No such conversation: ${target}`);
             } else expectContactGone(answer, target as string);
-            const contactOf = kind === 'patch conversation' || kind === 'send message' ? conversations.find((c) => c.id === target)?.contact.id : target;
+            const contactOf =
+              kind === 'patch conversation' || kind === 'send message'
+                ? conversations.find((c) => c.id === target)?.contact.id
+                : target;
             if (kind !== 'delete endpoint') expect(deletedContacts.has(contactOf), what).toBe(true);
             continue;
           }
@@ -446,10 +569,14 @@ describeEachDialect('concurrent writes', (server) => {
             else {
               // The contact's summary is the contact's as it is now (a rename meanwhile shows).
               const conversation = expectBody(read, 200, Conversation);
-              expect(conversation).toEqual({ ...expectBody(answer, 201, Conversation), contact: { ...answer.body.contact, name: conversation.contact.name } });
+              expect(conversation).toEqual({
+                ...expectBody(answer, 201, Conversation),
+                contact: { ...answer.body.contact, name: conversation.contact.name },
+              });
             }
           } else if (kind === 'create contact' || kind === 'create endpoint') {
-            const path = kind === 'create contact' ? `/contacts/${answer.body.id}` : `/webhook_endpoints/${answer.body.id}`;
+            const path =
+              kind === 'create contact' ? `/contacts/${answer.body.id}` : `/webhook_endpoints/${answer.body.id}`;
             const read = await server().request('GET', path);
             const { secret: _secret, ...returned } = answer.body as Record<string, unknown>;
             expect(read.body, what).toEqual(returned);
@@ -462,7 +589,16 @@ describeEachDialect('concurrent writes', (server) => {
             const read = await server().request('GET', `/contacts/${target}`);
             if (read.status === 404) expect(deletedContacts.has(target), what).toBe(true);
             else if (kind === 'tag contact') expect(read.body.tags, what).toContain(body?.tag);
-            else expect(answers.some((a) => a.kind === kind && a.target === target && a.answer.status === 200 && a.body?.name === read.body.name)).toBe(true);
+            else
+              expect(
+                answers.some(
+                  (a) =>
+                    a.kind === kind &&
+                    a.target === target &&
+                    a.answer.status === 200 &&
+                    a.body?.name === read.body.name,
+                ),
+              ).toBe(true);
           } else if (kind === 'patch conversation') {
             // Whether it changed the status or found it so, the conversation is now as asked.
             expect(expectBody(answer, 200, Conversation).status, what).toBe(body?.status);
@@ -473,12 +609,15 @@ describeEachDialect('concurrent writes', (server) => {
         const idsOf = (kind: string, status: number) =>
           answers.filter((a) => a.kind === kind && a.answer.status === status).map((a) => a.answer.body.id as string);
         const placed = await eventsOf(server(), ['order.placed']);
-        for (const id of idsOf('create order', 201)) expect(placed.filter((event) => event.data.id === id)).toHaveLength(1);
+        for (const id of idsOf('create order', 201))
+          expect(placed.filter((event) => event.data.id === id)).toHaveLength(1);
         // An order's statuses form a chain without cycles: its order.updated events, in the chain's
         // order, must be one per transition, each allowed from the one before, ending where it is.
         const orderUpdates = await eventsOf(server(), ['order.updated']);
         for (const order of orders) {
-          const entered = orderUpdates.filter((event) => event.data.id === order.id).map((event) => event.data.status as OrderStatus);
+          const entered = orderUpdates
+            .filter((event) => event.data.id === order.id)
+            .map((event) => event.data.status as OrderStatus);
           expect(new Set(entered).size, `${order.id}: ${entered.join(', ')}`).toBe(entered.length);
           const rank: Record<OrderStatus, number> = { pending: 0, paid: 1, fulfilled: 2, cancelled: 3, refunded: 3 };
           let status: OrderStatus = 'pending';
@@ -487,21 +626,29 @@ describeEachDialect('concurrent writes', (server) => {
             status = next;
           }
           expect(expectBody(await server().request('GET', `/orders/${order.id}`), 200, Order).status).toBe(status);
-          for (const patch of answers.filter((a) => a.kind === 'patch order' && a.target === order.id && a.answer.status === 200)) {
+          for (const patch of answers.filter(
+            (a) => a.kind === 'patch order' && a.target === order.id && a.answer.status === 200,
+          )) {
             expect(['pending', ...entered]).toContain(patch.body?.status);
           }
         }
         // Each accepted tag and rename changed its contact (every tag and name is new): one contact.updated each.
         const updated = await eventsOf(server(), ['contact.updated']);
         for (const contact of contacts) {
-          const changes = answers.filter((a) => (a.kind === 'tag contact' || a.kind === 'rename contact') && a.target === contact.id && a.answer.status < 300);
+          const changes = answers.filter(
+            (a) =>
+              (a.kind === 'tag contact' || a.kind === 'rename contact') &&
+              a.target === contact.id &&
+              a.answer.status < 300,
+          );
           expect(
             updated.filter((event) => event.data.id === contact.id),
             contact.id,
           ).toHaveLength(changes.length);
         }
         const opened = await eventsOf(server(), ['conversation.created']);
-        for (const id of idsOf('create conversation', 201)) expect(opened.filter((event) => event.data.id === id)).toHaveLength(1);
+        for (const id of idsOf('create conversation', 201))
+          expect(opened.filter((event) => event.data.id === id)).toHaveLength(1);
         const removed = await eventsOf(server(), ['contact.deleted']);
         for (const id of deletedContacts) expect(removed.filter((event) => event.data.id === id)).toHaveLength(1);
         for (const conversation of conversations) {
@@ -510,13 +657,16 @@ describeEachDialect('concurrent writes', (server) => {
           if (read.status === 200) {
             expect(read.body.status).toBe(last);
             // Its counter counts exactly the messages accepted into it.
-            const accepted = answers.filter((a) => a.kind === 'send message' && a.target === conversation.id && a.answer.status === 201);
+            const accepted = answers.filter(
+              (a) => a.kind === 'send message' && a.target === conversation.id && a.answer.status === 201,
+            );
             expect(read.body.message_count, conversation.id).toBe(accepted.length);
           } else expect(deletedContacts.has(conversation.contact.id)).toBe(true);
         }
         // Endpoints left by the round are removed: an account has at most 16.
         const list = await server().request('GET', '/webhook_endpoints', { query: { limit: 100 } });
-        for (const endpoint of list.body.data as WebhookEndpoint[]) await server().request('DELETE', `/webhook_endpoints/${endpoint.id}`);
+        for (const endpoint of list.body.data as WebhookEndpoint[])
+          await server().request('DELETE', `/webhook_endpoints/${endpoint.id}`);
       }
       // The races happened: writes for deleted contacts refused, others accepted, status changes made.
       for (const outcome of [

@@ -9,15 +9,26 @@ describeEachDialect('contacts', (server) => {
   describe('POST /contacts', () => {
     it('creates a contact and answers 201 with the record', async () => {
       const p = phone();
-      const res = await server().request('POST', '/contacts', { body: { name: 'Ana Souza', phone: p, email: 'ana@example.com', tags: ['vip', 'new', 'vip'] } });
+      const res = await server().request('POST', '/contacts', {
+        body: { name: 'Ana Souza', phone: p, email: 'ana@example.com', tags: ['vip', 'new', 'vip'] },
+      });
       const contact = expectBody(res, 201, Contact);
-      expect(contact).toMatchObject({ name: 'Ana Souza', phone: p, email: 'ana@example.com', tags: ['vip', 'new'], attributes: {} });
+      expect(contact).toMatchObject({
+        name: 'Ana Souza',
+        phone: p,
+        email: 'ana@example.com',
+        tags: ['vip', 'new'],
+        attributes: {},
+      });
       expect(contact.id).toMatch(/^ct_[0-9A-Z]{26}$/);
       expect(contact.created_at).toBe(contact.updated_at);
     });
 
     it('needs a phone: 400 required', async () => {
-      expectError(await server().request('POST', '/contacts', { body: { name: 'No phone' } }), 400, 'bad_request', { field: 'phone', constraint: 'required' });
+      expectError(await server().request('POST', '/contacts', { body: { name: 'No phone' } }), 400, 'bad_request', {
+        field: 'phone',
+        constraint: 'required',
+      });
     });
 
     it.each([
@@ -46,20 +57,31 @@ describeEachDialect('contacts', (server) => {
     it('keeps phones unique within the account, naming the existing contact', async () => {
       const p = phone();
       const first = expectBody(await server().request('POST', '/contacts', { body: { phone: p } }), 201, Contact);
-      const body = expectError(await server().request('POST', '/contacts', { body: { phone: p } }), 400, 'bad_request', {
-        field: 'phone',
-        constraint: 'unique',
-      });
+      const body = expectError(
+        await server().request('POST', '/contacts', { body: { phone: p } }),
+        400,
+        'bad_request',
+        {
+          field: 'phone',
+          constraint: 'unique',
+        },
+      );
       expect(body.error.details?.existing_id).toBe(first.id);
       // Another account may hold the same phone.
-      expectBody(await server().request('POST', '/contacts', { key: server().keys.otherFull, body: { phone: p } }), 201, Contact);
+      expectBody(
+        await server().request('POST', '/contacts', { key: server().keys.otherFull, body: { phone: p } }),
+        201,
+        Contact,
+      );
     });
   });
 
   describe('GET /contacts/:id, PATCH, DELETE', () => {
     it('retrieves, updates partially, clears email and replaces tags', async () => {
       const created = expectBody(
-        await server().request('POST', '/contacts', { body: { name: 'Bruno', phone: phone(), email: 'b@example.com', tags: ['a', 'b'] } }),
+        await server().request('POST', '/contacts', {
+          body: { name: 'Bruno', phone: phone(), email: 'b@example.com', tags: ['a', 'b'] },
+        }),
         201,
         Contact,
       );
@@ -72,7 +94,12 @@ describeEachDialect('contacts', (server) => {
         200,
         Contact,
       );
-      expect(updated).toMatchObject({ name: 'Bruno', email: null, tags: ['c'], attributes: { tier: 'gold', score: 3, active: true } });
+      expect(updated).toMatchObject({
+        name: 'Bruno',
+        email: null,
+        tags: ['c'],
+        attributes: { tier: 'gold', score: 3, active: true },
+      });
       expect(updated.updated_at >= created.updated_at).toBe(true);
       expect(expectBody(await server().request('GET', `/contacts/${created.id}`), 200, Contact)).toEqual(updated);
     });
@@ -81,7 +108,9 @@ describeEachDialect('contacts', (server) => {
       const a = expectBody(await server().request('POST', '/contacts', { body: { phone: phone() } }), 201, Contact);
       const b = expectBody(await server().request('POST', '/contacts', { body: { phone: phone() } }), 201, Contact);
       const res = await server().request('PATCH', `/contacts/${b.id}`, { body: { phone: a.phone } });
-      expect(expectError(res, 400, 'bad_request', { field: 'phone', constraint: 'unique' }).error.details?.existing_id).toBe(a.id);
+      expect(
+        expectError(res, 400, 'bad_request', { field: 'phone', constraint: 'unique' }).error.details?.existing_id,
+      ).toBe(a.id);
       // Setting its own phone again is fine.
       expectBody(await server().request('PATCH', `/contacts/${a.id}`, { body: { phone: a.phone } }), 200, Contact);
     });
@@ -90,12 +119,20 @@ describeEachDialect('contacts', (server) => {
       const mine = expectBody(await server().request('POST', '/contacts', { body: { phone: phone() } }), 201, Contact);
       for (const [method, body] of [['GET'], ['PATCH', { name: 'x' }], ['DELETE']] as const) {
         expectError(await server().request(method, '/contacts/ct_nope', { body }), 404, 'not_found');
-        expectError(await server().request(method, `/contacts/${mine.id}`, { key: server().keys.otherFull, body }), 404, 'not_found');
+        expectError(
+          await server().request(method, `/contacts/${mine.id}`, { key: server().keys.otherFull, body }),
+          404,
+          'not_found',
+        );
       }
     });
 
     it('deletes with 204 and an empty body, then 404', async () => {
-      const c = expectBody(await server().request('POST', '/contacts', { body: { phone: phone(), tags: ['gone'] } }), 201, Contact);
+      const c = expectBody(
+        await server().request('POST', '/contacts', { body: { phone: phone(), tags: ['gone'] } }),
+        201,
+        Contact,
+      );
       const res = await server().request('DELETE', `/contacts/${c.id}`);
       expect(res.status).toBe(204);
       expect(res.text).toBe('');
@@ -111,28 +148,54 @@ describeEachDialect('contacts', (server) => {
         .toString(36)
         .replace(/\d/g, (d) => 'abcdefghij'[Number(d)] as string);
       const zed = expectBody(
-        await server().request('POST', '/contacts', { key, body: { name: `Zed ${stamp}`, phone: '+4915112345678', tags: [`t-${stamp}`] } }),
+        await server().request('POST', '/contacts', {
+          key,
+          body: { name: `Zed ${stamp}`, phone: '+4915112345678', tags: [`t-${stamp}`] },
+        }),
         201,
         Contact,
       );
       const yara = expectBody(
-        await server().request('POST', '/contacts', { key, body: { name: `Yara ${stamp}`, phone: '+4915187654321', email: `yara.${stamp}@example.com` } }),
+        await server().request('POST', '/contacts', {
+          key,
+          body: { name: `Yara ${stamp}`, phone: '+4915187654321', email: `yara.${stamp}@example.com` },
+        }),
         201,
         Contact,
       );
 
-      const byName = expectBody(await server().request('GET', '/contacts', { key, query: { search: `ZED ${stamp}` } }), 200, ContactList);
+      const byName = expectBody(
+        await server().request('GET', '/contacts', { key, query: { search: `ZED ${stamp}` } }),
+        200,
+        ContactList,
+      );
       expect(byName.data.map((c) => c.id)).toEqual([zed.id]);
-      const byEmail = expectBody(await server().request('GET', '/contacts', { key, query: { search: `yara.${stamp}@` } }), 200, ContactList);
+      const byEmail = expectBody(
+        await server().request('GET', '/contacts', { key, query: { search: `yara.${stamp}@` } }),
+        200,
+        ContactList,
+      );
       expect(byEmail.data.map((c) => c.id)).toEqual([yara.id]);
-      const byDigits = expectBody(await server().request('GET', '/contacts', { key, query: { search: '151 1234' } }), 200, ContactList);
+      const byDigits = expectBody(
+        await server().request('GET', '/contacts', { key, query: { search: '151 1234' } }),
+        200,
+        ContactList,
+      );
       expect(byDigits.data.map((c) => c.id)).toContain(zed.id);
       expect(byDigits.data.map((c) => c.id)).not.toContain(yara.id);
-      const byTag = expectBody(await server().request('GET', '/contacts', { key, query: { tag: `t-${stamp}` } }), 200, ContactList);
+      const byTag = expectBody(
+        await server().request('GET', '/contacts', { key, query: { tag: `t-${stamp}` } }),
+        200,
+        ContactList,
+      );
       expect(byTag).toMatchObject({ total: 1, limit: 20, offset: 0, has_more: false });
       expect(byTag.data[0]?.id).toBe(zed.id);
 
-      const all = expectBody(await server().request('GET', '/contacts', { key, query: { limit: 2 } }), 200, ContactList);
+      const all = expectBody(
+        await server().request('GET', '/contacts', { key, query: { limit: 2 } }),
+        200,
+        ContactList,
+      );
       expect(all.data[0]?.id).toBe(yara.id);
       expect(all.data[1]?.id).toBe(zed.id);
     });
@@ -144,10 +207,18 @@ describeEachDialect('contacts', (server) => {
 
     it('pages without repeating or skipping', async () => {
       const key = server().keys.otherFull;
-      const first = expectBody(await server().request('GET', '/contacts', { key, query: { limit: 100 } }), 200, ContactList);
+      const first = expectBody(
+        await server().request('GET', '/contacts', { key, query: { limit: 100 } }),
+        200,
+        ContactList,
+      );
       const seen: string[] = [];
       for (let offset = 0; offset < first.total; offset += 2) {
-        const page = expectBody(await server().request('GET', '/contacts', { key, query: { limit: 2, offset } }), 200, ContactList);
+        const page = expectBody(
+          await server().request('GET', '/contacts', { key, query: { limit: 2, offset } }),
+          200,
+          ContactList,
+        );
         expect(page.offset).toBe(offset);
         expect(page.has_more).toBe(offset + page.data.length < page.total);
         seen.push(...page.data.map((c) => c.id));

@@ -18,12 +18,20 @@ describeEachDialect('conversations', (server) => {
   const createContact = async (body: { name?: string; phone?: string } = {}, key?: string) =>
     expectBody(await server().request('POST', '/contacts', { key, body: { phone: phone(), ...body } }), 201, Contact);
   const open = async (contactId: string, platform: 'whatsapp' | 'facebook' | 'instagram' = 'whatsapp', key?: string) =>
-    expectBody(await server().request('POST', '/conversations', { key, body: { contact_id: contactId, platform } }), 201, Conversation);
+    expectBody(
+      await server().request('POST', '/conversations', { key, body: { contact_id: contactId, platform } }),
+      201,
+      Conversation,
+    );
   /** A new contact named `name` with one conversation. */
   const openWith = async (name: string, platform: 'whatsapp' | 'facebook' | 'instagram' = 'whatsapp', key?: string) =>
     open((await createContact({ name }, key)).id, platform, key);
   const send = async (conversationId: string, content: string, key?: string) =>
-    expectBody(await server().request('POST', '/messages', { key, body: { conversation_id: conversationId, content } }), 201, Message);
+    expectBody(
+      await server().request('POST', '/messages', { key, body: { conversation_id: conversationId, content } }),
+      201,
+      Message,
+    );
   const setStatus = async (id: string, status: string, key?: string) =>
     expectBody(await server().request('PATCH', `/conversations/${id}`, { key, body: { status } }), 200, Conversation);
   const list = async (query: Record<string, string | number | undefined> = {}, key?: string) =>
@@ -37,7 +45,9 @@ describeEachDialect('conversations', (server) => {
   describe('POST /conversations', () => {
     it('opens an active conversation: 201 with no messages yet', async () => {
       const contact = await createContact({ name: 'Carla Dias' });
-      const res = await server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'instagram' } });
+      const res = await server().request('POST', '/conversations', {
+        body: { contact_id: contact.id, platform: 'instagram' },
+      });
       const conversation = expectBody(res, 201, Conversation);
       expect(conversation.id).toMatch(/^conv_[0-9A-Z]{26}$/);
       expect(conversation).toMatchObject({
@@ -48,7 +58,9 @@ describeEachDialect('conversations', (server) => {
         last_message: null,
       });
       expect(conversation.created_at).toBe(conversation.updated_at);
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation)).toEqual(conversation);
+      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation)).toEqual(
+        conversation,
+      );
     });
 
     it('embeds a contact without a name as name null', async () => {
@@ -58,9 +70,17 @@ describeEachDialect('conversations', (server) => {
     });
 
     it("404s an unknown contact and another account's contact", async () => {
-      expectError(await server().request('POST', '/conversations', { body: { contact_id: 'ct_nope', platform: 'whatsapp' } }), 404, 'not_found');
+      expectError(
+        await server().request('POST', '/conversations', { body: { contact_id: 'ct_nope', platform: 'whatsapp' } }),
+        404,
+        'not_found',
+      );
       const theirs = await createContact({}, server().keys.otherFull);
-      expectError(await server().request('POST', '/conversations', { body: { contact_id: theirs.id, platform: 'whatsapp' } }), 404, 'not_found');
+      expectError(
+        await server().request('POST', '/conversations', { body: { contact_id: theirs.id, platform: 'whatsapp' } }),
+        404,
+        'not_found',
+      );
     });
 
     it.each([
@@ -71,29 +91,48 @@ describeEachDialect('conversations', (server) => {
       [{ contact_id: 42, platform: 'whatsapp' }, 'contact_id', 'type'],
       [{ contact_id: 'ct_x', platform: 'whatsapp', status: 'resolved' }, 'status', 'unknown'],
     ])('rejects %j: %s %s (validation before existence)', async (body, field, constraint) => {
-      expectError(await server().request('POST', '/conversations', { body }), 400, 'bad_request', { field, constraint });
+      expectError(await server().request('POST', '/conversations', { body }), 400, 'bad_request', {
+        field,
+        constraint,
+      });
     });
 
     it('needs a full-access key', async () => {
       const contact = await createContact();
       const body = { contact_id: contact.id, platform: 'whatsapp' };
-      expectError(await server().request('POST', '/conversations', { key: server().keys.readOnly, body }), 403, 'forbidden');
-      expectError(await server().request('POST', '/conversations', { key: server().keys.webhook, body }), 403, 'forbidden');
+      expectError(
+        await server().request('POST', '/conversations', { key: server().keys.readOnly, body }),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await server().request('POST', '/conversations', { key: server().keys.webhook, body }),
+        403,
+        'forbidden',
+      );
     });
   });
 
   describe('GET /conversations/:id', () => {
     it('retrieves with a read-only key', async () => {
       const conversation = await openWith('Reader');
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`, { key: server().keys.readOnly }), 200, Conversation)).toEqual(
-        conversation,
-      );
+      expect(
+        expectBody(
+          await server().request('GET', `/conversations/${conversation.id}`, { key: server().keys.readOnly }),
+          200,
+          Conversation,
+        ),
+      ).toEqual(conversation);
     });
 
     it("404s unknown ids and other accounts' ids", async () => {
       const mine = await openWith('Mine');
       expectError(await server().request('GET', '/conversations/conv_nope'), 404, 'not_found');
-      expectError(await server().request('GET', `/conversations/${mine.id}`, { key: server().keys.otherFull }), 404, 'not_found');
+      expectError(
+        await server().request('GET', `/conversations/${mine.id}`, { key: server().keys.otherFull }),
+        404,
+        'not_found',
+      );
     });
 
     it('is gone once its contact is deleted', async () => {
@@ -115,9 +154,17 @@ describeEachDialect('conversations', (server) => {
       const before = from === 'active' ? conversation : await setStatus(conversation.id, from);
       expect(before.status).toBe(from);
       const after = await setStatus(conversation.id, to);
-      expect(after).toMatchObject({ id: conversation.id, status: to, message_count: 0, last_message: null, created_at: conversation.created_at });
+      expect(after).toMatchObject({
+        id: conversation.id,
+        status: to,
+        message_count: 0,
+        last_message: null,
+        created_at: conversation.created_at,
+      });
       expect(after.updated_at >= before.updated_at).toBe(true);
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation)).toEqual(after);
+      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation)).toEqual(
+        after,
+      );
     });
 
     it.each(['active', 'resolved'])('keeps archived final: archived → %s is 400 transition', async (to) => {
@@ -125,16 +172,23 @@ describeEachDialect('conversations', (server) => {
       const archived = await setStatus(conversation.id, 'archived');
       const res = await server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: to } });
       expectError(res, 400, 'bad_request', { field: 'status', constraint: 'transition' });
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation)).toEqual(archived);
+      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation)).toEqual(
+        archived,
+      );
     });
 
-    it.each(['active', 'resolved', 'archived'])('treats setting the current status (%s) as a 200 no-op', async (status) => {
-      const conversation = await openWith(`Same ${status}`);
-      const current = status === 'active' ? conversation : await setStatus(conversation.id, status);
-      const again = await setStatus(conversation.id, status);
-      expect(again).toEqual(current);
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation)).toEqual(current);
-    });
+    it.each(['active', 'resolved', 'archived'])(
+      'treats setting the current status (%s) as a 200 no-op',
+      async (status) => {
+        const conversation = await openWith(`Same ${status}`);
+        const current = status === 'active' ? conversation : await setStatus(conversation.id, status);
+        const again = await setStatus(conversation.id, status);
+        expect(again).toEqual(current);
+        expect(
+          expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation),
+        ).toEqual(current);
+      },
+    );
 
     it.each([
       [{ status: 'closed' }, 'status', 'enum'],
@@ -142,28 +196,62 @@ describeEachDialect('conversations', (server) => {
       [{ status: 'resolved', platform: 'facebook' }, 'platform', 'unknown'],
     ])('rejects %j: %s %s', async (body, field, constraint) => {
       const conversation = await openWith('Invalid patch');
-      expectError(await server().request('PATCH', `/conversations/${conversation.id}`, { body }), 400, 'bad_request', { field, constraint });
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status).toBe('active');
+      expectError(await server().request('PATCH', `/conversations/${conversation.id}`, { body }), 400, 'bad_request', {
+        field,
+        constraint,
+      });
+      expect(
+        expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status,
+      ).toBe('active');
     });
 
     it('needs a full-access key: 403 for read-only (before validation and existence)', async () => {
       const conversation = await openWith('Read only');
       const { readOnly } = server().keys;
-      expectError(await server().request('PATCH', `/conversations/${conversation.id}`, { key: readOnly, body: { status: 'resolved' } }), 403, 'forbidden');
-      expectError(await server().request('PATCH', `/conversations/${conversation.id}`, { key: readOnly, body: { status: 'closed' } }), 403, 'forbidden');
-      expectError(await server().request('PATCH', '/conversations/conv_nope', { key: readOnly, body: { status: 'resolved' } }), 403, 'forbidden');
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status).toBe('active');
+      expectError(
+        await server().request('PATCH', `/conversations/${conversation.id}`, {
+          key: readOnly,
+          body: { status: 'resolved' },
+        }),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await server().request('PATCH', `/conversations/${conversation.id}`, {
+          key: readOnly,
+          body: { status: 'closed' },
+        }),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await server().request('PATCH', '/conversations/conv_nope', { key: readOnly, body: { status: 'resolved' } }),
+        403,
+        'forbidden',
+      );
+      expect(
+        expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status,
+      ).toBe('active');
     });
 
     it("404s unknown ids and other accounts' ids", async () => {
       const mine = await openWith('Patch mine');
-      expectError(await server().request('PATCH', '/conversations/conv_nope', { body: { status: 'resolved' } }), 404, 'not_found');
       expectError(
-        await server().request('PATCH', `/conversations/${mine.id}`, { key: server().keys.otherFull, body: { status: 'resolved' } }),
+        await server().request('PATCH', '/conversations/conv_nope', { body: { status: 'resolved' } }),
         404,
         'not_found',
       );
-      expect(expectBody(await server().request('GET', `/conversations/${mine.id}`), 200, Conversation).status).toBe('active');
+      expectError(
+        await server().request('PATCH', `/conversations/${mine.id}`, {
+          key: server().keys.otherFull,
+          body: { status: 'resolved' },
+        }),
+        404,
+        'not_found',
+      );
+      expect(expectBody(await server().request('GET', `/conversations/${mine.id}`), 200, Conversation).status).toBe(
+        'active',
+      );
     });
   });
 
@@ -175,9 +263,15 @@ describeEachDialect('conversations', (server) => {
       const page = await list({ search: t }, key);
       expect(page).toEqual({ data: [conversation], total: 1, limit: 20, offset: 0, has_more: false });
       // Read-only keys may list.
-      expect(ids(expectBody(await server().request('GET', '/conversations', { key: server().keys.readOnly }), 200, ConversationList))).not.toContain(
-        conversation.id,
-      );
+      expect(
+        ids(
+          expectBody(
+            await server().request('GET', '/conversations', { key: server().keys.readOnly }),
+            200,
+            ConversationList,
+          ),
+        ),
+      ).not.toContain(conversation.id);
     });
 
     it('orders by latest activity: last message, else creation; a status change is not activity', async () => {
@@ -249,12 +343,22 @@ describeEachDialect('conversations', (server) => {
       expect(ids(await list({ search: t, status: 'active' }, key))).toEqual([fbActive.id, waActive.id]);
       expect(ids(await list({ search: t, status: 'resolved' }, key))).toEqual([waResolved.id, igResolved.id]);
       expect(ids(await list({ search: t, status: 'archived' }, key))).toEqual([waArchived.id]);
-      expect(ids(await list({ search: t, platform: 'whatsapp' }, key))).toEqual([waArchived.id, waResolved.id, waActive.id]);
+      expect(ids(await list({ search: t, platform: 'whatsapp' }, key))).toEqual([
+        waArchived.id,
+        waResolved.id,
+        waActive.id,
+      ]);
       expect(ids(await list({ search: t, platform: 'instagram' }, key))).toEqual([igResolved.id]);
       const both = await list({ search: t, status: 'resolved', platform: 'whatsapp' }, key);
       expect(ids(both)).toEqual([waResolved.id]);
       expect(both.total).toBe(1);
-      expect(await list({ search: t, status: 'archived', platform: 'facebook' }, key)).toEqual({ data: [], total: 0, limit: 20, offset: 0, has_more: false });
+      expect(await list({ search: t, status: 'archived', platform: 'facebook' }, key)).toEqual({
+        data: [],
+        total: 0,
+        limit: 20,
+        offset: 0,
+        has_more: false,
+      });
 
       // Without a search, every row matches the filter.
       const resolved = await list({ status: 'resolved', limit: 100 }, key);
@@ -291,8 +395,16 @@ describeEachDialect('conversations', (server) => {
 
     it('searches phone digits when the search holds a digit; a letters-only search never matches a phone', async () => {
       const key = server().keys.otherFull;
-      const target = await open((await createContact({ name: 'Phone Match', phone: '+14155550123' }, key)).id, 'whatsapp', key);
-      const other = await open((await createContact({ name: 'Phone Other', phone: '+4930123456' }, key)).id, 'whatsapp', key);
+      const target = await open(
+        (await createContact({ name: 'Phone Match', phone: '+14155550123' }, key)).id,
+        'whatsapp',
+        key,
+      );
+      const other = await open(
+        (await createContact({ name: 'Phone Other', phone: '+4930123456' }, key)).id,
+        'whatsapp',
+        key,
+      );
 
       for (const search of ['415 555', '+1415555', '4155550123', '(415) 555-0123', '50123']) {
         const found = ids(await list({ search, limit: 100 }, key));
@@ -341,7 +453,13 @@ describeEachDialect('conversations', (server) => {
         [2, 4, 5, false, 1],
       ]);
       expect(pages.flatMap(ids)).toEqual(newestFirst);
-      expect(await list({ search: t, limit: 2, offset: 10 }, key)).toEqual({ data: [], total: 5, limit: 2, offset: 10, has_more: false });
+      expect(await list({ search: t, limit: 2, offset: 10 }, key)).toEqual({
+        data: [],
+        total: 5,
+        limit: 2,
+        offset: 10,
+        has_more: false,
+      });
       expect(await list({ search: t, limit: 5 }, key)).toMatchObject({ total: 5, has_more: false });
       expect(ids(await list({ search: t, limit: 100, offset: 3 }, key))).toEqual(newestFirst.slice(3));
     });
@@ -375,7 +493,10 @@ describeEachDialect('conversations', (server) => {
       [{ sort: 'created_at' }, 'sort', 'unknown'],
       [{ contact_id: 'ct_x' }, 'contact_id', 'unknown'],
     ])('rejects query %j: %s %s', async (query, field, constraint) => {
-      expectError(await server().request('GET', '/conversations', { query }), 400, 'bad_request', { field, constraint });
+      expectError(await server().request('GET', '/conversations', { query }), 400, 'bad_request', {
+        field,
+        constraint,
+      });
     });
 
     it('accepts the bounds 1 and 100', async () => {

@@ -7,7 +7,8 @@ import { renderDocsPage } from './docs-page.js';
 /** Debian's chromium (`.ci/run` installs it when missing); playwright downloads no browser here. */
 const CHROMIUM = '/usr/bin/chromium';
 const available = existsSync(CHROMIUM);
-if (!available && process.env.CI === 'true') throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
+if (!available && process.env.CI === 'true')
+  throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
 if (!available) console.warn(`skipping the /docs browser test: no ${CHROMIUM}`);
 
 describe.skipIf(!available)('the /docs page in a browser', () => {

@@ -1,7 +1,10 @@
 import { type OpenApiDocument, requiredAlternatives } from '@convo/core';
 
 const escapeHtml = (value: unknown): string =>
-  String(value).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+  String(value).replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
+  );
 
 /** Inline `code` spans of the descriptions, after escaping. */
 const prose = (text: unknown): string => escapeHtml(text ?? '').replace(/`([^`]+)`/g, '<code>$1</code>');
@@ -35,21 +38,35 @@ function typeOf(schema: Json | undefined): string {
   const variants = requiredAlternatives(schema) ? undefined : ((schema.anyOf ?? schema.oneOf) as Json[] | undefined);
   if (variants) {
     const key = discriminatorOf(variants);
-    return variants.map((v) => (key ? `{${escapeHtml(key)}: ${literal(v.properties[key].const)}, …}` : typeOf(v))).join(' | ');
+    return variants
+      .map((v) => (key ? `{${escapeHtml(key)}: ${literal(v.properties[key].const)}, …}` : typeOf(v)))
+      .join(' | ');
   }
   if (schema.const !== undefined) return literal(schema.const);
   if (schema.enum) return (schema.enum as unknown[]).map(literal).join(' | ');
-  if (Array.isArray(schema.type)) return (schema.type as string[]).map((type) => typeOf({ ...schema, type })).join(' | ');
+  if (Array.isArray(schema.type))
+    return (schema.type as string[]).map((type) => typeOf({ ...schema, type })).join(' | ');
   if (schema.type === 'array') return `array of ${typeOf(schema.items)}`;
-  if (schema.type === 'object' && !schema.properties && schema.additionalProperties && typeof schema.additionalProperties === 'object') {
+  if (
+    schema.type === 'object' &&
+    !schema.properties &&
+    schema.additionalProperties &&
+    typeof schema.additionalProperties === 'object'
+  ) {
     return `map of ${typeOf(schema.propertyNames ?? { type: 'string' })} to ${typeOf(schema.additionalProperties)}`;
   }
   if (!schema.type) return '<span class="any">any</span>';
   const bounds = [
     schema.format ? schema.format : '',
-    schema.minimum !== undefined || schema.maximum !== undefined ? `${schema.minimum ?? ''}..${schema.maximum ?? ''}` : '',
-    schema.minLength !== undefined || schema.maxLength !== undefined ? `length ${schema.minLength ?? 0}..${schema.maxLength ?? ''}` : '',
-    schema.minItems !== undefined || schema.maxItems !== undefined ? `${schema.minItems ?? 0}..${schema.maxItems ?? ''} items` : '',
+    schema.minimum !== undefined || schema.maximum !== undefined
+      ? `${schema.minimum ?? ''}..${schema.maximum ?? ''}`
+      : '',
+    schema.minLength !== undefined || schema.maxLength !== undefined
+      ? `length ${schema.minLength ?? 0}..${schema.maxLength ?? ''}`
+      : '',
+    schema.minItems !== undefined || schema.maxItems !== undefined
+      ? `${schema.minItems ?? 0}..${schema.maxItems ?? ''} items`
+      : '',
   ].filter(Boolean);
   return `${escapeHtml(schema.type)}${bounds.length ? ` <small>(${escapeHtml(bounds.join(', '))})</small>` : ''}`;
 }
@@ -73,7 +90,9 @@ function fieldsOf(schema: Json | undefined): string {
   if (!schema) return '';
   const alternatives = requiredAlternatives(schema);
   if (alternatives) {
-    const needed = alternatives.map((fields) => fields.map((f) => `<code>${escapeHtml(f)}</code>`).join(' and ')).join(' or ');
+    const needed = alternatives
+      .map((fields) => fields.map((f) => `<code>${escapeHtml(f)}</code>`).join(' and '))
+      .join(' or ');
     return `${table(fieldRows(schema))}<p>Also required: ${needed}.</p>`;
   }
   const variants = (schema.oneOf ?? schema.anyOf) as Json[] | undefined;
@@ -106,7 +125,8 @@ function exampleOf(method: string, path: string, op: Json): string {
  */
 export function renderDocsPage(doc: OpenApiDocument): string {
   const schemasById = doc.components.schemas as Record<string, Json>;
-  const resolve = (schema: Json | undefined): Json | undefined => (schema?.$ref ? schemasById[refName(schema)] : schema);
+  const resolve = (schema: Json | undefined): Json | undefined =>
+    schema?.$ref ? schemasById[refName(schema)] : schema;
   const operations: string[] = [];
   const contents = new Map<string, string[]>();
   for (const [path, methods] of Object.entries(doc.paths)) {
@@ -116,13 +136,17 @@ export function renderDocsPage(doc: OpenApiDocument): string {
         ...(contents.get(tag) ?? []),
         `<li><a href="#op-${escapeHtml(op.operationId)}">${escapeHtml(method.toUpperCase())} ${escapeHtml(path)}</a> ${prose(op.summary)}</li>`,
       ]);
-      const parameters = ((op.parameters ?? []) as Json[]).map((p) => (p.$ref ? (doc.components.parameters as Record<string, Json>)[refName(p)] : p)) as Json[];
+      const parameters = ((op.parameters ?? []) as Json[]).map((p) =>
+        p.$ref ? (doc.components.parameters as Record<string, Json>)[refName(p)] : p,
+      ) as Json[];
       const body = op.requestBody?.content?.['application/json']?.schema as Json | undefined;
       const responses = Object.entries(op.responses as Record<string, Json>)
         .map(([status, r]) => {
           const headers = Object.keys(r.headers ?? {});
           return `<li><code>${escapeHtml(status)}</code> ${prose(r.description)} ${typeOf(r.content?.['application/json']?.schema)}${
-            headers.length ? ` <small>Headers: ${headers.map((h) => `<code>${escapeHtml(h)}</code>`).join(', ')}</small>` : ''
+            headers.length
+              ? ` <small>Headers: ${headers.map((h) => `<code>${escapeHtml(h)}</code>`).join(', ')}</small>`
+              : ''
           }</li>`;
         })
         .join('');

@@ -26,7 +26,9 @@ interface RawAnswer {
 function parseAnswer(raw: string): RawAnswer {
   const [head = '', ...rest] = raw.split('\r\n\r\n');
   const [statusLine = '', ...lines] = head.split('\r\n');
-  const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+  const headers = Object.fromEntries(
+    lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+  );
   const text = rest.join('\r\n\r\n');
   return { status: Number(statusLine.split(' ')[1]), headers, body: text ? JSON.parse(text) : undefined };
 }
@@ -43,15 +45,28 @@ const readToEnd = (socket: Socket): Promise<string> =>
   });
 
 /** One request on a keep-alive agent's connection (node:http shows the Connection header fetch hides). */
-function get(port: number, path: string, key?: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: any }> {
+function get(
+  port: number,
+  path: string,
+  key?: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: any }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, headers: key ? { authorization: `Bearer ${key}` } : {} }, (res) => {
-      let text = '';
-      res.on('data', (chunk) => {
-        text += String(chunk);
-      });
-      res.on('end', () => resolve({ status: res.statusCode as number, headers: res.headers, body: text ? JSON.parse(text) : undefined }));
-    });
+    const req = httpRequest(
+      { host: '127.0.0.1', port, path, headers: key ? { authorization: `Bearer ${key}` } : {} },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk) => {
+          text += String(chunk);
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode as number,
+            headers: res.headers,
+            body: text ? JSON.parse(text) : undefined,
+          }),
+        );
+      },
+    );
     req.once('error', reject);
     req.end();
   });
@@ -70,7 +85,11 @@ describe('draining and closing the server', () => {
     testDb = await createTestDatabase('sqlite');
     database = openDatabase(testDb.url);
     await migrateToLatest(database.db);
-    const account = await accountsService.createAccount(database, { name: 'Drain', plan: 'enterprise', rateLimitRpm: 1_000_000 });
+    const account = await accountsService.createAccount(database, {
+      name: 'Drain',
+      plan: 'enterprise',
+      rateLimitRpm: 1_000_000,
+    });
     key = (await accountsService.createKey(database, { accountId: account.id, type: 'full_access' })).key;
     app = await buildServer({ database, settings: testSettings(), logger: false });
     app.server.on('connection', (socket: Socket) => serverSockets.push(socket));
@@ -99,7 +118,10 @@ describe('draining and closing the server', () => {
     const peer = peers.get(client) as Socket;
     const before = peer.bytesRead;
     client.write(bytes);
-    await vi.waitFor(() => expect(peer.bytesRead - before).toBe(Buffer.byteLength(bytes)), { timeout: 5_000, interval: 5 });
+    await vi.waitFor(() => expect(peer.bytesRead - before).toBe(Buffer.byteLength(bytes)), {
+      timeout: 5_000,
+      interval: 5,
+    });
     return client;
   }
 
@@ -154,7 +176,9 @@ describe('draining and closing the server', () => {
     late.write('X-Request-Id: late-1\r\n\r\n');
     const refused = parseAnswer(await lateAnswer);
     expect(refused.status).toBe(503);
-    expect(refused.body).toEqual({ error: { code: 'server_error', message: expect.stringContaining('shutting down') } });
+    expect(refused.body).toEqual({
+      error: { code: 'server_error', message: expect.stringContaining('shutting down') },
+    });
     expect(refused.headers['x-request-id']).toBe('late-1');
     expect(refused.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(refused.headers['retry-after']).toBe('1');
@@ -169,7 +193,9 @@ describe('draining and closing the server', () => {
 
     await closed;
     // The refused request was never run: only the one in flight wrote.
-    expect((await database.db.selectFrom('contacts').select('phone').execute()).map((c) => c.phone)).toEqual(['+14155550100']);
+    expect((await database.db.selectFrom('contacts').select('phone').execute()).map((c) => c.phone)).toEqual([
+      '+14155550100',
+    ]);
   });
 
   it('cuts the connections of requests still in flight after the finishing time, and closes', async () => {

@@ -62,11 +62,17 @@ export function installDrain(app: FastifyInstance): void {
 }
 
 /** Drains for `drainMs`, then closes, cutting connections of requests still in flight after `finishMs`. */
-export async function drainThenClose(app: FastifyInstance, options: { drainMs: number; finishMs?: number }): Promise<void> {
+export async function drainThenClose(
+  app: FastifyInstance,
+  options: { drainMs: number; finishMs?: number },
+): Promise<void> {
   app.beginDrain();
   if (options.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, options.drainMs));
   const cut = setTimeout(() => {
-    app.log.warn({ finishMs: options.finishMs ?? FINISH_IN_FLIGHT_MS }, 'shutdown: requests still in flight; closing their connections');
+    app.log.warn(
+      { finishMs: options.finishMs ?? FINISH_IN_FLIGHT_MS },
+      'shutdown: requests still in flight; closing their connections',
+    );
     app.server.closeAllConnections();
   }, options.finishMs ?? FINISH_IN_FLIGHT_MS);
   try {

@@ -18,7 +18,13 @@ interface Streamed {
  * `maxBytes` have gone out: a server that reads the whole body before answering never answers
  * before the limit.
  */
-function streamBody(url: URL, headers: Record<string, string>, opening: Buffer, chunk: Buffer, maxBytes: number): Promise<Streamed> {
+function streamBody(
+  url: URL,
+  headers: Record<string, string>,
+  opening: Buffer,
+  chunk: Buffer,
+  maxBytes: number,
+): Promise<Streamed> {
   return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = false;
@@ -65,7 +71,13 @@ describeEachDialect('the edge reads no more of a request than it must', (server)
   for (const [transport, url] of transports) {
     it(`${transport}: a body over the limit is cut off while it is read, with a key (400 max_bytes)`, async () => {
       const filler = Buffer.from(`"${'x'.repeat(64 * 1024 - 3)}",`);
-      const res = await streamBody(url(), { authorization: `Bearer ${server().keys.full}` }, Buffer.from('{"body":['), filler, LIMIT);
+      const res = await streamBody(
+        url(),
+        { authorization: `Bearer ${server().keys.full}` },
+        Buffer.from('{"body":['),
+        filler,
+        LIMIT,
+      );
       expect(res.status).toBe(400);
       expect(res.sentBeforeAnswer).toBeLessThan(CUT_OFF);
       expect(res.closed).toBe(true);
@@ -82,7 +94,13 @@ describeEachDialect('the edge reads no more of a request than it must', (server)
 
     it(`${transport}: an over-deep body is refused while it is read, before it ends`, async () => {
       // Opening brackets only: the body never closes, so nothing could have parsed it whole.
-      const res = await streamBody(url(), { authorization: `Bearer ${server().keys.full}` }, Buffer.from('{"body":'), Buffer.from('['.repeat(1024)), LIMIT);
+      const res = await streamBody(
+        url(),
+        { authorization: `Bearer ${server().keys.full}` },
+        Buffer.from('{"body":'),
+        Buffer.from('['.repeat(1024)),
+        LIMIT,
+      );
       expect(res.status).toBe(400);
       expect(res.sentBeforeAnswer).toBeLessThan(CUT_OFF);
       expect(res.body).toContain('nests deeper');
@@ -94,14 +112,22 @@ describeEachDialect('the edge reads no more of a request than it must', (server)
     const res = await new Promise<Streamed>((resolve, reject) => {
       let sent = 0;
       let answered = false;
-      const req = httpRequest(url, { method: 'GET', headers: { authorization: `Bearer ${server().keys.full}`, 'transfer-encoding': 'chunked' } });
+      const req = httpRequest(url, {
+        method: 'GET',
+        headers: { authorization: `Bearer ${server().keys.full}`, 'transfer-encoding': 'chunked' },
+      });
       req.on('response', (response) => {
         answered = true;
         const sentBeforeAnswer = sent;
         response.resume();
         response.on('end', () => {
           req.destroy();
-          resolve({ status: response.statusCode ?? 0, body: '', sentBeforeAnswer, closed: response.headers.connection === 'close' });
+          resolve({
+            status: response.statusCode ?? 0,
+            body: '',
+            sentBeforeAnswer,
+            closed: response.headers.connection === 'close',
+          });
         });
       });
       req.on('error', (error) => {
@@ -147,7 +173,10 @@ describeEachDialect('the edge reads no more of a request than it must', (server)
       body: 'hello',
     });
     expect(wrongType.status).toBe(400);
-    expect(ErrorBody.parse(((await wrongType.json()) as { error: { data: { body: unknown } } }).error.data.body).error.details).toMatchObject({
+    expect(
+      ErrorBody.parse(((await wrongType.json()) as { error: { data: { body: unknown } } }).error.data.body).error
+        .details,
+    ).toMatchObject({
       field: 'body',
       constraint: 'content_type',
     });
@@ -157,7 +186,11 @@ describeEachDialect('the edge reads no more of a request than it must', (server)
     const call = () =>
       fetch(new URL('/trpc/contacts.create', server().baseUrl), {
         method: 'POST',
-        headers: { authorization: `Bearer ${server().keys.full}`, 'content-type': 'application/json', 'idempotency-key': 'trpc-once' },
+        headers: {
+          authorization: `Bearer ${server().keys.full}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'trpc-once',
+        },
         body: JSON.stringify({ body: { phone: '+14155550199' } }),
       });
     const first = await call();

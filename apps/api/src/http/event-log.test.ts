@@ -15,10 +15,18 @@ describeEachDialect('the event log', (server) => {
 
   /** A full-access key of a new account: its log holds this test's events only. */
   const freshAccount = async () => {
-    const account = await accountsService.createAccount(server().database, { name: 'Log', plan: 'enterprise', rateLimitRpm: 1_000_000 });
-    return { account, key: (await accountsService.createKey(server().database, { accountId: account.id, type: 'full_access' })).key };
+    const account = await accountsService.createAccount(server().database, {
+      name: 'Log',
+      plan: 'enterprise',
+      rateLimitRpm: 1_000_000,
+    });
+    return {
+      account,
+      key: (await accountsService.createKey(server().database, { accountId: account.id, type: 'full_access' })).key,
+    };
   };
-  const call = (key: string, method: string, path: string, body?: unknown) => server().request(method, path, { key, ...(body === undefined ? {} : { body }) });
+  const call = (key: string, method: string, path: string, body?: unknown) =>
+    server().request(method, path, { key, ...(body === undefined ? {} : { body }) });
   const list = async (key: string, query: Record<string, string | number> = {}) =>
     expectBody(await server().request('GET', '/events', { key, query: { limit: 100, ...query } }), 200, EventList);
   /** Every event of the account, oldest first. */
@@ -29,9 +37,16 @@ describeEachDialect('the event log', (server) => {
       const { key } = await freshAccount();
       const contact = expectBody(await call(key, 'POST', '/contacts', { name: 'Ana', phone: phone() }), 201, Contact);
       const other = expectBody(await call(key, 'POST', '/contacts', { phone: phone() }), 201, Contact);
-      const renamed = expectBody(await call(key, 'PATCH', `/contacts/${contact.id}`, { name: 'Ana Souza' }), 200, Contact);
+      const renamed = expectBody(
+        await call(key, 'PATCH', `/contacts/${contact.id}`, { name: 'Ana Souza' }),
+        200,
+        Contact,
+      );
       expect((await call(key, 'PATCH', `/contacts/${contact.id}`, {})).status).toBe(200);
-      expectError(await call(key, 'PATCH', `/contacts/${contact.id}`, { phone: other.phone }), 400, 'bad_request', { field: 'phone', constraint: 'unique' });
+      expectError(await call(key, 'PATCH', `/contacts/${contact.id}`, { phone: other.phone }), 400, 'bad_request', {
+        field: 'phone',
+        constraint: 'unique',
+      });
       const tagged = expectBody(await call(key, 'POST', `/contacts/${contact.id}/tags`, { tag: 'vip' }), 200, Contact);
       expect((await call(key, 'POST', `/contacts/${contact.id}/tags`, { tag: 'vip' })).status).toBe(200);
       const untagged = expectBody(await call(key, 'DELETE', `/contacts/${contact.id}/tags/vip`), 200, Contact);
@@ -52,7 +67,11 @@ describeEachDialect('the event log', (server) => {
     it('emits contact.updated for every contact a tag rename or deletion changes', async () => {
       const { key } = await freshAccount();
       const a = expectBody(await call(key, 'POST', '/contacts', { phone: phone(), tags: ['old'] }), 201, Contact);
-      const b = expectBody(await call(key, 'POST', '/contacts', { phone: phone(), tags: ['old', 'other'] }), 201, Contact);
+      const b = expectBody(
+        await call(key, 'POST', '/contacts', { phone: phone(), tags: ['old', 'other'] }),
+        201,
+        Contact,
+      );
       expect((await call(key, 'PATCH', '/tags/old', { name: 'new' })).status).toBe(200);
       expect((await call(key, 'DELETE', '/tags/new')).status).toBe(204);
       const updates = (await all(key)).filter((e) => e.type === 'contact.updated');
@@ -71,7 +90,10 @@ describeEachDialect('the event log', (server) => {
         server()
           .database.db.transaction()
           .execute(async (trx) => {
-            await contactsService.create({ ...ctx, database: { ...ctx.database, db: trx } }, { phone: phone(), name: 'Never' });
+            await contactsService.create(
+              { ...ctx, database: { ...ctx.database, db: trx } },
+              { phone: phone(), name: 'Never' },
+            );
             throw new Error('roll back');
           }),
       ).rejects.toThrow('roll back');
@@ -85,17 +107,37 @@ describeEachDialect('the event log', (server) => {
       const { key } = await freshAccount();
       const contact = expectBody(await call(key, 'POST', '/contacts', { phone: phone() }), 201, Contact);
       const order = expectBody(
-        await call(key, 'POST', '/orders', { contact_id: contact.id, currency: 'USD', items: [{ name: 'A', quantity: 1, unit_amount: 5 }] }),
+        await call(key, 'POST', '/orders', {
+          contact_id: contact.id,
+          currency: 'USD',
+          items: [{ name: 'A', quantity: 1, unit_amount: 5 }],
+        }),
         201,
         Order,
       );
       expect((await call(key, 'PATCH', `/orders/${order.id}`, { status: 'paid' })).status).toBe(200);
       expect((await call(key, 'PATCH', `/orders/${order.id}`, { status: 'pending' })).status).toBe(400);
 
-      const good = expectBody(await call(key, 'POST', '/workflows', { name: 'Tag', steps: [{ type: 'add_tag', tag: 'run' }] }), 201, Workflow);
-      const bad = expectBody(await call(key, 'POST', '/workflows', { name: 'Send', steps: [{ type: 'send_message', content: 'Hi' }] }), 201, Workflow);
-      const ok = expectBody(await call(key, 'POST', `/workflows/${good.id}/trigger`, { contact_id: contact.id }), 202, WorkflowRun);
-      const failing = expectBody(await call(key, 'POST', `/workflows/${bad.id}/trigger`, { contact_id: contact.id }), 202, WorkflowRun);
+      const good = expectBody(
+        await call(key, 'POST', '/workflows', { name: 'Tag', steps: [{ type: 'add_tag', tag: 'run' }] }),
+        201,
+        Workflow,
+      );
+      const bad = expectBody(
+        await call(key, 'POST', '/workflows', { name: 'Send', steps: [{ type: 'send_message', content: 'Hi' }] }),
+        201,
+        Workflow,
+      );
+      const ok = expectBody(
+        await call(key, 'POST', `/workflows/${good.id}/trigger`, { contact_id: contact.id }),
+        202,
+        WorkflowRun,
+      );
+      const failing = expectBody(
+        await call(key, 'POST', `/workflows/${bad.id}/trigger`, { contact_id: contact.id }),
+        202,
+        WorkflowRun,
+      );
       const ends = await eventually(async () => {
         const found = (await all(key)).filter((e) => e.type.startsWith('workflow_run.'));
         return found.length === 2 && found;
@@ -106,13 +148,19 @@ describeEachDialect('the event log', (server) => {
         type: 'workflow_run.failed',
         data: { id: failing.id, status: 'failed', error: 'step 0 (send_message): no_open_conversation' },
       });
-      expect(expectBody(await call(key, 'GET', `/workflows/${good.id}/runs/${ok.id}`), 200, WorkflowRun)).toEqual(byRun[ok.id]?.data);
-      expect((await all(key)).filter((e) => e.type === 'order.updated').map((e) => (e.data as Order).status)).toEqual(['paid']);
+      expect(expectBody(await call(key, 'GET', `/workflows/${good.id}/runs/${ok.id}`), 200, WorkflowRun)).toEqual(
+        byRun[ok.id]?.data,
+      );
+      expect((await all(key)).filter((e) => e.type === 'order.updated').map((e) => (e.data as Order).status)).toEqual([
+        'paid',
+      ]);
     });
   });
 
   describe('cursors', () => {
-    /** Catches up from `after` (an event id) with ending_before until has_more is false; returns the ids, oldest first. */
+    /**
+     * Catches up from `after` (an event id) with ending_before until has_more is false; returns the ids, oldest first.
+     */
     async function catchUp(key: string, after: string, limit = 3): Promise<string[]> {
       const seen: string[] = [];
       let cursor = after;
@@ -150,19 +198,43 @@ describeEachDialect('the event log', (server) => {
       const between = await list(key, { starting_after: ids[1] as string, ending_before: ids[5] as string });
       expect(between.data.map((e) => e.id)).toEqual(ids.slice(2, 5));
       // With a type, and with an offset past the cursor.
-      expect((await list(key, { starting_after: ids[0] as string, type: 'contact.created', offset: 2, limit: 2 })).data.map((e) => e.id)).toEqual(
-        ids.slice(3, 5),
-      );
+      expect(
+        (await list(key, { starting_after: ids[0] as string, type: 'contact.created', offset: 2, limit: 2 })).data.map(
+          (e) => e.id,
+        ),
+      ).toEqual(ids.slice(3, 5));
     });
 
     it("404s an unknown event or another account's, and needs a key that reads", async () => {
       const { key } = await freshAccount();
       await call(key, 'POST', '/contacts', { phone: phone() });
       const [event] = (await list(key)).data;
-      expectError(await server().request('GET', '/events', { key, query: { starting_after: 'evt_nope' } }), 404, 'not_found');
-      expectError(await server().request('GET', '/events', { key, query: { ending_before: 'evt_nope' } }), 404, 'not_found');
-      expectError(await server().request('GET', '/events', { key: server().keys.full, query: { ending_before: (event as Event).id } }), 404, 'not_found');
-      expectError(await server().request('GET', '/events', { key: server().keys.webhook, query: { ending_before: (event as Event).id } }), 403, 'forbidden');
+      expectError(
+        await server().request('GET', '/events', { key, query: { starting_after: 'evt_nope' } }),
+        404,
+        'not_found',
+      );
+      expectError(
+        await server().request('GET', '/events', { key, query: { ending_before: 'evt_nope' } }),
+        404,
+        'not_found',
+      );
+      expectError(
+        await server().request('GET', '/events', {
+          key: server().keys.full,
+          query: { ending_before: (event as Event).id },
+        }),
+        404,
+        'not_found',
+      );
+      expectError(
+        await server().request('GET', '/events', {
+          key: server().keys.webhook,
+          query: { ending_before: (event as Event).id },
+        }),
+        403,
+        'forbidden',
+      );
     });
 
     it('catches up on every event exactly once while writers add events', async () => {
@@ -173,7 +245,8 @@ describeEachDialect('the event log', (server) => {
       let cursor = (origin as Event).id;
       let writing = true;
       const writers = Array.from({ length: 4 }, async () => {
-        for (let i = 0; i < 15; i++) expect((await call(key, 'POST', '/contacts', { phone: phone() })).status).toBe(201);
+        for (let i = 0; i < 15; i++)
+          expect((await call(key, 'POST', '/contacts', { phone: phone() })).status).toBe(201);
       });
       const reader = (async () => {
         while (writing) {
@@ -207,7 +280,8 @@ describeEachDialect('the event log', (server) => {
       const slow = server()
         .database.db.transaction()
         .execute(async (trx) => {
-          early = (await contactsService.create({ ...ctx, database: { ...ctx.database, db: trx } }, { phone: phone() })).id;
+          early = (await contactsService.create({ ...ctx, database: { ...ctx.database, db: trx } }, { phone: phone() }))
+            .id;
           await held;
         });
       await eventually(() => early !== '');

@@ -8,7 +8,8 @@ describeEachDialect('Idempotency-Key', (server) => {
   const phone = () => `+3361${String(1_000_000 + seq++)}`;
   const post = (path: string, body: unknown, key: string, apiKey?: string) =>
     server().request('POST', path, { body, headers: { 'idempotency-key': key }, ...(apiKey ? { key: apiKey } : {}) });
-  const total = async () => expectBody(await server().request('GET', '/contacts', { query: { limit: 1 } }), 200, ContactList).total;
+  const total = async () =>
+    expectBody(await server().request('GET', '/contacts', { query: { limit: 1 } }), 200, ContactList).total;
 
   it('replays the first response byte for byte and creates once', async () => {
     const before = await total();
@@ -27,13 +28,18 @@ describeEachDialect('Idempotency-Key', (server) => {
 
   it('refuses the same key with a different body', async () => {
     await post('/contacts', { phone: phone() }, 'create-idem-2');
-    expectError(await post('/contacts', { phone: phone() }, 'create-idem-2'), 400, 'bad_request', { field: 'Idempotency-Key', constraint: 'idempotency_key' });
+    expectError(await post('/contacts', { phone: phone() }, 'create-idem-2'), 400, 'bad_request', {
+      field: 'Idempotency-Key',
+      constraint: 'idempotency_key',
+    });
   });
 
   it('runs N parallel duplicates once and answers them all alike', async () => {
     const before = await total();
     const body = { phone: phone(), tags: ['parallel'] };
-    const responses = await Promise.all(Array.from({ length: 8 }, () => post('/contacts', body, 'create-idem-parallel')));
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, () => post('/contacts', body, 'create-idem-parallel')),
+    );
     expect(responses.map((r) => r.status)).toEqual(Array(8).fill(201));
     expect(new Set(responses.map((r) => r.text)).size).toBe(1);
     expect(await total()).toBe(before + 1);
@@ -70,11 +76,16 @@ describeEachDialect('Idempotency-Key', (server) => {
     const conversation = expectBody(a, 201, Conversation);
     await post('/messages', { conversation_id: conversation.id, content: 'once' }, 'msg-1');
     await post('/messages', { conversation_id: conversation.id, content: 'once' }, 'msg-1');
-    expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).message_count).toBe(1);
+    expect(
+      expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).message_count,
+    ).toBe(1);
   });
 
   it('validates the key itself', async () => {
-    expectError(await post('/contacts', { phone: phone() }, 'k'.repeat(256)), 400, 'bad_request', { field: 'Idempotency-Key', constraint: 'max_length' });
+    expectError(await post('/contacts', { phone: phone() }, 'k'.repeat(256)), 400, 'bad_request', {
+      field: 'Idempotency-Key',
+      constraint: 'max_length',
+    });
     expectBody(await post('/contacts', { phone: phone() }, 'k'.repeat(255)), 201, Contact);
     // Ignored outside POST.
     const list = await server().request('GET', '/contacts', { headers: { 'idempotency-key': 'x'.repeat(300) } });
@@ -92,7 +103,13 @@ describeEachDialect('Idempotency-Key', (server) => {
     const blocker = new pg.Client({ connectionString: server().databaseUrl });
     await blocker.connect();
     const waitingOnLocks = async () =>
-      Number((await blocker.query(`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows[0].n);
+      Number(
+        (
+          await blocker.query(
+            `select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+          )
+        ).rows[0].n,
+      );
     try {
       // Holds the conversation, so the first send stops inside its transaction, key claimed.
       await blocker.query('begin');
@@ -108,7 +125,9 @@ describeEachDialect('Idempotency-Key', (server) => {
       expect(a.status).toBe(201);
       expect(b.text).toBe(a.text);
       expect(b.headers.get('idempotent-replayed')).toBe('true');
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).message_count).toBe(1);
+      expect(
+        expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).message_count,
+      ).toBe(1);
     } finally {
       await blocker.end();
     }

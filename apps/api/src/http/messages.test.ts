@@ -11,13 +11,23 @@ describeEachDialect('messages', (server) => {
 
   /** A new contact with one conversation, in account A unless another key is given. */
   const openConversation = async (key?: string, platform: 'whatsapp' | 'facebook' | 'instagram' = 'whatsapp') => {
-    const contact = expectBody(await server().request('POST', '/contacts', { key, body: { phone: phone(), name: 'Msg Contact' } }), 201, Contact);
-    return expectBody(await server().request('POST', '/conversations', { key, body: { contact_id: contact.id, platform } }), 201, Conversation);
+    const contact = expectBody(
+      await server().request('POST', '/contacts', { key, body: { phone: phone(), name: 'Msg Contact' } }),
+      201,
+      Contact,
+    );
+    return expectBody(
+      await server().request('POST', '/conversations', { key, body: { contact_id: contact.id, platform } }),
+      201,
+      Conversation,
+    );
   };
-  const retrieve = async (id: string, key?: string) => expectBody(await server().request('GET', `/conversations/${id}`, { key }), 200, Conversation);
+  const retrieve = async (id: string, key?: string) =>
+    expectBody(await server().request('GET', `/conversations/${id}`, { key }), 200, Conversation);
   const setStatus = async (id: string, status: string) =>
     expectBody(await server().request('PATCH', `/conversations/${id}`, { body: { status } }), 200, Conversation);
-  const send = async (body: Record<string, unknown>, key?: string) => expectBody(await server().request('POST', '/messages', { key, body }), 201, Message);
+  const send = async (body: Record<string, unknown>, key?: string) =>
+    expectBody(await server().request('POST', '/messages', { key, body }), 201, Message);
   const listMessages = async (id: string, query: Record<string, string | number | undefined> = {}, key?: string) =>
     expectBody(await server().request('GET', `/conversations/${id}/messages`, { key, query }), 200, MessageList);
 
@@ -27,25 +37,48 @@ describeEachDialect('messages', (server) => {
       const sent = await send({ conversation_id: conversation.id, content: 'Retrieve me' });
       expect(expectBody(await server().request('GET', `/messages/${sent.id}`), 200, Message)).toEqual(sent);
       const received = expectBody(
-        await server().request('POST', '/sandbox/inbound', { body: { platform: 'instagram', from: { phone: phone() }, content: 'From the customer' } }),
+        await server().request('POST', '/sandbox/inbound', {
+          body: { platform: 'instagram', from: { phone: phone() }, content: 'From the customer' },
+        }),
         201,
         Message,
       );
       expect(received.direction).toBe('inbound');
-      expect(expectBody(await server().request('GET', `/messages/${received.id}`, { key: server().keys.readOnly }), 200, Message)).toEqual(received);
+      expect(
+        expectBody(
+          await server().request('GET', `/messages/${received.id}`, { key: server().keys.readOnly }),
+          200,
+          Message,
+        ),
+      ).toEqual(received);
       expectError(await server().request('GET', '/messages/msg_nope'), 404, 'not_found');
-      expectError(await server().request('GET', `/messages/${sent.id}`, { key: server().keys.otherFull }), 404, 'not_found');
-      expectError(await server().request('GET', `/messages/${sent.id}`, { key: server().keys.webhook }), 403, 'forbidden');
+      expectError(
+        await server().request('GET', `/messages/${sent.id}`, { key: server().keys.otherFull }),
+        404,
+        'not_found',
+      );
+      expectError(
+        await server().request('GET', `/messages/${sent.id}`, { key: server().keys.webhook }),
+        403,
+        'forbidden',
+      );
     });
   });
 
   describe('POST /messages', () => {
     it('sends an outbound text message: 201 with the message record', async () => {
       const conversation = await openConversation();
-      const res = await server().request('POST', '/messages', { body: { conversation_id: conversation.id, content: 'Hello there', type: 'text' } });
+      const res = await server().request('POST', '/messages', {
+        body: { conversation_id: conversation.id, content: 'Hello there', type: 'text' },
+      });
       const message = expectBody(res, 201, Message);
       expect(message.id).toMatch(/^msg_[0-9A-Z]{26}$/);
-      expect(message).toMatchObject({ conversation_id: conversation.id, direction: 'outbound', type: 'text', content: 'Hello there' });
+      expect(message).toMatchObject({
+        conversation_id: conversation.id,
+        direction: 'outbound',
+        type: 'text',
+        content: 'Hello there',
+      });
       expect(Object.keys(message).sort()).toEqual([
         'content',
         'conversation_id',
@@ -60,7 +93,13 @@ describeEachDialect('messages', (server) => {
         'updated_at',
       ]);
       // Without a channel nothing sends it: it stays queued, with nothing from a platform.
-      expect(message).toMatchObject({ status: 'queued', platform_message_id: null, error: null, media: null, updated_at: message.created_at });
+      expect(message).toMatchObject({
+        status: 'queued',
+        platform_message_id: null,
+        error: null,
+        media: null,
+        updated_at: message.created_at,
+      });
       expect(message.created_at >= conversation.created_at).toBe(true);
     });
 
@@ -85,21 +124,33 @@ describeEachDialect('messages', (server) => {
 
     it('rejects content and message that differ: 400 message unique, nothing sent', async () => {
       const conversation = await openConversation();
-      const res = await server().request('POST', '/messages', { body: { conversation_id: conversation.id, content: 'One', message: 'Two' } });
+      const res = await server().request('POST', '/messages', {
+        body: { conversation_id: conversation.id, content: 'One', message: 'Two' },
+      });
       expectError(res, 400, 'bad_request', { field: 'message', constraint: 'unique' });
       expect((await retrieve(conversation.id)).message_count).toBe(0);
     });
 
     it('needs content (or its alias): 400 content required', async () => {
       const conversation = await openConversation();
-      expectError(await server().request('POST', '/messages', { body: { conversation_id: conversation.id } }), 400, 'bad_request', {
-        field: 'content',
-        constraint: 'required',
-      });
-      expectError(await server().request('POST', '/messages', { body: { conversation_id: conversation.id, type: 'text' } }), 400, 'bad_request', {
-        field: 'content',
-        constraint: 'required',
-      });
+      expectError(
+        await server().request('POST', '/messages', { body: { conversation_id: conversation.id } }),
+        400,
+        'bad_request',
+        {
+          field: 'content',
+          constraint: 'required',
+        },
+      );
+      expectError(
+        await server().request('POST', '/messages', { body: { conversation_id: conversation.id, type: 'text' } }),
+        400,
+        'bad_request',
+        {
+          field: 'content',
+          constraint: 'required',
+        },
+      );
     });
 
     it.each([
@@ -118,9 +169,17 @@ describeEachDialect('messages', (server) => {
     });
 
     it("404s an unknown conversation and another account's conversation", async () => {
-      expectError(await server().request('POST', '/messages', { body: { conversation_id: 'conv_nope', content: 'Hi' } }), 404, 'not_found');
+      expectError(
+        await server().request('POST', '/messages', { body: { conversation_id: 'conv_nope', content: 'Hi' } }),
+        404,
+        'not_found',
+      );
       const theirs = await openConversation(server().keys.otherFull);
-      expectError(await server().request('POST', '/messages', { body: { conversation_id: theirs.id, content: 'Hi' } }), 404, 'not_found');
+      expectError(
+        await server().request('POST', '/messages', { body: { conversation_id: theirs.id, content: 'Hi' } }),
+        404,
+        'not_found',
+      );
       expect((await retrieve(theirs.id, server().keys.otherFull)).message_count).toBe(0);
     });
 
@@ -128,7 +187,9 @@ describeEachDialect('messages', (server) => {
       const conversation = await openConversation();
       await send({ conversation_id: conversation.id, content: 'Before archiving' });
       const archived = await setStatus(conversation.id, 'archived');
-      const res = await server().request('POST', '/messages', { body: { conversation_id: conversation.id, content: 'After archiving' } });
+      const res = await server().request('POST', '/messages', {
+        body: { conversation_id: conversation.id, content: 'After archiving' },
+      });
       expectError(res, 400, 'bad_request', { field: 'conversation_id', constraint: 'transition' });
       expect(await retrieve(conversation.id)).toEqual(archived);
       expect((await listMessages(conversation.id)).data.map((m) => m.content)).toEqual(['Before archiving']);
@@ -151,14 +212,19 @@ describeEachDialect('messages', (server) => {
         .sort()
         .at(-1);
       expect(after.last_message?.timestamp).toBe(latestAt);
-      expect(listed.data.filter((m) => m.created_at === latestAt).map((m) => m.content)).toContain(after.last_message?.content);
+      expect(listed.data.filter((m) => m.created_at === latestAt).map((m) => m.content)).toContain(
+        after.last_message?.content,
+      );
     });
 
     it('sends into a resolved conversation', async () => {
       const conversation = await openConversation();
       await setStatus(conversation.id, 'resolved');
       const message = await send({ conversation_id: conversation.id, content: 'Following up' });
-      expect((await retrieve(conversation.id)).last_message).toEqual({ content: 'Following up', timestamp: message.created_at });
+      expect((await retrieve(conversation.id)).last_message).toEqual({
+        content: 'Following up',
+        timestamp: message.created_at,
+      });
     });
 
     it('needs a full-access key', async () => {
@@ -167,7 +233,11 @@ describeEachDialect('messages', (server) => {
       expectError(await server().request('POST', '/messages', { key: server().keys.readOnly, body }), 403, 'forbidden');
       expectError(await server().request('POST', '/messages', { key: server().keys.webhook, body }), 403, 'forbidden');
       // Permission comes before validation.
-      expectError(await server().request('POST', '/messages', { key: server().keys.readOnly, body: {} }), 403, 'forbidden');
+      expectError(
+        await server().request('POST', '/messages', { key: server().keys.readOnly, body: {} }),
+        403,
+        'forbidden',
+      );
       expect((await retrieve(conversation.id)).message_count).toBe(0);
     });
 
@@ -176,10 +246,16 @@ describeEachDialect('messages', (server) => {
       expect(conversation).toMatchObject({ message_count: 0, last_message: null });
       const first = await send({ conversation_id: conversation.id, content: 'First' });
       const afterFirst = await retrieve(conversation.id);
-      expect(afterFirst).toMatchObject({ message_count: 1, last_message: { content: 'First', timestamp: first.created_at } });
+      expect(afterFirst).toMatchObject({
+        message_count: 1,
+        last_message: { content: 'First', timestamp: first.created_at },
+      });
       const second = await send({ conversation_id: conversation.id, message: 'Second' });
       const afterSecond = await retrieve(conversation.id);
-      expect(afterSecond).toMatchObject({ message_count: 2, last_message: { content: 'Second', timestamp: second.created_at } });
+      expect(afterSecond).toMatchObject({
+        message_count: 2,
+        last_message: { content: 'Second', timestamp: second.created_at },
+      });
       expect(afterSecond.status).toBe('active');
       expect(afterSecond.created_at).toBe(conversation.created_at);
     });
@@ -189,14 +265,24 @@ describeEachDialect('messages', (server) => {
       const key = server().keys.otherFull;
       const older = await openConversation(key);
       const newer = await openConversation(key, 'facebook');
-      const before = expectBody(await server().request('GET', '/conversations', { key, query: { limit: 100 } }), 200, ConversationList);
-      expect(before.data.map((c) => c.id).indexOf(newer.id)).toBeLessThan(before.data.map((c) => c.id).indexOf(older.id));
+      const before = expectBody(
+        await server().request('GET', '/conversations', { key, query: { limit: 100 } }),
+        200,
+        ConversationList,
+      );
+      expect(before.data.map((c) => c.id).indexOf(newer.id)).toBeLessThan(
+        before.data.map((c) => c.id).indexOf(older.id),
+      );
 
       // Later than both conversations' creation, without waiting.
       vi.setSystemTime(Date.now() + 5);
       const message = await send({ conversation_id: older.id, content: 'Bump' }, key);
       const after = expectBody(await server().request('GET', '/conversations', { key }), 200, ConversationList);
-      expect(after.data[0]).toMatchObject({ id: older.id, message_count: 1, last_message: { content: 'Bump', timestamp: message.created_at } });
+      expect(after.data[0]).toMatchObject({
+        id: older.id,
+        message_count: 1,
+        last_message: { content: 'Bump', timestamp: message.created_at },
+      });
       expect(after.data[1]?.id).toBe(newer.id);
       expect(after.total).toBe(before.total);
       // The list shows the same record as a retrieve.
@@ -207,9 +293,16 @@ describeEachDialect('messages', (server) => {
   describe('GET /conversations/:id/messages', () => {
     it('lists oldest first in the list envelope', async () => {
       const conversation = await openConversation();
-      expect(await listMessages(conversation.id)).toEqual({ data: [], total: 0, limit: 20, offset: 0, has_more: false });
+      expect(await listMessages(conversation.id)).toEqual({
+        data: [],
+        total: 0,
+        limit: 20,
+        offset: 0,
+        has_more: false,
+      });
       const sent = [];
-      for (const content of ['one', 'two', 'three']) sent.push(await send({ conversation_id: conversation.id, content }));
+      for (const content of ['one', 'two', 'three'])
+        sent.push(await send({ conversation_id: conversation.id, content }));
       const page = await listMessages(conversation.id);
       expect(page).toEqual({ data: sent, total: 3, limit: 20, offset: 0, has_more: false });
       const times = page.data.map((m) => m.created_at);
@@ -230,29 +323,47 @@ describeEachDialect('messages', (server) => {
       const sent: string[] = [];
       for (let i = 0; i < 7; i++) sent.push((await send({ conversation_id: conversation.id, content: `m${i}` })).id);
       const pages = [];
-      for (let offset = 0; offset < 7; offset += 3) pages.push(await listMessages(conversation.id, { limit: 3, offset }));
+      for (let offset = 0; offset < 7; offset += 3)
+        pages.push(await listMessages(conversation.id, { limit: 3, offset }));
       expect(pages.map((p) => [p.limit, p.offset, p.total, p.has_more, p.data.length])).toEqual([
         [3, 0, 7, true, 3],
         [3, 3, 7, true, 3],
         [3, 6, 7, false, 1],
       ]);
       expect(pages.flatMap((p) => p.data.map((m) => m.id))).toEqual(sent);
-      expect(await listMessages(conversation.id, { offset: 7 })).toEqual({ data: [], total: 7, limit: 20, offset: 7, has_more: false });
-      expect((await listMessages(conversation.id, { limit: 100, offset: 5 })).data.map((m) => m.content)).toEqual(['m5', 'm6']);
+      expect(await listMessages(conversation.id, { offset: 7 })).toEqual({
+        data: [],
+        total: 7,
+        limit: 20,
+        offset: 7,
+        has_more: false,
+      });
+      expect((await listMessages(conversation.id, { limit: 100, offset: 5 })).data.map((m) => m.content)).toEqual([
+        'm5',
+        'm6',
+      ]);
     });
 
     it('reads with a read-only key but not a webhook key', async () => {
       const conversation = await openConversation();
       await send({ conversation_id: conversation.id, content: 'readable' });
       expect((await listMessages(conversation.id, {}, server().keys.readOnly)).total).toBe(1);
-      expectError(await server().request('GET', `/conversations/${conversation.id}/messages`, { key: server().keys.webhook }), 403, 'forbidden');
+      expectError(
+        await server().request('GET', `/conversations/${conversation.id}/messages`, { key: server().keys.webhook }),
+        403,
+        'forbidden',
+      );
     });
 
     it("404s unknown ids and other accounts' ids", async () => {
       const mine = await openConversation();
       await send({ conversation_id: mine.id, content: 'private' });
       expectError(await server().request('GET', '/conversations/conv_nope/messages'), 404, 'not_found');
-      expectError(await server().request('GET', `/conversations/${mine.id}/messages`, { key: server().keys.otherFull }), 404, 'not_found');
+      expectError(
+        await server().request('GET', `/conversations/${mine.id}/messages`, { key: server().keys.otherFull }),
+        404,
+        'not_found',
+      );
     });
 
     it.each([
@@ -264,7 +375,12 @@ describeEachDialect('messages', (server) => {
       [{ direction: 'inbound' }, 'direction', 'unknown'],
     ])('rejects query %j: %s %s', async (query, field, constraint) => {
       const conversation = await openConversation();
-      expectError(await server().request('GET', `/conversations/${conversation.id}/messages`, { query }), 400, 'bad_request', { field, constraint });
+      expectError(
+        await server().request('GET', `/conversations/${conversation.id}/messages`, { query }),
+        400,
+        'bad_request',
+        { field, constraint },
+      );
     });
   });
 });

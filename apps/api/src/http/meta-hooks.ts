@@ -16,14 +16,19 @@ export const metaHooks: FastifyPluginAsync<{ database: DatabaseHandle; settings:
   const ctx = { database: deps.database, settings: deps.settings };
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_request, body, done) => done(null, body));
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_request, body, done) =>
+    done(null, body),
+  );
 
-  app.get<{ Params: { channel_id: string }; Querystring: Record<string, string | string[] | undefined> }>(META_HOOKS_PATH, async (request, reply) => {
-    const { 'hub.mode': mode, 'hub.verify_token': token, 'hub.challenge': challenge } = request.query;
-    const channelId = request.params.channel_id;
-    const answer = await metaWebhooksService.verify(ctx, { channelId, mode, token, challenge });
-    return reply.type('text/plain; charset=utf-8').send(answer);
-  });
+  app.get<{ Params: { channel_id: string }; Querystring: Record<string, string | string[] | undefined> }>(
+    META_HOOKS_PATH,
+    async (request, reply) => {
+      const { 'hub.mode': mode, 'hub.verify_token': token, 'hub.challenge': challenge } = request.query;
+      const channelId = request.params.channel_id;
+      const answer = await metaWebhooksService.verify(ctx, { channelId, mode, token, challenge });
+      return reply.type('text/plain; charset=utf-8').send(answer);
+    },
+  );
 
   app.post<{ Params: { channel_id: string } }>(META_HOOKS_PATH, async (request, reply) => {
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);

@@ -17,12 +17,20 @@ describeEachDialect('orders', (server) => {
   };
 
   const createContact = async (key?: string) =>
-    expectBody(await server().request('POST', '/contacts', { key, body: { name: 'Buyer', phone: phone() } }), 201, Contact);
+    expectBody(
+      await server().request('POST', '/contacts', { key, body: { name: 'Buyer', phone: phone() } }),
+      201,
+      Contact,
+    );
 
   const items = [{ name: 'T-shirt', quantity: 2, unit_amount: 1500 }];
 
   const createOrder = async (body: Record<string, unknown>, key?: string) =>
-    expectBody(await server().request('POST', '/orders', { key, body: { currency: 'USD', items, ...body } }), 201, Order);
+    expectBody(
+      await server().request('POST', '/orders', { key, body: { currency: 'USD', items, ...body } }),
+      201,
+      Order,
+    );
 
   describe('POST /orders', () => {
     it('records an order and answers 201 with the record, the total computed', async () => {
@@ -40,10 +48,27 @@ describeEachDialect('orders', (server) => {
       const order = expectBody(await server().request('POST', '/orders', { body }), 201, Order);
       const after = new Date().toISOString();
       expect(Object.keys(order).sort()).toEqual(
-        ['id', 'contact_id', 'number', 'status', 'currency', 'total_amount', 'items', 'placed_at', 'created_at', 'updated_at'].sort(),
+        [
+          'id',
+          'contact_id',
+          'number',
+          'status',
+          'currency',
+          'total_amount',
+          'items',
+          'placed_at',
+          'created_at',
+          'updated_at',
+        ].sort(),
       );
       expect(order.id).toMatch(/^ord_[0-9A-Z]{26}$/);
-      expect(order).toMatchObject({ contact_id: contact.id, status: 'pending', currency: 'BRL', total_amount: 2 * 1500 + 3 * 250, items: body.items });
+      expect(order).toMatchObject({
+        contact_id: contact.id,
+        status: 'pending',
+        currency: 'BRL',
+        total_amount: 2 * 1500 + 3 * 250,
+        items: body.items,
+      });
       expect(order.number).toMatch(/^\d+$/);
       // placed_at defaults to now.
       expect(order.placed_at >= before && order.placed_at <= after).toBe(true);
@@ -54,13 +79,19 @@ describeEachDialect('orders', (server) => {
 
     it('takes status and placed_at, normalizing placed_at to UTC with milliseconds', async () => {
       const contact = await createContact();
-      const withOffset = await createOrder({ contact_id: contact.id, status: 'paid', placed_at: '2026-01-02T03:04:05+02:00' });
+      const withOffset = await createOrder({
+        contact_id: contact.id,
+        status: 'paid',
+        placed_at: '2026-01-02T03:04:05+02:00',
+      });
       expect(withOffset).toMatchObject({ status: 'paid', placed_at: '2026-01-02T01:04:05.000Z' });
       const utc = await createOrder({ contact_id: contact.id, placed_at: '2026-01-02T03:04:05Z' });
       expect(utc.placed_at).toBe('2026-01-02T03:04:05.000Z');
       const negative = await createOrder({ contact_id: contact.id, placed_at: '2025-12-31T22:30:00.250-03:00' });
       expect(negative.placed_at).toBe('2026-01-01T01:30:00.250Z');
-      expect(expectBody(await server().request('GET', `/orders/${withOffset.id}`), 200, Order).placed_at).toBe('2026-01-02T01:04:05.000Z');
+      expect(expectBody(await server().request('GET', `/orders/${withOffset.id}`), 200, Order).placed_at).toBe(
+        '2026-01-02T01:04:05.000Z',
+      );
     });
 
     it('refuses a placed_at whose UTC instant a timestamp cannot show, storing nothing', async () => {
@@ -72,7 +103,10 @@ describeEachDialect('orders', (server) => {
         ['0000-01-01T00:00:00+14:00', 'min'],
         ['0000-01-01T00:00:00+00:01', 'min'],
       ] as const) {
-        const res = await server().request('POST', '/orders', { key, body: { contact_id: contact.id, currency: 'USD', items, placed_at } });
+        const res = await server().request('POST', '/orders', {
+          key,
+          body: { contact_id: contact.id, currency: 'USD', items, placed_at },
+        });
         expectError(res, 400, 'bad_request', { field: 'placed_at', constraint });
       }
       expect(expectBody(await server().request('GET', '/orders', { key }), 200, OrderList).total).toBe(0);
@@ -82,10 +116,15 @@ describeEachDialect('orders', (server) => {
       const latest = await createOrder({ contact_id: contact.id, placed_at: '9999-12-31T23:59:59.999999Z' }, key);
       const earliest = await createOrder({ contact_id: contact.id, placed_at: '0000-01-01T14:00:00+14:00' }, key);
       expect([latest.placed_at, earliest.placed_at]).toEqual(['9999-12-31T23:59:59.999Z', '0000-01-01T00:00:00.000Z']);
-      expect(expectBody(await server().request('GET', `/orders/${earliest.id}`, { key }), 200, Order).placed_at).toBe('0000-01-01T00:00:00.000Z');
+      expect(expectBody(await server().request('GET', `/orders/${earliest.id}`, { key }), 200, Order).placed_at).toBe(
+        '0000-01-01T00:00:00.000Z',
+      );
       const list = expectBody(await server().request('GET', '/orders', { key }), 200, OrderList);
       expect(list.data.map((order) => order.id)).toEqual([latest.id, earliest.id]);
-      expect(expectBody(await server().request('GET', '/events', { key, query: { type: 'order.placed' } }), 200, EventList).total).toBe(2);
+      expect(
+        expectBody(await server().request('GET', '/events', { key, query: { type: 'order.placed' } }), 200, EventList)
+          .total,
+      ).toBe(2);
     });
 
     it('accepts every order status', async () => {
@@ -130,7 +169,9 @@ describeEachDialect('orders', (server) => {
     it('counts on past any number of digits, leading zeros and all', async () => {
       const key = await freshKey();
       const contact = await createContact(key);
-      expect((await createOrder({ contact_id: contact.id, number: '999999999999999' }, key)).number).toBe('999999999999999');
+      expect((await createOrder({ contact_id: contact.id, number: '999999999999999' }, key)).number).toBe(
+        '999999999999999',
+      );
       expect((await createOrder({ contact_id: contact.id }, key)).number).toBe('1000000000000000');
       expect((await createOrder({ contact_id: contact.id }, key)).number).toBe('1000000000000001');
       const long = `9${'0'.repeat(40)}`;
@@ -144,7 +185,10 @@ describeEachDialect('orders', (server) => {
       const key = await freshKey();
       const contact = await createContact(key);
       await createOrder({ contact_id: contact.id, number: '9'.repeat(64) }, key);
-      const res = await server().request('POST', '/orders', { key, body: { contact_id: contact.id, currency: 'USD', items } });
+      const res = await server().request('POST', '/orders', {
+        key,
+        body: { contact_id: contact.id, currency: 'USD', items },
+      });
       expectError(res, 400, 'bad_request', { field: 'number', constraint: 'required' });
       expect(expectBody(await server().request('GET', '/orders', { key }), 200, OrderList).total).toBe(1);
       expect((await createOrder({ contact_id: contact.id, number: 'next-1' }, key)).number).toBe('next-1');
@@ -154,13 +198,17 @@ describeEachDialect('orders', (server) => {
       const key = await freshKey();
       const contact = await createContact(key);
       const responses = await Promise.all(
-        Array.from({ length: 5 }, () => server().request('POST', '/orders', { key, body: { contact_id: contact.id, currency: 'USD', items } })),
+        Array.from({ length: 5 }, () =>
+          server().request('POST', '/orders', { key, body: { contact_id: contact.id, currency: 'USD', items } }),
+        ),
       );
       const numbers = responses.map((res) => expectBody(res, 201, Order).number);
       expect([...numbers].sort()).toEqual(['1001', '1002', '1003', '1004', '1005']);
       // Many more at once than attempts at a number: numbering waits its turn instead of colliding.
       const more = await Promise.all(
-        Array.from({ length: 20 }, () => server().request('POST', '/orders', { key, body: { contact_id: contact.id, currency: 'USD', items } })),
+        Array.from({ length: 20 }, () =>
+          server().request('POST', '/orders', { key, body: { contact_id: contact.id, currency: 'USD', items } }),
+        ),
       );
       expect(new Set(more.map((res) => expectBody(res, 201, Order).number)).size).toBe(20);
     });
@@ -170,8 +218,12 @@ describeEachDialect('orders', (server) => {
       const number = uniqueNumber();
       const first = await createOrder({ contact_id: contact.id, number });
       expect(first.number).toBe(number);
-      const res = await server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'USD', items, number } });
-      expect(expectError(res, 400, 'bad_request', { field: 'number', constraint: 'unique' }).error.details?.existing_id).toBe(first.id);
+      const res = await server().request('POST', '/orders', {
+        body: { contact_id: contact.id, currency: 'USD', items, number },
+      });
+      expect(
+        expectError(res, 400, 'bad_request', { field: 'number', constraint: 'unique' }).error.details?.existing_id,
+      ).toBe(first.id);
 
       // Another account may use the same number.
       const otherContact = await createContact(server().keys.otherFull);
@@ -183,23 +235,41 @@ describeEachDialect('orders', (server) => {
       const contact = await createContact(key);
       const auto = await createOrder({ contact_id: contact.id }, key);
       expect(auto.number).toBe('1001');
-      const res = await server().request('POST', '/orders', { key, body: { contact_id: contact.id, currency: 'USD', items, number: '1001' } });
-      expect(expectError(res, 400, 'bad_request', { field: 'number', constraint: 'unique' }).error.details?.existing_id).toBe(auto.id);
+      const res = await server().request('POST', '/orders', {
+        key,
+        body: { contact_id: contact.id, currency: 'USD', items, number: '1001' },
+      });
+      expect(
+        expectError(res, 400, 'bad_request', { field: 'number', constraint: 'unique' }).error.details?.existing_id,
+      ).toBe(auto.id);
       // The failed attempt did not use up a number.
       expect((await createOrder({ contact_id: contact.id }, key)).number).toBe('1002');
     });
 
     it("404s an unknown contact and another account's contact", async () => {
-      expectError(await server().request('POST', '/orders', { body: { contact_id: 'ct_nope', currency: 'USD', items } }), 404, 'not_found');
+      expectError(
+        await server().request('POST', '/orders', { body: { contact_id: 'ct_nope', currency: 'USD', items } }),
+        404,
+        'not_found',
+      );
       const theirs = await createContact(server().keys.otherFull);
-      expectError(await server().request('POST', '/orders', { body: { contact_id: theirs.id, currency: 'USD', items } }), 404, 'not_found');
+      expectError(
+        await server().request('POST', '/orders', { body: { contact_id: theirs.id, currency: 'USD', items } }),
+        404,
+        'not_found',
+      );
     });
 
     it('validates before looking the contact up', async () => {
-      expectError(await server().request('POST', '/orders', { body: { contact_id: 'ct_nope', currency: 'usd', items } }), 400, 'bad_request', {
-        field: 'currency',
-        constraint: 'format',
-      });
+      expectError(
+        await server().request('POST', '/orders', { body: { contact_id: 'ct_nope', currency: 'usd', items } }),
+        400,
+        'bad_request',
+        {
+          field: 'currency',
+          constraint: 'format',
+        },
+      );
     });
 
     it('needs a full-access key', async () => {
@@ -262,7 +332,10 @@ describeEachDialect('orders', (server) => {
 
     it('accepts the item bounds: 100 items, quantity 1 and 10000, unit_amount 0, name of 200 characters', async () => {
       const contact = await createContact();
-      const many = await createOrder({ contact_id: contact.id, items: Array.from({ length: 100 }, () => ({ name: 'Pin', quantity: 1, unit_amount: 5 })) });
+      const many = await createOrder({
+        contact_id: contact.id,
+        items: Array.from({ length: 100 }, () => ({ name: 'Pin', quantity: 1, unit_amount: 5 })),
+      });
       expect(many.items).toHaveLength(100);
       expect(many.total_amount).toBe(500);
       const edges = await createOrder({
@@ -278,7 +351,9 @@ describeEachDialect('orders', (server) => {
     it('refuses a total too large to represent exactly, with a 400 rather than a 500', async () => {
       const contact = await createContact();
       const big = { name: 'Yacht', quantity: 10000, unit_amount: Number.MAX_SAFE_INTEGER };
-      const res = await server().request('POST', '/orders', { body: { contact_id: contact.id, currency: 'USD', items: [big] } });
+      const res = await server().request('POST', '/orders', {
+        body: { contact_id: contact.id, currency: 'USD', items: [big] },
+      });
       expectError(res, 400, 'bad_request');
     });
   });
@@ -292,7 +367,10 @@ describeEachDialect('orders', (server) => {
       const mar = await createOrder({ contact_id: bia.id, placed_at: '2026-03-01T00:00:00Z', status: 'paid' }, key);
       const feb1 = await createOrder({ contact_id: ana.id, placed_at: '2026-02-01T00:00:00Z', status: 'paid' }, key);
       const feb2 = await createOrder({ contact_id: bia.id, placed_at: '2026-02-01T02:00:00+02:00' }, key); // the same instant
-      const feb3 = await createOrder({ contact_id: ana.id, placed_at: '2026-02-01T00:00:00.000Z', status: 'refunded' }, key);
+      const feb3 = await createOrder(
+        { contact_id: ana.id, placed_at: '2026-02-01T00:00:00.000Z', status: 'refunded' },
+        key,
+      );
       const dec = await createOrder({ contact_id: ana.id, placed_at: '2025-12-31T23:59:59.999Z', status: 'paid' }, key);
 
       const tied = [feb1, feb2, feb3]
@@ -306,28 +384,54 @@ describeEachDialect('orders', (server) => {
       expect(all.data.map((o) => o.id)).toEqual(expected);
       expect(all.data.find((o) => o.id === mar.id)).toEqual(mar);
 
-      const paid = expectBody(await server().request('GET', '/orders', { key, query: { status: 'paid' } }), 200, OrderList);
+      const paid = expectBody(
+        await server().request('GET', '/orders', { key, query: { status: 'paid' } }),
+        200,
+        OrderList,
+      );
       expect(paid.data.map((o) => o.id)).toEqual([mar.id, feb1.id, dec.id]);
       expect(paid.total).toBe(3);
 
-      const anas = expectBody(await server().request('GET', '/orders', { key, query: { contact_id: ana.id } }), 200, OrderList);
-      expect(anas.data.map((o) => o.id)).toEqual(expected.filter((id) => [jan.id, feb1.id, feb3.id, dec.id].includes(id)));
+      const anas = expectBody(
+        await server().request('GET', '/orders', { key, query: { contact_id: ana.id } }),
+        200,
+        OrderList,
+      );
+      expect(anas.data.map((o) => o.id)).toEqual(
+        expected.filter((id) => [jan.id, feb1.id, feb3.id, dec.id].includes(id)),
+      );
 
-      const anasPaid = expectBody(await server().request('GET', '/orders', { key, query: { contact_id: ana.id, status: 'paid' } }), 200, OrderList);
+      const anasPaid = expectBody(
+        await server().request('GET', '/orders', { key, query: { contact_id: ana.id, status: 'paid' } }),
+        200,
+        OrderList,
+      );
       expect(anasPaid.data.map((o) => o.id)).toEqual([feb1.id, dec.id]);
 
-      const none = expectBody(await server().request('GET', '/orders', { key, query: { status: 'cancelled' } }), 200, OrderList);
+      const none = expectBody(
+        await server().request('GET', '/orders', { key, query: { status: 'cancelled' } }),
+        200,
+        OrderList,
+      );
       expect(none).toEqual({ data: [], total: 0, limit: 20, offset: 0, has_more: false });
 
       // Pages of 4 and 2, and a page past the end.
       const page1 = expectBody(await server().request('GET', '/orders', { key, query: { limit: 4 } }), 200, OrderList);
       expect(page1).toMatchObject({ total: 6, limit: 4, offset: 0, has_more: true });
-      const page2 = expectBody(await server().request('GET', '/orders', { key, query: { limit: 4, offset: 4 } }), 200, OrderList);
+      const page2 = expectBody(
+        await server().request('GET', '/orders', { key, query: { limit: 4, offset: 4 } }),
+        200,
+        OrderList,
+      );
       expect(page2).toMatchObject({ total: 6, limit: 4, offset: 4, has_more: false });
       expect([...page1.data, ...page2.data].map((o) => o.id)).toEqual(expected);
       const seen: string[] = [];
       for (let offset = 0; offset < 6; offset += 2) {
-        const page = expectBody(await server().request('GET', '/orders', { key, query: { limit: 2, offset } }), 200, OrderList);
+        const page = expectBody(
+          await server().request('GET', '/orders', { key, query: { limit: 2, offset } }),
+          200,
+          OrderList,
+        );
         expect(page).toMatchObject({ total: 6, limit: 2, offset, has_more: offset + 2 < 6 });
         seen.push(...page.data.map((o) => o.id));
       }
@@ -347,12 +451,24 @@ describeEachDialect('orders', (server) => {
       const list = expectBody(await server().request('GET', '/orders', { key }), 200, OrderList);
       expect(list.data.map((o) => o.id)).toEqual([order.id]);
 
-      const filtered = expectBody(await server().request('GET', '/orders', { key, query: { contact_id: theirs.id } }), 200, OrderList);
+      const filtered = expectBody(
+        await server().request('GET', '/orders', { key, query: { contact_id: theirs.id } }),
+        200,
+        OrderList,
+      );
       expect(filtered).toEqual({ data: [], total: 0, limit: 20, offset: 0, has_more: false });
-      const unknown = expectBody(await server().request('GET', '/orders', { key, query: { contact_id: 'ct_nope' } }), 200, OrderList);
+      const unknown = expectBody(
+        await server().request('GET', '/orders', { key, query: { contact_id: 'ct_nope' } }),
+        200,
+        OrderList,
+      );
       expect(unknown.total).toBe(0);
 
-      const theirList = expectBody(await server().request('GET', '/orders', { key: server().keys.otherFull, query: { limit: 100 } }), 200, OrderList);
+      const theirList = expectBody(
+        await server().request('GET', '/orders', { key: server().keys.otherFull, query: { limit: 100 } }),
+        200,
+        OrderList,
+      );
       expect(theirList.data.map((o) => o.id)).toContain(theirOrder.id);
       expect(theirList.data.map((o) => o.id)).not.toContain(order.id);
     });
@@ -379,18 +495,27 @@ describeEachDialect('orders', (server) => {
       const contact = await createContact();
       const order = await createOrder({ contact_id: contact.id, currency: 'EUR' });
       expect(expectBody(await server().request('GET', `/orders/${order.id}`), 200, Order)).toEqual(order);
-      expect(expectBody(await server().request('GET', `/orders/${order.id}`, { key: server().keys.readOnly }), 200, Order)).toEqual(order);
+      expect(
+        expectBody(await server().request('GET', `/orders/${order.id}`, { key: server().keys.readOnly }), 200, Order),
+      ).toEqual(order);
 
       expectError(await server().request('GET', '/orders/ord_nope'), 404, 'not_found');
-      expectError(await server().request('GET', `/orders/${order.id}`, { key: server().keys.otherFull }), 404, 'not_found');
+      expectError(
+        await server().request('GET', `/orders/${order.id}`, { key: server().keys.otherFull }),
+        404,
+        'not_found',
+      );
       expectError(await server().request('GET', `/orders/${contact.id}`), 404, 'not_found');
     });
   });
 
   describe('PATCH /orders/:id', () => {
-    const update = (id: string, body: unknown, key?: string) => server().request('PATCH', `/orders/${id}`, { key, body });
+    const update = (id: string, body: unknown, key?: string) =>
+      server().request('PATCH', `/orders/${id}`, { key, body });
     const orderEvents = async (key: string) =>
-      expectBody(await server().request('GET', '/events', { key, query: { limit: 100 } }), 200, EventList).data.filter((e) => e.type === 'order.updated');
+      expectBody(await server().request('GET', '/events', { key, query: { limit: 100 } }), 200, EventList).data.filter(
+        (e) => e.type === 'order.updated',
+      );
 
     it('moves an order along pending → paid → fulfilled → refunded, one order.updated per change', async () => {
       const key = await freshKey();
@@ -420,7 +545,10 @@ describeEachDialect('orders', (server) => {
     ] as const)('refuses %s → %s with 400 status transition, changing nothing', async (from, to) => {
       const key = await freshKey();
       const order = await createOrder({ contact_id: (await createContact(key)).id, status: from }, key);
-      expectError(await update(order.id, { status: to }, key), 400, 'bad_request', { field: 'status', constraint: 'transition' });
+      expectError(await update(order.id, { status: to }, key), 400, 'bad_request', {
+        field: 'status',
+        constraint: 'transition',
+      });
       expect(expectBody(await server().request('GET', `/orders/${order.id}`, { key }), 200, Order)).toEqual(order);
       expect(await orderEvents(key)).toEqual([]);
     });
@@ -436,9 +564,15 @@ describeEachDialect('orders', (server) => {
 
     it("validates the body, 404s unknown ids and another account's orders, and needs a full-access key", async () => {
       const order = await createOrder({ contact_id: (await createContact()).id });
-      expectError(await update(order.id, { status: 'shipped' }), 400, 'bad_request', { field: 'status', constraint: 'enum' });
+      expectError(await update(order.id, { status: 'shipped' }), 400, 'bad_request', {
+        field: 'status',
+        constraint: 'enum',
+      });
       expectError(await update(order.id, {}), 400, 'bad_request', { field: 'status', constraint: 'required' });
-      expectError(await update(order.id, { status: 'paid', total_amount: 1 }), 400, 'bad_request', { field: 'total_amount', constraint: 'unknown' });
+      expectError(await update(order.id, { status: 'paid', total_amount: 1 }), 400, 'bad_request', {
+        field: 'total_amount',
+        constraint: 'unknown',
+      });
       expectError(await update('ord_nope', { status: 'paid' }), 404, 'not_found');
       expectError(await update(order.id, { status: 'paid' }, server().keys.otherFull), 404, 'not_found');
       expectError(await update(order.id, { status: 'paid' }, server().keys.readOnly), 403, 'forbidden');
@@ -448,7 +582,10 @@ describeEachDialect('orders', (server) => {
     it('takes concurrent changes one at a time: exactly one of two conflicting changes wins', async () => {
       const key = await freshKey();
       const order = await createOrder({ contact_id: (await createContact(key)).id, status: 'paid' }, key);
-      const [a, b] = await Promise.all([update(order.id, { status: 'fulfilled' }, key), update(order.id, { status: 'cancelled' }, key)]);
+      const [a, b] = await Promise.all([
+        update(order.id, { status: 'fulfilled' }, key),
+        update(order.id, { status: 'cancelled' }, key),
+      ]);
       expect([a.status, b.status].sort()).toEqual([200, 400]);
       expect(await orderEvents(key)).toHaveLength(1);
     });
@@ -458,7 +595,11 @@ describeEachDialect('orders', (server) => {
     it('keeps its orders, with contact_id null', async () => {
       const contact = await createContact();
       const first = await createOrder({ contact_id: contact.id, placed_at: '2026-05-01T10:00:00Z' });
-      const second = await createOrder({ contact_id: contact.id, status: 'fulfilled', items: [{ name: 'Lamp', quantity: 1, unit_amount: 4200 }] });
+      const second = await createOrder({
+        contact_id: contact.id,
+        status: 'fulfilled',
+        items: [{ name: 'Lamp', quantity: 1, unit_amount: 4200 }],
+      });
 
       const res = await server().request('DELETE', `/contacts/${contact.id}`);
       expect(res.status).toBe(204);
@@ -483,8 +624,15 @@ describeEachDialect('orders', (server) => {
 
       // Still listed; the contact filter finds nothing any more.
       const list = expectBody(await server().request('GET', '/orders', { query: { limit: 100 } }), 200, OrderList);
-      expect(list.data.filter((o) => o.id === first.id || o.id === second.id).map((o) => o.contact_id)).toEqual([null, null]);
-      const byContact = expectBody(await server().request('GET', '/orders', { query: { contact_id: contact.id } }), 200, OrderList);
+      expect(list.data.filter((o) => o.id === first.id || o.id === second.id).map((o) => o.contact_id)).toEqual([
+        null,
+        null,
+      ]);
+      const byContact = expectBody(
+        await server().request('GET', '/orders', { query: { contact_id: contact.id } }),
+        200,
+        OrderList,
+      );
       expect(byContact.total).toBe(0);
     });
   });

@@ -1,7 +1,23 @@
 import { request as httpRequest } from 'node:http';
-import { Contact, ContactList, type EndpointDefinition, ErrorBody, type OperationId, endpoints, fillPath, operationIds, toOpenApiPath } from '@convo/core';
+import {
+  Contact,
+  ContactList,
+  type EndpointDefinition,
+  ErrorBody,
+  type OperationId,
+  endpoints,
+  fillPath,
+  operationIds,
+  toOpenApiPath,
+} from '@convo/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type RequestOptions, type TestResponse, describeEachDialect, expectBody, expectExactError } from '../testing/harness.js';
+import {
+  type RequestOptions,
+  type TestResponse,
+  describeEachDialect,
+  expectBody,
+  expectExactError,
+} from '../testing/harness.js';
 
 const MISSING = 'x_missing';
 const MiB = 1024 * 1024;
@@ -10,7 +26,8 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 const operations = operationIds.map((id) => [id, endpoints[id] as EndpointDefinition] as const);
 /** POST and PATCH operations that take a JSON body. */
 const withBody = operations.filter(([, op]) => op.body !== undefined);
-const pathOf = (op: EndpointDefinition) => fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING, run_id: MISSING });
+const pathOf = (op: EndpointDefinition) =>
+  fillPath(op.path, { id: MISSING, tag: 'some-tag', delivery_id: MISSING, run_id: MISSING });
 
 /** A JSON object of exactly `size` bytes. */
 function jsonOfSize(size: number): string {
@@ -32,7 +49,11 @@ describeEachDialect('HTTP protocol', (server) => {
   }
 
   /** Straight over node:http, for what fetch would not send as is (a body without Content-Type). */
-  function raw(method: string, path: string, options: { headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<TestResponse> {
+  function raw(
+    method: string,
+    path: string,
+    options: { headers?: Record<string, string>; body?: string | Buffer } = {},
+  ): Promise<TestResponse> {
     const url = new URL(server().baseUrl + path);
     return new Promise((resolve, reject) => {
       const req = httpRequest(
@@ -49,7 +70,8 @@ describeEachDialect('HTTP protocol', (server) => {
           response.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
             const headers = new Headers();
-            for (const [name, value] of Object.entries(response.headers)) if (typeof value === 'string') headers.set(name, value);
+            for (const [name, value] of Object.entries(response.headers))
+              if (typeof value === 'string') headers.set(name, value);
             statuses.push(response.statusCode ?? 0);
             resolve({ status: response.statusCode ?? 0, headers, text, body: text ? JSON.parse(text) : undefined });
           });
@@ -86,7 +108,14 @@ describeEachDialect('HTTP protocol', (server) => {
       });
 
       it('malformed JSON is 400 body json', async () => {
-        for (const rawBody of ['{"name": ', '{name: "x"}', "{'a': 1}", '{"a":1,}', 'nul', Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d])]) {
+        for (const rawBody of [
+          '{"name": ',
+          '{name: "x"}',
+          "{'a': 1}",
+          '{"a":1,}',
+          'nul',
+          Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]),
+        ]) {
           const res = await send(op.method, pathOf(op), { rawBody, headers: { 'content-type': 'application/json' } });
           expectExactError(res, 400, 'bad_request', { field: 'body', constraint: 'json' });
         }
@@ -94,13 +123,19 @@ describeEachDialect('HTTP protocol', (server) => {
 
       it('a JSON value other than an object is 400 body type', async () => {
         for (const value of [[], [{ name: 'x' }], 'a string', 42, true, null]) {
-          const res = await send(op.method, pathOf(op), { rawBody: JSON.stringify(value), headers: { 'content-type': 'application/json' } });
+          const res = await send(op.method, pathOf(op), {
+            rawBody: JSON.stringify(value),
+            headers: { 'content-type': 'application/json' },
+          });
           expectExactError(res, 400, 'bad_request', { field: 'body', constraint: 'type' });
         }
       });
 
       it('a body of 1 MiB + 1 byte is 400 body max_bytes', async () => {
-        const res = await send(op.method, pathOf(op), { rawBody: jsonOfSize(MiB + 1), headers: { 'content-type': 'application/json' } });
+        const res = await send(op.method, pathOf(op), {
+          rawBody: jsonOfSize(MiB + 1),
+          headers: { 'content-type': 'application/json' },
+        });
         expectExactError(res, 400, 'bad_request', { field: 'body', constraint: 'max_bytes' });
       });
 
@@ -120,14 +155,19 @@ describeEachDialect('HTTP protocol', (server) => {
       });
     });
 
-    it.each(['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON'])(
-      'accepts Content-Type %s',
-      async (contentType) => {
-        const p = phone();
-        const res = await send('POST', '/contacts', { rawBody: JSON.stringify({ name: 'Típico', phone: p }), headers: { 'content-type': contentType } });
-        expect(expectBody(res, 201, Contact)).toMatchObject({ name: 'Típico', phone: p });
-      },
-    );
+    it.each([
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/json;charset=UTF-8',
+      'Application/JSON',
+    ])('accepts Content-Type %s', async (contentType) => {
+      const p = phone();
+      const res = await send('POST', '/contacts', {
+        rawBody: JSON.stringify({ name: 'Típico', phone: p }),
+        headers: { 'content-type': contentType },
+      });
+      expect(expectBody(res, 201, Contact)).toMatchObject({ name: 'Típico', phone: p });
+    });
 
     it('accepts application/json; charset=utf-8 on PATCH', async () => {
       const created = expectBody(await send('POST', '/contacts', { body: { phone: phone() } }), 201, Contact);
@@ -139,7 +179,10 @@ describeEachDialect('HTTP protocol', (server) => {
     });
 
     it('a body of exactly 1 MiB is not refused for its size', async () => {
-      const res = await send('POST', '/contacts', { rawBody: jsonOfSize(MiB), headers: { 'content-type': 'application/json' } });
+      const res = await send('POST', '/contacts', {
+        rawBody: jsonOfSize(MiB),
+        headers: { 'content-type': 'application/json' },
+      });
       const body = expectExactError(res, 400, 'bad_request');
       expect(body.error.details?.constraint).not.toBe('max_bytes');
       expect(body.error.details?.issues ?? []).not.toContainEqual(expect.objectContaining({ constraint: 'max_bytes' }));
@@ -177,27 +220,33 @@ describeEachDialect('HTTP protocol', (server) => {
       expect(unknownOutside.status).not.toBe(500);
     });
 
-    it.each(['abc-123._X', 'a', 'x'.repeat(128), 'req_01J0000000000000000000000'])('echoes a valid client id %s', async (id) => {
-      for (const res of [
-        await send('GET', '/contacts', { headers: { 'x-request-id': id } }),
-        await send('POST', '/contacts', { body: {}, headers: { 'x-request-id': id } }),
-        await send('GET', '/contacts', { key: null, headers: { 'x-request-id': id } }),
-        await send('GET', '/nope', { headers: { 'x-request-id': id } }),
-      ]) {
-        expect(res.headers.get('x-request-id')).toBe(id);
-      }
-    });
+    it.each(['abc-123._X', 'a', 'x'.repeat(128), 'req_01J0000000000000000000000'])(
+      'echoes a valid client id %s',
+      async (id) => {
+        for (const res of [
+          await send('GET', '/contacts', { headers: { 'x-request-id': id } }),
+          await send('POST', '/contacts', { body: {}, headers: { 'x-request-id': id } }),
+          await send('GET', '/contacts', { key: null, headers: { 'x-request-id': id } }),
+          await send('GET', '/nope', { headers: { 'x-request-id': id } }),
+        ]) {
+          expect(res.headers.get('x-request-id')).toBe(id);
+        }
+      },
+    );
 
-    it.each(['x'.repeat(129), 'has spaces in it', 'abc/def', 'ünïcode', 'a;b', 'id\tx'])('replaces an invalid client id %j with a new one', async (id) => {
-      const first = await send('GET', '/contacts', { headers: { 'x-request-id': id } });
-      const second = await send('GET', '/contacts', { key: null, headers: { 'x-request-id': id } });
-      for (const res of [first, second]) {
-        const sent = res.headers.get('x-request-id');
-        expect(sent).toMatch(REQUEST_ID);
-        expect(sent).not.toBe(id);
-      }
-      expect(first.headers.get('x-request-id')).not.toBe(second.headers.get('x-request-id'));
-    });
+    it.each(['x'.repeat(129), 'has spaces in it', 'abc/def', 'ünïcode', 'a;b', 'id\tx'])(
+      'replaces an invalid client id %j with a new one',
+      async (id) => {
+        const first = await send('GET', '/contacts', { headers: { 'x-request-id': id } });
+        const second = await send('GET', '/contacts', { key: null, headers: { 'x-request-id': id } });
+        for (const res of [first, second]) {
+          const sent = res.headers.get('x-request-id');
+          expect(sent).toMatch(REQUEST_ID);
+          expect(sent).not.toBe(id);
+        }
+        expect(first.headers.get('x-request-id')).not.toBe(second.headers.get('x-request-id'));
+      },
+    );
 
     it('a malformed URL is 401 without a key, else 400 of the contract shape, with a request id', async () => {
       const path = '/contacts/%E0%A4%A';
@@ -236,7 +285,9 @@ describeEachDialect('HTTP protocol', (server) => {
     });
 
     it('lists exactly the operations of the endpoint table', async () => {
-      const doc = (await send('GET', '/openapi.json', { key: null })).body as { paths: Record<string, Record<string, { operationId?: string }>> };
+      const doc = (await send('GET', '/openapi.json', { key: null })).body as {
+        paths: Record<string, Record<string, { operationId?: string }>>;
+      };
       const listed = Object.entries(doc.paths)
         .filter(([path]) => path.startsWith('/v1/'))
         .flatMap(([path, methods]) =>
@@ -251,7 +302,9 @@ describeEachDialect('HTTP protocol', (server) => {
     });
 
     it('every listed operation is served (not an unknown path)', async () => {
-      const doc = (await send('GET', '/openapi.json', { key: null })).body as { paths: Record<string, Record<string, unknown>> };
+      const doc = (await send('GET', '/openapi.json', { key: null })).body as {
+        paths: Record<string, Record<string, unknown>>;
+      };
       for (const [path, methods] of Object.entries(doc.paths).filter(([documented]) => documented.startsWith('/v1/'))) {
         for (const method of Object.keys(methods)) {
           const concrete = path.replace(/^\/v1/, '').replace(/\{([A-Za-z_]+)\}/g, MISSING);
@@ -259,7 +312,9 @@ describeEachDialect('HTTP protocol', (server) => {
           const res = await send(method.toUpperCase(), concrete, { key: server().keys.webhook });
           expectExactError(res, 403, 'forbidden');
           // With a full key it is not a 404 for the path (a 404 names the missing resource at most).
-          const full = await send(method.toUpperCase(), concrete, { body: method === 'get' || method === 'delete' ? undefined : {} });
+          const full = await send(method.toUpperCase(), concrete, {
+            body: method === 'get' || method === 'delete' ? undefined : {},
+          });
           if (full.status === 404) expect(full.body.error.message).not.toMatch(/path/i);
         }
       }
@@ -278,7 +333,11 @@ describeEachDialect('HTTP protocol', (server) => {
   });
 
   describe('the tRPC mount', () => {
-    const url = () => new URL(`/trpc/contacts.list?input=${encodeURIComponent(JSON.stringify({ query: { limit: 1 } }))}`, server().baseUrl);
+    const url = () =>
+      new URL(
+        `/trpc/contacts.list?input=${encodeURIComponent(JSON.stringify({ query: { limit: 1 } }))}`,
+        server().baseUrl,
+      );
 
     it('answers a query with a valid key', async () => {
       expectBody(await send('POST', '/contacts', { body: { phone: phone() } }), 201, Contact);
@@ -317,7 +376,10 @@ describeEachDialect('HTTP protocol', (server) => {
       });
       expect(invalid.status).toBe(400);
       const body = (await invalid.json()) as { error: { data: { body: unknown } } };
-      expect(ErrorBody.parse(body.error.data.body).error.details).toMatchObject({ field: 'phone', constraint: 'format' });
+      expect(ErrorBody.parse(body.error.data.body).error.details).toMatchObject({
+        field: 'phone',
+        constraint: 'format',
+      });
     });
   });
 
@@ -327,8 +389,14 @@ describeEachDialect('HTTP protocol', (server) => {
       expectExactError(await send('GET', '/contacts', { key: server().keys.webhook }), 403, 'forbidden');
       expectExactError(await send('GET', `/contacts/${MISSING}`), 404, 'not_found');
       expectExactError(await send('GET', '/nope'), 404, 'not_found');
-      expectExactError(await send('POST', '/contacts', { body: { name: 'x' } }), 400, 'bad_request', { field: 'phone', constraint: 'required' });
-      expectExactError(await send('GET', '/contacts', { query: { limit: 101 } }), 400, 'bad_request', { field: 'limit', constraint: 'max' });
+      expectExactError(await send('POST', '/contacts', { body: { name: 'x' } }), 400, 'bad_request', {
+        field: 'phone',
+        constraint: 'required',
+      });
+      expectExactError(await send('GET', '/contacts', { query: { limit: 101 } }), 400, 'bad_request', {
+        field: 'limit',
+        constraint: 'max',
+      });
     });
   });
 

@@ -18,7 +18,9 @@ async function burst(baseUrls: string[], key: string, count: number): Promise<nu
   const send = async () => {
     while (next < count) {
       const i = next++;
-      const response = await fetch(`${baseUrls[i % baseUrls.length]}/contacts?limit=1`, { headers: { authorization: `Bearer ${key}` } });
+      const response = await fetch(`${baseUrls[i % baseUrls.length]}/contacts?limit=1`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       await response.arrayBuffer();
       statuses[i] = response.status;
     }

@@ -1,7 +1,14 @@
 import { ContactList } from '@convo/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountsService } from '../services/accounts.js';
-import { ACTIVE_DIALECTS, type TestServer, expectBody, expectError, startTestServer, testSettings } from '../testing/harness.js';
+import {
+  ACTIVE_DIALECTS,
+  type TestServer,
+  expectBody,
+  expectError,
+  startTestServer,
+  testSettings,
+} from '../testing/harness.js';
 
 for (const dialect of ACTIVE_DIALECTS) {
   describe(`rate limits [${dialect}]`, () => {
@@ -13,7 +20,8 @@ for (const dialect of ACTIVE_DIALECTS) {
       server = await startTestServer(dialect, testSettings({ authFailuresPerMinute: 5 }));
       const account = await accountsService.createAccount(server.database, { name: 'Free', plan: 'free' });
       free = (await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' })).key;
-      freeReadOnly = (await accountsService.createKey(server.database, { accountId: account.id, type: 'read_only' })).key;
+      freeReadOnly = (await accountsService.createKey(server.database, { accountId: account.id, type: 'read_only' }))
+        .key;
       const other = await accountsService.createAccount(server.database, { name: 'Growth', plan: 'growth' });
       growth = (await accountsService.createKey(server.database, { accountId: other.id, type: 'full_access' })).key;
     });
@@ -41,7 +49,8 @@ for (const dialect of ACTIVE_DIALECTS) {
       await server.request('GET', '/contacts', { key: 'convo_sk_wrong' });
 
       const statuses: number[] = [];
-      for (let i = 0; i < 57; i++) statuses.push((await server.request('GET', '/contacts', { key: i % 2 ? free : freeReadOnly })).status);
+      for (let i = 0; i < 57; i++)
+        statuses.push((await server.request('GET', '/contacts', { key: i % 2 ? free : freeReadOnly })).status);
       expect(statuses.every((s) => s === 200)).toBe(true);
 
       const limited = await server.request('GET', '/contacts', { key: free });
@@ -61,7 +70,8 @@ for (const dialect of ACTIVE_DIALECTS) {
 
     it('limits failed authentication per client address, without blocking valid keys', async () => {
       // The guard allows 5 failures a minute here; the test above spent one.
-      for (let i = 0; i < 4; i++) expectError(await server.request('GET', '/tags', { key: `convo_sk_guess${i}` }), 401, 'unauthorized');
+      for (let i = 0; i < 4; i++)
+        expectError(await server.request('GET', '/tags', { key: `convo_sk_guess${i}` }), 401, 'unauthorized');
       const blocked = await server.request('GET', '/tags', { key: 'convo_sk_guess-more' });
       expectError(blocked, 429, 'rate_limited');
       expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -70,7 +80,11 @@ for (const dialect of ACTIVE_DIALECTS) {
     });
 
     it('counts an account with much of its minute left exactly per request, and refuses a revoked key at once', async () => {
-      const account = await accountsService.createAccount(server.database, { name: 'Busy', plan: 'enterprise', rateLimitRpm: 1_000_000 });
+      const account = await accountsService.createAccount(server.database, {
+        name: 'Busy',
+        plan: 'enterprise',
+        rateLimitRpm: 1_000_000,
+      });
       const busy = await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' });
       const remaining: number[] = [];
       for (let i = 0; i < 150; i++) {
@@ -88,9 +102,14 @@ for (const dialect of ACTIVE_DIALECTS) {
     });
 
     it('refuses a webhook key before counting it: 403 with the headers, and nothing spent', async () => {
-      const account = await accountsService.createAccount(server.database, { name: 'Signing secret misused', plan: 'free' });
-      const signing = (await accountsService.createKey(server.database, { accountId: account.id, type: 'webhook' })).key;
-      const api = (await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' })).key;
+      const account = await accountsService.createAccount(server.database, {
+        name: 'Signing secret misused',
+        plan: 'free',
+      });
+      const signing = (await accountsService.createKey(server.database, { accountId: account.id, type: 'webhook' }))
+        .key;
+      const api = (await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' }))
+        .key;
       for (let i = 0; i < 3; i++) {
         const refused = await server.request('GET', '/contacts', { key: signing });
         expectError(refused, 403, 'forbidden');
@@ -98,7 +117,9 @@ for (const dialect of ACTIVE_DIALECTS) {
         expect(refused.headers.get('x-ratelimit-remaining')).toBe('60');
       }
       expect((await server.request('GET', '/contacts', { key: api })).headers.get('x-ratelimit-remaining')).toBe('59');
-      expect((await server.request('GET', '/contacts', { key: signing })).headers.get('x-ratelimit-remaining')).toBe('59');
+      expect((await server.request('GET', '/contacts', { key: signing })).headers.get('x-ratelimit-remaining')).toBe(
+        '59',
+      );
     });
   });
 }

@@ -57,7 +57,10 @@ const messageReads = (r: Resource): ReadBack => ({
     ['conversations.list', {}],
   ],
 });
-const endpointReads = (r: Resource): ReadBack => ({ retrieve: ['webhookEndpoints.retrieve', { id: r.id }], lists: [['webhookEndpoints.list', {}]] });
+const endpointReads = (r: Resource): ReadBack => ({
+  retrieve: ['webhookEndpoints.retrieve', { id: r.id }],
+  lists: [['webhookEndpoints.list', {}]],
+});
 const channelReads = (r: Resource): ReadBack => ({
   retrieve: ['channels.retrieve', { id: r.id }],
   lists: [
@@ -73,7 +76,10 @@ const orderReads = (r: Resource): ReadBack => ({
     ['orders.list', {}, { contact_id: String(r.contact_id), status: String(r.status) }],
   ],
 });
-const workflowReads = (r: Resource): ReadBack => ({ retrieve: ['workflows.retrieve', { id: r.id }], lists: [['workflows.list', {}]] });
+const workflowReads = (r: Resource): ReadBack => ({
+  retrieve: ['workflows.retrieve', { id: r.id }],
+  lists: [['workflows.list', {}]],
+});
 
 /** Every operation that creates or changes a record, and where its record is read back. */
 const WRITES: Partial<Record<OperationId, (record: Resource) => ReadBack>> = {
@@ -95,7 +101,10 @@ const WRITES: Partial<Record<OperationId, (record: Resource) => ReadBack>> = {
   'webhookEndpoints.create': endpointReads,
   'webhookEndpoints.update': endpointReads,
   // A replay answers a count: its endpoint's deliveries are read (and parsed) after it.
-  'webhookEndpoints.replay': (r) => ({ lists: [], related: [['webhookEndpoints.listDeliveries', { id: String(r.endpoint_id) }]] }),
+  'webhookEndpoints.replay': (r) => ({
+    lists: [],
+    related: [['webhookEndpoints.listDeliveries', { id: String(r.endpoint_id) }]],
+  }),
   'channels.create': channelReads,
   'channels.update': channelReads,
 };
@@ -113,7 +122,11 @@ interface Fixtures {
 }
 
 async function createFixtures(server: TestServer, operationId: string): Promise<Fixtures> {
-  const account = await accountsService.createAccount(server.database, { name: `Read back ${operationId}`, plan: 'enterprise', rateLimitRpm: 1_000_000 });
+  const account = await accountsService.createAccount(server.database, {
+    name: `Read back ${operationId}`,
+    plan: 'enterprise',
+    rateLimitRpm: 1_000_000,
+  });
   const key = (await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' })).key;
   const call = async (method: string, path: string, body: unknown) => {
     const res = await server.request(method, path, { key, body });
@@ -131,8 +144,21 @@ async function createFixtures(server: TestServer, operationId: string): Promise<
     access_token: 'read-back-token',
     app_secret: 'read-back-secret',
   });
-  const order = await call('POST', '/orders', { contact_id: contact.id, currency: 'USD', items: [{ name: 'Read back', quantity: 1, unit_amount: 100 }] });
-  return { key, contact: contact.id, conversation: conversation.id, workflow: workflow.id, endpoint: endpoint.id, channel: channel.id, order: order.id, tag };
+  const order = await call('POST', '/orders', {
+    contact_id: contact.id,
+    currency: 'USD',
+    items: [{ name: 'Read back', quantity: 1, unit_amount: 100 }],
+  });
+  return {
+    key,
+    contact: contact.id,
+    conversation: conversation.id,
+    workflow: workflow.id,
+    endpoint: endpoint.id,
+    channel: channel.id,
+    order: order.id,
+    tag,
+  };
 }
 
 /** The id a path parameter takes: the fixture of the operation's own resource. */
@@ -199,10 +225,16 @@ async function read(server: TestServer, key: string, [operationId, params, query
   const records: Resource[] = [];
   for (let offset = 0; ; offset += 100) {
     const isList = /\.list/.test(operationId);
-    const res = await server.request('GET', pathOf(operationId, params), { key, query: isList ? { ...query, limit: 100, offset } : query });
+    const res = await server.request('GET', pathOf(operationId, params), {
+      key,
+      query: isList ? { ...query, limit: 100, offset } : query,
+    });
     expect(res.status, `${operationId} ${res.text}`).toBe(200);
     const parsed = schema.safeParse(res.body);
-    expect(parsed.success, `${operationId} answered what its schema refuses: ${parsed.error?.message}\n${res.text.slice(0, 2000)}`).toBe(true);
+    expect(
+      parsed.success,
+      `${operationId} answered what its schema refuses: ${parsed.error?.message}\n${res.text.slice(0, 2000)}`,
+    ).toBe(true);
     if (!isList) return [res.body as Resource];
     const page = res.body as { data: Resource[]; total: number };
     records.push(...page.data);
@@ -218,7 +250,10 @@ describeEachDialect('what is accepted can be read back', (server) => {
 
   it('covers every operation that creates or changes a record', () => {
     const writes = Object.entries(endpoints)
-      .filter(([, e]: [string, EndpointDefinition]) => (e.method === 'POST' || e.method === 'PATCH') && e.body !== undefined && e.response !== undefined)
+      .filter(
+        ([, e]: [string, EndpointDefinition]) =>
+          (e.method === 'POST' || e.method === 'PATCH') && e.body !== undefined && e.response !== undefined,
+      )
       .map(([id]) => id);
     expect(Object.keys(WRITES).sort()).toEqual([...writes, 'contacts.tags.remove'].sort());
   });
@@ -236,21 +271,30 @@ describeEachDialect('what is accepted can be read back', (server) => {
               contact_id: fc.constant(fixtures.contact),
               conversation_id: fc.constant(fixtures.conversation),
             })[name],
-          url: weighted<string>([3, fc.constant('http://127.0.0.1:9/read-back')], [1, fc.webUrl({ validSchemes: ['https'] })]),
+          url: weighted<string>(
+            [3, fc.constant('http://127.0.0.1:9/read-back')],
+            [1, fc.webUrl({ validSchemes: ['https'] })],
+          ),
         };
         const bodySchema = operation.spec.requestBody?.content['application/json']?.schema as Schema | undefined;
         const body = bodySchema ? arbitraryOf(doc, hints, bodySchema) : fc.constant(undefined);
         const tag = weighted<string>([3, fc.constant(fixtures.tag)], [1, fc.string({ minLength: 1, maxLength: 64 })]);
         let written = 0;
 
-        const spoil = weighted<[number, string] | null>([3, fc.constant(null)], [1, fc.tuple(fc.nat(), fc.constantFrom(...REFUSED_UNITS, '__proto__'))]);
+        const spoil = weighted<[number, string] | null>(
+          [3, fc.constant(null)],
+          [1, fc.tuple(fc.nat(), fc.constantFrom(...REFUSED_UNITS, '__proto__'))],
+        );
 
         await fc.assert(
           fc.asyncProperty(body, tag, spoil, async (valid, pathTag, spoiling) => {
             const bad = spoiling ? spoiled(valid, ...spoiling) : undefined;
             const sent = bad ? bad.body : valid;
             if (operationId === 'contacts.tags.remove') {
-              await server().request('POST', pathOf('contacts.tags.add', { id: fixtures.contact }), { key: fixtures.key, body: { tag: pathTag } });
+              await server().request('POST', pathOf('contacts.tags.add', { id: fixtures.contact }), {
+                key: fixtures.key,
+                body: { tag: pathTag },
+              });
             }
             const eventsBefore = (await read(server(), fixtures.key, ['events.list', {}])).length;
             const path = pathOf(operationId, pathParameters(operationId, fixtures, pathTag));
@@ -258,9 +302,12 @@ describeEachDialect('what is accepted can be read back', (server) => {
             expect(res.status, `${definition.method} ${path} ${JSON.stringify(sent)}\n${res.text}`).toBeLessThan(500);
             const events = await read(server(), fixtures.key, ['events.list', {}]);
             if (bad) {
-              // What no request may hold is refused, at its place (another problem of the same field may be named instead).
+              // What no request may hold is refused, at its place (another problem of the same field may be named
+              // instead).
               expect(res.status, `${bad.field} spoiled: ${JSON.stringify(sent)}\n${res.text}`).toBe(400);
-              const fields = ((res.body.error.details.issues ?? [res.body.error.details]) as { field: string }[]).map((issue) => issue.field);
+              const fields = ((res.body.error.details.issues ?? [res.body.error.details]) as { field: string }[]).map(
+                (issue) => issue.field,
+              );
               expect(fields, res.text).toContain(bad.field);
             }
             if (res.status >= 400) {
@@ -271,7 +318,8 @@ describeEachDialect('what is accepted can be read back', (server) => {
             const record = responseSchema(operationId).parse(res.body) as Resource;
             written++;
             // Exactly as sent: in the answer, its retrieve and every list that holds it.
-            const exactly = (read: unknown, where: string) => expect(differencesFromSent(sent, read), `${where} of ${JSON.stringify(sent)}`).toEqual([]);
+            const exactly = (read: unknown, where: string) =>
+              expect(differencesFromSent(sent, read), `${where} of ${JSON.stringify(sent)}`).toEqual([]);
             // A replay answers how many deliveries it queued, not a record of what it was sent.
             if (operationId !== 'webhookEndpoints.replay') exactly(res.body, 'the answer');
             const { retrieve, lists, related = [] } = (WRITES[operationId] as (r: Resource) => ReadBack)(record);

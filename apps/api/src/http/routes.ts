@@ -7,7 +7,9 @@ import { querySchemaOf } from '../validation.js';
 /** Query parameters the schema wants as numbers: their strings are converted before validation. */
 function numericKeys(schema: z.ZodType | undefined): Set<string> {
   if (!schema) return new Set();
-  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, { type?: string }> };
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as {
+    properties?: Record<string, { type?: string }>;
+  };
   return new Set(
     Object.entries(json.properties ?? {})
       .filter(([, property]) => property.type === 'integer' || property.type === 'number')
@@ -62,10 +64,18 @@ export function registerOperationRoutes(app: FastifyInstance, deps: { disabled: 
       handler: async (request, reply) => {
         // Every route runs this one closure, whose inline caches V8 shares: objects of one shape
         // (no spreads of what differs by operation) keep them off V8's slow path.
-        const input = { params: operation.params ? request.params : undefined, query: request.query, body: operation.body ? request.body : undefined };
+        const input = {
+          params: operation.params ? request.params : undefined,
+          query: request.query,
+          body: operation.body ? request.body : undefined,
+        };
         const call = request.call;
         if (!call) throw new Error('An API call ran without admission');
-        const response = await runOperation(operationId, { service: call.service, input, idempotencyKey: call.idempotencyKey });
+        const response = await runOperation(operationId, {
+          service: call.service,
+          input,
+          idempotencyKey: call.idempotencyKey,
+        });
         reply.code(response.status);
         if (response.replayed) reply.header('Idempotent-Replayed', 'true');
         if (response.body === '') return reply.send();

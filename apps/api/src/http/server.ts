@@ -2,7 +2,14 @@ import { type OperationId, buildOpenApiDocument } from '@convo/core';
 import { type FastifyTRPCPluginOptions, fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import { maxHeaderSize } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import { sql } from 'kysely';
 import type * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
@@ -69,7 +76,8 @@ class RequestLog extends LogController {
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** A request's path as logged: no query string, and no token of a console link (invitation, password reset). */
-const loggedPath = (url: string): string => (url.split('?')[0] as string).replace(/^(\/console\/(?:invite|reset-password)\/)[^/]+/, '$1…');
+const loggedPath = (url: string): string =>
+  (url.split('?')[0] as string).replace(/^(\/console\/(?:invite|reset-password)\/)[^/]+/, '$1…');
 
 /**
  * The server. A request's path, top to bottom: `onRequest` (edge/admission.ts: key, rate limit,
@@ -81,7 +89,8 @@ const loggedPath = (url: string): string => (url.split('?')[0] as string).replac
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const { database } = options;
   const settings = options.settings ?? defaultSettings();
-  const rateLimits = options.rateLimits ?? RateLimits.create({ database, authFailuresPerMinute: settings.authFailuresPerMinute });
+  const rateLimits =
+    options.rateLimits ?? RateLimits.create({ database, authFailuresPerMinute: settings.authFailuresPerMinute });
   // Operations this server does not serve: they are neither routed nor documented.
   const disabled = new Set<OperationId>(settings.sandboxEnabled ? [] : ['sandbox.inbound']);
   const admit = admission({ database, rateLimits, settings });
@@ -118,7 +127,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       reply.header('x-request-id', request.id);
       try {
         await admit(request, reply);
-        throw ApiError.badRequest('path', 'format', error.code === 'FST_ERR_BAD_URL' ? 'The URL is not validly encoded' : 'Malformed request');
+        throw ApiError.badRequest(
+          'path',
+          'format',
+          error.code === 'FST_ERR_BAD_URL' ? 'The URL is not validly encoded' : 'Malformed request',
+        );
       } catch (thrown) {
         return sendError(request, reply, apiErrorOf(thrown, request));
       }
@@ -164,7 +177,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     if (!request.raw.complete) reply.header('connection', 'close');
     // tRPC answers with a web Response, and one it builds before any procedure runs (a missing
     // Content-Type) is typed as text by default: it is tRPC's JSON envelope like every other.
-    if (payload instanceof Response && isTrpcUrl(request.url) && payload.headers.get('content-type')?.startsWith('text/plain'))
+    if (
+      payload instanceof Response &&
+      isTrpcUrl(request.url) &&
+      payload.headers.get('content-type')?.startsWith('text/plain')
+    )
       payload.headers.set('content-type', 'application/json');
     done(null, payload);
   });
@@ -187,9 +204,14 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     }
   });
 
-  const openApi = buildOpenApiDocument({ exclude: [...disabled], ...(options.publicUrl ? { serverUrl: options.publicUrl } : {}) });
+  const openApi = buildOpenApiDocument({
+    exclude: [...disabled],
+    ...(options.publicUrl ? { serverUrl: options.publicUrl } : {}),
+  });
   const openApiJson = JSON.stringify(openApi);
-  app.get('/v1/openapi.json', { config: { public: true } }, async (_request, reply) => reply.type('application/json; charset=utf-8').send(openApiJson));
+  app.get('/v1/openapi.json', { config: { public: true } }, async (_request, reply) =>
+    reply.type('application/json; charset=utf-8').send(openApiJson),
+  );
   const docsHtml = renderDocsPage(openApi);
   app.get('/docs', async (_request, reply) =>
     reply
@@ -260,11 +282,17 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   if (socket.writable) {
     const sent =
       error.code === 'HPE_HEADER_OVERFLOW'
-        ? ApiError.badRequest('headers', 'max_bytes', `The request line and headers are larger than ${maxHeaderSize} bytes`)
+        ? ApiError.badRequest(
+            'headers',
+            'max_bytes',
+            `The request line and headers are larger than ${maxHeaderSize} bytes`,
+          )
         : ApiError.badRequest(
             'request',
             'format',
-            error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'The request did not arrive in time' : 'The request is not valid HTTP',
+            error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+              ? 'The request did not arrive in time'
+              : 'The request is not valid HTTP',
           );
     const body = JSON.stringify(toErrorBody(sent));
     socket.write(
@@ -288,6 +316,7 @@ function fromFrameworkError(error: FastifyError): ApiError | undefined {
       return ApiError.badRequest('body', 'json', 'The body is not valid JSON');
   }
   if (error.statusCode === 404) return new ApiError('not_found', 'Not found');
-  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return new ApiError('bad_request', 'Malformed request');
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500)
+    return new ApiError('bad_request', 'Malformed request');
   return undefined;
 }

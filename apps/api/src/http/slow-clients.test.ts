@@ -72,7 +72,12 @@ for (const dialect of ACTIVE_DIALECTS) {
     beforeAll(async () => {
       server = await startTestServer(
         dialect,
-        testSettings({ headersTimeoutMs: HEADERS_MS, requestTimeoutMs: REQUEST_MS, keepAliveTimeoutMs: KEEP_ALIVE_MS, idleTimeoutMs: 5_000 }),
+        testSettings({
+          headersTimeoutMs: HEADERS_MS,
+          requestTimeoutMs: REQUEST_MS,
+          keepAliveTimeoutMs: KEEP_ALIVE_MS,
+          idleTimeoutMs: 5_000,
+        }),
       );
     });
     afterAll(async () => {
@@ -100,7 +105,11 @@ for (const dialect of ACTIVE_DIALECTS) {
     });
 
     it('headers that trickle are cut off at the headers timeout', async () => {
-      const lines = ['GET /healthz HTTP/1.1\r\n', 'Host: x\r\n', ...Array.from({ length: 50 }, (_, i) => `X-Slow-${i}: y\r\n`)];
+      const lines = [
+        'GET /healthz HTTP/1.1\r\n',
+        'Host: x\r\n',
+        ...Array.from({ length: 50 }, (_, i) => `X-Slow-${i}: y\r\n`),
+      ];
       const closed = await trickle(await open(server), lines, 50);
       expectCutOff(closed);
       expect(closed.elapsedMs).toBeLessThan(HEADERS_MS + SLACK_MS);

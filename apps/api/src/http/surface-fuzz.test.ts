@@ -71,14 +71,27 @@ afterAll(() => agent.destroy());
 function send(origin: URL, sent: Sent): Promise<Answer | 'reset'> {
   return new Promise((resolve, reject) => {
     const headers = { ...sent.headers, ...(sent.body ? { 'content-length': String(sent.body.length) } : {}) };
-    const req = httpRequest({ host: origin.hostname, port: origin.port, method: sent.method, path: sent.path, headers, agent });
+    const req = httpRequest({
+      host: origin.hostname,
+      port: origin.port,
+      method: sent.method,
+      path: sent.path,
+      headers,
+      agent,
+    });
     let answered = false;
     req.setTimeout(15_000, () => req.destroy(new Error(`no answer within 15 s: ${sent.label}`)));
     req.on('response', (res) => {
       answered = true;
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: res.headers['content-type'], text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          contentType: res.headers['content-type'],
+          text: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
       res.on('error', reject);
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
@@ -103,9 +116,13 @@ function rawExchange(origin: URL, bytes: string, waitForAnswer: boolean): Promis
     });
     let received = '';
     socket.setEncoding('utf8');
-    socket.setTimeout(15_000, () => socket.destroy(new Error(`no answer within 15 s to ${JSON.stringify(bytes.slice(0, 80))}`)));
+    socket.setTimeout(15_000, () =>
+      socket.destroy(new Error(`no answer within 15 s to ${JSON.stringify(bytes.slice(0, 80))}`)),
+    );
     socket.on('data', (text: string) => (received += text));
-    socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' || error.code === 'EPIPE' ? undefined : reject(error)));
+    socket.on('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'ECONNRESET' || error.code === 'EPIPE' ? undefined : reject(error),
+    );
     socket.on('close', () => resolve(received));
   });
 }
@@ -127,7 +144,13 @@ function expectContractError(body: unknown, status: number, label: string): void
   const error = (body as { error: Record<string, unknown> }).error;
   expect(Object.keys(body as object), label).toEqual(['error']);
   for (const key of Object.keys(error)) expect(['code', 'message', 'details'], label).toContain(key);
-  const expected: Record<number, string> = { 400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 429: 'rate_limited' };
+  const expected: Record<number, string> = {
+    400: 'bad_request',
+    401: 'unauthorized',
+    403: 'forbidden',
+    404: 'not_found',
+    429: 'rate_limited',
+  };
   if (expected[status]) expect(error.code, label).toBe(expected[status]);
 }
 
@@ -139,13 +162,18 @@ function check(sent: Sent, answer: Answer | 'reset', tolerateReset: boolean): vo
     return;
   }
   expect(answer.status, `${label}: ${answer.text.slice(0, 300)}`).toBeLessThan(500);
-  if (sent.documented) expect(sent.documented, `${label}: ${answer.status} is not among the route's documented answers`).toContain(String(answer.status));
+  if (sent.documented)
+    expect(sent.documented, `${label}: ${answer.status} is not among the route's documented answers`).toContain(
+      String(answer.status),
+    );
   if (answer.status < 400 || sent.method === 'HEAD') return;
   expect(answer.contentType, label).toMatch(/^application\/json/);
   const body = JSON.parse(answer.text) as unknown;
   if (isTrpc(sent.path)) {
     // tRPC's envelope, with the HTTP status and the contract's body inside.
-    const envelope = body as { error?: { message?: unknown; code?: unknown; data?: { httpStatus?: unknown; body?: unknown } } };
+    const envelope = body as {
+      error?: { message?: unknown; code?: unknown; data?: { httpStatus?: unknown; body?: unknown } };
+    };
     expect(typeof envelope.error?.message, `${label}: ${answer.text.slice(0, 300)}`).toBe('string');
     expect(typeof envelope.error?.code, label).toBe('number');
     expect(envelope.error?.data?.httpStatus, label).toBe(answer.status);
@@ -168,7 +196,8 @@ const deep = (levels: number) => json(`{"body":${'['.repeat(levels)}${']'.repeat
  * `oversized`: over the 1 MiB limit, which the server may refuse without reading.
  */
 function bodyClasses(kind: Kind): { label: string; body: Buffer; contentType?: string; oversized?: boolean }[] {
-  const wrap = (fields: string) => json(kind === 'trpc' || kind === 'console-trpc' ? `{"body":{${fields}}}` : `{${fields}}`);
+  const wrap = (fields: string) =>
+    json(kind === 'trpc' || kind === 'console-trpc' ? `{"body":{${fields}}}` : `{${fields}}`);
   return [
     { label: 'invalid JSON', body: json('{"name":') },
     { label: 'trailing garbage', body: json('{"name":"x"} {') },
@@ -186,10 +215,16 @@ function bodyClasses(kind: Kind): { label: string; body: Buffer; contentType?: s
     { label: 'escaped NUL', body: wrap('"name":"a\\u0000b","phone":"\\u0000","url":"http://x/\\u0000"') },
     { label: 'raw NUL', body: Buffer.concat([json('{"name":"a'), Buffer.from([0]), json('b"}')]) },
     { label: 'lone surrogates', body: wrap('"name":"\\ud800","content":"x\\udfff","phone":"\\udc00\\ud800"') },
-    { label: 'huge numbers', body: wrap('"name":1e400,"limit":123456789012345678901234567890,"amount":-1e309,"seconds":1e-400') },
+    {
+      label: 'huge numbers',
+      body: wrap('"name":1e400,"limit":123456789012345678901234567890,"amount":-1e309,"seconds":1e-400'),
+    },
     { label: 'long strings', body: wrap(`"name":"${'é'.repeat(20_000)}","phone":"${'9'.repeat(10_000)}"`) },
     { label: 'duplicate keys', body: wrap('"name":"a","name":{"x":1},"status":"active","status":"archived"') },
-    { label: '__proto__ and constructor', body: wrap('"__proto__":{"admin":true},"constructor":{"prototype":{"x":1}},"attributes":{"__proto__":{"y":2}}') },
+    {
+      label: '__proto__ and constructor',
+      body: wrap('"__proto__":{"admin":true},"constructor":{"prototype":{"x":1}},"attributes":{"__proto__":{"y":2}}'),
+    },
     { label: 'wrong JSON types', body: json('[1,2,3]') },
     { label: 'null body', body: json('null') },
     { label: 'empty body', body: Buffer.alloc(0) },
@@ -275,7 +310,16 @@ describeEachDialect(
 
     it('takes its routes from the server: every transport and edge route is among them', () => {
       const urls = new Set(server().routes.map((route) => route.url));
-      for (const url of ['/v1/contacts', '/v1/contacts/:id', '/trpc/:path', '/console/trpc/:path', '/hooks/meta/:channel_id', '/docs', '/healthz', '/readyz'])
+      for (const url of [
+        '/v1/contacts',
+        '/v1/contacts/:id',
+        '/trpc/:path',
+        '/console/trpc/:path',
+        '/hooks/meta/:channel_id',
+        '/docs',
+        '/healthz',
+        '/readyz',
+      ])
         expect(urls, url).toContain(url);
       const meta = server()
         .routes.filter((route) => route.url === '/hooks/meta/:channel_id')
@@ -285,7 +329,9 @@ describeEachDialect(
       expect([...urls].some((url) => url.startsWith('/console/') && !url.startsWith('/console/trpc/'))).toBe(true);
     });
 
-    it('answers every route, with every kind of key, without a 5xx and in the contract shape', { timeout: 240_000 }, async () => {
+    it('answers every route, with every kind of key, without a 5xx and in the contract shape', {
+      timeout: 240_000,
+    }, async () => {
       const s = server();
       const origin = new URL(s.baseUrl);
       const started = Date.now();
@@ -295,7 +341,12 @@ describeEachDialect(
       const wrongKey = `convo_sk_${'0'.repeat(40)}`;
       const publicOrigin = new URL(s.settings.publicUrl).origin;
       const opened = await s.request('POST', '/channels', {
-        body: { platform: 'whatsapp', external_id: '106540352242922', access_token: 'EAAGfuzz', app_secret: APP_SECRET },
+        body: {
+          platform: 'whatsapp',
+          external_id: '106540352242922',
+          access_token: 'EAAGfuzz',
+          app_secret: APP_SECRET,
+        },
       });
       expect(opened.status, opened.text).toBe(201);
       const channelId = opened.body.id as string;
@@ -336,7 +387,8 @@ describeEachDialect(
           documentedChecks++;
           return { ...sent, documented };
         };
-        const plainPath = kind === 'trpc' || kind === 'console-trpc' ? fill(url, procedureFor(method)) : fill(url, 'x_nope');
+        const plainPath =
+          kind === 'trpc' || kind === 'console-trpc' ? fill(url, procedureFor(method)) : fill(url, 'x_nope');
         const carriesBody = !['GET', 'HEAD', 'TRACE', 'OPTIONS'].includes(method);
         for (const { label: keyLabel, key, full } of keysFor(kind, url)) {
           const headers: Record<string, string> = {};
@@ -358,10 +410,19 @@ describeEachDialect(
           const bodies = bodiesOf(kind);
           // A key the edge refuses stops the request before its body is read: a few bodies show it.
           const refused = ['invalid JSON', 'nesting past the limit', ...(key === null ? ['over 1 MiB'] : [])];
-          const chosenBodies = carriesBody ? (full ? bodies : bodies.filter((b) => refused.includes(b.label))) : bodies.slice(0, 1);
+          const chosenBodies = carriesBody
+            ? full
+              ? bodies
+              : bodies.filter((b) => refused.includes(b.label))
+            : bodies.slice(0, 1);
           for (const b of chosenBodies) {
             const type = b.contentType ?? 'application/json';
-            add(plainPath, `body: ${b.label}`, { body: b.body, headers: type ? { 'content-type': type } : {} }, b.oversized === true);
+            add(
+              plainPath,
+              `body: ${b.label}`,
+              { body: b.body, headers: type ? { 'content-type': type } : {} },
+              b.oversized === true,
+            );
           }
           const params = url.includes(':') || url.endsWith('*') ? (full ? PARAM_VALUES : PARAM_VALUES.slice(0, 3)) : [];
           for (const value of params) add(fill(url, value), `path: ${value.slice(0, 40)}`);
@@ -369,7 +430,8 @@ describeEachDialect(
           for (const suffix of full ? ['/../../healthz', '/%2e%2e/%2e%2e/readyz', '/x/%00', '%00'] : ['/%2e%2e'])
             add(`${plainPath}${suffix}`, `path suffix: ${suffix}`);
           if (!carriesBody || kind === 'trpc')
-            for (const query of full ? QUERIES : QUERIES.slice(0, 1)) add(`${plainPath}${query}`, `query: ${query.slice(0, 40)}`);
+            for (const query of full ? QUERIES : QUERIES.slice(0, 1))
+              add(`${plainPath}${query}`, `query: ${query.slice(0, 40)}`);
         }
         // Meta's hooks take no key: their credential is the signature, so a real channel gets every
         // body signed with its app secret (past the signature check, into parsing and storing).
@@ -380,13 +442,18 @@ describeEachDialect(
               sent: withDocumented({
                 method,
                 path,
-                headers: { 'x-hub-signature-256': signMetaPayload(APP_SECRET, body), ...(contentType ? { 'content-type': contentType } : {}) },
+                headers: {
+                  'x-hub-signature-256': signMetaPayload(APP_SECRET, body),
+                  ...(contentType ? { 'content-type': contentType } : {}),
+                },
                 body,
                 label: `signed, ${label}`,
               }),
               tolerateReset,
             });
-          if (carriesBody) for (const b of bodiesOf(kind)) signed(`body: ${b.label}`, b.body, b.contentType ?? 'application/json', b.oversized === true);
+          if (carriesBody)
+            for (const b of bodiesOf(kind))
+              signed(`body: ${b.label}`, b.body, b.contentType ?? 'application/json', b.oversized === true);
           else
             for (const query of [
               '?hub.mode=subscribe&hub.verify_token=%00&hub.challenge=1',
@@ -395,7 +462,12 @@ describeEachDialect(
               '?hub.challenge=%ED%A0%80&hub.mode=%zz',
             ])
               batch.push({
-                sent: withDocumented({ method, path: `${path}${query}`, headers: {}, label: `real channel, query: ${query.slice(0, 40)}` }),
+                sent: withDocumented({
+                  method,
+                  path: `${path}${query}`,
+                  headers: {},
+                  label: `real channel, query: ${query.slice(0, 40)}`,
+                }),
                 tolerateReset: false,
               });
         }
@@ -425,9 +497,11 @@ describeEachDialect(
       };
 
       const routes = routesOf(s);
-      // One batch per kind of route (REST, tRPC, the console's tRPC, Meta's hooks, the rest), each followed by /healthz.
+      // One batch per kind of route (REST, tRPC, the console's tRPC, Meta's hooks, the rest), each followed by
+      // /healthz.
       const batches = new Map<Kind, { sent: Sent; tolerateReset: boolean }[]>();
-      for (const { method, url } of routes) batches.set(kindOf(url), [...(batches.get(kindOf(url)) ?? []), ...batchFor(method, url)]);
+      for (const { method, url } of routes)
+        batches.set(kindOf(url), [...(batches.get(kindOf(url)) ?? []), ...batchFor(method, url)]);
       expect([...batches.keys()].sort()).toEqual(['console-trpc', 'meta', 'other', 'trpc', 'v1']);
       for (const batch of batches.values()) await run(batch);
 
@@ -440,7 +514,10 @@ describeEachDialect(
               sent: {
                 method,
                 path,
-                headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+                headers: {
+                  ...(key ? { authorization: `Bearer ${key}` } : {}),
+                  ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
+                },
                 ...(method === 'POST' ? { body: json('{"name":') } : {}),
                 label: `unknown path, ${key ? 'valid key' : 'no key'}`,
               },
@@ -453,14 +530,25 @@ describeEachDialect(
       const rawCases: { label: string; bytes: string; answered: boolean; method: string; path: string }[] = [];
       for (const { method, url } of routes) {
         const kind = kindOf(url);
-        const path = kind === 'trpc' || kind === 'console-trpc' ? fill(url, procedureFor(method)) : fill(url, kind === 'meta' ? channelId : 'x_nope');
+        const path =
+          kind === 'trpc' || kind === 'console-trpc'
+            ? fill(url, procedureFor(method))
+            : fill(url, kind === 'meta' ? channelId : 'x_nope');
         const head = `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.keys.full}\r\nContent-Type: application/json\r\n`;
         const cases: { label: string; bytes: string; answered: boolean }[] = [
           { label: 'gone mid-body', bytes: `${head}Content-Length: 1000\r\n\r\n{"name":"x`, answered: false },
           { label: 'gone mid-headers', bytes: `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthor`, answered: false },
           { label: 'gone after the request', bytes: `${head}Content-Length: 2\r\n\r\n{}`, answered: false },
-          { label: 'malformed chunk', bytes: `${head}Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, answered: true },
-          { label: 'Content-Length and chunked', bytes: `${head}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, answered: true },
+          {
+            label: 'malformed chunk',
+            bytes: `${head}Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+            answered: true,
+          },
+          {
+            label: 'Content-Length and chunked',
+            bytes: `${head}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+            answered: true,
+          },
           { label: 'NUL in a header', bytes: `${head}X-Evil: a\u0000b\r\nContent-Length: 2\r\n\r\n{}`, answered: true },
         ];
         rawCases.push(...cases.map((c) => ({ ...c, method, path })));
@@ -469,7 +557,8 @@ describeEachDialect(
         const answer = await rawExchange(origin, bytes, answered);
         if (answered) {
           const match = /^HTTP\/1\.1 (\d{3})[^\r]*\r\n[\s\S]*?\r\n\r\n([\s\S]*)$/.exec(answer);
-          if (match?.[1] !== '400') rawFailures.push(`${method} ${path} [${label}]: ${answer.slice(0, 200) || 'no answer'}`);
+          if (match?.[1] !== '400')
+            rawFailures.push(`${method} ${path} [${label}]: ${answer.slice(0, 200) || 'no answer'}`);
           else {
             try {
               expectContractError(JSON.parse(match[2] as string), 400, label);
@@ -486,7 +575,8 @@ describeEachDialect(
       // Nesting two million levels deep (4 MB, over the size limit too) once for every kind of route:
       // the body that used to end the process.
       const kinds = new Map<Kind, { method: string; url: string }>();
-      for (const route of routes) if (route.method === 'POST' && !kinds.has(kindOf(route.url))) kinds.set(kindOf(route.url), route);
+      for (const route of routes)
+        if (route.method === 'POST' && !kinds.has(kindOf(route.url))) kinds.set(kindOf(route.url), route);
       const huge = deep(2_000_000);
       const deepBatch: { sent: Sent; tolerateReset: boolean }[] = [];
       for (const [kind, { url }] of kinds) {
@@ -508,8 +598,12 @@ describeEachDialect(
 
       // Bounded: the whole surface in a fixed number of requests and well under a minute.
       expect(sentCount).toBeLessThan(12_000);
-      console.info(`surface fuzz [${s.dialect}]: ${sentCount} requests to ${routes.length} routes in ${Date.now() - started} ms`, Object.fromEntries(statuses));
-      for (const status of ['200', '400', '401', '403', '404']) expect(statuses.get(status) ?? 0, `answers ${status}`).toBeGreaterThan(0);
+      console.info(
+        `surface fuzz [${s.dialect}]: ${sentCount} requests to ${routes.length} routes in ${Date.now() - started} ms`,
+        Object.fromEntries(statuses),
+      );
+      for (const status of ['200', '400', '401', '403', '404'])
+        expect(statuses.get(status) ?? 0, `answers ${status}`).toBeGreaterThan(0);
       expect(documentedChecks, 'answers held to the document outside /v1').toBeGreaterThan(50);
       expect(Date.now() - started).toBeLessThan(120_000);
     });

@@ -16,8 +16,10 @@ describeEachDialect('tags', (server) => {
   const createContact = async (tags: string[] = [], key?: string) =>
     expectBody(await server().request('POST', '/contacts', { key, body: { phone: phone(), tags } }), 201, Contact);
 
-  const attach = (id: string, tag: unknown, key?: string) => server().request('POST', `/contacts/${id}/tags`, { key, body: { tag } });
-  const detach = (id: string, tag: string, key?: string) => server().request('DELETE', `/contacts/${id}/tags/${encodeURIComponent(tag)}`, { key });
+  const attach = (id: string, tag: unknown, key?: string) =>
+    server().request('POST', `/contacts/${id}/tags`, { key, body: { tag } });
+  const detach = (id: string, tag: string, key?: string) =>
+    server().request('DELETE', `/contacts/${id}/tags/${encodeURIComponent(tag)}`, { key });
   const listTags = async (key: string, query?: Record<string, string | number>) =>
     expectBody(await server().request('GET', '/tags', { key, query }), 200, TagList);
 
@@ -25,7 +27,12 @@ describeEachDialect('tags', (server) => {
     it('attaches a tag and answers 200 with the contact', async () => {
       const contact = await createContact(['vip']);
       const updated = expectBody(await attach(contact.id, 'new'), 200, Contact);
-      expect(updated).toMatchObject({ id: contact.id, phone: contact.phone, tags: ['vip', 'new'], created_at: contact.created_at });
+      expect(updated).toMatchObject({
+        id: contact.id,
+        phone: contact.phone,
+        tags: ['vip', 'new'],
+        created_at: contact.created_at,
+      });
       expect(updated.updated_at >= contact.updated_at).toBe(true);
       expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact)).toEqual(updated);
     });
@@ -33,7 +40,10 @@ describeEachDialect('tags', (server) => {
     it('attaches a tag with spaces inside and non-ASCII characters', async () => {
       const contact = await createContact();
       expect(expectBody(await attach(contact.id, 'café vip'), 200, Contact).tags).toEqual(['café vip']);
-      expect(expectBody(await attach(contact.id, '😀'.repeat(64)), 200, Contact).tags).toEqual(['café vip', '😀'.repeat(64)]);
+      expect(expectBody(await attach(contact.id, '😀'.repeat(64)), 200, Contact).tags).toEqual([
+        'café vip',
+        '😀'.repeat(64),
+      ]);
     });
 
     it('treats attaching a tag the contact already has as a 200 no-op', async () => {
@@ -89,7 +99,9 @@ describeEachDialect('tags', (server) => {
       const contact = await createContact([], key);
       const responses = await Promise.all(Array.from({ length: 4 }, () => attach(contact.id, 'dup', key)));
       for (const res of responses) expect(expectBody(res, 200, Contact).tags).toEqual(['dup']);
-      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`, { key }), 200, Contact).tags).toEqual(['dup']);
+      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`, { key }), 200, Contact).tags).toEqual([
+        'dup',
+      ]);
       expect((await listTags(key)).data).toEqual([{ name: 'dup', contact_count: 1 }]);
     });
 
@@ -115,15 +127,28 @@ describeEachDialect('tags', (server) => {
 
     it('needs a tag and nothing else in the body', async () => {
       const contact = await createContact();
-      expectError(await server().request('POST', `/contacts/${contact.id}/tags`, { body: {} }), 400, 'bad_request', { field: 'tag', constraint: 'required' });
-      expectError(await server().request('POST', `/contacts/${contact.id}/tags`, { body: { tag: 'vip', color: 'red' } }), 400, 'bad_request', {
-        field: 'color',
-        constraint: 'unknown',
-      });
-      expectError(await server().request('POST', `/contacts/${contact.id}/tags`, { body: { tags: ['vip'] } }), 400, 'bad_request', {
+      expectError(await server().request('POST', `/contacts/${contact.id}/tags`, { body: {} }), 400, 'bad_request', {
         field: 'tag',
         constraint: 'required',
       });
+      expectError(
+        await server().request('POST', `/contacts/${contact.id}/tags`, { body: { tag: 'vip', color: 'red' } }),
+        400,
+        'bad_request',
+        {
+          field: 'color',
+          constraint: 'unknown',
+        },
+      );
+      expectError(
+        await server().request('POST', `/contacts/${contact.id}/tags`, { body: { tags: ['vip'] } }),
+        400,
+        'bad_request',
+        {
+          field: 'tag',
+          constraint: 'required',
+        },
+      );
     });
 
     it("404s an unknown contact and another account's contact", async () => {
@@ -131,7 +156,11 @@ describeEachDialect('tags', (server) => {
       const theirs = await createContact(['theirs'], server().keys.otherFull);
       expectError(await attach(theirs.id, 'vip'), 404, 'not_found');
       // Untouched.
-      const seen = expectBody(await server().request('GET', `/contacts/${theirs.id}`, { key: server().keys.otherFull }), 200, Contact);
+      const seen = expectBody(
+        await server().request('GET', `/contacts/${theirs.id}`, { key: server().keys.otherFull }),
+        200,
+        Contact,
+      );
       expect(seen.tags).toEqual(['theirs']);
     });
 
@@ -148,8 +177,10 @@ describeEachDialect('tags', (server) => {
   });
 
   describe('PATCH /tags/:tag', () => {
-    const rename = (tag: string, name: unknown, key?: string) => server().request('PATCH', `/tags/${encodeURIComponent(tag)}`, { key, body: { name } });
-    const contact = async (id: string, key: string) => expectBody(await server().request('GET', `/contacts/${id}`, { key }), 200, Contact);
+    const rename = (tag: string, name: unknown, key?: string) =>
+      server().request('PATCH', `/tags/${encodeURIComponent(tag)}`, { key, body: { name } });
+    const contact = async (id: string, key: string) =>
+      expectBody(await server().request('GET', `/contacts/${id}`, { key }), 200, Contact);
     const tagged = async (tag: string, key: string) =>
       expectBody(await server().request('GET', '/contacts', { key, query: { tag, limit: 100 } }), 200, ContactList)
         .data.map((c) => c.id)
@@ -162,7 +193,10 @@ describeEachDialect('tags', (server) => {
       const c = await createContact(['urgent', 'needs reply'], key);
       const untouched = await createContact(['other'], key);
 
-      expect(expectBody(await rename('needs reply', 'pending', key), 200, Tag)).toEqual({ name: 'pending', contact_count: 3 });
+      expect(expectBody(await rename('needs reply', 'pending', key), 200, Tag)).toEqual({
+        name: 'pending',
+        contact_count: 3,
+      });
       expect((await contact(a.id, key)).tags).toEqual(['first', 'pending', 'last']);
       expect((await contact(b.id, key)).tags).toEqual(['pending']);
       expect(await tagged('pending', key)).toEqual([a.id, b.id, c.id].sort());
@@ -170,7 +204,10 @@ describeEachDialect('tags', (server) => {
       expect(await contact(untouched.id, key)).toEqual(untouched);
 
       // Into an existing name: a contact with both keeps the one it had, once.
-      expect(expectBody(await rename('urgent', 'pending', key), 200, Tag)).toEqual({ name: 'pending', contact_count: 3 });
+      expect(expectBody(await rename('urgent', 'pending', key), 200, Tag)).toEqual({
+        name: 'pending',
+        contact_count: 3,
+      });
       expect((await contact(c.id, key)).tags).toEqual(['pending']);
       expect((await listTags(key)).data).toEqual([
         { name: 'first', contact_count: 1 },
@@ -180,7 +217,10 @@ describeEachDialect('tags', (server) => {
       ]);
       // To its own name: nothing changes.
       const before = await contact(a.id, key);
-      expect(expectBody(await rename('pending', 'pending', key), 200, Tag)).toEqual({ name: 'pending', contact_count: 3 });
+      expect(expectBody(await rename('pending', 'pending', key), 200, Tag)).toEqual({
+        name: 'pending',
+        contact_count: 3,
+      });
       expect(await contact(a.id, key)).toEqual(before);
     });
 
@@ -189,7 +229,10 @@ describeEachDialect('tags', (server) => {
       await createContact(['mine'], key);
       expectError(await rename('mine', ' padded', key), 400, 'bad_request', { field: 'name', constraint: 'pattern' });
       expectError(await rename('mine', 'a/b', key), 400, 'bad_request', { field: 'name', constraint: 'pattern' });
-      expectError(await rename('mine', 'x'.repeat(65), key), 400, 'bad_request', { field: 'name', constraint: 'max_length' });
+      expectError(await rename('mine', 'x'.repeat(65), key), 400, 'bad_request', {
+        field: 'name',
+        constraint: 'max_length',
+      });
       expectError(await rename('mine', undefined, key), 400, 'bad_request', { field: 'name', constraint: 'required' });
       expectError(await rename('nobody', 'x', key), 404, 'not_found');
       expectError(await rename('mine', 'x', server().keys.otherFull), 404, 'not_found');
@@ -206,10 +249,17 @@ describeEachDialect('tags', (server) => {
       const del = await server().request('DELETE', `/tags/${encodeURIComponent('drop me please')}`, { key });
       expect(del.status, del.text).toBe(204);
       expect(del.text).toBe('');
-      expect(expectBody(await server().request('GET', `/contacts/${a.id}`, { key }), 200, Contact).tags).toEqual(['keep', 'also']);
+      expect(expectBody(await server().request('GET', `/contacts/${a.id}`, { key }), 200, Contact).tags).toEqual([
+        'keep',
+        'also',
+      ]);
       expect(expectBody(await server().request('GET', `/contacts/${b.id}`, { key }), 200, Contact).tags).toEqual([]);
       expect((await listTags(key)).data.map((t) => t.name)).toEqual(['also', 'keep']);
-      expectError(await server().request('DELETE', `/tags/${encodeURIComponent('drop me please')}`, { key }), 404, 'not_found');
+      expectError(
+        await server().request('DELETE', `/tags/${encodeURIComponent('drop me please')}`, { key }),
+        404,
+        'not_found',
+      );
     });
 
     it("404s another account's tag and needs a full-access key", async () => {
@@ -248,7 +298,11 @@ describeEachDialect('tags', (server) => {
       expectError(await detach('ct_nope', 'vip'), 404, 'not_found');
       const theirs = await createContact(['vip'], server().keys.otherFull);
       expectError(await detach(theirs.id, 'vip'), 404, 'not_found');
-      const seen = expectBody(await server().request('GET', `/contacts/${theirs.id}`, { key: server().keys.otherFull }), 200, Contact);
+      const seen = expectBody(
+        await server().request('GET', `/contacts/${theirs.id}`, { key: server().keys.otherFull }),
+        200,
+        Contact,
+      );
       expect(seen.tags).toEqual(['vip']);
     });
 
@@ -312,7 +366,11 @@ describeEachDialect('tags', (server) => {
       expect(await names()).toEqual(['café vip:1', 'vip:2']);
 
       // PATCH replaces the whole set.
-      expectBody(await server().request('PATCH', `/contacts/${bia.id}`, { key, body: { tags: ['gold', 'vip', 'gold'] } }), 200, Contact);
+      expectBody(
+        await server().request('PATCH', `/contacts/${bia.id}`, { key, body: { tags: ['gold', 'vip', 'gold'] } }),
+        200,
+        Contact,
+      );
       expect(await names()).toEqual(['gold:1', 'vip:2']);
       expectBody(await server().request('PATCH', `/contacts/${ana.id}`, { key, body: { tags: [] } }), 200, Contact);
       expect(await names()).toEqual(['gold:1', 'vip:1']);
@@ -336,7 +394,11 @@ describeEachDialect('tags', (server) => {
       await createContact(['x'], key);
       const tag = (await listTags(key)).data.find((t) => t.name === 'café vip');
       expect(tag).toEqual({ name: 'café vip', contact_count: 2 });
-      const contacts = expectBody(await server().request('GET', '/contacts', { key, query: { tag: 'café vip' } }), 200, ContactList);
+      const contacts = expectBody(
+        await server().request('GET', '/contacts', { key, query: { tag: 'café vip' } }),
+        200,
+        ContactList,
+      );
       expect(contacts.total).toBe(2);
       expect(contacts.data.map((c) => c.id).sort()).toEqual([a.id, b.id].sort());
     });
@@ -360,7 +422,13 @@ describeEachDialect('tags', (server) => {
         seen.push(...page.data.map((t) => t.name));
       }
       expect(seen).toEqual(expected);
-      expect(await listTags(key, { offset: 3 })).toMatchObject({ data: [{ name: 't04' }, { name: 't05' }], total: 5, limit: 20, offset: 3, has_more: false });
+      expect(await listTags(key, { offset: 3 })).toMatchObject({
+        data: [{ name: 't04' }, { name: 't05' }],
+        total: 5,
+        limit: 20,
+        offset: 3,
+        has_more: false,
+      });
       expect(await listTags(key, { offset: 5 })).toEqual({ data: [], total: 5, limit: 20, offset: 5, has_more: false });
       expect(await listTags(key, { limit: 100 })).toMatchObject({ total: 5, limit: 100, has_more: false });
     });

@@ -11,7 +11,8 @@ const vip = [{ field: 'contact.tags', op: 'contains', value: 'vip' }];
 /** A receiver on loopback: records each request and answers as `answer` says (or holds it). */
 function startReceiver() {
   const received: { headers: IncomingMessage['headers']; body: string; response: ServerResponse }[] = [];
-  let answer: (request: { body: string }, response: ServerResponse) => void = (_request, response) => response.writeHead(200).end('ok');
+  let answer: (request: { body: string }, response: ServerResponse) => void = (_request, response) =>
+    response.writeHead(200).end('ok');
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -43,10 +44,16 @@ describeEachDialect('workflow steps if and http_request', (server) => {
   const createContact = async (body: Record<string, unknown> = {}) =>
     expectBody(await server().request('POST', '/contacts', { body: { phone: phone(), ...body } }), 201, Contact);
   const createWorkflow = async (steps: unknown[], extra: Record<string, unknown> = {}) =>
-    expectBody(await server().request('POST', '/workflows', { body: { name: 'Steps', steps, ...extra } }), 201, Workflow);
+    expectBody(
+      await server().request('POST', '/workflows', { body: { name: 'Steps', steps, ...extra } }),
+      201,
+      Workflow,
+    );
   const trigger = async (workflowId: string, contactId: string, data?: Record<string, unknown>) =>
     expectBody(
-      await server().request('POST', `/workflows/${workflowId}/trigger`, { body: { contact_id: contactId, ...(data ? { data } : {}) } }),
+      await server().request('POST', `/workflows/${workflowId}/trigger`, {
+        body: { contact_id: contactId, ...(data ? { data } : {}) },
+      }),
       202,
       WorkflowRun,
     );
@@ -57,7 +64,8 @@ describeEachDialect('workflow steps if and http_request', (server) => {
       const run = await retrieveRun(workflowId, runId);
       return isFinished(run) && run;
     }, 15_000);
-  const tagsOf = async (contactId: string) => expectBody(await server().request('GET', `/contacts/${contactId}`), 200, Contact).tags;
+  const tagsOf = async (contactId: string) =>
+    expectBody(await server().request('GET', `/contacts/${contactId}`), 200, Contact).tags;
 
   beforeAll(async () => {
     await receiver.listen();
@@ -76,7 +84,11 @@ describeEachDialect('workflow steps if and http_request', (server) => {
           { type: 'add_tag', tag: 'nurture' },
         ],
       };
-      const workflow = await createWorkflow([{ type: 'add_tag', tag: 'seen' }, branching, { type: 'add_tag', tag: 'done' }]);
+      const workflow = await createWorkflow([
+        { type: 'add_tag', tag: 'seen' },
+        branching,
+        { type: 'add_tag', tag: 'done' },
+      ]);
       expect(workflow.steps[1]).toEqual(branching);
       const important = await createContact({ tags: ['vip'] });
       const ordinary = await createContact();
@@ -93,13 +105,27 @@ describeEachDialect('workflow steps if and http_request', (server) => {
 
       const thenRun = await finished(workflow.id, queued.id);
       expect(thenRun.status).toBe('succeeded');
-      expect(thenRun.steps.map((s) => s.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'skipped', 'skipped', 'succeeded']);
+      expect(thenRun.steps.map((s) => s.status)).toEqual([
+        'succeeded',
+        'succeeded',
+        'succeeded',
+        'skipped',
+        'skipped',
+        'succeeded',
+      ]);
       expect(thenRun.steps[1]?.branch).toBe('then');
       expect(await tagsOf(important.id)).toEqual(['vip', 'seen', 'gold', 'done']);
 
       const elseRun = await finished(workflow.id, (await trigger(workflow.id, ordinary.id)).id);
       expect(elseRun.status).toBe('succeeded');
-      expect(elseRun.steps.map((s) => s.status)).toEqual(['succeeded', 'succeeded', 'skipped', 'succeeded', 'succeeded', 'succeeded']);
+      expect(elseRun.steps.map((s) => s.status)).toEqual([
+        'succeeded',
+        'succeeded',
+        'skipped',
+        'succeeded',
+        'succeeded',
+        'succeeded',
+      ]);
       expect(elseRun.steps[1]?.branch).toBe('else');
       expect(await tagsOf(ordinary.id)).toEqual(['seen', 'standard', 'nurture', 'done']);
     });
@@ -114,7 +140,13 @@ describeEachDialect('workflow steps if and http_request', (server) => {
             {
               type: 'if',
               conditions: [{ field: 'data.plan', op: 'eq', value: 'gold' }],
-              then: [{ type: 'if', conditions: [{ field: 'data.total', op: 'gt', value: 100 }], then: [{ type: 'add_tag', tag: 'big-gold' }] }],
+              then: [
+                {
+                  type: 'if',
+                  conditions: [{ field: 'data.total', op: 'gt', value: 100 }],
+                  then: [{ type: 'add_tag', tag: 'big-gold' }],
+                },
+              ],
               else: [{ type: 'add_tag', tag: 'silver' }],
             },
           ],
@@ -144,7 +176,15 @@ describeEachDialect('workflow steps if and http_request', (server) => {
       const other = await createContact();
       const skipped = await finished(workflow.id, (await trigger(workflow.id, other.id)).id);
       expect(skipped.status).toBe('succeeded');
-      expect(skipped.steps.map((s) => s.status)).toEqual(['succeeded', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped', 'succeeded']);
+      expect(skipped.steps.map((s) => s.status)).toEqual([
+        'succeeded',
+        'skipped',
+        'skipped',
+        'skipped',
+        'skipped',
+        'skipped',
+        'succeeded',
+      ]);
       expect(await tagsOf(other.id)).toEqual(['after']);
     });
 
@@ -160,7 +200,10 @@ describeEachDialect('workflow steps if and http_request', (server) => {
         },
       ]);
       const contact = await createContact();
-      const run = await finished(workflow.id, (await trigger(workflow.id, contact.id, { orderId: 'A-7', 'utm-source': 'ads' })).id);
+      const run = await finished(
+        workflow.id,
+        (await trigger(workflow.id, contact.id, { orderId: 'A-7', 'utm-source': 'ads' })).id,
+      );
       expect(run.steps[0]?.branch).toBe('then');
       expect(await tagsOf(contact.id)).toEqual(['matched']);
     });
@@ -179,8 +222,14 @@ describeEachDialect('workflow steps if and http_request', (server) => {
       );
       const company = await createContact({ name: 'Acme Ltd' });
       const person = await createContact({ name: 'Ana' });
-      await eventually(async () => (await tagsOf(company.id)).includes('company') && (await tagsOf(person.id)).includes('person'));
-      const runs = expectBody(await server().request('GET', `/workflows/${workflow.id}/runs`), 200, WorkflowRunList).data;
+      await eventually(
+        async () => (await tagsOf(company.id)).includes('company') && (await tagsOf(person.id)).includes('person'),
+      );
+      const runs = expectBody(
+        await server().request('GET', `/workflows/${workflow.id}/runs`),
+        200,
+        WorkflowRunList,
+      ).data;
       expect(runs.filter((r) => r.contact_id === company.id || r.contact_id === person.id)).toHaveLength(2);
       expect(await tagsOf(company.id)).toEqual(['company']);
       expect(await tagsOf(person.id)).toEqual(['person']);
@@ -196,22 +245,37 @@ describeEachDialect('workflow steps if and http_request', (server) => {
         [[{ type: 'if', conditions: vip }], 'steps.0.then', 'required'],
         [[ifOf([])], 'steps.0.then', 'min'],
         [[{ type: 'if', conditions: [], then: [wait] }], 'steps.0.conditions', 'min'],
-        [[{ type: 'if', conditions: [{ field: 'contact.tags', op: 'like', value: 'x' }], then: [wait] }], 'steps.0.conditions.0.op', 'enum'],
+        [
+          [{ type: 'if', conditions: [{ field: 'contact.tags', op: 'like', value: 'x' }], then: [wait] }],
+          'steps.0.conditions.0.op',
+          'enum',
+        ],
         [[ifOf([{ type: 'teleport' }])], 'steps.0.then.0.type', 'enum'],
-        [[{ type: 'if', conditions: vip, then: [wait], else: [{ type: 'wait', seconds: 0 }] }], 'steps.0.else.0.seconds', 'min'],
+        [
+          [{ type: 'if', conditions: vip, then: [wait], else: [{ type: 'wait', seconds: 0 }] }],
+          'steps.0.else.0.seconds',
+          'min',
+        ],
         [[{ type: 'http_request' }], 'steps.0.url', 'required'],
         [[{ type: 'http_request', url: 'ftp://example.com/x' }], 'steps.0.url', 'format'],
         [[{ type: 'http_request', url: 'https://example.com/x', method: 'GET' }], 'steps.0.method', 'unknown'],
       ];
       for (const [steps, field, constraint] of cases) {
-        expectError(await server().request('POST', '/workflows', { body: { name: 'Bad', steps } }), 400, 'bad_request', { field, constraint });
+        expectError(
+          await server().request('POST', '/workflows', { body: { name: 'Bad', steps } }),
+          400,
+          'bad_request',
+          { field, constraint },
+        );
       }
       // Three levels deep and exactly 100 steps in all are accepted.
       await createWorkflow([ifOf([ifOf([ifOf([wait])])])]);
       await createWorkflow([...Array.from({ length: 33 }, () => ifOf([wait, wait])), wait]);
       const workflow = await createWorkflow([wait]);
       expectError(
-        await server().request('PATCH', `/workflows/${workflow.id}`, { body: { steps: [ifOf([ifOf([ifOf([ifOf([wait])])])])] } }),
+        await server().request('PATCH', `/workflows/${workflow.id}`, {
+          body: { steps: [ifOf([ifOf([ifOf([ifOf([wait])])])])] },
+        }),
         400,
         'bad_request',
         {
@@ -233,7 +297,13 @@ describeEachDialect('workflow steps if and http_request', (server) => {
       const before = receiver.received.length;
       const run = await finished(workflow.id, (await trigger(workflow.id, contact.id, { order: 'A-1' })).id);
       expect(run.status).toBe('succeeded');
-      expect(run.steps[1]).toMatchObject({ path: '0.then.0', type: 'http_request', status: 'succeeded', response_status: 202, error: null });
+      expect(run.steps[1]).toMatchObject({
+        path: '0.then.0',
+        type: 'http_request',
+        status: 'succeeded',
+        response_status: 202,
+        error: null,
+      });
       expect(await tagsOf(contact.id)).toEqual(['vip', 'notified']);
 
       const sent = receiver.received.slice(before);
@@ -253,7 +323,9 @@ describeEachDialect('workflow steps if and http_request', (server) => {
       expect(headers['webhook-id']).toBe(`${run.id}.1`);
       // Verified as a receiver would, with the account's webhook signing secret.
       const key = Buffer.from(server().keys.webhook.replace(/^whsec_/, ''), 'base64');
-      const expected = createHmac('sha256', key).update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${request?.body}`).digest('base64');
+      const expected = createHmac('sha256', key)
+        .update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${request?.body}`)
+        .digest('base64');
       expect(String(headers['webhook-signature']).split(' ')).toContain(`v1,${expected}`);
     });
 
@@ -265,10 +337,19 @@ describeEachDialect('workflow steps if and http_request', (server) => {
         { type: 'add_tag', tag: 'never' },
       ]);
       const failed = await finished(workflow.id, (await trigger(workflow.id, contact.id)).id);
-      expect(failed).toMatchObject({ status: 'failed', error: 'step 0 (http_request): HTTP 500 Internal Server Error' });
+      expect(failed).toMatchObject({
+        status: 'failed',
+        error: 'step 0 (http_request): HTTP 500 Internal Server Error',
+      });
       // Without if steps, no path: the steps are the contract's, plus the request's status.
       expect(failed.steps).toEqual([
-        { index: 0, type: 'http_request', status: 'failed', error: 'HTTP 500 Internal Server Error', response_status: 500 },
+        {
+          index: 0,
+          type: 'http_request',
+          status: 'failed',
+          error: 'HTTP 500 Internal Server Error',
+          response_status: 500,
+        },
         { index: 1, type: 'add_tag', status: 'skipped', error: null },
       ]);
 
@@ -297,9 +378,16 @@ describeEachDialect('workflow steps if and http_request', (server) => {
       const run = await trigger(workflow.id, contact.id);
       await eventually(() => release !== undefined);
       // Writes to the contact the step locked and to the rest of the account go through at once.
-      expect((await server().request('PATCH', `/contacts/${contact.id}`, { body: { name: 'Changed meanwhile' } })).status).toBe(200);
-      expect((await server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: 'resolved' } })).status).toBe(200);
-      expect((await retrieveRun(workflow.id, run.id)).steps[0]).toMatchObject({ status: 'running', response_status: null });
+      expect(
+        (await server().request('PATCH', `/contacts/${contact.id}`, { body: { name: 'Changed meanwhile' } })).status,
+      ).toBe(200);
+      expect(
+        (await server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: 'resolved' } })).status,
+      ).toBe(200);
+      expect((await retrieveRun(workflow.id, run.id)).steps[0]).toMatchObject({
+        status: 'running',
+        response_status: null,
+      });
       release?.();
       const done = await finished(workflow.id, run.id);
       expect(done.status).toBe('succeeded');
@@ -341,19 +429,34 @@ describeEachDialect(
       const cases: [unknown[], string][] = [
         [[{ type: 'http_request', url: 'http://example.com/hook' }], 'steps.0.url'],
         [[{ type: 'http_request', url: 'https://127.0.0.1/hook' }], 'steps.0.url'],
-        [[wait, { type: 'if', conditions: vip, then: [wait], else: [{ type: 'http_request', url: 'https://[::1]/hook' }] }], 'steps.1.else.0.url'],
+        [
+          [
+            wait,
+            { type: 'if', conditions: vip, then: [wait], else: [{ type: 'http_request', url: 'https://[::1]/hook' }] },
+          ],
+          'steps.1.else.0.url',
+        ],
         [[{ type: 'http_request', url: 'https://169.254.169.254/latest/meta-data' }], 'steps.0.url'],
       ];
       for (const [steps, field] of cases) {
-        expectError(await server().request('POST', '/workflows', { body: { name: 'SSRF', steps } }), 400, 'bad_request', { field, constraint: 'format' });
+        expectError(
+          await server().request('POST', '/workflows', { body: { name: 'SSRF', steps } }),
+          400,
+          'bad_request',
+          { field, constraint: 'format' },
+        );
       }
       const workflow = expectBody(
-        await server().request('POST', '/workflows', { body: { name: 'Public', steps: [{ type: 'http_request', url: 'https://93.184.215.14/hook' }] } }),
+        await server().request('POST', '/workflows', {
+          body: { name: 'Public', steps: [{ type: 'http_request', url: 'https://93.184.215.14/hook' }] },
+        }),
         201,
         Workflow,
       );
       expectError(
-        await server().request('PATCH', `/workflows/${workflow.id}`, { body: { steps: [{ type: 'http_request', url: 'https://10.0.0.8/hook' }] } }),
+        await server().request('PATCH', `/workflows/${workflow.id}`, {
+          body: { steps: [{ type: 'http_request', url: 'https://10.0.0.8/hook' }] },
+        }),
         400,
         'bad_request',
         { field: 'steps.0.url', constraint: 'format' },

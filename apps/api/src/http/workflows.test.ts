@@ -1,9 +1,20 @@
-import { Contact, Conversation, EventList, Message, MessageList, Workflow, WorkflowList, WorkflowRun, WorkflowRunList } from '@convo/core';
+import {
+  Contact,
+  Conversation,
+  EventList,
+  Message,
+  MessageList,
+  Workflow,
+  WorkflowList,
+  WorkflowRun,
+  WorkflowRunList,
+} from '@convo/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { describeEachDialect, expectBody, expectError } from '../testing/harness.js';
 import { enqueue } from '../repositories/jobs.js';
 
-const isFinished = (run: WorkflowRun) => run.status === 'succeeded' || run.status === 'failed' || run.status === 'cancelled';
+const isFinished = (run: WorkflowRun) =>
+  run.status === 'succeeded' || run.status === 'failed' || run.status === 'cancelled';
 
 describeEachDialect('workflows', (server) => {
   let phoneSeq = 3_000_000;
@@ -12,17 +23,27 @@ describeEachDialect('workflows', (server) => {
   const createContact = async (body: Record<string, unknown> = {}, key?: string) =>
     expectBody(await server().request('POST', '/contacts', { key, body: { phone: phone(), ...body } }), 201, Contact);
   const openConversation = async (contactId: string, platform = 'whatsapp') =>
-    expectBody(await server().request('POST', '/conversations', { body: { contact_id: contactId, platform } }), 201, Conversation);
+    expectBody(
+      await server().request('POST', '/conversations', { body: { contact_id: contactId, platform } }),
+      201,
+      Conversation,
+    );
   const createWorkflow = async (steps: unknown[], name = 'Automation', key?: string) =>
     expectBody(await server().request('POST', '/workflows', { key, body: { name, steps } }), 201, Workflow);
   const trigger = async (workflowId: string, contactId: string, data?: Record<string, unknown>) =>
     expectBody(
-      await server().request('POST', `/workflows/${workflowId}/trigger`, { body: { contact_id: contactId, ...(data ? { data } : {}) } }),
+      await server().request('POST', `/workflows/${workflowId}/trigger`, {
+        body: { contact_id: contactId, ...(data ? { data } : {}) },
+      }),
       202,
       WorkflowRun,
     );
   const runsOf = async (workflowId: string, query: Record<string, string | number> = {}) =>
-    expectBody(await server().request('GET', `/workflows/${workflowId}/runs`, { query: { limit: 100, ...query } }), 200, WorkflowRunList);
+    expectBody(
+      await server().request('GET', `/workflows/${workflowId}/runs`, { query: { limit: 100, ...query } }),
+      200,
+      WorkflowRunList,
+    );
 
   /**
    * Runs the queued jobs until the run satisfies `until` (finished by default), reading it from the
@@ -64,7 +85,13 @@ describeEachDialect('workflows', (server) => {
       expect(first.created_at).toBe(first.updated_at);
       expect(expectBody(await server().request('GET', `/workflows/${first.id}`), 200, Workflow)).toEqual(first);
       // Read-only keys read.
-      expect(expectBody(await server().request('GET', `/workflows/${first.id}`, { key: server().keys.readOnly }), 200, Workflow)).toEqual(first);
+      expect(
+        expectBody(
+          await server().request('GET', `/workflows/${first.id}`, { key: server().keys.readOnly }),
+          200,
+          Workflow,
+        ),
+      ).toEqual(first);
 
       const second = await createWorkflow([{ type: 'wait', seconds: 1 }], 'Second');
       const list = expectBody(await server().request('GET', '/workflows', { query: { limit: 2 } }), 200, WorkflowList);
@@ -76,11 +103,19 @@ describeEachDialect('workflows', (server) => {
     it('pages the list without repeating or skipping', async () => {
       const key = server().keys.otherFull;
       for (let i = 0; i < 5; i++) await createWorkflow([{ type: 'wait', seconds: 1 }], `Paged ${i}`, key);
-      const all = expectBody(await server().request('GET', '/workflows', { key, query: { limit: 100 } }), 200, WorkflowList);
+      const all = expectBody(
+        await server().request('GET', '/workflows', { key, query: { limit: 100 } }),
+        200,
+        WorkflowList,
+      );
       expect(all.total).toBe(5);
       const seen: string[] = [];
       for (let offset = 0; offset < all.total; offset += 2) {
-        const page = expectBody(await server().request('GET', '/workflows', { key, query: { limit: 2, offset } }), 200, WorkflowList);
+        const page = expectBody(
+          await server().request('GET', '/workflows', { key, query: { limit: 2, offset } }),
+          200,
+          WorkflowList,
+        );
         expect(page.has_more).toBe(offset + page.data.length < page.total);
         seen.push(...page.data.map((w) => w.id));
       }
@@ -109,7 +144,10 @@ describeEachDialect('workflows', (server) => {
 
     it('needs a full key to create: a read-only key is 403', async () => {
       expectError(
-        await server().request('POST', '/workflows', { key: server().keys.readOnly, body: { name: 'x', steps: [{ type: 'wait', seconds: 1 }] } }),
+        await server().request('POST', '/workflows', {
+          key: server().keys.readOnly,
+          body: { name: 'x', steps: [{ type: 'wait', seconds: 1 }] },
+        }),
         403,
         'forbidden',
       );
@@ -120,13 +158,28 @@ describeEachDialect('workflows', (server) => {
       const contact = await createContact();
       expectError(await server().request('GET', '/workflows/wf_nope'), 404, 'not_found');
       expectError(await server().request('GET', '/workflows/wf_nope/runs'), 404, 'not_found');
-      expectError(await server().request('POST', '/workflows/wf_nope/trigger', { body: { contact_id: contact.id } }), 404, 'not_found');
+      expectError(
+        await server().request('POST', '/workflows/wf_nope/trigger', { body: { contact_id: contact.id } }),
+        404,
+        'not_found',
+      );
       const other = server().keys.otherFull;
       const otherContact = await createContact({}, other);
       expectError(await server().request('GET', `/workflows/${mine.id}`, { key: other }), 404, 'not_found');
       expectError(await server().request('GET', `/workflows/${mine.id}/runs`, { key: other }), 404, 'not_found');
-      expectError(await server().request('POST', `/workflows/${mine.id}/trigger`, { key: other, body: { contact_id: otherContact.id } }), 404, 'not_found');
-      expect((await server().request('GET', '/workflows', { key: other, query: { limit: 100 } })).body.data.map((w: Workflow) => w.id)).not.toContain(mine.id);
+      expectError(
+        await server().request('POST', `/workflows/${mine.id}/trigger`, {
+          key: other,
+          body: { contact_id: otherContact.id },
+        }),
+        404,
+        'not_found',
+      );
+      expect(
+        (await server().request('GET', '/workflows', { key: other, query: { limit: 100 } })).body.data.map(
+          (w: Workflow) => w.id,
+        ),
+      ).not.toContain(mine.id);
     });
   });
 
@@ -163,7 +216,11 @@ describeEachDialect('workflows', (server) => {
       const workflow = await createWorkflow([{ type: 'wait', seconds: 1 }]);
       const otherContact = await createContact({}, server().keys.otherFull);
       for (const contactId of ['ct_nope', otherContact.id]) {
-        expectError(await server().request('POST', `/workflows/${workflow.id}/trigger`, { body: { contact_id: contactId } }), 404, 'not_found');
+        expectError(
+          await server().request('POST', `/workflows/${workflow.id}/trigger`, { body: { contact_id: contactId } }),
+          404,
+          'not_found',
+        );
       }
       expect((await runsOf(workflow.id)).total).toBe(0);
     });
@@ -178,7 +235,10 @@ describeEachDialect('workflows', (server) => {
       const workflow = await createWorkflow([{ type: 'wait', seconds: 1 }]);
       const contact = await createContact();
       const body = { contact_id: contact.id, ...extra };
-      expectError(await server().request('POST', `/workflows/${workflow.id}/trigger`, { body }), 400, 'bad_request', { field, constraint });
+      expectError(await server().request('POST', `/workflows/${workflow.id}/trigger`, { body }), 400, 'bad_request', {
+        field,
+        constraint,
+      });
     });
 
     it('accepts data of exactly 50 keys', async () => {
@@ -192,38 +252,63 @@ describeEachDialect('workflows', (server) => {
       const workflow = await createWorkflow([{ type: 'wait', seconds: 1 }]);
       const contact = await createContact();
       expectError(
-        await server().request('POST', `/workflows/${workflow.id}/trigger`, { key: server().keys.readOnly, body: { contact_id: contact.id } }),
+        await server().request('POST', `/workflows/${workflow.id}/trigger`, {
+          key: server().keys.readOnly,
+          body: { contact_id: contact.id },
+        }),
         403,
         'forbidden',
       );
-      expectBody(await server().request('GET', `/workflows/${workflow.id}/runs`, { key: server().keys.readOnly }), 200, WorkflowRunList);
+      expectBody(
+        await server().request('GET', `/workflows/${workflow.id}/runs`, { key: server().keys.readOnly }),
+        200,
+        WorkflowRunList,
+      );
     });
   });
 
   describe('PATCH and DELETE /workflows/:id; a run retrieved and cancelled', () => {
-    const patch = (id: string, body: unknown, key?: string) => server().request('PATCH', `/workflows/${id}`, { key, body });
+    const patch = (id: string, body: unknown, key?: string) =>
+      server().request('PATCH', `/workflows/${id}`, { key, body });
 
     it('changes the name, the steps and enabled; a disabled workflow starts no run', async () => {
       const workflow = await createWorkflow([{ type: 'add_tag', tag: 'a' }], 'Before');
       expect(workflow.enabled).toBe(true);
-      const renamed = expectBody(await patch(workflow.id, { name: 'After', steps: [{ type: 'add_tag', tag: 'b' }] }), 200, Workflow);
-      expect(renamed).toMatchObject({ id: workflow.id, name: 'After', steps: [{ type: 'add_tag', tag: 'b' }], enabled: true, created_at: workflow.created_at });
+      const renamed = expectBody(
+        await patch(workflow.id, { name: 'After', steps: [{ type: 'add_tag', tag: 'b' }] }),
+        200,
+        Workflow,
+      );
+      expect(renamed).toMatchObject({
+        id: workflow.id,
+        name: 'After',
+        steps: [{ type: 'add_tag', tag: 'b' }],
+        enabled: true,
+        created_at: workflow.created_at,
+      });
       expect(renamed.updated_at >= workflow.updated_at).toBe(true);
       expect(expectBody(await patch(workflow.id, {}), 200, Workflow)).toEqual(renamed);
       const disabled = expectBody(await patch(workflow.id, { enabled: false }), 200, Workflow);
       expect(disabled.enabled).toBe(false);
       expect(expectBody(await server().request('GET', `/workflows/${workflow.id}`), 200, Workflow)).toEqual(disabled);
       const contact = await createContact();
-      expectError(await server().request('POST', `/workflows/${workflow.id}/trigger`, { body: { contact_id: contact.id } }), 400, 'bad_request', {
-        field: 'enabled',
-        constraint: 'transition',
-      });
+      expectError(
+        await server().request('POST', `/workflows/${workflow.id}/trigger`, { body: { contact_id: contact.id } }),
+        400,
+        'bad_request',
+        {
+          field: 'enabled',
+          constraint: 'transition',
+        },
+      );
       expect((await runsOf(workflow.id)).total).toBe(0);
       expect(expectBody(await patch(workflow.id, { enabled: true }), 200, Workflow).enabled).toBe(true);
       await trigger(workflow.id, contact.id);
       // Created disabled.
       const off = expectBody(
-        await server().request('POST', '/workflows', { body: { name: 'Off', steps: [{ type: 'wait', seconds: 1 }], enabled: false } }),
+        await server().request('POST', '/workflows', {
+          body: { name: 'Off', steps: [{ type: 'wait', seconds: 1 }], enabled: false },
+        }),
         201,
         Workflow,
       );
@@ -234,14 +319,30 @@ describeEachDialect('workflows', (server) => {
       const workflow = await createWorkflow([{ type: 'add_tag', tag: 'a' }]);
       expectError(await patch(workflow.id, { steps: [] }), 400, 'bad_request', { field: 'steps', constraint: 'min' });
       expectError(await patch(workflow.id, { steps: [{ type: 'dance' }] }), 400, 'bad_request');
-      expectError(await patch(workflow.id, { enabled: 'yes' }), 400, 'bad_request', { field: 'enabled', constraint: 'type' });
-      expectError(await patch(workflow.id, { schedule: 'x' }), 400, 'bad_request', { field: 'schedule', constraint: 'unknown' });
+      expectError(await patch(workflow.id, { enabled: 'yes' }), 400, 'bad_request', {
+        field: 'enabled',
+        constraint: 'type',
+      });
+      expectError(await patch(workflow.id, { schedule: 'x' }), 400, 'bad_request', {
+        field: 'schedule',
+        constraint: 'unknown',
+      });
       expectError(await patch('wf_nope', { name: 'x' }), 404, 'not_found');
       expectError(await patch(workflow.id, { name: 'x' }, server().keys.otherFull), 404, 'not_found');
       expectError(await patch(workflow.id, { name: 'x' }, server().keys.readOnly), 403, 'forbidden');
-      expectError(await server().request('DELETE', `/workflows/${workflow.id}`, { key: server().keys.otherFull }), 404, 'not_found');
-      expectError(await server().request('DELETE', `/workflows/${workflow.id}`, { key: server().keys.readOnly }), 403, 'forbidden');
-      expect(expectBody(await server().request('GET', `/workflows/${workflow.id}`), 200, Workflow).name).toBe(workflow.name);
+      expectError(
+        await server().request('DELETE', `/workflows/${workflow.id}`, { key: server().keys.otherFull }),
+        404,
+        'not_found',
+      );
+      expectError(
+        await server().request('DELETE', `/workflows/${workflow.id}`, { key: server().keys.readOnly }),
+        403,
+        'forbidden',
+      );
+      expect(expectBody(await server().request('GET', `/workflows/${workflow.id}`), 200, Workflow).name).toBe(
+        workflow.name,
+      );
     });
 
     it('retrieves a run and cancels it while queued; a cancelled run cannot be cancelled again', async () => {
@@ -252,21 +353,34 @@ describeEachDialect('workflows', (server) => {
       const contact = await createContact();
       const queued = await trigger(workflow.id, contact.id);
       const runUrl = `/workflows/${workflow.id}/runs/${queued.id}`;
-      expect(expectBody(await server().request('GET', runUrl, { key: server().keys.readOnly }), 200, WorkflowRun)).toEqual(queued);
+      expect(
+        expectBody(await server().request('GET', runUrl, { key: server().keys.readOnly }), 200, WorkflowRun),
+      ).toEqual(queued);
       const cancelled = expectBody(await server().request('POST', `${runUrl}/cancel`), 200, WorkflowRun);
       expect(cancelled).toMatchObject({ id: queued.id, status: 'cancelled', error: null });
       expect(cancelled.finished_at).not.toBeNull();
       expect(cancelled.steps.map((step) => step.status)).toEqual(['skipped', 'skipped']);
       expect(expectBody(await server().request('GET', runUrl), 200, WorkflowRun)).toEqual(cancelled);
-      expectError(await server().request('POST', `${runUrl}/cancel`), 400, 'bad_request', { field: 'run_id', constraint: 'transition' });
+      expectError(await server().request('POST', `${runUrl}/cancel`), 400, 'bad_request', {
+        field: 'run_id',
+        constraint: 'transition',
+      });
       expect((await runsOf(workflow.id, { status: 'cancelled' })).data.map((r) => r.id)).toEqual([queued.id]);
 
       const other = await createWorkflow([{ type: 'wait', seconds: 1 }]);
       expectError(await server().request('GET', `/workflows/${other.id}/runs/${queued.id}`), 404, 'not_found');
       expectError(await server().request('GET', `/workflows/${workflow.id}/runs/run_nope`), 404, 'not_found');
       expectError(await server().request('GET', runUrl, { key: server().keys.otherFull }), 404, 'not_found');
-      expectError(await server().request('POST', `${runUrl}/cancel`, { key: server().keys.otherFull }), 404, 'not_found');
-      expectError(await server().request('POST', `${runUrl}/cancel`, { key: server().keys.readOnly }), 403, 'forbidden');
+      expectError(
+        await server().request('POST', `${runUrl}/cancel`, { key: server().keys.otherFull }),
+        404,
+        'not_found',
+      );
+      expectError(
+        await server().request('POST', `${runUrl}/cancel`, { key: server().keys.readOnly }),
+        403,
+        'forbidden',
+      );
     });
 
     it('deletes a workflow: gone from lookups and lists, its queued runs cancelled and still readable', async () => {
@@ -277,11 +391,21 @@ describeEachDialect('workflows', (server) => {
       expectError(await server().request('GET', `/workflows/${workflow.id}`), 404, 'not_found');
       expectError(await patch(workflow.id, { name: 'x' }), 404, 'not_found');
       expectError(await server().request('DELETE', `/workflows/${workflow.id}`), 404, 'not_found');
-      expectError(await server().request('POST', `/workflows/${workflow.id}/trigger`, { body: { contact_id: run.contact_id } }), 404, 'not_found');
-      const list = expectBody(await server().request('GET', '/workflows', { query: { limit: 100 } }), 200, WorkflowList);
+      expectError(
+        await server().request('POST', `/workflows/${workflow.id}/trigger`, { body: { contact_id: run.contact_id } }),
+        404,
+        'not_found',
+      );
+      const list = expectBody(
+        await server().request('GET', '/workflows', { query: { limit: 100 } }),
+        200,
+        WorkflowList,
+      );
       expect(list.data.map((w) => w.id)).not.toContain(workflow.id);
       expect((await runsOf(workflow.id)).data).toEqual([expect.objectContaining({ id: run.id, status: 'cancelled' })]);
-      expect(expectBody(await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`), 200, WorkflowRun).status).toBe('cancelled');
+      expect(
+        expectBody(await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`), 200, WorkflowRun).status,
+      ).toBe('cancelled');
     });
   });
 
@@ -304,23 +428,49 @@ describeEachDialect('workflows', (server) => {
       const queued = await trigger(workflow.id, contact.id, { order: '1001' });
 
       // While it waits, the steps before the wait are done and the one after it is not.
-      const { run: waiting } = await runUntil(workflow.id, queued.id, (run) => run.status !== 'queued' && run.status !== 'running');
+      const { run: waiting } = await runUntil(
+        workflow.id,
+        queued.id,
+        (run) => run.status !== 'queued' && run.status !== 'running',
+      );
       expect(waiting.status).toBe('waiting');
       expect(waiting.started_at).not.toBeNull();
       expect(waiting.steps.map((s) => s.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'running', 'pending']);
-      const messages = expectBody(await server().request('GET', `/conversations/${conversation.id}/messages`), 200, MessageList);
+      const messages = expectBody(
+        await server().request('GET', `/conversations/${conversation.id}/messages`),
+        200,
+        MessageList,
+      );
       expect(messages.data.map((m) => [m.direction, m.content])).toEqual([['outbound', 'Hi Ana, order 1001!']]);
-      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual(['customer']);
-      expect(expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status).toBe('active');
+      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual([
+        'customer',
+      ]);
+      expect(
+        expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation).status,
+      ).toBe('active');
 
       const { run } = await runUntil(workflow.id, queued.id);
       expect(run).toMatchObject({ status: 'succeeded', error: null, contact_id: contact.id, data: { order: '1001' } });
-      expect(run.steps).toEqual(workflow.steps.map((step, index) => ({ index, type: step.type, status: 'succeeded', error: null })));
+      expect(run.steps).toEqual(
+        workflow.steps.map((step, index) => ({ index, type: step.type, status: 'succeeded', error: null })),
+      );
       expect(Date.parse(run.finished_at ?? '') - Date.parse(run.started_at ?? '')).toBeGreaterThanOrEqual(1000);
 
-      const resolved = expectBody(await server().request('GET', `/conversations/${conversation.id}`), 200, Conversation);
-      expect(resolved).toMatchObject({ status: 'resolved', message_count: 1, last_message: { content: 'Hi Ana, order 1001!' } });
-      const events = expectBody(await server().request('GET', '/events', { query: { type: 'conversation.resolved', limit: 100 } }), 200, EventList);
+      const resolved = expectBody(
+        await server().request('GET', `/conversations/${conversation.id}`),
+        200,
+        Conversation,
+      );
+      expect(resolved).toMatchObject({
+        status: 'resolved',
+        message_count: 1,
+        last_message: { content: 'Hi Ana, order 1001!' },
+      });
+      const events = expectBody(
+        await server().request('GET', '/events', { query: { type: 'conversation.resolved', limit: 100 } }),
+        200,
+        EventList,
+      );
       const resolvedEvents = events.data.filter((e) => (e.data as { id?: string }).id === conversation.id);
       expect(resolvedEvents).toHaveLength(1);
       expect(resolvedEvents[0]?.data).toMatchObject({ id: conversation.id, status: 'resolved' });
@@ -331,24 +481,40 @@ describeEachDialect('workflows', (server) => {
       const older = await openConversation(contact.id, 'instagram');
       const newer = await openConversation(contact.id, 'facebook');
       const archived = await openConversation(contact.id, 'whatsapp');
-      expectBody(await server().request('PATCH', `/conversations/${archived.id}`, { body: { status: 'archived' } }), 200, Conversation);
+      expectBody(
+        await server().request('PATCH', `/conversations/${archived.id}`, { body: { status: 'archived' } }),
+        200,
+        Conversation,
+      );
       // A message makes the older conversation the latest active one.
-      expectBody(await server().request('POST', '/messages', { body: { conversation_id: older.id, content: 'earlier' } }), 201, Message);
-      const workflow = await createWorkflow([{ type: 'send_message', content: '[{{contact.name}}] {{ data.note }} {{contact.phone}}' }]);
+      expectBody(
+        await server().request('POST', '/messages', { body: { conversation_id: older.id, content: 'earlier' } }),
+        201,
+        Message,
+      );
+      const workflow = await createWorkflow([
+        { type: 'send_message', content: '[{{contact.name}}] {{ data.note }} {{contact.phone}}' },
+      ]);
       const { run } = await runUntil(workflow.id, (await trigger(workflow.id, contact.id, { note: '<b>&</b>' })).id);
       expect(run.status).toBe('succeeded');
       const sent = expectBody(await server().request('GET', `/conversations/${older.id}/messages`), 200, MessageList);
       // Verbatim: no escaping; a missing name is empty; other placeholders stay as written.
       expect(sent.data.map((m) => m.content)).toEqual(['earlier', '[] <b>&</b> {{contact.phone}}']);
       for (const id of [newer.id, archived.id]) {
-        expect(expectBody(await server().request('GET', `/conversations/${id}/messages`), 200, MessageList).total).toBe(0);
+        expect(expectBody(await server().request('GET', `/conversations/${id}/messages`), 200, MessageList).total).toBe(
+          0,
+        );
       }
     });
 
     it('fails a step with no open conversation, skipping the steps after it', async () => {
       const contact = await createContact();
       const conversation = await openConversation(contact.id);
-      expectBody(await server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: 'archived' } }), 200, Conversation);
+      expectBody(
+        await server().request('PATCH', `/conversations/${conversation.id}`, { body: { status: 'archived' } }),
+        200,
+        Conversation,
+      );
       const workflow = await createWorkflow([
         { type: 'add_tag', tag: 'before' },
         { type: 'send_message', content: 'Hello' },
@@ -363,11 +529,16 @@ describeEachDialect('workflows', (server) => {
       ]);
       expect(run.started_at).not.toBeNull();
       expect(run.finished_at).not.toBeNull();
-      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual(['before']);
+      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual([
+        'before',
+      ]);
 
       const statusWorkflow = await createWorkflow([{ type: 'set_conversation_status', status: 'resolved' }]);
       const { run: statusRun } = await runUntil(statusWorkflow.id, (await trigger(statusWorkflow.id, contact.id)).id);
-      expect(statusRun).toMatchObject({ status: 'failed', error: 'step 0 (set_conversation_status): no_open_conversation' });
+      expect(statusRun).toMatchObject({
+        status: 'failed',
+        error: 'step 0 (set_conversation_status): no_open_conversation',
+      });
     });
 
     it("treats removing an absent tag as done, and fails a 51st tag with the API's message", async () => {
@@ -398,24 +569,41 @@ describeEachDialect('workflows', (server) => {
       expect((await runsOf(workflow.id, { status: 'succeeded' })).data.map((r) => r.id)).toEqual([good.run.id]);
       expect((await runsOf(workflow.id, { status: 'failed' })).data.map((r) => r.id)).toEqual([bad.run.id]);
       expect((await runsOf(workflow.id, { status: 'waiting' })).total).toBe(0);
-      expectError(await server().request('GET', `/workflows/${workflow.id}/runs`, { query: { status: 'done' } }), 400, 'bad_request', {
-        field: 'status',
-        constraint: 'enum',
-      });
-      expectError(await server().request('GET', `/workflows/${workflow.id}/runs`, { query: { contact_id: reachable.id } }), 400, 'bad_request', {
-        field: 'contact_id',
-        constraint: 'unknown',
-      });
+      expectError(
+        await server().request('GET', `/workflows/${workflow.id}/runs`, { query: { status: 'done' } }),
+        400,
+        'bad_request',
+        {
+          field: 'status',
+          constraint: 'enum',
+        },
+      );
+      expectError(
+        await server().request('GET', `/workflows/${workflow.id}/runs`, { query: { contact_id: reachable.id } }),
+        400,
+        'bad_request',
+        {
+          field: 'contact_id',
+          constraint: 'unknown',
+        },
+      );
 
       expect((await server().request('DELETE', `/contacts/${reachable.id}`)).status).toBe(204);
       const [after] = (await runsOf(workflow.id, { status: 'succeeded' })).data;
       expect(after).toEqual({ ...good.run, contact_id: null });
 
       // A job for a finished run changes nothing.
-      const jobId = await enqueue(server().database.db, { kind: 'run_workflow', accountId: server().accountId, payload: { runId: bad.run.id } });
+      const jobId = await enqueue(server().database.db, {
+        kind: 'run_workflow',
+        accountId: server().accountId,
+        payload: { runId: bad.run.id },
+      });
       await server().drainJobs();
       await vi.waitFor(
-        async () => expect(await server().database.db.selectFrom('jobs').select('id').where('id', '=', jobId).executeTakeFirst()).toBeUndefined(),
+        async () =>
+          expect(
+            await server().database.db.selectFrom('jobs').select('id').where('id', '=', jobId).executeTakeFirst(),
+          ).toBeUndefined(),
         {
           timeout: 10_000,
         },
@@ -432,13 +620,22 @@ describeEachDialect('workflows', (server) => {
       ]);
       const first = await trigger(workflow.id, contact.id);
       await runUntil(workflow.id, first.id, (run) => run.status === 'waiting');
-      expect((await server().request('PATCH', `/workflows/${workflow.id}`, { body: { steps: [{ type: 'add_tag', tag: 'edited' }] } })).status).toBe(200);
+      expect(
+        (
+          await server().request('PATCH', `/workflows/${workflow.id}`, {
+            body: { steps: [{ type: 'add_tag', tag: 'edited' }] },
+          })
+        ).status,
+      ).toBe(200);
       const { run } = await runUntil(workflow.id, first.id);
       expect(run.status).toBe('succeeded');
       expect(run.steps.map((s) => s.type)).toEqual(['wait', 'add_tag']);
       const second = await trigger(workflow.id, contact.id);
       expect((await runUntil(workflow.id, second.id)).run.steps.map((s) => s.type)).toEqual(['add_tag']);
-      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual(['original', 'edited']);
+      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).toEqual([
+        'original',
+        'edited',
+      ]);
 
       const waiting = await createWorkflow([
         { type: 'wait', seconds: 2 },
@@ -446,12 +643,20 @@ describeEachDialect('workflows', (server) => {
       ]);
       const long = await trigger(waiting.id, contact.id);
       await runUntil(waiting.id, long.id, (r) => r.status === 'waiting');
-      const cancelled = expectBody(await server().request('POST', `/workflows/${waiting.id}/runs/${long.id}/cancel`), 200, WorkflowRun);
+      const cancelled = expectBody(
+        await server().request('POST', `/workflows/${waiting.id}/runs/${long.id}/cancel`),
+        200,
+        WorkflowRun,
+      );
       expect(cancelled.steps.map((s) => s.status)).toEqual(['skipped', 'skipped']);
       // The run's job comes back after the wait, finds it cancelled and does nothing.
       await advanceClock(2_500);
-      expect(expectBody(await server().request('GET', `/workflows/${waiting.id}/runs/${long.id}`), 200, WorkflowRun)).toEqual(cancelled);
-      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).not.toContain('not-after-cancel');
+      expect(
+        expectBody(await server().request('GET', `/workflows/${waiting.id}/runs/${long.id}`), 200, WorkflowRun),
+      ).toEqual(cancelled);
+      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).not.toContain(
+        'not-after-cancel',
+      );
     });
 
     it('a running run cannot be cancelled, and deleting its workflow stops it at its next step', async () => {
@@ -464,19 +669,32 @@ describeEachDialect('workflows', (server) => {
       const run = await trigger(workflow.id, contact.id);
       await runUntil(workflow.id, run.id, (r) => r.status === 'waiting');
       expect((await server().request('DELETE', `/workflows/${workflow.id}`)).status).toBe(204);
-      const stopped = expectBody(await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`), 200, WorkflowRun);
+      const stopped = expectBody(
+        await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`),
+        200,
+        WorkflowRun,
+      );
       expect(stopped.status).toBe('cancelled');
       await advanceClock(1_500);
-      expect(expectBody(await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`), 200, WorkflowRun)).toEqual(stopped);
-      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).not.toContain('after-delete');
+      expect(
+        expectBody(await server().request('GET', `/workflows/${workflow.id}/runs/${run.id}`), 200, WorkflowRun),
+      ).toEqual(stopped);
+      expect(expectBody(await server().request('GET', `/contacts/${contact.id}`), 200, Contact).tags).not.toContain(
+        'after-delete',
+      );
 
       const done = await createWorkflow([{ type: 'add_tag', tag: 'quick' }]);
       const finished = await trigger(done.id, contact.id);
       await runUntil(done.id, finished.id);
-      expectError(await server().request('POST', `/workflows/${done.id}/runs/${finished.id}/cancel`), 400, 'bad_request', {
-        field: 'run_id',
-        constraint: 'transition',
-      });
+      expectError(
+        await server().request('POST', `/workflows/${done.id}/runs/${finished.id}/cancel`),
+        400,
+        'bad_request',
+        {
+          field: 'run_id',
+          constraint: 'transition',
+        },
+      );
     });
 
     it('fails at the next step with contact_deleted when the contact is deleted during a wait', async () => {

@@ -32,7 +32,11 @@ const CONTACTS: { name: string; phone: string; email?: string; tags: string[] }[
 
 const PLATFORMS: Platform[] = ['whatsapp', 'facebook', 'instagram'];
 const THREADS = [
-  ['Hi! Is the blue jacket still in stock in size M?', 'Hi! Yes, we have 3 left in M. Shall I reserve one for you?', 'Yes please 🙏'],
+  [
+    'Hi! Is the blue jacket still in stock in size M?',
+    'Hi! Yes, we have 3 left in M. Shall I reserve one for you?',
+    'Yes please 🙏',
+  ],
   ['My order has not arrived yet', 'Sorry about that! Could you share your order number?', 'It is 1002'],
   ['Do you ship to Portugal?', 'We do: 3 to 5 working days, free over €50.'],
   ['Can I change the delivery address?', 'Of course, what is the new address?'],
@@ -50,19 +54,32 @@ export async function seedDemo(database: DatabaseHandle) {
     await fill({ database, accountId: account.id, settings: defaultSettings() });
   }
   // One demo key at a time: the one printed before stops working when a new one is printed.
-  const previous = (await accountsService.listKeys(database, account.id)).filter((k) => k.name === DEMO_KEY_NAME && k.revoked_at === null);
+  const previous = (await accountsService.listKeys(database, account.id)).filter(
+    (k) => k.name === DEMO_KEY_NAME && k.revoked_at === null,
+  );
   for (const old of previous) await accountsService.revokeKey(database, old.id);
-  const key = await accountsService.createKey(database, { accountId: account.id, type: 'full_access', name: DEMO_KEY_NAME });
+  const key = await accountsService.createKey(database, {
+    accountId: account.id,
+    type: 'full_access',
+    name: DEMO_KEY_NAME,
+  });
   // Like the key, the password is shown once: each start sets a new one and ends the old sessions.
   const password = randomBytes(12).toString('base64url');
-  await peopleService.createUser(database, { email: DEMO_EMAIL, password, accountId: account.id, role: 'owner', name: 'Demo' });
+  await peopleService.createUser(database, {
+    email: DEMO_EMAIL,
+    password,
+    accountId: account.id,
+    role: 'owner',
+    name: 'Demo',
+  });
   await peopleService.setPassword(database, DEMO_EMAIL, password);
   return { account, key, created, revoked: previous.length, signIn: { email: DEMO_EMAIL, password } };
 }
 
 async function fill(ctx: ServiceContext) {
   const contacts = [];
-  for (const contact of CONTACTS) contacts.push(await contactsService.create(ctx, { ...contact, email: contact.email ?? null }));
+  for (const contact of CONTACTS)
+    contacts.push(await contactsService.create(ctx, { ...contact, email: contact.email ?? null }));
 
   for (const [index, contact] of contacts.entries()) {
     const platform = PLATFORMS[index % PLATFORMS.length] as Platform;

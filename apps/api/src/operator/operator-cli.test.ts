@@ -26,7 +26,11 @@ function cliEnv(databaseUrl: string, extra: Record<string, string> = {}): NodeJS
 
 function runCli(databaseUrl: string, args: string[]): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: WORK_DIR, env: cliEnv(databaseUrl), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: WORK_DIR,
+      env: cliEnv(databaseUrl),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -122,7 +126,11 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
   beforeAll(async () => {
     if (dialect === 'sqlite') {
       const dir = mkdtempSync(join(tmpdir(), 'convo-cli-db-'));
-      database = { dialect, url: `file:${join(dir, 'x.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+      database = {
+        dialect,
+        url: `file:${join(dir, 'x.db')}`,
+        drop: async () => rmSync(dir, { recursive: true, force: true }),
+      };
     } else {
       database = await createTestDatabase('postgres');
     }
@@ -161,15 +169,18 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
   it.each([
     ['full_access', /^convo_sk_/],
     ['read_only', /^convo_rk_/],
-  ] as const)('keys create --type %s --json prints exactly one JSON object with the key value', async (type, prefix) => {
-    const key = jsonObjectOf(await cli('keys', 'create', '--account', accountId, '--type', type, '--json'));
-    expect(key.id).toMatch(/^key_[0-9A-Z]{26}$/);
-    expect(key.key).toMatch(prefix);
-    expect(key.key.length).toBeGreaterThanOrEqual(40);
-    expect(key).toMatchObject({ type, account_id: accountId });
-    expect(await authenticates(key.key)).toBe(true);
-    created.push({ id: key.id, key: key.key, type });
-  });
+  ] as const)(
+    'keys create --type %s --json prints exactly one JSON object with the key value',
+    async (type, prefix) => {
+      const key = jsonObjectOf(await cli('keys', 'create', '--account', accountId, '--type', type, '--json'));
+      expect(key.id).toMatch(/^key_[0-9A-Z]{26}$/);
+      expect(key.key).toMatch(prefix);
+      expect(key.key.length).toBeGreaterThanOrEqual(40);
+      expect(key).toMatchObject({ type, account_id: accountId });
+      expect(await authenticates(key.key)).toBe(true);
+      created.push({ id: key.id, key: key.key, type });
+    },
+  );
 
   it('keys create --type webhook prints a Standard Webhooks secret: whsec_ and base64 of at least 24 bytes', async () => {
     const key = jsonObjectOf(await cli('keys', 'create', '--account', accountId, '--type', 'webhook', '--json'));
@@ -226,7 +237,10 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
     expect(await authenticates(full.key)).toBe(false);
     expect(await authenticates(readOnly.key)).toBe(true);
 
-    const list = JSON.parse((await cli('keys', 'list', '--account', accountId, '--json')).stdout) as { id: string; revoked_at: string | null }[];
+    const list = JSON.parse((await cli('keys', 'list', '--account', accountId, '--json')).stdout) as {
+      id: string;
+      revoked_at: string | null;
+    }[];
     expect(list.find((k) => k.id === full.id)?.revoked_at).toMatch(/^\d{4}-\d{2}-\d{2}T/);
     expect(list.find((k) => k.id === readOnly.id)?.revoked_at).toBeNull();
 
@@ -242,7 +256,9 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
     expect(without.stdout).toBe('');
     expect(without.stderr).toMatch(/rpm/);
 
-    const withRpm = jsonObjectOf(await cli('accounts', 'create', '--name', 'Big Co', '--plan', 'enterprise', '--rpm', '5000', '--json'));
+    const withRpm = jsonObjectOf(
+      await cli('accounts', 'create', '--name', 'Big Co', '--plan', 'enterprise', '--rpm', '5000', '--json'),
+    );
     expect(withRpm).toMatchObject({ plan: 'enterprise', rate_limit_rpm: 5000 });
     expect(withRpm.id).toMatch(/^acct_/);
   });
@@ -288,7 +304,9 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
       expect(demoAccountId).not.toBe(accountId);
 
       baseUrl = await serve();
-      const res = await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${firstKey}` } });
+      const res = await fetch(`${baseUrl}/conversations?limit=100`, {
+        headers: { authorization: `Bearer ${firstKey}` },
+      });
       const text = await res.text();
       expect(res.status, text).toBe(200);
       const list = ConversationList.parse(JSON.parse(text));
@@ -301,7 +319,9 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
 
     it('seed --demo again reuses the account, prints a different key that works and revokes the one before', async () => {
       const before = ConversationList.parse(
-        await (await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${firstKey}` } })).json(),
+        await (
+          await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${firstKey}` } })
+        ).json(),
       );
       const result = await cli('seed', '--demo');
       expect(result.code, result.stderr).toBe(0);
@@ -310,11 +330,15 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
       expect(accountIn(result.stdout)).toBe(demoAccountId);
       expect(result.stdout).toContain('The demo key printed before is revoked');
 
-      const res = await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${secondKey}` } });
+      const res = await fetch(`${baseUrl}/conversations?limit=100`, {
+        headers: { authorization: `Bearer ${secondKey}` },
+      });
       expect(res.status).toBe(200);
       // The data is not seeded twice.
       expect(ConversationList.parse(await res.json()).total).toBe(before.total);
-      expect((await fetch(`${baseUrl}/conversations?limit=1`, { headers: { authorization: `Bearer ${firstKey}` } })).status).toBe(401);
+      expect(
+        (await fetch(`${baseUrl}/conversations?limit=1`, { headers: { authorization: `Bearer ${firstKey}` } })).status,
+      ).toBe(401);
       expect(await authenticates(secondKey)).toBe(true);
       expect(await authenticates(firstKey)).toBe(false);
     }, 60_000);
@@ -336,7 +360,9 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
         });
       const answer = await signIn(first.password);
       expect(answer.status, await answer.clone().text()).toBe(200);
-      expect(((await answer.json()) as { result: { data: { account: { id: string }; role: string } } }).result.data).toMatchObject({
+      expect(
+        ((await answer.json()) as { result: { data: { account: { id: string }; role: string } } }).result.data,
+      ).toMatchObject({
         account: { id: demoAccountId },
         role: 'owner',
       });
@@ -348,7 +374,19 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
 
     it('users create gives a person a role with a printed password; users reset-password prints a one-time link', async () => {
       const origin = baseUrl.replace(/\/v1$/, '');
-      const created = jsonObjectOf(await cli('users', 'create', '--email', 'Ops@Example.com', '--account', demoAccountId, '--role', 'admin', '--json'));
+      const created = jsonObjectOf(
+        await cli(
+          'users',
+          'create',
+          '--email',
+          'Ops@Example.com',
+          '--account',
+          demoAccountId,
+          '--role',
+          'admin',
+          '--json',
+        ),
+      );
       expect(created).toMatchObject({ email: 'ops@example.com', account_id: demoAccountId, role: 'admin' });
       expect(created.password).toMatch(/^[A-Za-z0-9_-]{16}$/);
       const signIn = (password: string) =>
@@ -359,10 +397,25 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
         });
       expect((await signIn(created.password)).status).toBe(200);
       // Again: the role changes, the password does not, and none is printed.
-      const again = jsonObjectOf(await cli('users', 'create', '--email', 'ops@example.com', '--account', demoAccountId, '--role', 'member', '--json'));
+      const again = jsonObjectOf(
+        await cli(
+          'users',
+          'create',
+          '--email',
+          'ops@example.com',
+          '--account',
+          demoAccountId,
+          '--role',
+          'member',
+          '--json',
+        ),
+      );
       expect(again.password).toBeUndefined();
       expect((await signIn(created.password)).status).toBe(200);
-      expect((await cli('users', 'create', '--email', 'not-an-address', '--account', demoAccountId, '--role', 'member')).code).not.toBe(0);
+      expect(
+        (await cli('users', 'create', '--email', 'not-an-address', '--account', demoAccountId, '--role', 'member'))
+          .code,
+      ).not.toBe(0);
 
       const reset = jsonObjectOf(await cli('users', 'reset-password', '--email', 'ops@example.com', '--json'));
       expect(reset.url).toMatch(/^http:\/\/[^/]+\/console\/reset-password\/[A-Za-z0-9_-]{43}$/);
@@ -380,7 +433,10 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
     }, 60_000);
 
     it("serve names where it is served in its OpenAPI document, with the contract's version", async () => {
-      const document = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as { servers: { url: string }[]; info: { version: string } };
+      const document = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as {
+        servers: { url: string }[];
+        info: { version: string };
+      };
       expect(document.servers).toEqual([{ url: baseUrl.replace(/\/v1$/, '') }]);
       expect(document.info.version).toBe(CONTRACT_VERSION);
     }, 60_000);
@@ -390,7 +446,9 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
       expect(out.account?.id).toBe(demoAccountId);
       expect(out.key?.key).toMatch(/^convo_sk_/);
       expect(out.key?.account_id).toBe(demoAccountId);
-      const res = await fetch(`${baseUrl}/conversations?limit=1`, { headers: { authorization: `Bearer ${out.key.key}` } });
+      const res = await fetch(`${baseUrl}/conversations?limit=1`, {
+        headers: { authorization: `Bearer ${out.key.key}` },
+      });
       expect(res.status).toBe(200);
     }, 60_000);
 
@@ -404,7 +462,9 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
     }, 60_000);
 
     it('the served API refuses a key revoked by the operator command on the next request', async () => {
-      const key = jsonObjectOf(await cli('keys', 'create', '--account', demoAccountId, '--type', 'read_only', '--json'));
+      const key = jsonObjectOf(
+        await cli('keys', 'create', '--account', demoAccountId, '--type', 'read_only', '--json'),
+      );
       const headers = { authorization: `Bearer ${key.key}` };
       expect((await fetch(`${baseUrl}/contacts?limit=1`, { headers })).status).toBe(200);
       expect((await cli('keys', 'revoke', key.id)).code).toBe(0);

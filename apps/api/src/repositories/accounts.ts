@@ -15,7 +15,8 @@ export const accountsRepository = {
 
   findById: (db: Executor, id: string) => db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst(),
 
-  findByName: (db: Executor, name: string) => db.selectFrom('accounts').selectAll().where('name', '=', name).orderBy('created_at').executeTakeFirst(),
+  findByName: (db: Executor, name: string) =>
+    db.selectFrom('accounts').selectAll().where('name', '=', name).orderBy('created_at').executeTakeFirst(),
 
   /**
    * Holds the account's row until the transaction ends, so that changes that count the account's
@@ -24,7 +25,9 @@ export const accountsRepository = {
    * the account's rows checks its foreign key on this row, and must not wait for, or deadlock with, it.
    */
   lock: (db: Executor, dialect: Dialect, id: string) =>
-    lockedForUpdate(dialect, db.selectFrom('accounts').select('accounts.id').where('accounts.id', '=', id), { keysKept: true }).execute(),
+    lockedForUpdate(dialect, db.selectFrom('accounts').select('accounts.id').where('accounts.id', '=', id), {
+      keysKept: true,
+    }).execute(),
 };
 
 /** The query of signingSecrets, for a statement that reads them with other things (a delivery's take). */
@@ -43,23 +46,41 @@ export const apiKeysRepository = {
   insert: (db: Executor, row: Insertable<ApiKeyTable>) => db.insertInto('api_keys').values(row).execute(),
 
   /** The active key with this hash, with its account (every request: compiled once). */
-  findActiveByHash: async (db: Executor, dialect: Dialect, keyHash: string) => (await findActiveByHashQuery({ db, dialect }, keyHash)).rows[0],
+  findActiveByHash: async (db: Executor, dialect: Dialect, keyHash: string) =>
+    (await findActiveByHashQuery({ db, dialect }, keyHash)).rows[0],
 
   findById: (db: Executor, id: string) => db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst(),
 
   listByAccount: (db: Executor, accountId: string) =>
-    db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute(),
+    db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute(),
 
-  touch: (db: Executor, id: string, at: string) => db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
+  touch: (db: Executor, id: string, at: string) =>
+    db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
 
   /** The secrets of the account's active webhook keys, oldest first: what signs what Convo POSTs. */
-  signingSecrets: async (db: Executor, accountId: string) => (await signingSecretsOf(db, accountId).execute()).map((row) => row.signing_secret as string),
+  signingSecrets: async (db: Executor, accountId: string) =>
+    (await signingSecretsOf(db, accountId).execute()).map((row) => row.signing_secret as string),
 
   revoke: (db: Executor, id: string, at: string) =>
-    db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst(),
+    db
+      .updateTable('api_keys')
+      .set({ revoked_at: at })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst(),
 };
 
-const accountColumns = ['accounts.name as account_name', 'accounts.plan as account_plan', 'accounts.rate_limit_rpm as account_rate_limit_rpm'] as const;
+const accountColumns = [
+  'accounts.name as account_name',
+  'accounts.plan as account_plan',
+  'accounts.rate_limit_rpm as account_rate_limit_rpm',
+] as const;
 
 const activeKey = (db: Executor, keyHash: string) =>
   db

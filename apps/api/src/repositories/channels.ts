@@ -12,7 +12,8 @@ export type ContactIdentityRow = Selectable<ContactIdentityTable>;
 export const channelsRepository = {
   insert: (scope: TenantScope, row: Omit<ChannelRow, 'account_id'>) => scope.insert('channels', row),
 
-  findById: (scope: TenantScope, id: string) => scope.selectFrom('channels').selectAll().where('channels.id', '=', id).executeTakeFirst(),
+  findById: (scope: TenantScope, id: string) =>
+    scope.selectFrom('channels').selectAll().where('channels.id', '=', id).executeTakeFirst(),
 
   findMany: (scope: TenantScope, ids: readonly string[]) => {
     const dialect = scope.dialect;
@@ -24,24 +25,42 @@ export const channelsRepository = {
   },
 
   /** A channel named by Meta's webhook path, whatever its account (ids are unique across accounts). */
-  findByIdInAnyAccount: (db: Executor, id: string) => db.selectFrom('channels').selectAll().where('channels.id', '=', id).executeTakeFirst(),
+  findByIdInAnyAccount: (db: Executor, id: string) =>
+    db.selectFrom('channels').selectAll().where('channels.id', '=', id).executeTakeFirst(),
 
   findByExternalId: (scope: TenantScope, platform: ChannelRow['platform'], externalId: string) =>
-    scope.selectFrom('channels').selectAll().where('channels.platform', '=', platform).where('channels.external_id', '=', externalId).executeTakeFirst(),
+    scope
+      .selectFrom('channels')
+      .selectAll()
+      .where('channels.platform', '=', platform)
+      .where('channels.external_id', '=', externalId)
+      .executeTakeFirst(),
 
-  async list(scope: TenantScope, filter: { platform?: ChannelRow['platform'] | undefined }, page: { limit: number; offset: number }) {
+  async list(
+    scope: TenantScope,
+    filter: { platform?: ChannelRow['platform'] | undefined },
+    page: { limit: number; offset: number },
+  ) {
     let base = scope.selectFrom('channels');
     if (filter.platform) base = base.where('channels.platform', '=', filter.platform);
     const [rows, count] = await Promise.all([
-      base.selectAll().orderBy('channels.created_at', 'desc').orderBy('channels.id', 'desc').limit(page.limit).offset(page.offset).execute(),
+      base
+        .selectAll()
+        .orderBy('channels.created_at', 'desc')
+        .orderBy('channels.id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
       base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.total) };
   },
 
-  update: (scope: TenantScope, id: string, patch: Updateable<ChannelTable>) => scope.updateTable('channels').set(patch).where('channels.id', '=', id).execute(),
+  update: (scope: TenantScope, id: string, patch: Updateable<ChannelTable>) =>
+    scope.updateTable('channels').set(patch).where('channels.id', '=', id).execute(),
 
-  delete: (scope: TenantScope, id: string) => scope.deleteFrom('channels').where('channels.id', '=', id).executeTakeFirst(),
+  delete: (scope: TenantScope, id: string) =>
+    scope.deleteFrom('channels').where('channels.id', '=', id).executeTakeFirst(),
 };
 
 export const channelPayloadsRepository = {
@@ -62,7 +81,9 @@ export const channelPayloadsRepository = {
       .with('stored', (cte) => cte.insertInto('channel_payloads').values(payload).returning('channel_payloads.id'))
       .insertInto('jobs')
       .columns(Object.keys(job) as (keyof JobRow)[])
-      .expression((eb) => eb.selectFrom('stored').select(Object.entries(job).map(([column, value]) => eb.val(value).as(column))))
+      .expression((eb) =>
+        eb.selectFrom('stored').select(Object.entries(job).map(([column, value]) => eb.val(value).as(column))),
+      )
       .execute();
   },
 
@@ -75,8 +96,15 @@ export const channelPayloadsRepository = {
       .execute();
   },
 
-  /** Records payloads as processed, with the errors of each (null when it had none): one statement for all that had none. */
-  async markProcessed(scope: TenantScope, at: string, payloads: readonly { id: string; errors: string | null }[]): Promise<void> {
+  /**
+   * Records payloads as processed, with the errors of each (null when it had none): one statement for all that had
+   * none.
+   */
+  async markProcessed(
+    scope: TenantScope,
+    at: string,
+    payloads: readonly { id: string; errors: string | null }[],
+  ): Promise<void> {
     const clean = payloads.filter((payload) => payload.errors === null).map((payload) => payload.id);
     if (clean.length > 0) {
       const dialect = scope.dialect;
@@ -87,13 +115,22 @@ export const channelPayloadsRepository = {
         .execute();
     }
     for (const { id, errors } of payloads) {
-      if (errors !== null) await scope.updateTable('channel_payloads').set({ processed_at: at, errors }).where('channel_payloads.id', '=', id).execute();
+      if (errors !== null)
+        await scope
+          .updateTable('channel_payloads')
+          .set({ processed_at: at, errors })
+          .where('channel_payloads.id', '=', id)
+          .execute();
     }
   },
 
   /** Processed payloads received before `before` (kept as long as events). */
   prune: (db: Executor, before: string) =>
-    db.deleteFrom('channel_payloads').where('received_at', '<', before).where('processed_at', 'is not', null).executeTakeFirst(),
+    db
+      .deleteFrom('channel_payloads')
+      .where('received_at', '<', before)
+      .where('processed_at', 'is not', null)
+      .executeTakeFirst(),
 };
 
 export const contactIdentitiesRepository = {
@@ -123,7 +160,9 @@ export const contactIdentitiesRepository = {
     return scope
       .selectFrom('contact_identities')
       .innerJoin('contacts', (join) =>
-        join.onRef('contacts.account_id', '=', 'contact_identities.account_id').onRef('contacts.id', '=', 'contact_identities.contact_id'),
+        join
+          .onRef('contacts.account_id', '=', 'contact_identities.account_id')
+          .onRef('contacts.id', '=', 'contact_identities.contact_id'),
       )
       .select(['contact_identities.external_id', 'contact_identities.contact_id', 'contacts.name'])
       .where('contact_identities.channel_id', '=', channelId)
@@ -139,7 +178,9 @@ export const contactIdentitiesRepository = {
       .from(dialect.rowsOf(touches, { external_id: 'text', at: 'text' }).as('v'))
       .set({ last_inbound_at: sql<string>`v.at` })
       .where('contact_identities.channel_id', '=', channelId)
-      .where(dialect.isOneOf('contact_identities.external_id', dialect.boundList(touches.map((touch) => touch.external_id))))
+      .where(
+        dialect.isOneOf('contact_identities.external_id', dialect.boundList(touches.map((touch) => touch.external_id))),
+      )
       .whereRef('contact_identities.external_id', '=', 'v.external_id')
       .where(sql<SqlBool>`(contact_identities.last_inbound_at is null or contact_identities.last_inbound_at < v.at)`)
       .execute();
@@ -160,11 +201,19 @@ export const channelMessagesRepository = {
    * The outbound messages to a contact on a channel created at or before `upTo` and in one of
    * `statuses`, oldest first: what a platform's watermark receipt (delivered or read up to a time) covers.
    */
-  outboundUpTo: (scope: TenantScope, channelId: string, contactId: string, upTo: string, statuses: readonly MessageTable['status'][]) =>
+  outboundUpTo: (
+    scope: TenantScope,
+    channelId: string,
+    contactId: string,
+    upTo: string,
+    statuses: readonly MessageTable['status'][],
+  ) =>
     scope
       .selectFrom('messages')
       .innerJoin('conversations', (join) =>
-        join.onRef('conversations.account_id', '=', 'messages.account_id').onRef('conversations.id', '=', 'messages.conversation_id'),
+        join
+          .onRef('conversations.account_id', '=', 'messages.account_id')
+          .onRef('conversations.id', '=', 'messages.conversation_id'),
       )
       .select('messages.id')
       .where('conversations.channel_id', '=', channelId)

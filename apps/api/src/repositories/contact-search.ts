@@ -14,7 +14,10 @@ const MIN_INDEXED_LENGTH = 3;
  * asks its FTS5 trigram table (migration 0004) and its phone-suffix table (migration 0009),
  * except for fragments too short to index.
  */
-export function contactContains(dialect: Dialect, searches: { columns: SearchColumn[]; fragment: string }[]): Expression<SqlBool> {
+export function contactContains(
+  dialect: Dialect,
+  searches: { columns: SearchColumn[]; fragment: string }[],
+): Expression<SqlBool> {
   return contactMatches(
     dialect,
     searches.map(({ columns, fragment }) => bindSearch(dialect, columns, fragment)),
@@ -38,14 +41,20 @@ export const bindSearch = (dialect: Dialect, columns: SearchColumn[], fragment: 
   return { columns, indexed, operand: indexed && dialect.contactSearchTable ? fragment : likeContains(fragment) };
 };
 
-/** contactContains for terms made before (bindSearch): their operands are used as values only, so a statement built from them can be compiled once (preparedByShape). */
+/**
+ * contactContains for terms made before (bindSearch): their operands are used as values only, so a statement built from
+ * them can be compiled once (preparedByShape).
+ */
 export function contactMatches(dialect: Dialect, terms: SearchTerm[]): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [];
   for (const { columns, indexed, operand } of terms) {
-    if (!indexed || !dialect.contactSearchTable) conditions.push(...columns.map((column) => dialect.like(`contacts.${column}`, operand, indexed)));
+    if (!indexed || !dialect.contactSearchTable)
+      conditions.push(...columns.map((column) => dialect.like(`contacts.${column}`, operand, indexed)));
     else conditions.push(searchTableMatch(dialect, columns, operand));
   }
-  return conditions.length === 1 ? (conditions[0] as Expression<SqlBool>) : sql<SqlBool>`(${sql.join(conditions, sql` or `)})`;
+  return conditions.length === 1
+    ? (conditions[0] as Expression<SqlBool>)
+    : sql<SqlBool>`(${sql.join(conditions, sql` or `)})`;
 }
 
 /**
@@ -65,8 +74,11 @@ const indexable = (fragment: string) => [...fragment].length >= MIN_INDEXED_LENG
  * fragment long enough): a query that then starts from `TenantScope.selectFromFound` looks up
  * just the matching rows.
  */
-export const foundBySearchTable = (dialect: Dialect, searches: ({ fragment: string } | { indexed: boolean })[]): boolean =>
-  dialect.contactSearchTable && searches.every(isIndexed);
+export const foundBySearchTable = (
+  dialect: Dialect,
+  searches: ({ fragment: string } | { indexed: boolean })[],
+): boolean => dialect.contactSearchTable && searches.every(isIndexed);
 
 /** Whether a search (its fragment, or a term made of it: bindSearch) is long enough for the trigram indexes. */
-const isIndexed = (search: { fragment: string } | { indexed: boolean }) => ('indexed' in search ? search.indexed : indexable(search.fragment));
+const isIndexed = (search: { fragment: string } | { indexed: boolean }) =>
+  'indexed' in search ? search.indexed : indexable(search.fragment);

@@ -36,7 +36,9 @@ const SORT_CONTACT_MATCHES_UP_TO = 500;
 const filtered = (scope: TenantScope, filter: ContactFilter, from: 'account' | 'matches' = 'account') => {
   const searches = filter.search ? contactSearches(filter.search, filter.searchDigits) : [];
   let query =
-    from === 'matches' && searches.length > 0 && foundBySearchTable(scope.dialect, searches) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts');
+    from === 'matches' && searches.length > 0 && foundBySearchTable(scope.dialect, searches)
+      ? scope.selectFromFound('contacts')
+      : scope.selectFrom('contacts');
   if (searches.length > 0) query = query.where(() => contactContains(scope.dialect, searches));
   if (filter.tag !== undefined) {
     const tag = filter.tag;
@@ -85,40 +87,45 @@ const rowsOf = (scope: TenantScope) => scope.selectFrom('contacts').selectAll('c
  * creation-order index alone (each entry's tag probed by primary key), then its rows by primary
  * key; past the counted total nothing is walked.
  */
-const taggedPageWithTotal = preparedByShape((db: Executor, dialect: Dialect, shape: UnsearchedShape, values: PageValues) => {
-  const scope = new TenantScope(db, values.accountId, dialect);
-  const counters = scope.selectFrom('contact_tag_counts').select('contact_tag_counts.contacts');
-  const counted = counters.where('contact_tag_counts.tag', '=', values.tag as string);
-  const ids = newestFirst(db, dialect, shape, values).select('contacts.id').offset(values.offset);
-  return db
-    .selectFrom(sql<{ total: number }>`(select coalesce((${counted}), 0) as total)`.as('t'))
-    .leftJoinLateral(
-      () => rowsOf(scope).where('contacts.id', '=', sql<string>`any(array(${ids}))`).as('r'),
-      (join) => join.on(sql<boolean>`t.total > ${values.offset}`),
-    )
-    .selectAll('r')
-    .select('t.total')
-    .orderBy('r.created_at', 'desc')
-    .orderBy('r.id', 'desc');
-});
+const taggedPageWithTotal = preparedByShape(
+  (db: Executor, dialect: Dialect, shape: UnsearchedShape, values: PageValues) => {
+    const scope = new TenantScope(db, values.accountId, dialect);
+    const counters = scope.selectFrom('contact_tag_counts').select('contact_tag_counts.contacts');
+    const counted = counters.where('contact_tag_counts.tag', '=', values.tag as string);
+    const ids = newestFirst(db, dialect, shape, values).select('contacts.id').offset(values.offset);
+    return db
+      .selectFrom(sql<{ total: number }>`(select coalesce((${counted}), 0) as total)`.as('t'))
+      .leftJoinLateral(
+        () => rowsOf(scope).where('contacts.id', '=', sql<string>`any(array(${ids}))`).as('r'),
+        (join) => join.on(sql<boolean>`t.total > ${values.offset}`),
+      )
+      .selectAll('r')
+      .select('t.total')
+      .orderBy('r.created_at', 'desc')
+      .orderBy('r.id', 'desc');
+  },
+);
 
 /**
  * The exact number of contacts of a list without a search, compiled once per shape. A tag's is
  * its counter (migration 0018: kept by triggers on contact_tags, so exact under every writer); no
  * row means no contact ever had the tag.
  */
-const unsearchedCount = preparedByShape((db: Executor, dialect: Dialect, shape: { tag: boolean }, values: UnsearchedValues) => {
-  const scope = new TenantScope(db, values.accountId, dialect);
-  return shape.tag
-    ? scope
-        .selectFrom('contact_tag_counts')
-        .where('contact_tag_counts.tag', '=', values.tag as string)
-        .select('contact_tag_counts.contacts as total')
-    : scope.selectFrom('contacts').select((eb) => eb.fn.countAll<number>().as('total'));
-});
+const unsearchedCount = preparedByShape(
+  (db: Executor, dialect: Dialect, shape: { tag: boolean }, values: UnsearchedValues) => {
+    const scope = new TenantScope(db, values.accountId, dialect);
+    return shape.tag
+      ? scope
+          .selectFrom('contact_tag_counts')
+          .where('contact_tag_counts.tag', '=', values.tag as string)
+          .select('contact_tag_counts.contacts as total')
+      : scope.selectFrom('contacts').select((eb) => eb.fn.countAll<number>().as('total'));
+  },
+);
 
 export const contactsRepository = {
-  findById: (scope: TenantScope, id: string) => scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id).executeTakeFirst(),
+  findById: (scope: TenantScope, id: string) =>
+    scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id).executeTakeFirst(),
 
   /**
    * The contact, its row locked until the transaction ends, for read-modify-write changes
@@ -127,11 +134,16 @@ export const contactsRepository = {
    * writer holding it while it waits for one of them would otherwise deadlock.
    */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.dialect, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id), { keysKept: true }).executeTakeFirst(),
+    lockedForUpdate(scope.dialect, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id), {
+      keysKept: true,
+    }).executeTakeFirst(),
 
   /** The contact, locked against every other writer and every insert that references it, to delete it. */
   findByIdForDelete: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.dialect, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
+    lockedForUpdate(
+      scope.dialect,
+      scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id),
+    ).executeTakeFirst(),
 
   /**
    * The contact, held against a concurrent delete until the transaction ends, for a write that
@@ -139,9 +151,13 @@ export const contactsRepository = {
    * is then not found (404) instead of failing the write's foreign key.
    */
   findByIdForReference: (scope: TenantScope, id: string) =>
-    lockedAgainstDelete(scope.dialect, scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id)).executeTakeFirst(),
+    lockedAgainstDelete(
+      scope.dialect,
+      scope.selectFrom('contacts').selectAll().where('contacts.id', '=', id),
+    ).executeTakeFirst(),
 
-  findByPhone: (scope: TenantScope, phone: string) => scope.selectFrom('contacts').selectAll().where('contacts.phone', '=', phone).executeTakeFirst(),
+  findByPhone: (scope: TenantScope, phone: string) =>
+    scope.selectFrom('contacts').selectAll().where('contacts.phone', '=', phone).executeTakeFirst(),
 
   async list(scope: TenantScope, filter: ContactFilter, page: { limit: number; offset: number }) {
     if (!filter.search) {
@@ -184,17 +200,24 @@ export const contactsRepository = {
     return { rows: found, total };
   },
 
-  insert: (scope: TenantScope, row: Omit<ContactRow, 'account_id' | 'conversation_count'>) => scope.insert('contacts', row),
+  insert: (scope: TenantScope, row: Omit<ContactRow, 'account_id' | 'conversation_count'>) =>
+    scope.insert('contacts', row),
 
-  update: (scope: TenantScope, id: string, patch: Updateable<ContactTable>) => scope.updateTable('contacts').set(patch).where('contacts.id', '=', id).execute(),
+  update: (scope: TenantScope, id: string, patch: Updateable<ContactTable>) =>
+    scope.updateTable('contacts').set(patch).where('contacts.id', '=', id).execute(),
 
-  delete: (scope: TenantScope, id: string) => scope.deleteFrom('contacts').where('contacts.id', '=', id).executeTakeFirst(),
+  delete: (scope: TenantScope, id: string) =>
+    scope.deleteFrom('contacts').where('contacts.id', '=', id).executeTakeFirst(),
 
   addToTagIndex: (scope: TenantScope, contactId: string, tag: string, at: string) =>
     scope.insert('contact_tags', { contact_id: contactId, tag, created_at: at }),
 
   removeFromTagIndex: (scope: TenantScope, contactId: string, tag: string) =>
-    scope.deleteFrom('contact_tags').where('contact_tags.contact_id', '=', contactId).where('contact_tags.tag', '=', tag).execute(),
+    scope
+      .deleteFrom('contact_tags')
+      .where('contact_tags.contact_id', '=', contactId)
+      .where('contact_tags.tag', '=', tag)
+      .execute(),
 
   /**
    * Makes the contact_tags index match the contact's tags, writing only the tags that changed: each

@@ -30,12 +30,20 @@ async function keptAndCounted(db: Executor) {
     .orderBy('status')
     .orderBy('platform')
     .execute();
-  return { kept: kept.map((r) => ({ ...r, count: Number(r.count) })), counted: counted.map((r) => ({ ...r, count: Number(r.count) })) };
+  return {
+    kept: kept.map((r) => ({ ...r, count: Number(r.count) })),
+    counted: counted.map((r) => ({ ...r, count: Number(r.count) })),
+  };
 }
 
 /** Each contact's `conversation_count` (migration 0007), and its conversations counted. */
 async function perContactKeptAndCounted(db: Executor) {
-  const kept = await db.selectFrom('contacts').select(['account_id', 'id', 'conversation_count']).orderBy('account_id').orderBy('id').execute();
+  const kept = await db
+    .selectFrom('contacts')
+    .select(['account_id', 'id', 'conversation_count'])
+    .orderBy('account_id')
+    .orderBy('id')
+    .execute();
   const counted = await db
     .selectFrom('contacts')
     .select((eb) => [
@@ -51,7 +59,8 @@ async function perContactKeptAndCounted(db: Executor) {
     .orderBy('contacts.account_id')
     .orderBy('contacts.id')
     .execute();
-  const numbers = (rows: { conversation_count: unknown }[]) => rows.map((r) => ({ ...r, conversation_count: Number(r.conversation_count) }));
+  const numbers = (rows: { conversation_count: unknown }[]) =>
+    rows.map((r) => ({ ...r, conversation_count: Number(r.conversation_count) }));
   return { kept: numbers(kept), counted: numbers(counted) };
 }
 
@@ -67,15 +76,24 @@ const trigramsOf = (name: string | null) => {
  * name is the contact's.
  */
 async function trigramsKeptAndCounted(db: Executor) {
-  const kept = await db.selectFrom('conversation_name_trigrams').select(['account_id', 'trigram', 'conversations']).where('conversations', '!=', 0).execute();
+  const kept = await db
+    .selectFrom('conversation_name_trigrams')
+    .select(['account_id', 'trigram', 'conversations'])
+    .where('conversations', '!=', 0)
+    .execute();
   const rows = await db
     .selectFrom('conversations')
-    .innerJoin('contacts', (join) => join.onRef('contacts.account_id', '=', 'conversations.account_id').onRef('contacts.id', '=', 'conversations.contact_id'))
+    .innerJoin('contacts', (join) =>
+      join
+        .onRef('contacts.account_id', '=', 'conversations.account_id')
+        .onRef('contacts.id', '=', 'conversations.contact_id'),
+    )
     .select(['conversations.account_id', 'conversations.contact_name_search as copy', 'contacts.name_search'])
     .execute();
   const counted = new Map<string, number>();
   for (const row of rows)
-    for (const trigram of trigramsOf(row.name_search)) counted.set(`${row.account_id} ${trigram}`, (counted.get(`${row.account_id} ${trigram}`) ?? 0) + 1);
+    for (const trigram of trigramsOf(row.name_search))
+      counted.set(`${row.account_id} ${trigram}`, (counted.get(`${row.account_id} ${trigram}`) ?? 0) + 1);
   const sorted = (entries: [string, number][]) => entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return {
     kept: sorted(kept.map((r) => [`${r.account_id} ${r.trigram}`, Number(r.conversations)])),
@@ -84,109 +102,139 @@ async function trigramsKeptAndCounted(db: Executor) {
   };
 }
 
-describeEachDialect('conversation counts (per account, status and platform; per contact) kept by triggers', (server: () => TestServer) => {
-  it('follow creation, status changes and cascaded deletes, and give every filter its exact total', async () => {
-    const s = server();
-    const contacts: string[] = [];
-    for (let i = 0; i < 4; i++) contacts.push((await s.request('POST', '/contacts', { body: { phone: `+1415555${String(1000 + i)}` } })).body.id);
-    const other = (await s.request('POST', '/contacts', { key: s.keys.otherFull, body: { phone: '+14155559999' } })).body.id;
-    const conversations: string[] = [];
-    for (let i = 0; i < 18; i++) {
-      const created = await s.request('POST', '/conversations', { body: { contact_id: contacts[i % 4], platform: PLATFORMS[i % 3] } });
-      expect(created.status).toBe(201);
-      conversations.push(created.body.id);
-    }
-    await s.request('POST', '/conversations', { key: s.keys.otherFull, body: { contact_id: other, platform: 'whatsapp' } });
-    for (const [i, id] of conversations.entries()) {
-      if (i % 3 === 1) expect((await s.request('PATCH', `/conversations/${id}`, { body: { status: 'resolved' } })).status).toBe(200);
-      if (i % 4 === 2) expect((await s.request('PATCH', `/conversations/${id}`, { body: { status: 'archived' } })).status).toBe(200);
-      // Setting the current status changes nothing.
-      if (i % 5 === 0) await s.request('PATCH', `/conversations/${id}`, { body: { status: 'active' } });
-    }
-    // A resolved conversation reopened by a reply, then a contact deleted with its conversations.
-    const inbound = await s.request('POST', '/sandbox/inbound', { body: { platform: 'facebook', from: { phone: '+14155551001' }, content: 'Hi again' } });
-    expect(inbound.status).toBeLessThan(300);
-    expect((await s.request('DELETE', `/contacts/${contacts[3]}`)).status).toBe(204);
-
-    const { kept, counted } = await keptAndCounted(s.database.db);
-    expect(kept).toEqual(counted);
-    const perContact = await perContactKeptAndCounted(s.database.db);
-    expect(perContact.counted.filter((c) => c.conversation_count > 0).length).toBe(4);
-    expect(perContact.kept).toEqual(perContact.counted);
-
-    // A search's total is the sum of its contacts' counts: the same as the conversations it lists.
-    const phoneSearch = await s.request('GET', '/conversations', { query: { search: '41555510', limit: 100 } });
-    expect(phoneSearch.body.total).toBe(phoneSearch.body.data.length);
-    expect(phoneSearch.body.total).toBeGreaterThan(0);
-
-    // Each filter's total is the number of rows it lists.
-    for (const status of [undefined, ...STATUSES]) {
-      for (const platform of [undefined, ...PLATFORMS]) {
-        const listed = await s.request('GET', '/conversations', { query: { status, platform, limit: 100 } });
-        expect(listed.status).toBe(200);
-        expect(listed.body.total).toBe(listed.body.data.length);
+describeEachDialect(
+  'conversation counts (per account, status and platform; per contact) kept by triggers',
+  (server: () => TestServer) => {
+    it('follow creation, status changes and cascaded deletes, and give every filter its exact total', async () => {
+      const s = server();
+      const contacts: string[] = [];
+      for (let i = 0; i < 4; i++)
+        contacts.push(
+          (await s.request('POST', '/contacts', { body: { phone: `+1415555${String(1000 + i)}` } })).body.id,
+        );
+      const other = (await s.request('POST', '/contacts', { key: s.keys.otherFull, body: { phone: '+14155559999' } }))
+        .body.id;
+      const conversations: string[] = [];
+      for (let i = 0; i < 18; i++) {
+        const created = await s.request('POST', '/conversations', {
+          body: { contact_id: contacts[i % 4], platform: PLATFORMS[i % 3] },
+        });
+        expect(created.status).toBe(201);
+        conversations.push(created.body.id);
       }
-    }
-  });
-
-  it("keep each trigram of the contacts' names counted through renames, moves and deletes, and a three-character search's total", async () => {
-    const s = server();
-    const names = ['Martina Tin', 'Tina Ötinger', 'Valentin', 'Al', 'Kristin Tin'];
-    const contacts: string[] = [];
-    for (const [i, name] of names.entries())
-      contacts.push((await s.request('POST', '/contacts', { body: { name, phone: `+1415555${String(2000 + i)}` } })).body.id);
-    const other = (await s.request('POST', '/contacts', { key: s.keys.otherFull, body: { name: 'Tintin', phone: '+14155559998' } })).body.id;
-    const conversations: string[] = [];
-    for (let i = 0; i < 12; i++)
-      conversations.push((await s.request('POST', '/conversations', { body: { contact_id: contacts[i % 5], platform: PLATFORMS[i % 3] } })).body.id);
-    await s.request('POST', '/conversations', { key: s.keys.otherFull, body: { contact_id: other, platform: 'whatsapp' } });
-    const check = async (step: string) => {
-      const { kept, counted, stale } = await trigramsKeptAndCounted(s.database.db);
-      expect(stale, step).toEqual([]);
-      expect(kept, step).toEqual(counted);
-      // A three-character search's total is its trigram's row: the same as the conversations it lists.
-      for (const search of ['tin', 'ina', 'öti', 'n t', 'al']) {
-        const listed = await s.request('GET', '/conversations', { query: { search, limit: 100 } });
-        expect(listed.status, step).toBe(200);
-        expect(listed.body.total, `${step}: ${search}`).toBe(listed.body.data.length);
-        expect(
-          listed.body.data.every((c: { contact: { name: string } }) => c.contact.name.toLowerCase().includes(search)),
-          `${step}: ${search}`,
-        ).toBe(true);
+      await s.request('POST', '/conversations', {
+        key: s.keys.otherFull,
+        body: { contact_id: other, platform: 'whatsapp' },
+      });
+      for (const [i, id] of conversations.entries()) {
+        if (i % 3 === 1)
+          expect((await s.request('PATCH', `/conversations/${id}`, { body: { status: 'resolved' } })).status).toBe(200);
+        if (i % 4 === 2)
+          expect((await s.request('PATCH', `/conversations/${id}`, { body: { status: 'archived' } })).status).toBe(200);
+        // Setting the current status changes nothing.
+        if (i % 5 === 0) await s.request('PATCH', `/conversations/${id}`, { body: { status: 'active' } });
       }
-    };
-    await check('created');
-    expect(counted('tin', await trigramsKeptAndCounted(s.database.db))).toBeGreaterThan(0);
-    // Renamed: its conversations' copies follow, the counts move; to no name and back.
-    expect((await s.request('PATCH', `/contacts/${contacts[2]}`, { body: { name: 'Valentina' } })).status).toBe(200);
-    await check('renamed');
-    expect((await s.request('PATCH', `/contacts/${contacts[1]}`, { body: { name: null } })).status).toBe(200);
-    await check('name removed');
-    expect((await s.request('PATCH', `/contacts/${contacts[1]}`, { body: { name: 'Ötinger' } })).status).toBe(200);
-    await check('name given');
-    // A conversation moved to another contact (no API does it; the triggers follow any writer).
-    await s.database.db
-      .updateTable('conversations')
-      .set({ contact_id: contacts[3] as string })
-      .where('id', '=', conversations[0] as string)
-      .execute();
-    await check('moved');
-    // Deleted: one conversation, then a contact with its conversations (a cascade).
-    await s.database.db
-      .deleteFrom('conversations')
-      .where('id', '=', conversations[1] as string)
-      .execute();
-    await check('conversation deleted');
-    expect((await s.request('DELETE', `/contacts/${contacts[0]}`)).status).toBe(204);
-    await check('contact deleted');
-    // The other account's counts are its own.
-    const { kept } = await trigramsKeptAndCounted(s.database.db);
-    expect(kept.filter(([key]) => key.endsWith(' tin')).length).toBe(2);
-  });
-});
+      // A resolved conversation reopened by a reply, then a contact deleted with its conversations.
+      const inbound = await s.request('POST', '/sandbox/inbound', {
+        body: { platform: 'facebook', from: { phone: '+14155551001' }, content: 'Hi again' },
+      });
+      expect(inbound.status).toBeLessThan(300);
+      expect((await s.request('DELETE', `/contacts/${contacts[3]}`)).status).toBe(204);
+
+      const { kept, counted } = await keptAndCounted(s.database.db);
+      expect(kept).toEqual(counted);
+      const perContact = await perContactKeptAndCounted(s.database.db);
+      expect(perContact.counted.filter((c) => c.conversation_count > 0).length).toBe(4);
+      expect(perContact.kept).toEqual(perContact.counted);
+
+      // A search's total is the sum of its contacts' counts: the same as the conversations it lists.
+      const phoneSearch = await s.request('GET', '/conversations', { query: { search: '41555510', limit: 100 } });
+      expect(phoneSearch.body.total).toBe(phoneSearch.body.data.length);
+      expect(phoneSearch.body.total).toBeGreaterThan(0);
+
+      // Each filter's total is the number of rows it lists.
+      for (const status of [undefined, ...STATUSES]) {
+        for (const platform of [undefined, ...PLATFORMS]) {
+          const listed = await s.request('GET', '/conversations', { query: { status, platform, limit: 100 } });
+          expect(listed.status).toBe(200);
+          expect(listed.body.total).toBe(listed.body.data.length);
+        }
+      }
+    });
+
+    it("keep each trigram of the contacts' names counted through renames, moves and deletes, and a three-character search's total", async () => {
+      const s = server();
+      const names = ['Martina Tin', 'Tina Ötinger', 'Valentin', 'Al', 'Kristin Tin'];
+      const contacts: string[] = [];
+      for (const [i, name] of names.entries())
+        contacts.push(
+          (await s.request('POST', '/contacts', { body: { name, phone: `+1415555${String(2000 + i)}` } })).body.id,
+        );
+      const other = (
+        await s.request('POST', '/contacts', { key: s.keys.otherFull, body: { name: 'Tintin', phone: '+14155559998' } })
+      ).body.id;
+      const conversations: string[] = [];
+      for (let i = 0; i < 12; i++)
+        conversations.push(
+          (
+            await s.request('POST', '/conversations', {
+              body: { contact_id: contacts[i % 5], platform: PLATFORMS[i % 3] },
+            })
+          ).body.id,
+        );
+      await s.request('POST', '/conversations', {
+        key: s.keys.otherFull,
+        body: { contact_id: other, platform: 'whatsapp' },
+      });
+      const check = async (step: string) => {
+        const { kept, counted, stale } = await trigramsKeptAndCounted(s.database.db);
+        expect(stale, step).toEqual([]);
+        expect(kept, step).toEqual(counted);
+        // A three-character search's total is its trigram's row: the same as the conversations it lists.
+        for (const search of ['tin', 'ina', 'öti', 'n t', 'al']) {
+          const listed = await s.request('GET', '/conversations', { query: { search, limit: 100 } });
+          expect(listed.status, step).toBe(200);
+          expect(listed.body.total, `${step}: ${search}`).toBe(listed.body.data.length);
+          expect(
+            listed.body.data.every((c: { contact: { name: string } }) => c.contact.name.toLowerCase().includes(search)),
+            `${step}: ${search}`,
+          ).toBe(true);
+        }
+      };
+      await check('created');
+      expect(counted('tin', await trigramsKeptAndCounted(s.database.db))).toBeGreaterThan(0);
+      // Renamed: its conversations' copies follow, the counts move; to no name and back.
+      expect((await s.request('PATCH', `/contacts/${contacts[2]}`, { body: { name: 'Valentina' } })).status).toBe(200);
+      await check('renamed');
+      expect((await s.request('PATCH', `/contacts/${contacts[1]}`, { body: { name: null } })).status).toBe(200);
+      await check('name removed');
+      expect((await s.request('PATCH', `/contacts/${contacts[1]}`, { body: { name: 'Ötinger' } })).status).toBe(200);
+      await check('name given');
+      // A conversation moved to another contact (no API does it; the triggers follow any writer).
+      await s.database.db
+        .updateTable('conversations')
+        .set({ contact_id: contacts[3] as string })
+        .where('id', '=', conversations[0] as string)
+        .execute();
+      await check('moved');
+      // Deleted: one conversation, then a contact with its conversations (a cascade).
+      await s.database.db
+        .deleteFrom('conversations')
+        .where('id', '=', conversations[1] as string)
+        .execute();
+      await check('conversation deleted');
+      expect((await s.request('DELETE', `/contacts/${contacts[0]}`)).status).toBe(204);
+      await check('contact deleted');
+      // The other account's counts are its own.
+      const { kept } = await trigramsKeptAndCounted(s.database.db);
+      expect(kept.filter(([key]) => key.endsWith(' tin')).length).toBe(2);
+    });
+  },
+);
 
 /** A trigram's kept count in one account's rows of trigramsKeptAndCounted (the first account that has it). */
-const counted = (trigram: string, { kept }: { kept: [string, number][] }) => kept.find(([key]) => key.endsWith(` ${trigram}`))?.[1] ?? 0;
+const counted = (trigram: string, { kept }: { kept: [string, number][] }) =>
+  kept.find(([key]) => key.endsWith(` ${trigram}`))?.[1] ?? 0;
 
 /** Contact `ct_1` of the account, written directly (any schema version since 0001). */
 const insertContact = (db: Executor, accountId: string, at: string) =>
@@ -248,9 +296,13 @@ describe('conversation counts of existing data', () => {
           .values([0, 1].map((i) => conversationRow(account.id, { id: `conv_${i}`, contact_id: 'ct_1', at })))
           .execute();
         await migrateToLatest(database.db);
-        expect((await perContactKeptAndCounted(database.db)).kept).toEqual([{ account_id: account.id, id: 'ct_1', conversation_count: 2 }]);
+        expect((await perContactKeptAndCounted(database.db)).kept).toEqual([
+          { account_id: account.id, id: 'ct_1', conversation_count: 2 },
+        ]);
         await database.db.deleteFrom('conversations').where('id', '=', 'conv_0').execute();
-        expect((await perContactKeptAndCounted(database.db)).kept).toEqual([{ account_id: account.id, id: 'ct_1', conversation_count: 1 }]);
+        expect((await perContactKeptAndCounted(database.db)).kept).toEqual([
+          { account_id: account.id, id: 'ct_1', conversation_count: 1 },
+        ]);
       } finally {
         await database.destroy();
         await target.drop();
@@ -273,7 +325,9 @@ describe('conversation counts of existing data', () => {
             contactRow(account.id, { id: 'ct_2', name: null, phone: '+14155550001', at }),
           ])
           .execute();
-        const rows = [0, 1, 2].map((i) => conversationRow(account.id, { id: `conv_${i}`, contact_id: i < 2 ? 'ct_1' : 'ct_2', at }));
+        const rows = [0, 1, 2].map((i) =>
+          conversationRow(account.id, { id: `conv_${i}`, contact_id: i < 2 ? 'ct_1' : 'ct_2', at }),
+        );
         await database.db.insertInto('conversations').values(rows).execute();
         await migrateToLatest(database.db);
         const filled = await trigramsKeptAndCounted(database.db);
@@ -287,7 +341,11 @@ describe('conversation counts of existing data', () => {
           .insertInto('conversations')
           .values(conversationRow(account.id, { id: 'conv_3', contact_id: 'ct_1', at }))
           .execute();
-        await database.db.updateTable('contacts').set({ name: 'Tina', name_search: 'tina' }).where('id', '=', 'ct_2').execute();
+        await database.db
+          .updateTable('contacts')
+          .set({ name: 'Tina', name_search: 'tina' })
+          .where('id', '=', 'ct_2')
+          .execute();
         await migrateToLatest(database.db);
         const again = await trigramsKeptAndCounted(database.db);
         expect(again.stale).toEqual([]);

@@ -57,8 +57,12 @@ describeEachDialect('recording messages on a conversation', (server) => {
 
   it('never lets an older message replace a newer last message (sends that arrive out of order)', async () => {
     const id = await conversation();
-    expect(await messagesRepository.insertIntoOpenConversation(scope(), message(id, 'newer', '2026-02-01T00:00:02.000Z'))).toBe('recorded');
-    expect(await messagesRepository.insertIntoOpenConversation(scope(), message(id, 'older', '2026-02-01T00:00:01.000Z'))).toBe('recorded');
+    expect(
+      await messagesRepository.insertIntoOpenConversation(scope(), message(id, 'newer', '2026-02-01T00:00:02.000Z')),
+    ).toBe('recorded');
+    expect(
+      await messagesRepository.insertIntoOpenConversation(scope(), message(id, 'older', '2026-02-01T00:00:01.000Z')),
+    ).toBe('recorded');
     const row = await conversationsRepository.findById(scope(), id);
     expect(row).toMatchObject({
       message_count: 2,
@@ -71,11 +75,23 @@ describeEachDialect('recording messages on a conversation', (server) => {
 
   it('stores nothing for an archived or unknown conversation, and says which', async () => {
     const archived = await conversation('archived');
-    expect(await messagesRepository.insertIntoOpenConversation(scope(), message(archived, 'x', '2026-02-01T00:00:00.000Z'))).toBe('archived');
-    expect(await messagesRepository.insertIntoOpenConversation(scope(), message('conv_nope', 'x', '2026-02-01T00:00:00.000Z'))).toBe('missing');
+    expect(
+      await messagesRepository.insertIntoOpenConversation(scope(), message(archived, 'x', '2026-02-01T00:00:00.000Z')),
+    ).toBe('archived');
+    expect(
+      await messagesRepository.insertIntoOpenConversation(
+        scope(),
+        message('conv_nope', 'x', '2026-02-01T00:00:00.000Z'),
+      ),
+    ).toBe('missing');
     const other = new TenantScope(server().database.db, server().otherAccountId, server().database.capabilities);
-    expect(await messagesRepository.insertIntoOpenConversation(other, message(archived, 'x', '2026-02-01T00:00:00.000Z'))).toBe('missing');
+    expect(
+      await messagesRepository.insertIntoOpenConversation(other, message(archived, 'x', '2026-02-01T00:00:00.000Z')),
+    ).toBe('missing');
     expect((await messagesRepository.listByConversation(scope(), archived, { limit: 10, offset: 0 })).total).toBe(0);
-    expect(await conversationsRepository.findById(scope(), archived)).toMatchObject({ message_count: 0, last_message_at: null });
+    expect(await conversationsRepository.findById(scope(), archived)).toMatchObject({
+      message_count: 0,
+      last_message_at: null,
+    });
   });
 });

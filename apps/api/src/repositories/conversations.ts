@@ -18,7 +18,8 @@ const findByIdQuery = prepared((db: Executor, dialect: Dialect, accountId: strin
 );
 
 export const conversationsRepository = {
-  findById: async (scope: TenantScope, id: string): Promise<ConversationWithContact | undefined> => (await findByIdQuery(scope, scope.accountId, id)).rows[0],
+  findById: async (scope: TenantScope, id: string): Promise<ConversationWithContact | undefined> =>
+    (await findByIdQuery(scope, scope.accountId, id)).rows[0],
 
   /** A page of conversations, latest activity first, and the exact number the filter selects. */
   list: (scope: TenantScope, filter: ConversationFilter, page: Page) => listConversations(scope, filter, page),
@@ -29,9 +30,13 @@ export const conversationsRepository = {
    * events, once. Messages may still be inserted into it meanwhile (no key changes).
    */
   lockForChange: async (scope: TenantScope, id: string): Promise<boolean> =>
-    (await lockedForUpdate(scope.dialect, scope.selectFrom('conversations').select('conversations.id').where('conversations.id', '=', id), {
-      keysKept: true,
-    }).executeTakeFirst()) !== undefined,
+    (await lockedForUpdate(
+      scope.dialect,
+      scope.selectFrom('conversations').select('conversations.id').where('conversations.id', '=', id),
+      {
+        keysKept: true,
+      },
+    ).executeTakeFirst()) !== undefined,
 
   insert: (scope: TenantScope, row: Omit<ConversationRow, 'account_id'>) => scope.insert('conversations', row),
 
@@ -55,7 +60,12 @@ export const conversationsRepository = {
     ) > 0,
 
   /** Sets the conversation's status and takes `events` sequence numbers for its events: the last one. */
-  async changeStatus(scope: TenantScope, id: string, patch: { status: ConversationRow['status']; updated_at: string }, events: number): Promise<number> {
+  async changeStatus(
+    scope: TenantScope,
+    id: string,
+    patch: { status: ConversationRow['status']; updated_at: string },
+    events: number,
+  ): Promise<number> {
     const row = await scope
       .updateTable('conversations')
       .set((eb) => ({ ...patch, event_sequence: eb('event_sequence', '+', events) }))
@@ -78,11 +88,15 @@ export const conversationsRepository = {
 
   /** The contact's conversations on a platform that are not archived, latest activity first. */
   findOpenForContact: (scope: TenantScope, contactId: string, platform?: ConversationRow['platform']) => {
-    let query = withContact(scope).select(columns).where('conversations.contact_id', '=', contactId).where('conversations.status', '!=', 'archived');
+    let query = withContact(scope)
+      .select(columns)
+      .where('conversations.contact_id', '=', contactId)
+      .where('conversations.status', '!=', 'archived');
     if (platform) query = query.where('conversations.platform', '=', platform);
-    return query.orderBy('conversations.last_activity_at', 'desc').orderBy('conversations.id', 'desc').executeTakeFirst() as Promise<
-      ConversationWithContact | undefined
-    >;
+    return query
+      .orderBy('conversations.last_activity_at', 'desc')
+      .orderBy('conversations.id', 'desc')
+      .executeTakeFirst() as Promise<ConversationWithContact | undefined>;
   },
 
   /**
@@ -137,7 +151,11 @@ export const conversationsRepository = {
    * held until the transaction ends: the messages stored into it find the status read here (a
    * concurrent resolve waits, rather than leaving them in a resolved conversation).
    */
-  async openOnChannelOf(scope: TenantScope, contactIds: readonly string[], channelId: string): Promise<Map<string, Pick<ConversationRow, 'id' | 'status'>>> {
+  async openOnChannelOf(
+    scope: TenantScope,
+    contactIds: readonly string[],
+    channelId: string,
+  ): Promise<Map<string, Pick<ConversationRow, 'id' | 'status'>>> {
     const dialect = scope.dialect;
     const query = scope
       .selectFrom('conversations')
@@ -184,9 +202,14 @@ export const conversationsRepository = {
  * Concurrent sends may reach the row out of their time order: the last message and the times only
  * ever move forward, so an older message never replaces a newer one.
  */
-function messagesCounted(added: number | Expression<number>, content: string | Expression<string>, at: string | Expression<string>) {
+function messagesCounted(
+  added: number | Expression<number>,
+  content: string | Expression<string>,
+  at: string | Expression<string>,
+) {
   const newer = sql<SqlBool>`(last_message_at is null or last_message_at <= ${at})`;
-  const latest = (column: 'last_activity_at' | 'updated_at') => sql<string>`case when ${sql.ref(column)} <= ${at} then ${at} else ${sql.ref(column)} end`;
+  const latest = (column: 'last_activity_at' | 'updated_at') =>
+    sql<string>`case when ${sql.ref(column)} <= ${at} then ${at} else ${sql.ref(column)} end`;
   return {
     message_count: sql<number>`message_count + ${added}`,
     last_message_content: sql<string>`case when ${newer} then ${content} else last_message_content end`,

@@ -11,18 +11,28 @@ type EventFilter = { type?: EventRow['type'] | undefined; since: string };
 
 /** The account's listed events: since `since`, of `type` when given, never an endpoint's test ping. */
 function listed(scope: TenantScope, filter: EventFilter) {
-  const base = scope.selectFrom('events').where('events.created_at', '>=', filter.since).where('events.type', '<>', 'ping');
+  const base = scope
+    .selectFrom('events')
+    .where('events.created_at', '>=', filter.since)
+    .where('events.type', '<>', 'ping');
   return filter.type ? base.where('events.type', '=', filter.type) : base;
 }
 
 export const eventsRepository = {
-  insert: (scope: TenantScope, rows: Omit<EventRow, 'account_id'> | Omit<EventRow, 'account_id'>[]) => scope.insert('events', rows),
+  insert: (scope: TenantScope, rows: Omit<EventRow, 'account_id'> | Omit<EventRow, 'account_id'>[]) =>
+    scope.insert('events', rows),
 
   /** Newest first, ties by id descending; only events since `since`. */
   async list(scope: TenantScope, filter: EventFilter, page: { limit: number; offset: number }) {
     const base = listed(scope, filter);
     const [rows, count] = await Promise.all([
-      base.selectAll().orderBy('events.created_at', 'desc').orderBy('events.id', 'desc').limit(page.limit).offset(page.offset).execute(),
+      base
+        .selectAll()
+        .orderBy('events.created_at', 'desc')
+        .orderBy('events.id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
       base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.total) };
@@ -35,7 +45,12 @@ export const eventsRepository = {
    */
   async assignPositions(scope: TenantScope): Promise<void> {
     await lockNameForTransaction(scope, `event-positions:${scope.accountId}`);
-    const pending = await scope.selectFrom('events').select('events.id').where('events.position', 'is', null).limit(1).executeTakeFirst();
+    const pending = await scope
+      .selectFrom('events')
+      .select('events.id')
+      .where('events.position', 'is', null)
+      .limit(1)
+      .executeTakeFirst();
     if (!pending) return;
     await sql`update events set position = numbered.n
       from (
@@ -45,11 +60,19 @@ export const eventsRepository = {
       where events.account_id = ${scope.accountId} and events.id = numbered.id`.execute(scope.db);
   },
 
-  findById: (scope: TenantScope, id: string) => scope.selectFrom('events').selectAll().where('events.id', '=', id).executeTakeFirst(),
+  findById: (scope: TenantScope, id: string) =>
+    scope.selectFrom('events').selectAll().where('events.id', '=', id).executeTakeFirst(),
 
   /** An event's position (after assignPositions), or undefined for an unknown id. */
   positionOf: async (scope: TenantScope, id: string) =>
-    (await scope.selectFrom('events').select('events.position').where('events.id', '=', id).where('events.type', '<>', 'ping').executeTakeFirst())?.position,
+    (
+      await scope
+        .selectFrom('events')
+        .select('events.position')
+        .where('events.id', '=', id)
+        .where('events.type', '<>', 'ping')
+        .executeTakeFirst()
+    )?.position,
 
   /**
    * A page of events by position from a cursor: before it (`starting_after`, newest first) or
@@ -62,7 +85,11 @@ export const eventsRepository = {
     cursor: { direction: 'before' | 'after'; position: number; after?: number },
     page: { limit: number; offset: number },
   ) {
-    let base = listed(scope, filter).where('events.position', cursor.direction === 'before' ? '<' : '>', cursor.position);
+    let base = listed(scope, filter).where(
+      'events.position',
+      cursor.direction === 'before' ? '<' : '>',
+      cursor.position,
+    );
     if (cursor.after !== undefined) base = base.where('events.position', '>', cursor.after);
     const order = cursor.direction === 'before' ? 'desc' : 'asc';
     const [rows, beyond] = await Promise.all([
@@ -74,5 +101,6 @@ export const eventsRepository = {
   },
 
   /** Deletes events older than `before`, across accounts (the worker's retention job). */
-  prune: async (db: Executor, before: string) => Number((await db.deleteFrom('events').where('created_at', '<', before).executeTakeFirst()).numDeletedRows),
+  prune: async (db: Executor, before: string) =>
+    Number((await db.deleteFrom('events').where('created_at', '<', before).executeTakeFirst()).numDeletedRows),
 };

@@ -223,7 +223,8 @@ export const jobsRepository = {
    */
   claim: (db: Kysely<Database>, dialect: Dialect, input: ClaimInput): Promise<ClaimedJob[]> =>
     db.transaction().execute(async (trx) => {
-      if (input.finished && input.finished.length > 0) await deleteFinished(trx, dialect, input.workerId, input.finished);
+      if (input.finished && input.finished.length > 0)
+        await deleteFinished(trx, dialect, input.workerId, input.finished);
       return (await claimStatement(trx, dialect, input).execute()) as ClaimedJob[];
     }),
 
@@ -258,5 +259,6 @@ export const jobsRepository = {
   },
 
   /** Gives claimed jobs back at once (graceful stop). */
-  release: (db: Executor, workerId: string) => db.updateTable('jobs').set({ locked_by: null, locked_until: null }).where('locked_by', '=', workerId).execute(),
+  release: (db: Executor, workerId: string) =>
+    db.updateTable('jobs').set({ locked_by: null, locked_until: null }).where('locked_by', '=', workerId).execute(),
 };

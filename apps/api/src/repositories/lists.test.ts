@@ -44,14 +44,22 @@ describeEachDialect('list queries', (server) => {
     ];
     names.forEach((name, i) => {
       const at = new Date(base + i * 1000).toISOString();
-      const tags = [i % 7 === 0 ? 'vip' : undefined, i % 3 === 0 ? 'newsletter' : undefined].filter((t): t is string => t !== undefined);
+      const tags = [i % 7 === 0 ? 'vip' : undefined, i % 3 === 0 ? 'newsletter' : undefined].filter(
+        (t): t is string => t !== undefined,
+      );
       const id = `ct_${String(i).padStart(6, '0')}`;
       tagsOf.set(id, tags);
       contacts.push(contactRow(server().accountId, { id, name, phone: `+1555${String(1_000_000 + i)}`, at, tags }));
     });
     contacts.forEach((contact, i) => {
       // One conversation per contact, two for the rare ones; activity times repeat (ties break on id).
-      const own = contact.name?.startsWith('Wzkolan') ? 2 : contact.name?.startsWith('Vemdal') ? (i % 10 === 0 ? 1 : 0) : 1;
+      const own = contact.name?.startsWith('Wzkolan')
+        ? 2
+        : contact.name?.startsWith('Vemdal')
+          ? i % 10 === 0
+            ? 1
+            : 0
+          : 1;
       for (let n = 0; n < own; n++) {
         const seq = conversations.length;
         const at = new Date(base + (seq % 400) * 60_000).toISOString();
@@ -67,18 +75,33 @@ describeEachDialect('list queries', (server) => {
       }
     });
     const strip = <T extends { account_id: string }>({ account_id: _, ...row }: T) => row;
-    for (let i = 0; i < contacts.length; i += 200) await scope().insert('contacts', contacts.slice(i, i + 200).map(strip));
-    for (let i = 0; i < conversations.length; i += 200) await scope().insert('conversations', conversations.slice(i, i + 200).map(strip));
-    const tagRows = [...tagsOf].flatMap(([contactId, tags]) => tags.map((tag) => ({ contact_id: contactId, tag, created_at: '2026-01-01T00:00:00.000Z' })));
+    for (let i = 0; i < contacts.length; i += 200)
+      await scope().insert('contacts', contacts.slice(i, i + 200).map(strip));
+    for (let i = 0; i < conversations.length; i += 200)
+      await scope().insert('conversations', conversations.slice(i, i + 200).map(strip));
+    const tagRows = [...tagsOf].flatMap(([contactId, tags]) =>
+      tags.map((tag) => ({ contact_id: contactId, tag, created_at: '2026-01-01T00:00:00.000Z' })),
+    );
     for (let i = 0; i < tagRows.length; i += 200) await scope().insert('contact_tags', tagRows.slice(i, i + 200));
   }
 
   const byActivity = (a: Omit<ConversationRow, 'channel_id'>, b: Omit<ConversationRow, 'channel_id'>) =>
-    a.last_activity_at === b.last_activity_at ? (a.id < b.id ? 1 : -1) : a.last_activity_at < b.last_activity_at ? 1 : -1;
+    a.last_activity_at === b.last_activity_at
+      ? a.id < b.id
+        ? 1
+        : -1
+      : a.last_activity_at < b.last_activity_at
+        ? 1
+        : -1;
 
   describe('conversations', () => {
     const cases: {
-      filter: { status?: ConversationRow['status']; platform?: ConversationRow['platform']; search?: string; searchDigits?: string };
+      filter: {
+        status?: ConversationRow['status'];
+        platform?: ConversationRow['platform'];
+        search?: string;
+        searchDigits?: string;
+      };
       offsets: number[];
     }[] = [
       { filter: {}, offsets: [0, 20, 860, 875, 2000] },
@@ -119,7 +142,10 @@ describeEachDialect('list queries', (server) => {
         await seed();
         const contactById = new Map(contacts.map((c) => [c.id, c]));
         const expected = conversations
-          .filter((c) => (!filter.status || c.status === filter.status) && (!filter.platform || c.platform === filter.platform))
+          .filter(
+            (c) =>
+              (!filter.status || c.status === filter.status) && (!filter.platform || c.platform === filter.platform),
+          )
           .filter((c) => {
             if (!filter.search) return true;
             const contact = contactById.get(c.contact_id);
@@ -135,7 +161,11 @@ describeEachDialect('list queries', (server) => {
           expect(
             rows.map((r) => [r.id, r.contact_name, r.contact_phone]),
             `offset ${offset}`,
-          ).toEqual(expected.slice(offset, offset + 20).map((c) => [c.id, contactById.get(c.contact_id)?.name, contactById.get(c.contact_id)?.phone]));
+          ).toEqual(
+            expected
+              .slice(offset, offset + 20)
+              .map((c) => [c.id, contactById.get(c.contact_id)?.name, contactById.get(c.contact_id)?.phone]),
+          );
         }
       });
     }
@@ -144,7 +174,11 @@ describeEachDialect('list queries', (server) => {
       await seed();
       const target = contacts.find((c) => c.name === 'Qxvern 500') as ContactRow;
       const digits = target.phone_digits.slice(-7);
-      const { rows, total } = await conversationsRepository.list(scope(), { search: digits, searchDigits: digits }, { limit: 20, offset: 0 });
+      const { rows, total } = await conversationsRepository.list(
+        scope(),
+        { search: digits, searchDigits: digits },
+        { limit: 20, offset: 0 },
+      );
       expect(total).toBe(1);
       expect(rows.map((r) => r.contact_id)).toEqual([target.id]);
     });
@@ -160,21 +194,42 @@ describeEachDialect('list queries', (server) => {
     it('lists each account its own conversations, filtered or not, one after the other', async () => {
       await seed();
       const other = new TenantScope(server().database.db, server().otherAccountId, server().database.capabilities);
-      for (const filter of [{}, { status: 'active' as const }, { platform: 'facebook' as const, status: 'resolved' as const }]) {
-        expect((await conversationsRepository.list(scope(), filter, { limit: 20, offset: 0 })).total, JSON.stringify(filter)).toBeGreaterThan(0);
-        expect(await conversationsRepository.list(other, filter, { limit: 20, offset: 0 }), JSON.stringify(filter)).toEqual({ rows: [], total: 0 });
+      for (const filter of [
+        {},
+        { status: 'active' as const },
+        { platform: 'facebook' as const, status: 'resolved' as const },
+      ]) {
+        expect(
+          (await conversationsRepository.list(scope(), filter, { limit: 20, offset: 0 })).total,
+          JSON.stringify(filter),
+        ).toBeGreaterThan(0);
+        expect(
+          await conversationsRepository.list(other, filter, { limit: 20, offset: 0 }),
+          JSON.stringify(filter),
+        ).toEqual({ rows: [], total: 0 });
       }
     });
   });
 
   describe('contacts by search', () => {
     // 720 matches: the creation order walked; 3 and 1: the matches sorted; 2 characters: a scan.
-    for (const filter of [{ search: 'qxv' }, { search: 'wzkol' }, { search: '1000500', searchDigits: '1000500' }, { search: 'zk' }]) {
+    for (const filter of [
+      { search: 'qxv' },
+      { search: 'wzkol' },
+      { search: '1000500', searchDigits: '1000500' },
+      { search: 'zk' },
+    ]) {
       it(`counts and pages ${JSON.stringify(filter)} exactly`, async () => {
         await seed();
         const expected = contacts
-          .filter((c) => (c.name_search ?? '').includes(filter.search) || (filter.searchDigits !== undefined && c.phone_digits.includes(filter.searchDigits)))
-          .sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+          .filter(
+            (c) =>
+              (c.name_search ?? '').includes(filter.search) ||
+              (filter.searchDigits !== undefined && c.phone_digits.includes(filter.searchDigits)),
+          )
+          .sort((a, b) =>
+            a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1,
+          );
         expect(expected.length).toBeGreaterThan(0);
         for (const offset of [0, 2, 40, 700, 720]) {
           const { rows, total } = await contactsRepository.list(scope(), filter, { limit: 20, offset });
@@ -188,7 +243,9 @@ describeEachDialect('list queries', (server) => {
   describe('contacts without a search', () => {
     it('counts and pages all contacts exactly', async () => {
       await seed();
-      const expected = [...contacts].sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+      const expected = [...contacts].sort((a, b) =>
+        a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1,
+      );
       for (const offset of [0, 40, expected.length - 5, expected.length]) {
         const { rows, total } = await contactsRepository.list(scope(), {}, { limit: 20, offset });
         expect(total).toBe(expected.length);
@@ -200,8 +257,14 @@ describeEachDialect('list queries', (server) => {
       await seed();
       const other = new TenantScope(server().database.db, server().otherAccountId, server().database.capabilities);
       for (const filter of [{}, { tag: 'vip' }]) {
-        expect((await contactsRepository.list(scope(), filter, { limit: 20, offset: 0 })).total, JSON.stringify(filter)).toBeGreaterThan(0);
-        expect(await contactsRepository.list(other, filter, { limit: 20, offset: 0 }), JSON.stringify(filter)).toEqual({ rows: [], total: 0 });
+        expect(
+          (await contactsRepository.list(scope(), filter, { limit: 20, offset: 0 })).total,
+          JSON.stringify(filter),
+        ).toBeGreaterThan(0);
+        expect(await contactsRepository.list(other, filter, { limit: 20, offset: 0 }), JSON.stringify(filter)).toEqual({
+          rows: [],
+          total: 0,
+        });
       }
     });
   });
@@ -211,8 +274,14 @@ describeEachDialect('list queries', (server) => {
       it(`counts and pages ${JSON.stringify(filter)} exactly`, async () => {
         await seed();
         const expected = contacts
-          .filter((c) => tagsOf.get(c.id)?.includes(filter.tag) && (!filter.search || (c.name_search ?? '').includes(filter.search)))
-          .sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+          .filter(
+            (c) =>
+              tagsOf.get(c.id)?.includes(filter.tag) &&
+              (!filter.search || (c.name_search ?? '').includes(filter.search)),
+          )
+          .sort((a, b) =>
+            a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1,
+          );
         for (const offset of [0, 40]) {
           const { rows, total } = await contactsRepository.list(scope(), filter, { limit: 20, offset });
           expect(total).toBe(expected.length);

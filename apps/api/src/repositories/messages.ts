@@ -23,22 +23,39 @@ type MessageValues = [
  * Counts a message on its conversation and makes it the last one, unless the conversation is
  * archived or runs on a channel (whose sends need the channel's checks and a job: messagesService).
  */
-const recordIntoOpenConversation = prepared((db: Executor, dialect: Dialect, accountId: string, conversationId: string, content: string, at: string) =>
-  messageRecorded(new TenantScope(db, accountId, dialect), conversationId, { content, at })
-    .where('conversations.status', '!=', 'archived')
-    .where('conversations.channel_id', 'is', null),
+const recordIntoOpenConversation = prepared(
+  (db: Executor, dialect: Dialect, accountId: string, conversationId: string, content: string, at: string) =>
+    messageRecorded(new TenantScope(db, accountId, dialect), conversationId, { content, at })
+      .where('conversations.status', '!=', 'archived')
+      .where('conversations.channel_id', 'is', null),
 );
 
 const insertMessage = prepared(
-  (db: Executor, _dialect: Dialect, ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues) =>
-    db
-      .insertInto('messages')
-      .values({ account_id: accountId, id, conversation_id: conversationId, direction, type, content, status, created_at: createdAt, updated_at: createdAt }),
+  (
+    db: Executor,
+    _dialect: Dialect,
+    ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues
+  ) =>
+    db.insertInto('messages').values({
+      account_id: accountId,
+      id,
+      conversation_id: conversationId,
+      direction,
+      type,
+      content,
+      status,
+      created_at: createdAt,
+      updated_at: createdAt,
+    }),
 );
 
 /** Postgres: both in one statement (the update in a CTE, the insert selecting from it). */
 const sendIntoOpenConversation = prepared(
-  (db: Executor, dialect: Dialect, ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues) =>
+  (
+    db: Executor,
+    dialect: Dialect,
+    ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues
+  ) =>
     db
       .with('recorded', () =>
         messageRecorded(new TenantScope(db, accountId, dialect), conversationId, { content, at: createdAt })
@@ -47,7 +64,17 @@ const sendIntoOpenConversation = prepared(
           .returning('conversations.id as conversation_id'),
       )
       .insertInto('messages')
-      .columns(['account_id', 'id', 'conversation_id', 'direction', 'type', 'content', 'status', 'created_at', 'updated_at'])
+      .columns([
+        'account_id',
+        'id',
+        'conversation_id',
+        'direction',
+        'type',
+        'content',
+        'status',
+        'created_at',
+        'updated_at',
+      ])
       .expression((eb) =>
         eb
           .selectFrom('recorded')
@@ -67,7 +94,8 @@ const sendIntoOpenConversation = prepared(
 );
 
 export const messagesRepository = {
-  insert: (scope: TenantScope, rows: Omit<MessageRow, 'account_id'> | Omit<MessageRow, 'account_id'>[]) => scope.insert('messages', rows),
+  insert: (scope: TenantScope, rows: Omit<MessageRow, 'account_id'> | Omit<MessageRow, 'account_id'>[]) =>
+    scope.insert('messages', rows),
 
   /** Which of these platform ids a stored message has. */
   async platformIdsAmong(scope: TenantScope, platformMessageIds: readonly string[]): Promise<Set<string>> {
@@ -80,16 +108,26 @@ export const messagesRepository = {
     return new Set(rows.map((row) => row.platform_message_id as string));
   },
 
-  findById: (scope: TenantScope, id: string) => scope.selectFrom('messages').selectAll().where('messages.id', '=', id).executeTakeFirst(),
+  findById: (scope: TenantScope, id: string) =>
+    scope.selectFrom('messages').selectAll().where('messages.id', '=', id).executeTakeFirst(),
 
   findByPlatformId: (scope: TenantScope, platformMessageId: string) =>
-    scope.selectFrom('messages').selectAll().where('messages.platform_message_id', '=', platformMessageId).executeTakeFirst(),
+    scope
+      .selectFrom('messages')
+      .selectAll()
+      .where('messages.platform_message_id', '=', platformMessageId)
+      .executeTakeFirst(),
 
   /**
    * Changes a message only while it is in one of `from` (statuses move forward only, so a late or
    * repeated status finds it moved on and changes nothing). The row as it is now, or undefined.
    */
-  async updateFrom(scope: TenantScope, id: string, from: readonly MessageRow['status'][], patch: Updateable<MessageTable>): Promise<MessageRow | undefined> {
+  async updateFrom(
+    scope: TenantScope,
+    id: string,
+    from: readonly MessageRow['status'][],
+    patch: Updateable<MessageTable>,
+  ): Promise<MessageRow | undefined> {
     return scope
       .updateTable('messages')
       .set(patch)
@@ -106,15 +144,33 @@ export const messagesRepository = {
    * does it in one statement (the update in a CTE, the insert selecting from it: atomic without
    * BEGIN/COMMIT round trips); SQLite in a transaction of the two.
    */
-  async insertIntoOpenConversation(scope: TenantScope, row: Omit<MessageRow, 'account_id'>): Promise<'recorded' | 'archived' | 'channel' | 'missing'> {
-    const values = [scope.accountId, row.id, row.conversation_id, row.direction, row.type, row.content, row.status, row.created_at] as const;
+  async insertIntoOpenConversation(
+    scope: TenantScope,
+    row: Omit<MessageRow, 'account_id'>,
+  ): Promise<'recorded' | 'archived' | 'channel' | 'missing'> {
+    const values = [
+      scope.accountId,
+      row.id,
+      row.conversation_id,
+      row.direction,
+      row.type,
+      row.content,
+      row.status,
+      row.created_at,
+    ] as const;
     let done: boolean;
     if (scope.dialect.dataModifyingCtes) {
       done = (await sendIntoOpenConversation(scope, ...values)).rows.length > 0;
     } else {
       const work = async (db: Executor) => {
         const on = scope.with(db);
-        const updated = await recordIntoOpenConversation(on, scope.accountId, row.conversation_id, row.content, row.created_at);
+        const updated = await recordIntoOpenConversation(
+          on,
+          scope.accountId,
+          row.conversation_id,
+          row.content,
+          row.created_at,
+        );
         if (Number(updated.numAffectedRows) === 0) return false;
         await insertMessage(on, ...values);
         return true;
@@ -128,7 +184,13 @@ export const messagesRepository = {
   async listByConversation(scope: TenantScope, conversationId: string, page: { limit: number; offset: number }) {
     const base = scope.selectFrom('messages').where('messages.conversation_id', '=', conversationId);
     const [rows, count] = await Promise.all([
-      base.selectAll().orderBy('messages.created_at', 'asc').orderBy('messages.id', 'asc').limit(page.limit).offset(page.offset).execute(),
+      base
+        .selectAll()
+        .orderBy('messages.created_at', 'asc')
+        .orderBy('messages.id', 'asc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
       base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.total) };

@@ -9,7 +9,8 @@ export type OrderRow = Selectable<OrderTable>;
 export const ORDER_NUMBER_DIGITS = 64;
 
 /** The key automatic numbering counts on: an all-digits number, zero-padded so that text order is numeric order. */
-export const orderNumberKey = (number: string): string | null => (/^\d+$/.test(number) ? number.padStart(ORDER_NUMBER_DIGITS, '0') : null);
+export const orderNumberKey = (number: string): string | null =>
+  /^\d+$/.test(number) ? number.padStart(ORDER_NUMBER_DIGITS, '0') : null;
 
 export interface OrderFilter {
   contactId?: string | undefined;
@@ -24,20 +25,31 @@ const filtered = (scope: TenantScope, filter: OrderFilter) => {
 };
 
 export const ordersRepository = {
-  findById: (scope: TenantScope, id: string) => scope.selectFrom('orders').selectAll().where('orders.id', '=', id).executeTakeFirst(),
+  findById: (scope: TenantScope, id: string) =>
+    scope.selectFrom('orders').selectAll().where('orders.id', '=', id).executeTakeFirst(),
 
   /** The order, held until the transaction ends (Postgres) so that status changes take turns. */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.dialect, scope.selectFrom('orders').selectAll().where('orders.id', '=', id)).executeTakeFirst(),
+    lockedForUpdate(
+      scope.dialect,
+      scope.selectFrom('orders').selectAll().where('orders.id', '=', id),
+    ).executeTakeFirst(),
 
   setStatus: (scope: TenantScope, id: string, status: OrderRow['status'], at: string) =>
     scope.updateTable('orders').set({ status, updated_at: at }).where('orders.id', '=', id).execute(),
 
-  findByNumber: (scope: TenantScope, number: string) => scope.selectFrom('orders').select('orders.id').where('orders.number', '=', number).executeTakeFirst(),
+  findByNumber: (scope: TenantScope, number: string) =>
+    scope.selectFrom('orders').select('orders.id').where('orders.number', '=', number).executeTakeFirst(),
 
   async list(scope: TenantScope, filter: OrderFilter, page: { limit: number; offset: number }) {
     const [rows, count] = await Promise.all([
-      filtered(scope, filter).selectAll().orderBy('orders.placed_at', 'desc').orderBy('orders.id', 'desc').limit(page.limit).offset(page.offset).execute(),
+      filtered(scope, filter)
+        .selectAll()
+        .orderBy('orders.placed_at', 'desc')
+        .orderBy('orders.id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
       filtered(scope, filter)
         .select((eb) => eb.fn.countAll<number>().as('total'))
         .executeTakeFirstOrThrow(),
@@ -58,5 +70,9 @@ export const ordersRepository = {
 
   /** Orders outlive their contact: they keep their data with contact_id null. */
   detachContact: (scope: TenantScope, contactId: string, at: string) =>
-    scope.updateTable('orders').set({ contact_id: null, updated_at: at }).where('orders.contact_id', '=', contactId).execute(),
+    scope
+      .updateTable('orders')
+      .set({ contact_id: null, updated_at: at })
+      .where('orders.contact_id', '=', contactId)
+      .execute(),
 };

@@ -1,5 +1,12 @@
 import type { Insertable, Selectable } from 'kysely';
-import type { InvitationTable, MembershipTable, PasswordResetTable, Role, SessionTable, UserTable } from '../db/schema.js';
+import type {
+  InvitationTable,
+  MembershipTable,
+  PasswordResetTable,
+  Role,
+  SessionTable,
+  UserTable,
+} from '../db/schema.js';
 import type { Executor } from './tenant.js';
 
 export type UserRow = Selectable<UserTable>;
@@ -13,7 +20,8 @@ export type InvitationRow = Selectable<InvitationTable>;
 export const usersRepository = {
   insert: (db: Executor, row: Insertable<UserTable>) => db.insertInto('users').values(row).execute(),
   findById: (db: Executor, id: string) => db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst(),
-  findByEmail: (db: Executor, email: string) => db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst(),
+  findByEmail: (db: Executor, email: string) =>
+    db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst(),
   setPassword: (db: Executor, id: string, passwordHash: string, at: string) =>
     db.updateTable('users').set({ password_hash: passwordHash, updated_at: at }).where('id', '=', id).execute(),
 };
@@ -21,7 +29,12 @@ export const usersRepository = {
 export const membershipsRepository = {
   insert: (db: Executor, row: Insertable<MembershipTable>) => db.insertInto('memberships').values(row).execute(),
   find: (db: Executor, accountId: string, userId: string) =>
-    db.selectFrom('memberships').selectAll().where('account_id', '=', accountId).where('user_id', '=', userId).executeTakeFirst(),
+    db
+      .selectFrom('memberships')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst(),
   /** The accounts of a user, oldest membership first, with their names. */
   listByUser: (db: Executor, userId: string) =>
     db
@@ -56,7 +69,12 @@ export const membershipsRepository = {
   delete: (db: Executor, accountId: string, userId: string) =>
     db.deleteFrom('memberships').where('account_id', '=', accountId).where('user_id', '=', userId).executeTakeFirst(),
   setRole: (db: Executor, accountId: string, userId: string, role: Role) =>
-    db.updateTable('memberships').set({ role }).where('account_id', '=', accountId).where('user_id', '=', userId).execute(),
+    db
+      .updateTable('memberships')
+      .set({ role })
+      .where('account_id', '=', accountId)
+      .where('user_id', '=', userId)
+      .execute(),
 };
 
 export const sessionsRepository = {
@@ -66,7 +84,14 @@ export const sessionsRepository = {
     db
       .selectFrom('sessions')
       .innerJoin('users', 'users.id', 'sessions.user_id')
-      .select(['sessions.token_hash', 'sessions.account_id', 'sessions.expires_at', 'users.id as user_id', 'users.email', 'users.name'])
+      .select([
+        'sessions.token_hash',
+        'sessions.account_id',
+        'sessions.expires_at',
+        'users.id as user_id',
+        'users.email',
+        'users.name',
+      ])
       .where('sessions.token_hash', '=', tokenHash)
       .where('sessions.expires_at', '>', at)
       .executeTakeFirst(),
@@ -139,5 +164,6 @@ export const passwordResetsRepository = {
         .where('expires_at', '>', at)
         .executeTakeFirst()
     ).numUpdatedRows > 0n,
-  find: (db: Executor, tokenHash: string) => db.selectFrom('password_resets').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst(),
+  find: (db: Executor, tokenHash: string) =>
+    db.selectFrom('password_resets').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst(),
 };

@@ -15,7 +15,10 @@ const AT = '2026-01-01T00:00:00.000Z';
 /** Every suffix of three digits or more of each contact's phone, as migration 0009 keeps them (SQLite). */
 async function keptAndExpected(handle: DatabaseHandle) {
   const kept = (
-    await sql<{ suffix: string; id: string }>`select s.suffix, c.id from contact_phone_suffixes s join contacts c on c.rowid = s.contact_rowid`.execute(
+    await sql<{
+      suffix: string;
+      id: string;
+    }>`select s.suffix, c.id from contact_phone_suffixes s join contacts c on c.rowid = s.contact_rowid`.execute(
       handle.db,
     )
   ).rows;
@@ -25,14 +28,20 @@ async function keptAndExpected(handle: DatabaseHandle) {
   );
   const order = (rows: { suffix: string; id: string }[]) => rows.map((r) => `${r.suffix} ${r.id}`).sort();
   const orphans = (
-    await sql<{ n: number }>`select count(*) as n from contact_phone_suffixes where contact_rowid not in (select rowid from contacts)`.execute(handle.db)
+    await sql<{
+      n: number;
+    }>`select count(*) as n from contact_phone_suffixes where contact_rowid not in (select rowid from contacts)`.execute(
+      handle.db,
+    )
   ).rows[0]?.n;
   return { kept: order(kept), expected: order(expected), orphans: Number(orphans) };
 }
 
 /** The columns of SQLite's FTS search table. */
 const searchTableColumns = async (handle: DatabaseHandle) =>
-  (await sql<{ name: string }>`select name from pragma_table_info('contacts_search')`.execute(handle.db)).rows.map((r) => r.name);
+  (await sql<{ name: string }>`select name from pragma_table_info('contacts_search')`.execute(handle.db)).rows.map(
+    (r) => r.name,
+  );
 
 async function withDatabase(dialect: 'sqlite' | 'postgres', run: (handle: DatabaseHandle) => Promise<void>) {
   const target = await createTestDatabase(dialect);
@@ -47,7 +56,11 @@ async function withDatabase(dialect: 'sqlite' | 'postgres', run: (handle: Databa
 
 const phoneSearch = async (handle: DatabaseHandle, accountId: string, digits: string) => {
   const scope = new TenantScope(handle.db, accountId, handle.capabilities);
-  const contacts = await contactsRepository.list(scope, { search: digits, searchDigits: digits }, { limit: 20, offset: 0 });
+  const contacts = await contactsRepository.list(
+    scope,
+    { search: digits, searchDigits: digits },
+    { limit: 20, offset: 0 },
+  );
   return contacts.rows.map((r) => r.id).sort();
 };
 
@@ -68,8 +81,16 @@ describe('phone digit suffixes (migration 0009, SQLite)', () => {
       expect(state.kept).toHaveLength(9 + 10 + 13);
       expect(state.kept).toEqual(state.expected);
 
-      await handle.db.updateTable('contacts').set({ phone: '+5511987654321', phone_digits: '5511987654321' }).where('id', '=', 'ct_1').execute();
-      await handle.db.updateTable('contacts').set({ name: 'Benjamin', name_search: 'benjamin' }).where('id', '=', 'ct_2').execute();
+      await handle.db
+        .updateTable('contacts')
+        .set({ phone: '+5511987654321', phone_digits: '5511987654321' })
+        .where('id', '=', 'ct_1')
+        .execute();
+      await handle.db
+        .updateTable('contacts')
+        .set({ name: 'Benjamin', name_search: 'benjamin' })
+        .where('id', '=', 'ct_2')
+        .execute();
       await handle.db.deleteFrom('contacts').where('id', '=', 'ct_3').execute();
       state = await keptAndExpected(handle);
       expect(state.kept).toEqual(state.expected);
@@ -110,7 +131,9 @@ describe('phone digit suffixes (migration 0009, SQLite)', () => {
 
       expect((await migrator.migrateTo('2026_11_22_0008_conversation_name_trigrams')).error).toBeUndefined();
       expect(await searchTableColumns(handle)).toEqual(['name_search', 'email_search', 'phone_digits']);
-      expect((await sql`select name from sqlite_schema where name like 'contact_phone_suffixes%'`.execute(handle.db)).rows).toEqual([]);
+      expect(
+        (await sql`select name from sqlite_schema where name like 'contact_phone_suffixes%'`.execute(handle.db)).rows,
+      ).toEqual([]);
       // Without the suffixes, the search table holds the digits again, and its triggers keep them.
       await handle.db
         .insertInto('contacts')
@@ -120,7 +143,9 @@ describe('phone digit suffixes (migration 0009, SQLite)', () => {
         (
           await sql<{
             id: string;
-          }>`select id from contacts where rowid in (select rowid from contacts_search where contacts_search match ${query}) order by id`.execute(handle.db)
+          }>`select id from contacts where rowid in (select rowid from contacts_search where contacts_search match ${query}) order by id`.execute(
+            handle.db,
+          )
         ).rows.map((r) => r.id);
       expect(await matching('{phone_digits} : "612345"')).toEqual(['ct_3']);
       expect(await matching('{name_search phone_digits} : "7700"')).toEqual(['ct_1', 'ct_2']);
@@ -142,11 +167,15 @@ describe('searches take their fragment literally', () => {
         const names = ['Jo "Big" Ox', 'Big Ox', 'Al {name} : x', 'Ann OR Bob', 'Ann Bob'];
         await handle.db
           .insertInto('contacts')
-          .values(names.map((name, i) => contactRow(accountId, { id: `ct_${i}`, name, phone: `+1415555010${i}`, at: AT })))
+          .values(
+            names.map((name, i) => contactRow(accountId, { id: `ct_${i}`, name, phone: `+1415555010${i}`, at: AT })),
+          )
           .execute();
         const scope = new TenantScope(handle.db, accountId, handle.capabilities);
         const found = async (search: string) => {
-          const contacts = (await contactsRepository.list(scope, { search }, { limit: 20, offset: 0 })).rows.map((r) => r.name);
+          const contacts = (await contactsRepository.list(scope, { search }, { limit: 20, offset: 0 })).rows.map(
+            (r) => r.name,
+          );
           const conversations = await conversationsRepository.list(scope, { search }, { limit: 20, offset: 0 });
           expect(conversations.total, search).toBe(0);
           return contacts.sort();

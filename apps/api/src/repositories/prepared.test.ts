@@ -29,9 +29,13 @@ for (const dialect of ACTIVE_DIALECTS) {
           expect((await keysOfType({ db, dialect }, accountId, type)).rows).toEqual(expected);
         }
         // Inside a transaction too, and on a tenant scope (its executor and dialect).
-        const inside = await db.transaction().execute(async (trx) => (await keysOfType({ db: trx, dialect }, server.otherAccountId, 'full_access')).rows);
+        const inside = await db
+          .transaction()
+          .execute(async (trx) => (await keysOfType({ db: trx, dialect }, server.otherAccountId, 'full_access')).rows);
         expect(inside).toHaveLength(1);
-        expect((await keysOfType(new TenantScope(db, server.accountId, dialect), server.otherAccountId, 'full_access')).rows).toEqual(inside);
+        expect(
+          (await keysOfType(new TenantScope(db, server.accountId, dialect), server.otherAccountId, 'full_access')).rows,
+        ).toEqual(inside);
       } finally {
         await server.close();
       }
@@ -44,7 +48,10 @@ for (const dialect of ACTIVE_DIALECTS) {
         type Shape = { typed: boolean };
         type Values = { accountId: string; type: 'full_access' | 'read_only' | undefined };
         const build = (executor: Executor, _dialect: Dialect, shape: Shape, values: Values) => {
-          let query = executor.selectFrom('api_keys').select(['id', 'account_id', 'type']).where('account_id', '=', values.accountId);
+          let query = executor
+            .selectFrom('api_keys')
+            .select(['id', 'account_id', 'type'])
+            .where('account_id', '=', values.accountId);
           if (shape.typed) query = query.where('type', '=', values.type as 'full_access');
           return query.orderBy('id');
         };
@@ -73,14 +80,18 @@ for (const dialect of ACTIVE_DIALECTS) {
           executor.selectFrom('accounts').select('id').where('name', '=', `${name}%`),
         );
         await expect(wrong(on, 'x')).rejects.toThrow(/computed with/);
-        const unused = prepared((executor: Executor, _dialect: Dialect, _name: string) => executor.selectFrom('accounts').select('id'));
+        const unused = prepared((executor: Executor, _dialect: Dialect, _name: string) =>
+          executor.selectFrom('accounts').select('id'),
+        );
         await expect(unused(on, 'x')).rejects.toThrow(/not a parameter/);
-        const wrongShape = preparedByShape((executor: Executor, _dialect: Dialect, _shape: null, values: { name: string }) =>
-          executor.selectFrom('accounts').select('id').where('name', '=', `${values.name}%`),
+        const wrongShape = preparedByShape(
+          (executor: Executor, _dialect: Dialect, _shape: null, values: { name: string }) =>
+            executor.selectFrom('accounts').select('id').where('name', '=', `${values.name}%`),
         );
         await expect(wrongShape(on, null, { name: 'x' })).rejects.toThrow(/computed with/);
-        const unusedValue = preparedByShape((executor: Executor, _dialect: Dialect, _shape: null, _values: { name: string }) =>
-          executor.selectFrom('accounts').select('id'),
+        const unusedValue = preparedByShape(
+          (executor: Executor, _dialect: Dialect, _shape: null, _values: { name: string }) =>
+            executor.selectFrom('accounts').select('id'),
         );
         await expect(unusedValue(on, null, { name: 'x' })).rejects.toThrow(/not a parameter/);
       } finally {
@@ -95,7 +106,9 @@ describe('prepared reads on SQLite', () => {
     const server = await startTestServer('sqlite');
     try {
       const { db, capabilities: dialect } = server.database;
-      const accountName = prepared((executor: Executor, _dialect: Dialect, id: string) => executor.selectFrom('accounts').select('name').where('id', '=', id));
+      const accountName = prepared((executor: Executor, _dialect: Dialect, id: string) =>
+        executor.selectFrom('accounts').select('name').where('id', '=', id),
+      );
       expect((await accountName({ db, dialect }, server.accountId)).rows).toEqual([{ name: 'Account A' }]);
 
       let release!: () => void;
@@ -107,7 +120,14 @@ describe('prepared reads on SQLite', () => {
         .execute(async (trx) => {
           await trx
             .insertInto('accounts')
-            .values({ id: 'acct_uncommitted', name: 'Uncommitted', plan: 'free', rate_limit_rpm: null, created_at: 'x', updated_at: 'x' })
+            .values({
+              id: 'acct_uncommitted',
+              name: 'Uncommitted',
+              plan: 'free',
+              rate_limit_rpm: null,
+              created_at: 'x',
+              updated_at: 'x',
+            })
             .execute();
           inserted();
           await held;

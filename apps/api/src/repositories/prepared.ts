@@ -47,8 +47,11 @@ const parametersOf = ({ compiled, slots }: Template, values: Record<string, unkn
  * Runs compiled SQL with these parameters, through Kysely like any other query. The copy names
  * its fields: spreading Kysely's frozen CompiledQuery takes V8's slow path on every call.
  */
-const run = <Row>(target: RunsOn, { query, queryId, sql }: CompiledQuery, parameters: readonly unknown[]): Promise<QueryResult<Row>> =>
-  target.db.executeQuery<Row>({ query, queryId, sql, parameters });
+const run = <Row>(
+  target: RunsOn,
+  { query, queryId, sql }: CompiledQuery,
+  parameters: readonly unknown[],
+): Promise<QueryResult<Row>> => target.db.executeQuery<Row>({ query, queryId, sql, parameters });
 
 /**
  * A query of a fixed shape, built and compiled by Kysely once per dialect; each call only binds
@@ -58,7 +61,9 @@ const run = <Row>(target: RunsOn, { query, queryId, sql }: CompiledQuery, parame
  * compute with it; a query whose SQL depends on the values (optional filters) is built per call
  * as usual, or by preparedByShape.
  */
-export function prepared<Args extends unknown[], Row>(build: (db: Executor, dialect: Dialect, ...args: Args) => Compilable<Row>) {
+export function prepared<Args extends unknown[], Row>(
+  build: (db: Executor, dialect: Dialect, ...args: Args) => Compilable<Row>,
+) {
   // The SQL depends on the dialect alone: one template per dialect.
   const templates = new Map<Dialect, Template>();
 

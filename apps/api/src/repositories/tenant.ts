@@ -18,7 +18,11 @@ export type Executor = Kysely<Database> | Transaction<Database>;
 const INSERT_BATCH_ROWS = 500;
 
 /** Inserts rows into a table, INSERT_BATCH_ROWS to a statement. */
-export async function insertRows<T extends keyof Database>(db: Executor, table: T, rows: readonly Insertable<Database[T]>[]): Promise<void> {
+export async function insertRows<T extends keyof Database>(
+  db: Executor,
+  table: T,
+  rows: readonly Insertable<Database[T]>[],
+): Promise<void> {
   for (let start = 0; start < rows.length; start += INSERT_BATCH_ROWS) {
     await db
       .insertInto(table)
@@ -44,7 +48,11 @@ export class TenantScope {
   ) {}
 
   selectFrom<T extends TenantTable>(table: T): SelectQueryBuilder<Database, T, NoSelection> {
-    return (this.db.selectFrom(table) as unknown as SelectQueryBuilder<Database, T, NoSelection>).where(sql.ref(`${table}.account_id`), '=', this.accountId);
+    return (this.db.selectFrom(table) as unknown as SelectQueryBuilder<Database, T, NoSelection>).where(
+      sql.ref(`${table}.account_id`),
+      '=',
+      this.accountId,
+    );
   }
 
   /**
@@ -73,7 +81,11 @@ export class TenantScope {
   }
 
   deleteFrom<T extends TenantTable>(table: T): DeleteQueryBuilder<Database, T, DeleteResult> {
-    return (this.db.deleteFrom(table) as unknown as DeleteQueryBuilder<Database, T, DeleteResult>).where(sql.ref(`${table}.account_id`), '=', this.accountId);
+    return (this.db.deleteFrom(table) as unknown as DeleteQueryBuilder<Database, T, DeleteResult>).where(
+      sql.ref(`${table}.account_id`),
+      '=',
+      this.accountId,
+    );
   }
 
   /**

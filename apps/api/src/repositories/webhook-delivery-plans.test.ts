@@ -15,12 +15,16 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
-/** How a plan reads webhook_deliveries: the index of each scan of it (a bitmap scan's by its index scan), or the node type. */
+/**
+ * How a plan reads webhook_deliveries: the index of each scan of it (a bitmap scan's by its index scan), or the node
+ * type.
+ */
 function deliveryReads(explained: { 'QUERY PLAN': { Plan: PlanNode }[] }[]): string[] {
   const reads: string[] = [];
   const visit = (node: PlanNode) => {
     if (node['Relation Name'] === 'webhook_deliveries' && node['Node Type'] !== 'ModifyTable') {
-      const index = node['Index Name'] ?? node.Plans?.find((child) => child['Node Type'] === 'Bitmap Index Scan')?.['Index Name'];
+      const index =
+        node['Index Name'] ?? node.Plans?.find((child) => child['Node Type'] === 'Bitmap Index Scan')?.['Index Name'];
       reads.push(index ?? node['Node Type']);
     }
     for (const child of node.Plans ?? []) visit(child);
@@ -43,7 +47,9 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('webhook delivery plans on 
     scope = new TenantScope(database.db, id, database.capabilities);
     await sql`alter table webhook_deliveries set (autovacuum_enabled = false)`.execute(database.db);
     await sql`insert into webhook_endpoints (account_id, id, url, events, description, status, created_at, updated_at)
-      values (${id}, 'we_plans', 'https://example.com/hook', '["*"]', null, 'enabled', ${at}, ${at})`.execute(database.db);
+      values (${id}, 'we_plans', 'https://example.com/hook', '["*"]', null, 'enabled', ${at}, ${at})`.execute(
+      database.db,
+    );
   });
   afterAll(async () => {
     await database.destroy();
@@ -73,7 +79,14 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('webhook delivery plans on 
     ...deliveryReads((await takeStatement(scope, ['wd_1', 'wd_2'], { now: at, until: at }).explain('json')) as never),
     ...deliveryReads(
       (await updateIfUnchangedStatement(scope, [
-        { id: 'wd_1', expected_next_attempt_at: at, attempts: '[]', status: 'succeeded', next_attempt_at: null, updated_at: at },
+        {
+          id: 'wd_1',
+          expected_next_attempt_at: at,
+          attempts: '[]',
+          status: 'succeeded',
+          next_attempt_at: null,
+          updated_at: at,
+        },
         { id: 'wd_2', expected_next_attempt_at: at, status: 'failed', next_attempt_at: null, updated_at: at },
       ]).explain('json')) as never,
     ),

@@ -21,14 +21,18 @@ const countEndpoints = async (scope: TenantScope): Promise<number> =>
 export const webhookEndpointsRepository = {
   insert: (scope: TenantScope, row: Omit<WebhookEndpointRow, 'account_id'>) => scope.insert('webhook_endpoints', row),
 
-  findById: (scope: TenantScope, id: string) => scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.id', '=', id).executeTakeFirst(),
+  findById: (scope: TenantScope, id: string) =>
+    scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.id', '=', id).executeTakeFirst(),
 
   /**
    * Endpoints that receive new deliveries, held against deletion until the transaction ends: one
    * being deleted meanwhile is waited for and left out, so its deliveries are never inserted.
    */
   listEnabled: (scope: TenantScope) =>
-    lockedAgainstDelete(scope.dialect, scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.status', '=', 'enabled')).execute(),
+    lockedAgainstDelete(
+      scope.dialect,
+      scope.selectFrom('webhook_endpoints').selectAll().where('webhook_endpoints.status', '=', 'enabled'),
+    ).execute(),
 
   async list(scope: TenantScope, page: { limit: number; offset: number }) {
     const [rows, total] = await Promise.all([
@@ -50,7 +54,8 @@ export const webhookEndpointsRepository = {
   update: (scope: TenantScope, id: string, patch: Updateable<WebhookEndpointTable>) =>
     scope.updateTable('webhook_endpoints').set(patch).where('webhook_endpoints.id', '=', id).execute(),
 
-  delete: (scope: TenantScope, id: string) => scope.deleteFrom('webhook_endpoints').where('webhook_endpoints.id', '=', id).executeTakeFirst(),
+  delete: (scope: TenantScope, id: string) =>
+    scope.deleteFrom('webhook_endpoints').where('webhook_endpoints.id', '=', id).executeTakeFirst(),
 };
 
 /**
@@ -69,13 +74,20 @@ export function takeStatement(scope: TenantScope, ids: readonly string[], at: { 
   const ofEvent = <T>(column: 'data' | 'conversation_id' | 'sequence' | 'created_at') =>
     sql<T | null>`(select ${sql.ref(`ev.${column}`)} from events ev
       where ev.account_id = webhook_deliveries.account_id and ev.id = webhook_deliveries.event_id)`;
-  const secrets = sql<string[] | string | null>`(select ${dialect.listOf('s.signing_secret')} from ${signingSecretsOf(scope.db, scope.accountId).as('s')})`;
+  const secrets = sql<
+    string[] | string | null
+  >`(select ${dialect.listOf('s.signing_secret')} from ${signingSecretsOf(scope.db, scope.accountId).as('s')})`;
   return scope
     .updateTable('webhook_deliveries')
     .set({ next_attempt_at: at.until })
     .where(dialect.isOneOf('webhook_deliveries.id', dialect.boundList(ids)))
     .where(isPending)
-    .where((eb) => eb.or([eb('webhook_deliveries.next_attempt_at', 'is', null), eb('webhook_deliveries.next_attempt_at', '<=', at.now)]))
+    .where((eb) =>
+      eb.or([
+        eb('webhook_deliveries.next_attempt_at', 'is', null),
+        eb('webhook_deliveries.next_attempt_at', '<=', at.now),
+      ]),
+    )
     .returningAll()
     .returning([
       ofEndpoint<string>('url').as('endpoint_url'),
@@ -104,7 +116,14 @@ export function updateIfUnchangedStatement(scope: TenantScope, changes: readonly
   const dialect = scope.dialect;
   const values = dialect.rowsOf(
     changes.map((change) => ({ ...change, attempts: change.attempts ?? null })),
-    { id: 'text', expected_next_attempt_at: 'text', attempts: 'text', status: 'text', next_attempt_at: 'text', updated_at: 'text' },
+    {
+      id: 'text',
+      expected_next_attempt_at: 'text',
+      attempts: 'text',
+      status: 'text',
+      next_attempt_at: 'text',
+      updated_at: 'text',
+    },
   );
   return scope
     .updateTable('webhook_deliveries')
@@ -123,8 +142,10 @@ export function updateIfUnchangedStatement(scope: TenantScope, changes: readonly
 }
 
 export const webhookDeliveriesRepository = {
-  insert: (scope: TenantScope, rows: Omit<WebhookDeliveryRow, 'account_id'> | Omit<WebhookDeliveryRow, 'account_id'>[]) =>
-    scope.insert('webhook_deliveries', rows),
+  insert: (
+    scope: TenantScope,
+    rows: Omit<WebhookDeliveryRow, 'account_id'> | Omit<WebhookDeliveryRow, 'account_id'>[],
+  ) => scope.insert('webhook_deliveries', rows),
 
   findById: (scope: TenantScope, endpointId: string, id: string) =>
     scope
@@ -134,7 +155,12 @@ export const webhookDeliveriesRepository = {
       .where('webhook_deliveries.id', '=', id)
       .executeTakeFirst(),
 
-  async list(scope: TenantScope, endpointId: string, filter: { status?: WebhookDeliveryRow['status'] | undefined }, page: { limit: number; offset: number }) {
+  async list(
+    scope: TenantScope,
+    endpointId: string,
+    filter: { status?: WebhookDeliveryRow['status'] | undefined },
+    page: { limit: number; offset: number },
+  ) {
     let base = scope.selectFrom('webhook_deliveries').where('webhook_deliveries.endpoint_id', '=', endpointId);
     if (filter.status) base = base.where('webhook_deliveries.status', '=', filter.status);
     const [rows, count] = await Promise.all([
@@ -190,12 +216,24 @@ export const webhookDeliveriesRepository = {
   async takeForAttempt(scope: TenantScope, ids: readonly string[], at: { now: string; until: string }) {
     const rows = await takeStatement(scope, ids, at).execute();
     return rows.map((row) => {
-      const { endpoint_url, endpoint_status, ev_data, ev_conversation_id, ev_sequence, ev_created_at, signing_secrets, ...delivery } = row;
+      const {
+        endpoint_url,
+        endpoint_status,
+        ev_data,
+        ev_conversation_id,
+        ev_sequence,
+        ev_created_at,
+        signing_secrets,
+        ...delivery
+      } = row;
       return {
         delivery,
         // An array on Postgres, the JSON text of one on SQLite (dialect.listOf); null without keys.
-        secrets: (typeof signing_secrets === 'string' ? JSON.parse(signing_secrets) : (signing_secrets ?? [])) as string[],
-        endpoint: endpoint_url === null || endpoint_status === null ? null : { url: endpoint_url, status: endpoint_status },
+        secrets: (typeof signing_secrets === 'string'
+          ? JSON.parse(signing_secrets)
+          : (signing_secrets ?? [])) as string[],
+        endpoint:
+          endpoint_url === null || endpoint_status === null ? null : { url: endpoint_url, status: endpoint_status },
         event:
           ev_data === null || ev_created_at === null
             ? null
@@ -214,7 +252,10 @@ export const webhookDeliveriesRepository = {
 
   /** The delivery, locked until the transaction ends, to record an attempt without losing another. */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.dialect, scope.selectFrom('webhook_deliveries').selectAll().where('webhook_deliveries.id', '=', id)).executeTakeFirst(),
+    lockedForUpdate(
+      scope.dialect,
+      scope.selectFrom('webhook_deliveries').selectAll().where('webhook_deliveries.id', '=', id),
+    ).executeTakeFirst(),
 
   /**
    * Changes pending deliveries, each only if its `next_attempt_at` still has the value that was read

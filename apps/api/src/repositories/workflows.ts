@@ -9,16 +9,26 @@ export type WorkflowRunRow = Selectable<WorkflowRunTable>;
 export const workflowsRepository = {
   /** The workflow unless it was deleted. */
   findById: (scope: TenantScope, id: string) =>
-    scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).where('workflows.deleted_at', 'is', null).executeTakeFirst(),
+    scope
+      .selectFrom('workflows')
+      .selectAll()
+      .where('workflows.id', '=', id)
+      .where('workflows.deleted_at', 'is', null)
+      .executeTakeFirst(),
 
   /** The workflow, deleted or not: its runs stay readable. */
-  findByIdIncludingDeleted: (scope: TenantScope, id: string) => scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).executeTakeFirst(),
+  findByIdIncludingDeleted: (scope: TenantScope, id: string) =>
+    scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).executeTakeFirst(),
 
   /** The workflow unless it was deleted, held until the transaction ends (Postgres). */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
     lockedForUpdate(
       scope.dialect,
-      scope.selectFrom('workflows').selectAll().where('workflows.id', '=', id).where('workflows.deleted_at', 'is', null),
+      scope
+        .selectFrom('workflows')
+        .selectAll()
+        .where('workflows.id', '=', id)
+        .where('workflows.deleted_at', 'is', null),
     ).executeTakeFirst(),
 
   /** The enabled workflows whose trigger is this event type. */
@@ -72,14 +82,18 @@ const filteredRuns = (scope: TenantScope, filter: RunFilter) => {
 };
 
 export const workflowRunsRepository = {
-  findById: (scope: TenantScope, id: string) => scope.selectFrom('workflow_runs').selectAll().where('workflow_runs.id', '=', id).executeTakeFirst(),
+  findById: (scope: TenantScope, id: string) =>
+    scope.selectFrom('workflow_runs').selectAll().where('workflow_runs.id', '=', id).executeTakeFirst(),
 
   /**
    * The run, its row locked until the transaction ends: the worker advances a run only while
    * holding it, so two workers that both hold its job never run the same step twice.
    */
   findByIdForUpdate: (scope: TenantScope, id: string) =>
-    lockedForUpdate(scope.dialect, scope.selectFrom('workflow_runs').selectAll().where('workflow_runs.id', '=', id)).executeTakeFirst(),
+    lockedForUpdate(
+      scope.dialect,
+      scope.selectFrom('workflow_runs').selectAll().where('workflow_runs.id', '=', id),
+    ).executeTakeFirst(),
 
   /** Newest first, ties by id descending. */
   async list(scope: TenantScope, filter: RunFilter, page: { limit: number; offset: number }) {
@@ -129,5 +143,9 @@ export const workflowRunsRepository = {
 
   /** Runs outlive their contact: they keep everything else, with contact_id null. */
   detachContact: (scope: TenantScope, contactId: string, at: string) =>
-    scope.updateTable('workflow_runs').set({ contact_id: null, updated_at: at }).where('workflow_runs.contact_id', '=', contactId).execute(),
+    scope
+      .updateTable('workflow_runs')
+      .set({ contact_id: null, updated_at: at })
+      .where('workflow_runs.contact_id', '=', contactId)
+      .execute(),
 };

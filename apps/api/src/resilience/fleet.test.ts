@@ -58,22 +58,39 @@ function haproxyAvailable(): boolean {
   return false;
 }
 
-const AVAILABLE = postgresClusterAvailable('the fleet drill') && binariesAvailable(['redis-server'], 'the fleet drill') && haproxyAvailable();
+const AVAILABLE =
+  postgresClusterAvailable('the fleet drill') &&
+  binariesAvailable(['redis-server'], 'the fleet drill') &&
+  haproxyAvailable();
 
 /**
  * One GET through node:http, which shows the Connection header that fetch keeps to itself, on a
  * keep-alive connection: a `Connection: close` in the answer is the server's choice.
  */
-function rawGet(origin: string, path: string, key?: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: any }> {
+function rawGet(
+  origin: string,
+  path: string,
+  key?: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: any }> {
   const agent = new Agent({ keepAlive: true });
   return new Promise<{ status: number; headers: IncomingHttpHeaders; body: any }>((resolve, reject) => {
-    const req = httpRequest(`${origin}${path}`, { headers: key ? { authorization: `Bearer ${key}` } : {}, agent }, (res) => {
-      let text = '';
-      res.on('data', (chunk) => {
-        text += String(chunk);
-      });
-      res.on('end', () => resolve({ status: res.statusCode as number, headers: res.headers, body: text ? JSON.parse(text) : undefined }));
-    });
+    const req = httpRequest(
+      `${origin}${path}`,
+      { headers: key ? { authorization: `Bearer ${key}` } : {}, agent },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk) => {
+          text += String(chunk);
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode as number,
+            headers: res.headers,
+            body: text ? JSON.parse(text) : undefined,
+          }),
+        );
+      },
+    );
     req.once('error', reject);
     req.setTimeout(5_000, () => req.destroy(new Error('timed out')));
     req.end();
@@ -163,14 +180,46 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
       json(await convoServer(common, 'keys', 'create', '--account', account, '--type', type, '--json')).key;
     const lbPort = await freePort();
     lb = `http://127.0.0.1:${lbPort}`;
-    apiEnv = { ...common, CONVO_WORKER: 'false', CONVO_TRUSTED_PROXIES: 'loopback', CONVO_DRAIN_SECONDS: String(DRAIN_SECONDS), CONVO_PUBLIC_URL: lb };
+    apiEnv = {
+      ...common,
+      CONVO_WORKER: 'false',
+      CONVO_TRUSTED_PROXIES: 'loopback',
+      CONVO_DRAIN_SECONDS: String(DRAIN_SECONDS),
+      CONVO_PUBLIC_URL: lb,
+    };
     await Promise.all([
       (async () => {
-        accountId = json(await convoServer(common, 'accounts', 'create', '--name', 'Fleet', '--plan', 'enterprise', '--rpm', '1000000', '--json')).id;
+        accountId = json(
+          await convoServer(
+            common,
+            'accounts',
+            'create',
+            '--name',
+            'Fleet',
+            '--plan',
+            'enterprise',
+            '--rpm',
+            '1000000',
+            '--json',
+          ),
+        ).id;
         [key] = await Promise.all([keyOf(accountId, 'full_access'), keyOf(accountId, 'webhook')]);
       })(),
       (async () => {
-        const id = json(await convoServer(common, 'accounts', 'create', '--name', 'Limited', '--plan', 'enterprise', '--rpm', String(L), '--json')).id;
+        const id = json(
+          await convoServer(
+            common,
+            'accounts',
+            'create',
+            '--name',
+            'Limited',
+            '--plan',
+            'enterprise',
+            '--rpm',
+            String(L),
+            '--json',
+          ),
+        ).id;
         limited = { id, key: await keyOf(id, 'full_access') };
       })(),
     ]);
@@ -189,7 +238,10 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
       `${lb}/healthz`,
     );
     database = openDatabase(databaseUrl);
-    const endpoint = await send(lb, 'POST', '/v1/webhook_endpoints', { key, body: { url: receiver.url, events: ['contact.created'] } });
+    const endpoint = await send(lb, 'POST', '/v1/webhook_endpoints', {
+      key,
+      body: { url: receiver.url, events: ['contact.created'] },
+    });
     expect(endpoint.status, describeAnswer(endpoint)).toBe(201);
   }, 90_000);
 
@@ -236,10 +288,19 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
       receiver.settings.holdMs = 3_000;
       await waitFor(
         async () => {
-          const held = await database.db.selectFrom('jobs').select('payload').where('locked_by', '=', victimId).where('kind', '=', 'deliver_webhook').execute();
+          const held = await database.db
+            .selectFrom('jobs')
+            .select('payload')
+            .where('locked_by', '=', victimId)
+            .where('kind', '=', 'deliver_webhook')
+            .execute();
           const ids = held.map((job) => (JSON.parse(job.payload) as { deliveryId: string }).deliveryId);
           if (ids.length === 0) return false;
-          const sending = await database.db.selectFrom('webhook_deliveries').select('event_id').where('id', 'in', ids).execute();
+          const sending = await database.db
+            .selectFrom('webhook_deliveries')
+            .select('event_id')
+            .where('id', 'in', ids)
+            .execute();
           return sending.some((delivery) => receiver.holding.has(delivery.event_id));
         },
         'the first worker to be making a delivery',
@@ -250,13 +311,22 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
       expect(await victim.kill('SIGKILL')).toBe('SIGKILL');
       receiver.settings.holdMs = 100;
       // What it died holding: nobody else may run these until their lease runs out.
-      orphans = await database.db.selectFrom('jobs').select(['id', 'locked_until']).where('locked_by', '=', victimId).execute();
+      orphans = await database.db
+        .selectFrom('jobs')
+        .select(['id', 'locked_until'])
+        .where('locked_by', '=', victimId)
+        .execute();
 
       const drained = apis[0] as ServerProcess;
       const signalledAt = Date.now();
       drained.child.kill('SIGTERM');
       // Out of the balancer's rotation at once, and still serving, closing each connection it answers.
-      await waitFor(async () => (await rawGet(drained.origin, '/readyz')).status === 503, '/readyz to answer 503', 2_000, 10);
+      await waitFor(
+        async () => (await rawGet(drained.origin, '/readyz')).status === 503,
+        '/readyz to answer 503',
+        2_000,
+        10,
+      );
       const during = await rawGet(drained.origin, '/v1/contacts?limit=1', key);
       expect(during.status).toBe(200);
       expect(during.headers.connection).toBe('close');
@@ -280,7 +350,11 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
     expect(receiver.abandoned.size).toBeGreaterThan(0);
     // Renewed every third of it while the worker lived: no lease outlasted it by more than one lease.
     for (const job of orphans) expect(Date.parse(job.locked_until as string)).toBeLessThanOrEqual(killedAt + LEASE_MS);
-    const events = await database.db.selectFrom('events').select(['id', 'created_at']).where('type', '=', 'contact.created').execute();
+    const events = await database.db
+      .selectFrom('events')
+      .select(['id', 'created_at'])
+      .where('type', '=', 'contact.created')
+      .execute();
     expect(events.length).toBe(acknowledged.length);
     const deadline = killedAt + LEASE_MS + 5_000;
     await waitFor(
@@ -309,7 +383,8 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
   });
 
   it('serves exactly L of 2L requests spread over the 3 instances (one count in Redis, under its prefix)', async () => {
-    const get = (i: number) => send((apis[i % 3] as ServerProcess).origin, 'GET', '/v1/contacts?limit=1', { key: limited.key });
+    const get = (i: number) =>
+      send((apis[i % 3] as ServerProcess).origin, 'GET', '/v1/contacts?limit=1', { key: limited.key });
     // One to each instance first, so that each is known to count, then the rest all at once.
     const answers: Answer[] = [];
     for (const i of [0, 1, 2]) answers.push(await get(i));
@@ -326,8 +401,13 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
     try {
       for (let i = 0; i < L; i++) await elsewhere.consume(limited.id, L);
       await expect(elsewhere.consume(limited.id, L)).rejects.toMatchObject({ code: 'rate_limited' });
-      expect((await admin.keys(`*${limited.id}*`)).sort()).toEqual([`elsewhere:rpm${L}:${limited.id}`, `${REDIS_PREFIX}rpm${L}:${limited.id}`]);
-      expect((await admin.keys('*')).filter((k) => !k.startsWith(REDIS_PREFIX) && !k.startsWith('elsewhere:'))).toEqual([]);
+      expect((await admin.keys(`*${limited.id}*`)).sort()).toEqual([
+        `elsewhere:rpm${L}:${limited.id}`,
+        `${REDIS_PREFIX}rpm${L}:${limited.id}`,
+      ]);
+      expect((await admin.keys('*')).filter((k) => !k.startsWith(REDIS_PREFIX) && !k.startsWith('elsewhere:'))).toEqual(
+        [],
+      );
     } finally {
       await elsewhere.close();
       admin.disconnect();
@@ -335,8 +415,11 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
   });
 
   it('refuses a revoked key on the very next request to each instance', async () => {
-    const fresh = json(await convoServer(common, 'keys', 'create', '--account', accountId, '--type', 'read_only', '--json'));
-    for (const api of apis) expect((await send(api.origin, 'GET', '/v1/contacts?limit=1', { key: fresh.key })).status).toBe(200);
+    const fresh = json(
+      await convoServer(common, 'keys', 'create', '--account', accountId, '--type', 'read_only', '--json'),
+    );
+    for (const api of apis)
+      expect((await send(api.origin, 'GET', '/v1/contacts?limit=1', { key: fresh.key })).status).toBe(200);
     await convoServer(common, 'keys', 'revoke', fresh.id);
     for (const api of apis) {
       const answer = await send(api.origin, 'GET', '/v1/contacts?limit=1', { key: fresh.key });
@@ -350,7 +433,8 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
     for (let i = 0; i < acknowledged.length; i += 25) {
       const batch = acknowledged.slice(i, i + 25);
       const answers = await Promise.all(batch.map((contact) => send(lb, 'GET', `/v1/contacts/${contact.id}`, { key })));
-      for (const [j, answer] of answers.entries()) if (answer.status !== 200 || answer.body?.phone !== batch[j]?.phone) missing.push(describeAnswer(answer));
+      for (const [j, answer] of answers.entries())
+        if (answer.status !== 200 || answer.body?.phone !== batch[j]?.phone) missing.push(describeAnswer(answer));
     }
     expect(missing).toEqual([]);
     const list = await send(lb, 'GET', '/v1/contacts?limit=1', { key });
@@ -370,7 +454,9 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
     await expect(worker).rejects.toThrow(/exited \(1\)/);
     const untouched = openDatabase(cluster.url('untouched'));
     try {
-      const tables = await sql<{ table_name: string }>`select table_name from information_schema.tables where table_schema = 'public'`.execute(untouched.db);
+      const tables = await sql<{
+        table_name: string;
+      }>`select table_name from information_schema.tables where table_schema = 'public'`.execute(untouched.db);
       expect(tables.rows).toEqual([]);
     } finally {
       await untouched.destroy();

@@ -21,7 +21,8 @@ declare module 'vitest' {
 }
 
 /** Debian installs it in /usr/sbin, which is not on every PATH. */
-export const findPgBouncer = (): string | undefined => findBinary('pgbouncer') ?? (existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : undefined);
+export const findPgBouncer = (): string | undefined =>
+  findBinary('pgbouncer') ?? (existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : undefined);
 
 export interface PgBouncer {
   /** `postgres://127.0.0.1:<port>`, without user or database. */
@@ -74,9 +75,15 @@ export async function startPgBouncer(upstreamUrl: string): Promise<PgBouncer> {
   // pgbouncer refuses to run as root: it switches to the postgres user, which must read its folder.
   const asRoot = process.getuid?.() === 0;
   if (asRoot) {
-    chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })));
+    chownSync(
+      dir,
+      Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })),
+      Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })),
+    );
   }
-  const child = spawn(binary, [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(binary, [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const collect = (chunk: unknown) => {
     output = (output + String(chunk)).slice(-20_000);
@@ -105,7 +112,8 @@ export async function startPgBouncer(upstreamUrl: string): Promise<PgBouncer> {
   try {
     await waitFor(
       async () => {
-        if (!running()) throw new Error(`pgbouncer exited (${child.exitCode ?? child.signalCode}) before it listened:\n${output}`);
+        if (!running())
+          throw new Error(`pgbouncer exited (${child.exitCode ?? child.signalCode}) before it listened:\n${output}`);
         return accepts(port);
       },
       `pgbouncer on port ${port}`,
@@ -133,7 +141,10 @@ function accepts(port: number): Promise<boolean> {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  if (!findPgBouncer()) throw new Error('the HTTP suite through PgBouncer needs pgbouncer, not found on PATH or in /usr/sbin (required under CI=true)');
+  if (!findPgBouncer())
+    throw new Error(
+      'the HTTP suite through PgBouncer needs pgbouncer, not found on PATH or in /usr/sbin (required under CI=true)',
+    );
   const bouncer = await startPgBouncer(process.env.TEST_DATABASE_URL || DEFAULT_TEST_POSTGRES_URL);
   project.provide('pgbouncerUrl', bouncer.url);
   return bouncer.stop;

@@ -48,7 +48,11 @@ describe.skipIf(!HAVE_CLUSTER)('a Postgres restart under load', () => {
     const database = openDatabase(cluster.url('convo'));
     try {
       await migrateToLatest(database.db);
-      const account = await accountsService.createAccount(database, { name: 'Restart', plan: 'enterprise', rateLimitRpm: 1_000_000 });
+      const account = await accountsService.createAccount(database, {
+        name: 'Restart',
+        plan: 'enterprise',
+        rateLimitRpm: 1_000_000,
+      });
       key = (await accountsService.createKey(database, { accountId: account.id, type: 'full_access' })).key;
     } finally {
       await database.destroy();
@@ -86,7 +90,11 @@ describe.skipIf(!HAVE_CLUSTER)('a Postgres restart under load', () => {
             ['GET', `/v1/contacts/${existingId}`, undefined],
             ['POST', '/v1/contacts', { phone }],
           ] as const) {
-            pending.push(send(s.origin, method, path, { key, body, timeoutMs: MAX_ANSWER_MS * 2 }).then((a) => void answers.push(a)));
+            pending.push(
+              send(s.origin, method, path, { key, body, timeoutMs: MAX_ANSWER_MS * 2 }).then(
+                (a) => void answers.push(a),
+              ),
+            );
           }
           // The stream's pace, the load under test: not a wait for the server.
           await sleep(100);
@@ -98,7 +106,11 @@ describe.skipIf(!HAVE_CLUSTER)('a Postgres restart under load', () => {
       const busyWriter = async () => {
         while (streaming) {
           const phone = `+1416${String(6_000_000 + phones++).padStart(7, '0')}`;
-          const answer = await send(s.origin, 'POST', '/v1/contacts', { key, body: { phone }, timeoutMs: MAX_ANSWER_MS * 2 });
+          const answer = await send(s.origin, 'POST', '/v1/contacts', {
+            key,
+            body: { phone },
+            timeoutMs: MAX_ANSWER_MS * 2,
+          });
           answers.push(answer);
           // A failed writer paces itself as a client would, rather than spinning through the outage.
           if (answer.status !== 201) await sleep(20);
@@ -107,13 +119,20 @@ describe.skipIf(!HAVE_CLUSTER)('a Postgres restart under load', () => {
       const writers = Array.from({ length: BUSY_WRITERS }, busyWriter);
 
       const succeeded = (a: Answer) => a.status === (a.method === 'POST' ? 201 : 200);
-      // Postgres goes away once the server has answered under the load (the checks below want more than 5 answers before).
-      await vi.waitFor(() => expect(answers.filter(succeeded).length).toBeGreaterThan(10), { timeout: 20_000, interval: 20 });
+      // Postgres goes away once the server has answered under the load (the checks below want more than 5 answers
+      // before).
+      await vi.waitFor(() => expect(answers.filter(succeeded).length).toBeGreaterThan(10), {
+        timeout: 20_000,
+        interval: 20,
+      });
       const downAt = Date.now();
       await c.stop(mode);
       const stoppedAt = Date.now();
       // /readyz is asked once a request sent during the outage has failed.
-      await vi.waitFor(() => expect(answers.some((a) => a.sentAt >= stoppedAt && !succeeded(a))).toBe(true), { timeout: 20_000, interval: 20 });
+      await vi.waitFor(() => expect(answers.some((a) => a.sentAt >= stoppedAt && !succeeded(a))).toBe(true), {
+        timeout: 20_000,
+        interval: 20,
+      });
       const readyWhileDown = await send(s.origin, 'GET', '/readyz', { timeoutMs: MAX_ANSWER_MS * 2 });
       // The outage itself, the subject of the test: Postgres stays down this long under the load.
       await sleep(1_500);
@@ -163,7 +182,9 @@ describe.skipIf(!HAVE_CLUSTER)('a Postgres restart under load', () => {
       // Every acknowledged write survived the restart.
       const written = answers.filter((a) => a.method === 'POST' && a.status === 201);
       for (let i = 0; i < written.length; i += 25) {
-        const reads = await Promise.all(written.slice(i, i + 25).map((a) => send(s.origin, 'GET', `/v1/contacts/${a.body.id}`, { key })));
+        const reads = await Promise.all(
+          written.slice(i, i + 25).map((a) => send(s.origin, 'GET', `/v1/contacts/${a.body.id}`, { key })),
+        );
         for (const read of reads) expect(read.status, describeAnswer(read)).toBe(200);
       }
       const lastFailure = Math.max(...answers.filter((a) => !succeeded(a)).map((a) => a.sentAt));

@@ -31,7 +31,12 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000, everyMs = 50): Promise<void> {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 20_000,
+  everyMs = 50,
+): Promise<void> {
   const start = Date.now();
   while (!(await check())) {
     if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
@@ -126,14 +131,18 @@ export async function stopAll(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // convo-server serve
 
-/** The command's bin, whose shebang (`/usr/bin/env -S node …`) execs node with NODE_FLAGS: the README's production line. */
+/**
+ * The command's bin, whose shebang (`/usr/bin/env -S node …`) execs node with NODE_FLAGS: the README's production line.
+ */
 export const BIN_SCRIPT = join(API_DIR, 'bin', 'convo-server.js');
 
 /**
  * The node flags of the command's shebang (apps/api/bin/convo-server.js), which the README's
  * production lines pass too: the processes here run with the memory settings of production.
  */
-export const NODE_FLAGS: readonly string[] = (readFileSync(BIN_SCRIPT, 'utf8').split('\n')[0] as string).split(/\s+/).filter((arg) => arg.startsWith('--'));
+export const NODE_FLAGS: readonly string[] = (readFileSync(BIN_SCRIPT, 'utf8').split('\n')[0] as string)
+  .split(/\s+/)
+  .filter((arg) => arg.startsWith('--'));
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -162,7 +171,16 @@ export async function startServer(
   const path = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`;
   const child = track(
     spawn(command, args, {
-      env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', CONVO_WORKER: 'false', HOST: '127.0.0.1', PATH: path, ...env, PORT: String(port) },
+      env: {
+        ...process.env,
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'silent',
+        CONVO_WORKER: 'false',
+        HOST: '127.0.0.1',
+        PATH: path,
+        ...env,
+        PORT: String(port),
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     }),
   );
@@ -171,7 +189,9 @@ export async function startServer(
     stderr += String(chunk);
     debug(`${name}:${port}`, chunk);
   });
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
   const origin = `http://127.0.0.1:${port}`;
   const server: ServerProcess = {
     child,
@@ -213,7 +233,10 @@ export interface WorkerProcess {
 }
 
 /** Starts `convo-server worker` and waits until it says it runs. */
-export async function startWorkerProcess(env: Record<string, string | undefined>, name = 'worker'): Promise<WorkerProcess> {
+export async function startWorkerProcess(
+  env: Record<string, string | undefined>,
+  name = 'worker',
+): Promise<WorkerProcess> {
   const child = track(
     spawn(process.execPath, [...NODE_FLAGS, BIN, 'worker'], {
       env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env },
@@ -225,7 +248,9 @@ export async function startWorkerProcess(env: Record<string, string | undefined>
     stderr += String(chunk);
     debug(name, chunk);
   });
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
   const worker: WorkerProcess = {
     child,
     stderr: () => stderr,
@@ -250,10 +275,15 @@ export async function startWorkerProcess(env: Record<string, string | undefined>
 /** Runs a `convo-server` command to its end; its stdout, or an error with its stderr. */
 export async function convoServer(env: Record<string, string | undefined>, ...args: string[]): Promise<string> {
   try {
-    const { stdout } = await run(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env }, timeout: 30_000 });
+    const { stdout } = await run(process.execPath, [BIN, ...args], {
+      env: { ...process.env, LOG_LEVEL: 'silent', ...env },
+      timeout: 30_000,
+    });
     return stdout;
   } catch (error) {
-    throw new Error(`convo-server ${args.join(' ')} failed: ${String(error)}\n${(error as { stderr?: string }).stderr ?? ''}`);
+    throw new Error(
+      `convo-server ${args.join(' ')} failed: ${String(error)}\n${(error as { stderr?: string }).stderr ?? ''}`,
+    );
   }
 }
 
@@ -261,10 +291,18 @@ export async function convoServer(env: Record<string, string | undefined>, ...ar
 // HAProxy
 
 /** Debian installs it in /usr/sbin, which is not on every PATH. */
-export const findHaproxy = (): string | undefined => findBinary('haproxy') ?? (existsSync('/usr/sbin/haproxy') ? '/usr/sbin/haproxy' : undefined);
+export const findHaproxy = (): string | undefined =>
+  findBinary('haproxy') ?? (existsSync('/usr/sbin/haproxy') ? '/usr/sbin/haproxy' : undefined);
 
-/** Starts `haproxy -f config` in the foreground (the config reads its addresses from `env`); resolves once `probeUrl` answers. */
-export async function startHaproxy(config: string, env: Record<string, string>, probeUrl: string): Promise<{ kill(): Promise<void> }> {
+/**
+ * Starts `haproxy -f config` in the foreground (the config reads its addresses from `env`); resolves once `probeUrl`
+ * answers.
+ */
+export async function startHaproxy(
+  config: string,
+  env: Record<string, string>,
+  probeUrl: string,
+): Promise<{ kill(): Promise<void> }> {
   const child = track(
     spawn(findHaproxy() ?? 'haproxy', ['-db', '-f', config], {
       env: { ...process.env, ...env },
@@ -319,7 +357,12 @@ export interface Answer {
 }
 
 /** One request that never throws: a transport failure or a timeout is reported in `error`. */
-export async function send(origin: string, method: string, path: string, options: { key?: string; body?: unknown; timeoutMs?: number } = {}): Promise<Answer> {
+export async function send(
+  origin: string,
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown; timeoutMs?: number } = {},
+): Promise<Answer> {
   const sentAt = Date.now();
   const headers: Record<string, string> = {};
   if (options.key) headers.authorization = `Bearer ${options.key}`;
@@ -336,7 +379,17 @@ export async function send(origin: string, method: string, path: string, options
     try {
       body = text ? JSON.parse(text) : undefined;
     } catch {}
-    return { method, path, sentAt, ms: Date.now() - sentAt, status: response.status, body, text, headers: response.headers, error: undefined };
+    return {
+      method,
+      path,
+      sentAt,
+      ms: Date.now() - sentAt,
+      status: response.status,
+      body,
+      text,
+      headers: response.headers,
+      error: undefined,
+    };
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code;
     return {
@@ -353,7 +406,8 @@ export async function send(origin: string, method: string, path: string, options
   }
 }
 
-export const describeAnswer = (a: Answer) => `${a.method} ${a.path} after ${a.ms} ms: ${a.error ?? `${a.status} ${a.text.slice(0, 300)}`}`;
+export const describeAnswer = (a: Answer) =>
+  `${a.method} ${a.path} after ${a.ms} ms: ${a.error ?? `${a.status} ${a.text.slice(0, 300)}`}`;
 
 // ---------------------------------------------------------------------------------------------
 // redis-server
@@ -370,9 +424,13 @@ export async function startRedis(): Promise<RedisProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'convo-redis-'));
   cleanups.add(() => rmSync(dir, { recursive: true, force: true }));
   const child = track(
-    spawn(findBinary('redis-server') ?? 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
+    spawn(
+      findBinary('redis-server') ?? 'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    ),
   );
   let output = '';
   child.stdout?.on('data', (chunk) => {
@@ -454,7 +512,16 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
     const runuser = findBinary('runuser') ?? (existsSync('/usr/sbin/runuser') ? '/usr/sbin/runuser' : undefined);
     asUser = runuser
       ? (command, args) => [runuser, ['-u', 'postgres', '--', command, ...args]]
-      : (command, args) => ['su', ['postgres', '-s', '/bin/sh', '-c', [command, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ')]];
+      : (command, args) => [
+          'su',
+          [
+            'postgres',
+            '-s',
+            '/bin/sh',
+            '-c',
+            [command, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' '),
+          ],
+        ];
   }
   const tool = async (command: string, args: string[], timeoutMs = 30_000) => {
     const [file, argv] = asUser(command, args);
@@ -483,7 +550,19 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
     port,
     url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
     // -l: pg_ctl must not hand our pipes to the postmaster, or the call would never finish.
-    start: () => tool(pgCtl, ['-D', data, '-l', log, '-w', '-t', '30', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, 'start']),
+    start: () =>
+      tool(pgCtl, [
+        '-D',
+        data,
+        '-l',
+        log,
+        '-w',
+        '-t',
+        '30',
+        '-o',
+        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`,
+        'start',
+      ]),
     stop: (mode = 'fast') => tool(pgCtl, ['-D', data, '-w', '-t', '30', '-m', mode, 'stop']),
     async destroy() {
       if (destroyed) return;

@@ -4,7 +4,17 @@ import { migrateToLatest } from '../db/migrate.js';
 import { PLAN_RATE_LIMITS, accountsService } from '../services/accounts.js';
 import { ensureBuilt } from '../testing/built-bin.js';
 import { type TestDatabase, createTestDatabase, postgresAvailable } from '../testing/databases.js';
-import { type Answer, type ServerProcess, binariesAvailable, describeAnswer, send, sleep, startRedis, startServer, stopAll } from './processes.js';
+import {
+  type Answer,
+  type ServerProcess,
+  binariesAvailable,
+  describeAnswer,
+  send,
+  sleep,
+  startRedis,
+  startServer,
+  stopAll,
+} from './processes.js';
 
 /**
  * The per-account limit holds across server processes that share a store: 2×L requests sent at
@@ -45,7 +55,11 @@ interface Sent {
 /** 2×L requests per key, all in flight at once, alternating between the servers. */
 async function burst(servers: ServerProcess[], keys: string[]): Promise<Sent[]> {
   const request = (server: number, key: string) =>
-    send((servers[server] as ServerProcess).origin, 'GET', '/v1/contacts?limit=1', { key }).then((answer) => ({ server, key, answer }));
+    send((servers[server] as ServerProcess).origin, 'GET', '/v1/contacts?limit=1', { key }).then((answer) => ({
+      server,
+      key,
+      answer,
+    }));
   // Each server counts one request of each account first, so that both are known to share the
   // count; the rest of the 2×L go at once, alternating between the servers.
   const first: Sent[] = [];
@@ -82,7 +96,10 @@ describe.skipIf(!HAVE_POSTGRES)('rate limits shared by two server processes thro
   beforeAll(async () => {
     ensureBuilt();
     setup = await setUp();
-    const started = await Promise.all([startServer({ DATABASE_URL: setup.testDb.url }, 'pg-1'), startServer({ DATABASE_URL: setup.testDb.url }, 'pg-2')]);
+    const started = await Promise.all([
+      startServer({ DATABASE_URL: setup.testDb.url }, 'pg-1'),
+      startServer({ DATABASE_URL: setup.testDb.url }, 'pg-2'),
+    ]);
     servers.push(...started);
   });
   afterAll(async () => {
@@ -98,7 +115,8 @@ describe.skipIf(!HAVE_POSTGRES)('rate limits shared by two server processes thro
     expectExactlyL(of(sent, b));
     // Both processes admitted requests of each account, and both are still up.
     for (const [index, server] of servers.entries()) {
-      for (const key of [a, b]) expect(sent.some((s) => s.server === index && s.key === key && s.answer.status === 200)).toBe(true);
+      for (const key of [a, b])
+        expect(sent.some((s) => s.server === index && s.key === key && s.answer.status === 200)).toBe(true);
       expect(server.running(), server.stderr()).toBe(true);
     }
   });
@@ -141,9 +159,10 @@ describe.skipIf(!HAVE_REDIS)('rate limits shared by two server processes through
         const server = i % 2;
         const key = Math.floor(i / 2) % 2 ? b : a;
         pending.push(
-          send((servers[server] as ServerProcess).origin, 'GET', '/v1/contacts?limit=1', { key, timeoutMs: 5_000 }).then(
-            (answer) => void sent.push({ server, key, answer }),
-          ),
+          send((servers[server] as ServerProcess).origin, 'GET', '/v1/contacts?limit=1', {
+            key,
+            timeoutMs: 5_000,
+          }).then((answer) => void sent.push({ server, key, answer })),
         );
       }
     }

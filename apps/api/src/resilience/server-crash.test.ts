@@ -23,7 +23,11 @@ for (const dialect of ACTIVE_DIALECTS) {
       const database = openDatabase(testDb.url);
       try {
         await migrateToLatest(database.db);
-        const account = await accountsService.createAccount(database, { name: 'Crash', plan: 'enterprise', rateLimitRpm: 1_000_000 });
+        const account = await accountsService.createAccount(database, {
+          name: 'Crash',
+          plan: 'enterprise',
+          rateLimitRpm: 1_000_000,
+        });
         key = (await accountsService.createKey(database, { accountId: account.id, type: 'full_access' })).key;
       } finally {
         await database.destroy();
@@ -44,7 +48,11 @@ for (const dialect of ACTIVE_DIALECTS) {
       const lane = async () => {
         for (;;) {
           const phone = `+1415${String(5_000_000 + counter++).padStart(7, '0')}`;
-          const answer = await send(first.origin, 'POST', '/v1/contacts', { key, body: { phone, name: `Crash ${counter}` }, timeoutMs: 10_000 });
+          const answer = await send(first.origin, 'POST', '/v1/contacts', {
+            key,
+            body: { phone, name: `Crash ${counter}` },
+            timeoutMs: 10_000,
+          });
           if (answer.status === 201) {
             expect(answer.body?.phone, describeAnswer(answer)).toBe(phone);
             acknowledged.push({ id: answer.body.id, phone });
@@ -69,10 +77,13 @@ for (const dialect of ACTIVE_DIALECTS) {
       const second = await startServer({ DATABASE_URL: url }, `crash-${dialect}-2`);
       const missing: string[] = [];
       for (let i = 0; i < acknowledged.length; i += 20) {
-        const answers = await Promise.all(acknowledged.slice(i, i + 20).map((c) => send(second.origin, 'GET', `/v1/contacts/${c.id}`, { key })));
+        const answers = await Promise.all(
+          acknowledged.slice(i, i + 20).map((c) => send(second.origin, 'GET', `/v1/contacts/${c.id}`, { key })),
+        );
         for (const [j, answer] of answers.entries()) {
           const contact = acknowledged[i + j] as { id: string; phone: string };
-          if (answer.status !== 200 || answer.body?.phone !== contact.phone) missing.push(`${contact.id}: ${describeAnswer(answer)}`);
+          if (answer.status !== 200 || answer.body?.phone !== contact.phone)
+            missing.push(`${contact.id}: ${describeAnswer(answer)}`);
         }
       }
       expect(missing, `${missing.length} of ${acknowledgedCount} acknowledged contacts are missing`).toEqual([]);

@@ -11,10 +11,16 @@ export const PLANS = ['free', 'starter', 'growth', 'business', 'enterprise'] as 
 export const KEY_TYPES = ['full_access', 'read_only', 'webhook'] as const satisfies readonly KeyType[];
 
 /** Requests per minute by plan; enterprise accounts carry their own number. */
-export const PLAN_RATE_LIMITS: Record<Exclude<Plan, 'enterprise'>, number> = { free: 60, starter: 120, growth: 300, business: 600 };
+export const PLAN_RATE_LIMITS: Record<Exclude<Plan, 'enterprise'>, number> = {
+  free: 60,
+  starter: 120,
+  growth: 300,
+  business: 600,
+};
 
 export const rateLimitOf = (account: Pick<AccountRow, 'plan' | 'rate_limit_rpm'>): number =>
-  account.rate_limit_rpm ?? (account.plan === 'enterprise' ? PLAN_RATE_LIMITS.business : PLAN_RATE_LIMITS[account.plan]);
+  account.rate_limit_rpm ??
+  (account.plan === 'enterprise' ? PLAN_RATE_LIMITS.business : PLAN_RATE_LIMITS[account.plan]);
 
 export interface KeyRecord {
   id: string;
@@ -62,7 +68,10 @@ export type { Principal } from './key-cache.js';
 const TOUCH_INTERVAL_MS = 60_000;
 
 export const accountsService = {
-  async createAccount(database: DatabaseHandle, input: { name: string; plan: Plan; rateLimitRpm?: number | undefined }): Promise<AccountRow> {
+  async createAccount(
+    database: DatabaseHandle,
+    input: { name: string; plan: Plan; rateLimitRpm?: number | undefined },
+  ): Promise<AccountRow> {
     if (input.plan === 'enterprise' && input.rateLimitRpm === undefined) {
       throw new Error('An enterprise account needs its own rate limit (--rpm N)');
     }
@@ -106,7 +115,8 @@ export const accountsService = {
   /** Revokes a key of `accountId` (the console's revoke); another account's key is 404, as in the API. */
   async revokeAccountKey(database: DatabaseHandle, accountId: string, keyId: string): Promise<KeyRecord> {
     const existing = await apiKeysRepository.findById(database.db, keyId);
-    if (!existing || existing.account_id !== accountId || existing.revoked_at !== null) throw ApiError.notFound('key', keyId);
+    if (!existing || existing.account_id !== accountId || existing.revoked_at !== null)
+      throw ApiError.notFound('key', keyId);
     await revoke(database, keyId);
     return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
   },
@@ -155,7 +165,11 @@ async function lookUpKey(database: DatabaseHandle, keyHash: string): Promise<Kno
 function bearerKey(authorization: string | undefined): string {
   const match = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '');
   if (!match?.[1])
-    throw ApiError.unauthorized(authorization ? 'Authorization must be "Bearer <API key>"' : 'Missing API key: send "Authorization: Bearer <API key>"');
+    throw ApiError.unauthorized(
+      authorization
+        ? 'Authorization must be "Bearer <API key>"'
+        : 'Missing API key: send "Authorization: Bearer <API key>"',
+    );
   return match[1];
 }
 

@@ -18,10 +18,14 @@ import { startRun } from './workflows.js';
 const runningWorkflow = new AsyncLocalStorage<string>();
 
 /** Runs `work` as a step of a run of `workflowId` (run-workflow.ts): the loop guard's context. */
-export const asRunOf = <T>(workflowId: string, work: () => Promise<T>): Promise<T> => runningWorkflow.run(workflowId, work);
+export const asRunOf = <T>(workflowId: string, work: () => Promise<T>): Promise<T> =>
+  runningWorkflow.run(workflowId, work);
 
 /** Starts the runs these events trigger. Called by emitEvents, in the events' transaction. */
-export async function startTriggeredRuns(scope: TenantScope, events: readonly { id: string; type: EventType; data: unknown }[]): Promise<void> {
+export async function startTriggeredRuns(
+  scope: TenantScope,
+  events: readonly { id: string; type: EventType; data: unknown }[],
+): Promise<void> {
   const triggeredBy = new Map<EventType, WorkflowRow[]>();
   for (const event of events) {
     const workflows = triggeredBy.get(event.type) ?? (await workflowsRepository.listTriggeredBy(scope, event.type));
@@ -30,7 +34,11 @@ export async function startTriggeredRuns(scope: TenantScope, events: readonly { 
   }
 }
 
-async function startRunsOf(scope: TenantScope, workflows: WorkflowRow[], event: { id: string; type: EventType; data: unknown }): Promise<void> {
+async function startRunsOf(
+  scope: TenantScope,
+  workflows: WorkflowRow[],
+  event: { id: string; type: EventType; data: unknown },
+): Promise<void> {
   const origin = runningWorkflow.getStore();
   const data = event.data as Record<string, unknown>;
   let contactId: string | null | undefined;
@@ -42,7 +50,9 @@ async function startRunsOf(scope: TenantScope, workflows: WorkflowRow[], event: 
     contactId ??= await contactOf(scope, event.type, data);
     if (!contactId) return;
     cap ??= await runsPerMinute(scope);
-    const skipped = (await overCap(scope, cap)) ? `rate_limited: the account's workflow triggers started their runs for this minute` : undefined;
+    const skipped = (await overCap(scope, cap))
+      ? `rate_limited: the account's workflow triggers started their runs for this minute`
+      : undefined;
     await startRun(scope, workflow, { contactId, data: {}, eventId: event.id, ...(skipped ? { skipped } : {}) });
   }
 }
@@ -50,8 +60,10 @@ async function startRunsOf(scope: TenantScope, workflows: WorkflowRow[], event: 
 /** The contact an event concerns, whatever the resource it carries. */
 async function contactOf(scope: TenantScope, type: EventType, data: Record<string, unknown>): Promise<string | null> {
   if (type.startsWith('contact.')) return data.id as string;
-  if (type.startsWith('conversation.')) return ((data.contact as { id?: string } | undefined)?.id ?? null) as string | null;
-  if (type.startsWith('message.')) return (await conversationsRepository.findById(scope, data.conversation_id as string))?.contact_id ?? null;
+  if (type.startsWith('conversation.'))
+    return ((data.contact as { id?: string } | undefined)?.id ?? null) as string | null;
+  if (type.startsWith('message.'))
+    return (await conversationsRepository.findById(scope, data.conversation_id as string))?.contact_id ?? null;
   return (data.contact_id as string | null | undefined) ?? null;
 }
 
@@ -71,7 +83,11 @@ async function overCap(scope: TenantScope, cap: number): Promise<boolean> {
 export function holds(condition: WorkflowCondition, data: Record<string, unknown>): boolean {
   const actual = condition.field
     .split('.')
-    .reduce<unknown>((value, key) => (value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined), data);
+    .reduce<unknown>(
+      (value, key) =>
+        value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined,
+      data,
+    );
   const expected = condition.value;
   switch (condition.op) {
     case 'exists':
@@ -86,7 +102,11 @@ export function holds(condition: WorkflowCondition, data: Record<string, unknown
       return Array.isArray(expected) && !expected.some((value) => same(actual, value));
     case 'contains':
       if (Array.isArray(actual)) return actual.some((value) => same(value, expected));
-      return typeof actual === 'string' && typeof expected === 'string' && actual.toLowerCase().includes(expected.toLowerCase());
+      return (
+        typeof actual === 'string' &&
+        typeof expected === 'string' &&
+        actual.toLowerCase().includes(expected.toLowerCase())
+      );
     case 'gt':
       return compare(actual, expected) > 0;
     case 'gte':
@@ -103,6 +123,7 @@ const same = (a: unknown, b: unknown) => a === b || (a === null && b === undefin
 /** Numbers with numbers, text (timestamps) with text; anything else is no match (NaN). */
 function compare(actual: unknown, expected: unknown): number {
   if (typeof actual === 'number' && typeof expected === 'number') return actual - expected;
-  if (typeof actual === 'string' && typeof expected === 'string') return actual < expected ? -1 : actual > expected ? 1 : 0;
+  if (typeof actual === 'string' && typeof expected === 'string')
+    return actual < expected ? -1 : actual > expected ? 1 : 0;
   return Number.NaN;
 }

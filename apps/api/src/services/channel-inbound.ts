@@ -56,7 +56,12 @@ const MAX_NAME_LENGTH = 200;
  * on the channel (opened when none is open), the message. Undefined when the message was stored
  * already.
  */
-export async function receiveOnChannel(ctx: ServiceContext, channel: ChannelRow, sender: ChannelSender, message: ChannelMessage): Promise<Message | undefined> {
+export async function receiveOnChannel(
+  ctx: ServiceContext,
+  channel: ChannelRow,
+  sender: ChannelSender,
+  message: ChannelMessage,
+): Promise<Message | undefined> {
   try {
     return await receiveOnce(ctx, channel, sender, message);
   } catch (error) {
@@ -67,7 +72,12 @@ export async function receiveOnChannel(ctx: ServiceContext, channel: ChannelRow,
   }
 }
 
-function receiveOnce(ctx: ServiceContext, channel: ChannelRow, sender: ChannelSender, message: ChannelMessage): Promise<Message | undefined> {
+function receiveOnce(
+  ctx: ServiceContext,
+  channel: ChannelRow,
+  sender: ChannelSender,
+  message: ChannelMessage,
+): Promise<Message | undefined> {
   return transaction(ctx, async (tx) => {
     const scope = scopeOf(tx);
     if (await messagesRepository.findByPlatformId(scope, message.platformMessageId)) return undefined;
@@ -75,7 +85,11 @@ function receiveOnce(ctx: ServiceContext, channel: ChannelRow, sender: ChannelSe
     await contactIdentitiesRepository.touchInbound(scope, channel.id, sender.externalId, inboundAt(message.sentAt));
     const conversation =
       (await conversationsRepository.findOpenOnChannel(scope, contact.id, channel.id)) ??
-      (await conversationsService.create(tx, { contact_id: contact.id, platform: channel.platform, channelId: channel.id }));
+      (await conversationsService.create(tx, {
+        contact_id: contact.id,
+        platform: channel.platform,
+        channelId: channel.id,
+      }));
     return messagesService.receive(tx, {
       conversationId: conversation.id,
       conversationStatus: conversation.status,
@@ -100,15 +114,30 @@ export interface Arrival {
  * they are; the others (a new sender, a name to fill, a resolved conversation to reopen) it returns
  * in order, for receiveOnChannel. A message stored already is skipped.
  */
-export async function receiveManyOnChannel(ctx: ServiceContext, channel: ChannelRow, arrivals: readonly Arrival[]): Promise<Arrival[]> {
+export async function receiveManyOnChannel(
+  ctx: ServiceContext,
+  channel: ChannelRow,
+  arrivals: readonly Arrival[],
+): Promise<Arrival[]> {
   if (arrivals.length === 0) return [];
   return transaction(ctx, async (tx) => {
     const scope = scopeOf(tx);
-    const stored = await messagesRepository.platformIdsAmong(scope, distinct(arrivals.map((arrival) => arrival.message.platformMessageId)));
+    const stored = await messagesRepository.platformIdsAmong(
+      scope,
+      distinct(arrivals.map((arrival) => arrival.message.platformMessageId)),
+    );
     const senders = distinct(arrivals.map((arrival) => arrival.sender.externalId));
-    const identities = new Map((await contactIdentitiesRepository.findManyWithNames(scope, channel.id, senders)).map((row) => [row.external_id, row]));
+    const identities = new Map(
+      (await contactIdentitiesRepository.findManyWithNames(scope, channel.id, senders)).map((row) => [
+        row.external_id,
+        row,
+      ]),
+    );
     const contactIds = distinct([...identities.values()].map((identity) => identity.contact_id));
-    const open = contactIds.length === 0 ? new Map() : await conversationsRepository.openOnChannelOf(scope, contactIds, channel.id);
+    const open =
+      contactIds.length === 0
+        ? new Map()
+        : await conversationsRepository.openOnChannelOf(scope, contactIds, channel.id);
     const conversationOf = (sender: ChannelSender): string | undefined => {
       const identity = identities.get(sender.externalId);
       if (!identity || (profileName(sender.profileName) !== null && !identity.name)) return undefined;
@@ -116,7 +145,11 @@ export async function receiveManyOnChannel(ctx: ServiceContext, channel: Channel
       return conversation?.status === 'active' ? conversation.id : undefined;
     };
     // A sender goes one way for all its messages, so that they stay in order.
-    const elsewhere = new Set(arrivals.filter((arrival) => conversationOf(arrival.sender) === undefined).map((arrival) => arrival.sender.externalId));
+    const elsewhere = new Set(
+      arrivals
+        .filter((arrival) => conversationOf(arrival.sender) === undefined)
+        .map((arrival) => arrival.sender.externalId),
+    );
     const left: Arrival[] = [];
     const taken: { arrival: Arrival; conversationId: string }[] = [];
     for (const arrival of arrivals) {
@@ -131,7 +164,11 @@ export async function receiveManyOnChannel(ctx: ServiceContext, channel: Channel
 }
 
 /** The messages receiveManyOnChannel takes: stored, counted in their conversations, and announced. */
-async function storeReceived(scope: TenantScope, channel: ChannelRow, taken: readonly { arrival: Arrival; conversationId: string }[]): Promise<void> {
+async function storeReceived(
+  scope: TenantScope,
+  channel: ChannelRow,
+  taken: readonly { arrival: Arrival; conversationId: string }[],
+): Promise<void> {
   const at = now();
   const rows: Omit<MessageRow, 'account_id'>[] = taken.map(({ arrival: { message }, conversationId }) => ({
     id: newId('message'),
@@ -152,14 +189,16 @@ async function storeReceived(scope: TenantScope, channel: ChannelRow, taken: rea
   for (const row of rows) {
     const conversation = recorded.get(row.conversation_id);
     if (conversation) Object.assign(conversation, { added: conversation.added + 1, content: row.content });
-    else recorded.set(row.conversation_id, { conversation_id: row.conversation_id, added: 1, content: row.content, at });
+    else
+      recorded.set(row.conversation_id, { conversation_id: row.conversation_id, added: 1, content: row.content, at });
   }
   const sequences = await conversationsRepository.recordMessages(scope, [...recorded.values()]);
   // Each conversation's messages take the sequence numbers up to the one its update returned, in order.
   const nextSequence = new Map<string, number>();
   for (const { conversation_id, added } of recorded.values()) {
     const last = sequences.get(conversation_id);
-    if (last === undefined) throw new Error(`Conversation ${conversation_id} vanished while messages were stored in it`);
+    if (last === undefined)
+      throw new Error(`Conversation ${conversation_id} vanished while messages were stored in it`);
     nextSequence.set(conversation_id, last - added + 1);
   }
 
@@ -179,7 +218,11 @@ async function storeReceived(scope: TenantScope, channel: ChannelRow, taken: rea
     rows.map((row) => {
       const sequence = nextSequence.get(row.conversation_id) as number;
       nextSequence.set(row.conversation_id, sequence + 1);
-      return { type: 'message.received', data: toMessage({ ...row, account_id: scope.accountId }), conversation: { id: row.conversation_id, sequence } };
+      return {
+        type: 'message.received',
+        data: toMessage({ ...row, account_id: scope.accountId }),
+        conversation: { id: row.conversation_id, sequence },
+      };
     }),
   );
 }
@@ -204,7 +247,11 @@ async function contactFor(scope: TenantScope, channel: ChannelRow, sender: Chann
     const contact = await lockContact(scope, identity.contact_id);
     return updateContact(scope, contact, { name });
   }
-  const newIdentity: ContactIdentity = { platform: channel.platform, channel_id: channel.id, external_id: sender.externalId };
+  const newIdentity: ContactIdentity = {
+    platform: channel.platform,
+    channel_id: channel.id,
+    external_id: sender.externalId,
+  };
   if (channel.platform !== 'whatsapp') return insertContact(scope, { phone: null, name: null, identity: newIdentity });
   const phone = whatsappPhone(sender.externalId);
   const existing = await contactsRepository.findByPhone(scope, phone);
@@ -232,7 +279,10 @@ function profileName(name: string | undefined): string | null {
   return trimmed ? [...trimmed].slice(0, MAX_NAME_LENGTH).join('') : null;
 }
 
-async function insertContact(scope: TenantScope, input: { phone: string | null; name: string | null; identity: ContactIdentity }): Promise<ContactRow> {
+async function insertContact(
+  scope: TenantScope,
+  input: { phone: string | null; name: string | null; identity: ContactIdentity },
+): Promise<ContactRow> {
   const at = now();
   const row: Omit<ContactRow, 'account_id' | 'conversation_count'> = {
     id: newId('contact'),
@@ -266,10 +316,15 @@ function insertIdentity(scope: TenantScope, contactId: string, identity: Contact
 }
 
 /** Gives a contact a new identity (kept in `contacts.identities` too, oldest first) and a name it lacks. */
-async function updateContact(scope: TenantScope, contact: ContactRow, changes: { name: string | null; identity?: ContactIdentity }): Promise<ContactRow> {
+async function updateContact(
+  scope: TenantScope,
+  contact: ContactRow,
+  changes: { name: string | null; identity?: ContactIdentity },
+): Promise<ContactRow> {
   const at = now();
   const patch: Updateable<ContactTable> = {};
-  if (changes.name !== null && !contact.name) Object.assign(patch, { name: changes.name, name_search: changes.name.toLowerCase() });
+  if (changes.name !== null && !contact.name)
+    Object.assign(patch, { name: changes.name, name_search: changes.name.toLowerCase() });
   if (changes.identity) {
     const identities = JSON.parse(contact.identities) as ContactIdentity[];
     patch.identities = JSON.stringify([...identities, changes.identity]);
@@ -287,7 +342,12 @@ async function updateContact(scope: TenantScope, contact: ContactRow, changes: {
  * Moves the outbound message with this platform id to `next` (forward only; `message.updated` when it
  * changes). `unknown` when no message has the id.
  */
-export function applyStatus(ctx: ServiceContext, platformMessageId: string, next: Status, error?: { code: string; message: string }): Promise<StatusOutcome> {
+export function applyStatus(
+  ctx: ServiceContext,
+  platformMessageId: string,
+  next: Status,
+  error?: { code: string; message: string },
+): Promise<StatusOutcome> {
   return transaction(ctx, async (tx) => {
     const scope = scopeOf(tx);
     const message = await messagesRepository.findByPlatformId(scope, platformMessageId);
@@ -307,7 +367,13 @@ const COVERED_BY_RECEIPT: Record<'delivered' | 'read', Status[]> = { delivered: 
  * A receipt for every message up to a time (Messenger's watermarks): the outbound messages to the
  * contact on the channel created then or before move to `next`. Nothing when the contact is unknown.
  */
-export function applyReceiptUpTo(ctx: ServiceContext, channel: ChannelRow, contactExternalId: string, upTo: Date, next: 'delivered' | 'read'): Promise<void> {
+export function applyReceiptUpTo(
+  ctx: ServiceContext,
+  channel: ChannelRow,
+  contactExternalId: string,
+  upTo: Date,
+  next: 'delivered' | 'read',
+): Promise<void> {
   return transaction(ctx, async (tx) => {
     const scope = scopeOf(tx);
     const identity = await contactIdentitiesRepository.find(scope, channel.id, contactExternalId);
@@ -320,7 +386,11 @@ export function applyReceiptUpTo(ctx: ServiceContext, channel: ChannelRow, conta
  * A read receipt naming the last message read (Instagram): that message and the earlier outbound
  * messages to the same contact on the channel are read. `unknown` when no message has the id.
  */
-export function applyReadThrough(ctx: ServiceContext, channel: ChannelRow, platformMessageId: string): Promise<StatusOutcome> {
+export function applyReadThrough(
+  ctx: ServiceContext,
+  channel: ChannelRow,
+  platformMessageId: string,
+): Promise<StatusOutcome> {
   return transaction(ctx, async (tx) => {
     const scope = scopeOf(tx);
     const message = await messagesRepository.findByPlatformId(scope, platformMessageId);
@@ -334,7 +404,19 @@ export function applyReadThrough(ctx: ServiceContext, channel: ChannelRow, platf
   });
 }
 
-async function advanceUpTo(tx: ServiceContext, channelId: string, contactId: string, upTo: string, next: 'delivered' | 'read') {
-  const covered = await channelMessagesRepository.outboundUpTo(scopeOf(tx), channelId, contactId, upTo, COVERED_BY_RECEIPT[next]);
+async function advanceUpTo(
+  tx: ServiceContext,
+  channelId: string,
+  contactId: string,
+  upTo: string,
+  next: 'delivered' | 'read',
+) {
+  const covered = await channelMessagesRepository.outboundUpTo(
+    scopeOf(tx),
+    channelId,
+    contactId,
+    upTo,
+    COVERED_BY_RECEIPT[next],
+  );
   for (const { id } of covered) await messagesService.advance(tx, { messageId: id, status: next });
 }

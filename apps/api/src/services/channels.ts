@@ -9,7 +9,11 @@ import type { TenantScope } from '../repositories/tenant.js';
 import type { Settings } from '../settings.js';
 import { type Change, type ServiceContext, transaction, page, scopeOf } from './context.js';
 
-const PLATFORM_NAMES: Record<Platform, string> = { whatsapp: 'WhatsApp', facebook: 'Messenger', instagram: 'Instagram' };
+const PLATFORM_NAMES: Record<Platform, string> = {
+  whatsapp: 'WhatsApp',
+  facebook: 'Messenger',
+  instagram: 'Instagram',
+};
 
 /** Where Meta posts a channel's webhooks: outside /v1, named by the channel's id. */
 export const channelWebhookUrl = (settings: Settings, id: string) => `${settings.publicUrl}/hooks/meta/${id}`;
@@ -28,7 +32,9 @@ export const toChannel = (row: ChannelRow, settings: Settings): Channel => ({
 });
 
 const externalIdTaken = (existingId: string) =>
-  ApiError.badRequest('external_id', 'unique', 'This account already has a channel for this id on this platform', { existing_id: existingId });
+  ApiError.badRequest('external_id', 'unique', 'This account already has a channel for this id on this platform', {
+    existing_id: existingId,
+  });
 
 async function findOrThrow(scope: TenantScope, id: string): Promise<ChannelRow> {
   const row = await channelsRepository.findById(scope, id);
@@ -92,11 +98,15 @@ export const channelsService = {
       const current = await findOrThrow(scope, id);
       const patch: Partial<ChannelRow> = {};
       if (body.name !== undefined && body.name !== current.name) patch.name = body.name;
-      if (body.verify_token !== undefined && body.verify_token !== current.verify_token) patch.verify_token = body.verify_token;
-      if (body.access_token !== undefined) patch.access_token_sealed = sealSecret(ctx.settings.secretKey(), body.access_token);
-      if (body.app_secret !== undefined) patch.app_secret_sealed = sealSecret(ctx.settings.secretKey(), body.app_secret);
+      if (body.verify_token !== undefined && body.verify_token !== current.verify_token)
+        patch.verify_token = body.verify_token;
+      if (body.access_token !== undefined)
+        patch.access_token_sealed = sealSecret(ctx.settings.secretKey(), body.access_token);
+      if (body.app_secret !== undefined)
+        patch.app_secret_sealed = sealSecret(ctx.settings.secretKey(), body.app_secret);
       if (body.status === 'disabled' && current.status !== 'disabled') patch.status = 'disabled';
-      if (body.status === 'active' && current.status !== 'active') Object.assign(patch, { status: 'active', last_error: null });
+      if (body.status === 'active' && current.status !== 'active')
+        Object.assign(patch, { status: 'active', last_error: null });
       // A new token may be the fix for the error that stopped the channel.
       if (body.access_token !== undefined && current.status === 'error' && body.status === undefined)
         Object.assign(patch, { status: 'active', last_error: null });
@@ -112,7 +122,10 @@ export const channelsService = {
    * reason. A token replaced meanwhile (PATCH) is not the one refused, so the channel is then
    * left as it is; a disabled channel stays disabled.
    */
-  async refuseToken(ctx: ServiceContext, input: { channel: ChannelRow; error: { code: string; message: string } }): Promise<void> {
+  async refuseToken(
+    ctx: ServiceContext,
+    input: { channel: ChannelRow; error: { code: string; message: string } },
+  ): Promise<void> {
     await transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const current = await channelsRepository.findById(scope, input.channel.id);

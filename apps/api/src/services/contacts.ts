@@ -1,5 +1,9 @@
 import { type Contact, MAX_TAGS_PER_CONTACT } from '@convo/core';
-import type { CreateContactBody as CreateSchema, ListContactsQuery as ListSchema, UpdateContactBody as UpdateSchema } from '@convo/core';
+import type {
+  CreateContactBody as CreateSchema,
+  ListContactsQuery as ListSchema,
+  UpdateContactBody as UpdateSchema,
+} from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
@@ -47,7 +51,9 @@ async function assertPhoneFree(scope: TenantScope, phone: string, exceptId?: str
 }
 
 const phoneTaken = (existingId: string) =>
-  ApiError.badRequest('phone', 'unique', 'A contact with this phone number already exists', { existing_id: existingId });
+  ApiError.badRequest('phone', 'unique', 'A contact with this phone number already exists', {
+    existing_id: existingId,
+  });
 
 /**
  * A concurrent writer may take the phone between our check and our insert. Inside a caller's
@@ -64,7 +70,11 @@ async function rethrowPhoneRace(ctx: ServiceContext, error: unknown, phone: stri
 
 export const contactsService = {
   async list(ctx: ServiceContext, query: z.output<typeof ListSchema>) {
-    const { rows, total } = await contactsRepository.list(scopeOf(ctx), { ...foldedSearch(query.search), tag: query.tag }, query);
+    const { rows, total } = await contactsRepository.list(
+      scopeOf(ctx),
+      { ...foldedSearch(query.search), tag: query.tag },
+      query,
+    );
     return page(rows.map(toContact), total, query.limit, query.offset);
   },
 

@@ -12,7 +12,8 @@ export interface ServiceContext {
 }
 
 /** Reads scoped to the context's account (inside its transaction, if it has one). */
-export const scopeOf = (ctx: ServiceContext): TenantScope => new TenantScope(ctx.database.db, ctx.accountId, ctx.database.capabilities);
+export const scopeOf = (ctx: ServiceContext): TenantScope =>
+  new TenantScope(ctx.database.db, ctx.accountId, ctx.database.capabilities);
 
 /**
  * Runs `work` with a context whose database calls all run in one transaction: the context's own
@@ -20,8 +21,13 @@ export const scopeOf = (ctx: ServiceContext): TenantScope => new TenantScope(ctx
  * start on a deadlock or a serialization failure (db/transactions.ts). The one way services, the
  * operation runner and the worker open a transaction: `db.transaction()` inside one would fail.
  */
-export const transaction = <C extends { database: DatabaseHandle }, T>(ctx: C, work: (tx: C) => Promise<T>): Promise<T> =>
-  runTransaction(ctx.database.db, ctx.database.capabilities, (trx) => work(trx === ctx.database.db ? ctx : { ...ctx, database: { ...ctx.database, db: trx } }));
+export const transaction = <C extends { database: DatabaseHandle }, T>(
+  ctx: C,
+  work: (tx: C) => Promise<T>,
+): Promise<T> =>
+  runTransaction(ctx.database.db, ctx.database.capabilities, (trx) =>
+    work(trx === ctx.database.db ? ctx : { ...ctx, database: { ...ctx.database, db: trx } }),
+  );
 
 /** The input of a verb that changes one resource: its id, and the body validated by `Schema`. */
 export interface Change<Schema extends z.ZodType> {

@@ -1,5 +1,10 @@
 import { CONVERSATION_TRANSITIONS, type Conversation, type Message } from '@convo/core';
-import type { CreateConversationBody, ListConversationsQuery, ListMessagesQuery, UpdateConversationBody } from '@convo/core';
+import type {
+  CreateConversationBody,
+  ListConversationsQuery,
+  ListMessagesQuery,
+  UpdateConversationBody,
+} from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
@@ -18,7 +23,8 @@ export const toConversation = (row: ConversationWithContact): Conversation => ({
   channel_id: row.channel_id,
   status: row.status,
   message_count: row.message_count,
-  last_message: row.last_message_at === null ? null : { content: row.last_message_content ?? '', timestamp: row.last_message_at },
+  last_message:
+    row.last_message_at === null ? null : { content: row.last_message_content ?? '', timestamp: row.last_message_at },
   created_at: row.created_at,
   updated_at: row.updated_at,
 });
@@ -55,7 +61,10 @@ export const conversationsService = {
   },
 
   /** With `channelId` when a channel's inbound message opens it (the contract's body never has one). */
-  async create(ctx: ServiceContext, body: z.output<typeof CreateConversationBody> & { channelId?: string }): Promise<Conversation> {
+  async create(
+    ctx: ServiceContext,
+    body: z.output<typeof CreateConversationBody> & { channelId?: string },
+  ): Promise<Conversation> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const contact = await contactsRepository.findByIdForReference(scope, body.contact_id);
@@ -76,7 +85,12 @@ export const conversationsService = {
         updated_at: at,
       };
       await conversationsRepository.insert(scope, row);
-      const conversation = toConversation({ ...row, account_id: ctx.accountId, contact_name: contact.name, contact_phone: contact.phone });
+      const conversation = toConversation({
+        ...row,
+        account_id: ctx.accountId,
+        contact_name: contact.name,
+        contact_phone: contact.phone,
+      });
       await emitEvent(scope, 'conversation.created', conversation, conversation.id);
       return conversation;
     });
@@ -88,7 +102,8 @@ export const conversationsService = {
       const scope = scopeOf(tx);
       // Locked first, then read: concurrent changes take turns, each deciding on what the one
       // before it left, so a transition (and its events) happens once.
-      if (body.status !== undefined && !(await conversationsRepository.lockForChange(scope, id))) throw ApiError.notFound('conversation', id);
+      if (body.status !== undefined && !(await conversationsRepository.lockForChange(scope, id)))
+        throw ApiError.notFound('conversation', id);
       const current = await findConversationOrThrow(scope, id);
       const next = body.status;
       if (next === undefined || next === current.status) return toConversation(current);
@@ -96,14 +111,21 @@ export const conversationsService = {
         throw ApiError.badRequest('status', 'transition', `A conversation cannot go from ${current.status} to ${next}`);
       }
       const patch = { status: next, updated_at: now() };
-      const types = next === 'resolved' ? (['conversation.updated', 'conversation.resolved'] as const) : (['conversation.updated'] as const);
+      const types =
+        next === 'resolved'
+          ? (['conversation.updated', 'conversation.resolved'] as const)
+          : (['conversation.updated'] as const);
       // The change takes its events' sequence numbers in its own update: a second update of the row
       // would check its contact's foreign key again, and wait for (or deadlock with) the contact's delete.
       const last = await conversationsRepository.changeStatus(scope, id, patch, types.length);
       const conversation = toConversation({ ...current, ...patch });
       await emitEvents(
         scope,
-        types.map((type, index) => ({ type, data: conversation, conversation: { id, sequence: last - types.length + 1 + index } })),
+        types.map((type, index) => ({
+          type,
+          data: conversation,
+          conversation: { id, sequence: last - types.length + 1 + index },
+        })),
       );
       return conversation;
     });

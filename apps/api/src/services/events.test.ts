@@ -40,7 +40,9 @@ for (const dialect of ACTIVE_DIALECTS) {
 
       expect(conversationId).toBeDefined();
       expect(await count()).toBe(before);
-      await expect(conversationsService.retrieve(ctx, conversationId as string)).rejects.toMatchObject({ code: 'not_found' });
+      await expect(conversationsService.retrieve(ctx, conversationId as string)).rejects.toMatchObject({
+        code: 'not_found',
+      });
 
       // And the same change committed has its event.
       await conversationsService.create(ctx, { contact_id: contact.id, platform: 'whatsapp' });

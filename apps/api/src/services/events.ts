@@ -6,7 +6,11 @@ import { newId, now } from '../ids.js';
 import { conversationsRepository } from '../repositories/conversations.js';
 import { type EventRow, type StoredEvent, eventsRepository } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
+import {
+  type WebhookDeliveryRow,
+  webhookDeliveriesRepository,
+  webhookEndpointsRepository,
+} from '../repositories/webhooks.js';
 import { type NewJob, endpointLane, enqueueAll } from '../repositories/jobs.js';
 import { type ServiceContext, transaction, page, scopeOf } from './context.js';
 
@@ -44,7 +48,9 @@ export async function emitEvent<T extends EventType>(
   conversation?: string | { id: string; sequence: number },
 ): Promise<Event> {
   const sequenced =
-    typeof conversation === 'string' ? { id: conversation, sequence: await conversationsRepository.nextEventSequence(scope, conversation) } : conversation;
+    typeof conversation === 'string'
+      ? { id: conversation, sequence: await conversationsRepository.nextEventSequence(scope, conversation) }
+      : conversation;
   const [event] = await emitEvents(scope, [{ type, data, ...(sequenced ? { conversation: sequenced } : {}) }]);
   return event as Event;
 }
@@ -92,7 +98,12 @@ export async function emitEvents(scope: TenantScope, events: readonly NewEvent[]
         created_at: at,
         updated_at: at,
       });
-      jobs.push({ kind: 'deliver_webhook', accountId: scope.accountId, payload: { deliveryId }, lane: endpointLane(endpoint.id) });
+      jobs.push({
+        kind: 'deliver_webhook',
+        accountId: scope.accountId,
+        payload: { deliveryId },
+        lane: endpointLane(endpoint.id),
+      });
     }
   }
   await webhookDeliveriesRepository.insert(scope, deliveries);

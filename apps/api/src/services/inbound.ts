@@ -14,7 +14,10 @@ import { messagesService } from './messages.js';
  * archived, or opens one (`conversation.created`); stores the inbound message, which reopens a
  * resolved conversation (`message.received`).
  */
-export async function receiveInbound(ctx: ServiceContext, input: z.output<typeof SandboxInboundBody>): Promise<Message> {
+export async function receiveInbound(
+  ctx: ServiceContext,
+  input: z.output<typeof SandboxInboundBody>,
+): Promise<Message> {
   return transaction(ctx, async (tx) => {
     const scope = scopeOf(tx);
     const contact =

@@ -8,12 +8,19 @@ import { accountsService } from './accounts.js';
 import { KeyCache, type KnownKey, keyCacheOf } from './key-cache.js';
 
 const knownKey = (keyId: string): KnownKey => ({
-  principal: { account: { id: 'acct_1', name: 'A', plan: 'free', rateLimit: 60 }, key: { id: keyId, type: 'full_access' } },
+  principal: {
+    account: { id: 'acct_1', name: 'A', plan: 'free', rateLimit: 60 },
+    key: { id: keyId, type: 'full_access' },
+  },
   lastUsedAt: 0,
 });
 
 /** The key the cache remembers for this hash, or undefined when it had to look it up (and then remembers `fresh`). */
-async function remembered(cache: KeyCache, keyHash: string, fresh = knownKey('key_fresh')): Promise<KnownKey | undefined> {
+async function remembered(
+  cache: KeyCache,
+  keyHash: string,
+  fresh = knownKey('key_fresh'),
+): Promise<KnownKey | undefined> {
   let lookedUp = false;
   const known = await cache.recallOr(keyHash, async () => {
     lookedUp = true;
@@ -83,11 +90,16 @@ describe.each(ACTIVE_DIALECTS)('keys remembered on %s', (dialect) => {
   });
 
   it(
-    dialect === 'sqlite' ? 'SQLite remembers a key, and drops it when another connection commits' : 'Postgres, shared by instances, remembers none',
+    dialect === 'sqlite'
+      ? 'SQLite remembers a key, and drops it when another connection commits'
+      : 'Postgres, shared by instances, remembers none',
     async () => {
       const created = await accountsService.createKey(database, { accountId, type: 'full_access' });
       const principal = await accountsService.authenticate(database, `Bearer ${created.key}`);
-      expect(principal).toEqual({ account: { id: accountId, name: 'Cache', plan: 'free', rateLimit: 60 }, key: { id: created.id, type: 'full_access' } });
+      expect(principal).toEqual({
+        account: { id: accountId, name: 'Cache', plan: 'free', rateLimit: 60 },
+        key: { id: created.id, type: 'full_access' },
+      });
       const cache = keyCacheOf(database);
       if (dialect === 'postgres') {
         expect(cache).toBeUndefined();

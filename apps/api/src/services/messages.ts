@@ -1,4 +1,11 @@
-import type { ConversationStatus, Message, MessageMedia, MessageTemplate, MessageType, SendMessageBody } from '@convo/core';
+import type {
+  ConversationStatus,
+  Message,
+  MessageMedia,
+  MessageTemplate,
+  MessageType,
+  SendMessageBody,
+} from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
@@ -11,7 +18,10 @@ import { type ServiceContext, transaction, scopeOf } from './context.js';
 import { findConversationOrThrow, toConversation, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
 
-/** Free-form messages reach a contact only this long after their last message on the channel (Meta's customer service window). */
+/**
+ * Free-form messages reach a contact only this long after their last message on the channel (Meta's customer service
+ * window).
+ */
 export const CUSTOMER_SERVICE_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /** How far each status is along an outbound message's way; statuses only move forward. */
@@ -20,7 +30,9 @@ const STATUS_RANK: Record<MessageRow['status'], number> = { queued: 0, sent: 1, 
 /** The statuses a message may be in for `next` to replace it: those before it (`failed` only before delivery). */
 export const statusesBefore = (next: MessageRow['status']): MessageRow['status'][] =>
   (Object.keys(STATUS_RANK) as MessageRow['status'][]).filter((status) =>
-    next === 'failed' ? status === 'queued' || status === 'sent' : status !== 'failed' && STATUS_RANK[status] < STATUS_RANK[next],
+    next === 'failed'
+      ? status === 'queued' || status === 'sent'
+      : status !== 'failed' && STATUS_RANK[status] < STATUS_RANK[next],
   );
 
 export interface InboundMessage {
@@ -80,13 +92,24 @@ export const messagesService = {
       await messagesRepository.insert(scope, row);
       // The message's event takes its sequence number in the statement that records the message,
       // which also tells the status as it is now: a resolve or archive committed since the read above counts.
-      const { sequence, status } = await conversationsRepository.recordMessage(scope, conversation.id, { content: row.content, at: row.created_at });
-      if (status === 'archived') throw ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived');
+      const { sequence, status } = await conversationsRepository.recordMessage(scope, conversation.id, {
+        content: row.content,
+        at: row.created_at,
+      });
+      if (status === 'archived')
+        throw ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived');
       // Only the message whose update changed the status reopens it: concurrent ones read the same status.
-      const reopened = status === 'resolved' && (await conversationsRepository.reopen(scope, conversation.id, row.created_at));
+      const reopened =
+        status === 'resolved' && (await conversationsRepository.reopen(scope, conversation.id, row.created_at));
       const message = toMessage({ ...row, account_id: ctx.accountId });
       await emitEvent(scope, 'message.received', message, { id: conversation.id, sequence });
-      if (reopened) await emitEvent(scope, 'conversation.updated', toConversation(await findConversationOrThrow(scope, conversation.id)), conversation.id);
+      if (reopened)
+        await emitEvent(
+          scope,
+          'conversation.updated',
+          toConversation(await findConversationOrThrow(scope, conversation.id)),
+          conversation.id,
+        );
       return message;
     });
   },
@@ -114,7 +137,8 @@ export const messagesService = {
     const outcome = await messagesRepository.insertIntoOpenConversation(scopeOf(ctx), row);
     if (outcome === 'missing') throw ApiError.notFound('conversation', body.conversation_id);
     if (outcome === 'archived') throw archived();
-    if (outcome === 'channel') return transaction(ctx, (tx) => sendOnChannel(scopeOf(tx), row, 'template' in body ? body.template : undefined));
+    if (outcome === 'channel')
+      return transaction(ctx, (tx) => sendOnChannel(scopeOf(tx), row, 'template' in body ? body.template : undefined));
     return toMessage({ ...row, account_id: ctx.accountId });
   },
 
@@ -141,16 +165,27 @@ export const messagesService = {
   },
 };
 
-const archived = () => ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived; messages cannot be sent into it');
+const archived = () =>
+  ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived; messages cannot be sent into it');
 
 /** The platform's rules, then the message and its send job, in the caller's transaction. */
-async function sendOnChannel(scope: TenantScope, row: Omit<MessageRow, 'account_id'>, template: MessageTemplate | undefined): Promise<Message> {
+async function sendOnChannel(
+  scope: TenantScope,
+  row: Omit<MessageRow, 'account_id'>,
+  template: MessageTemplate | undefined,
+): Promise<Message> {
   const conversation = await findConversationOrThrow(scope, row.conversation_id);
   if (conversation.status === 'archived') throw archived();
   const channelId = conversation.channel_id as string;
   const channel = await channelsRepository.findById(scope, channelId);
-  if (!channel) throw ApiError.badRequest('conversation_id', 'transition', "The conversation's channel was deleted; nothing can be sent through it");
-  if (channel.status === 'disabled') throw ApiError.badRequest('conversation_id', 'transition', "The conversation's channel is disabled");
+  if (!channel)
+    throw ApiError.badRequest(
+      'conversation_id',
+      'transition',
+      "The conversation's channel was deleted; nothing can be sent through it",
+    );
+  if (channel.status === 'disabled')
+    throw ApiError.badRequest('conversation_id', 'transition', "The conversation's channel is disabled");
   if (row.type === 'template' && channel.platform !== 'whatsapp') {
     throw ApiError.badRequest('type', 'enum', 'Template messages can be sent only on WhatsApp');
   }

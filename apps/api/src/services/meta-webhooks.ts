@@ -78,6 +78,11 @@ export const metaWebhooksService = {
     const payload = { account_id: accountId, id: payloadId, channel_id: channel.id, body, received_at: at };
     const unprocessed = { processed_at: null, errors: null };
     const job = jobRow({ kind: 'process_channel_payload', accountId, payload: { payloadId } }, at);
-    await channelPayloadsRepository.insertWithJob(ctx.database.db, ctx.database.capabilities, { ...payload, ...unprocessed }, job);
+    await channelPayloadsRepository.insertWithJob(
+      ctx.database.db,
+      ctx.database.capabilities,
+      { ...payload, ...unprocessed },
+      job,
+    );
   },
 };

@@ -1,4 +1,10 @@
-import { type CreateOrderBody, type ListOrdersQuery, ORDER_TRANSITIONS, type Order, type UpdateOrderBody } from '@convo/core';
+import {
+  type CreateOrderBody,
+  type ListOrdersQuery,
+  ORDER_TRANSITIONS,
+  type Order,
+  type UpdateOrderBody,
+} from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
@@ -43,11 +49,20 @@ function nextNumber(max: string | null): string {
 const NUMBERING_ATTEMPTS = 6;
 
 const numberTaken = (existingId: string | undefined) =>
-  ApiError.badRequest('number', 'unique', 'An order with this number already exists', existingId === undefined ? undefined : { existing_id: existingId });
+  ApiError.badRequest(
+    'number',
+    'unique',
+    'An order with this number already exists',
+    existingId === undefined ? undefined : { existing_id: existingId },
+  );
 
 export const ordersService = {
   async list(ctx: ServiceContext, query: z.output<typeof ListOrdersQuery>) {
-    const { rows, total } = await ordersRepository.list(scopeOf(ctx), { contactId: query.contact_id, status: query.status }, query);
+    const { rows, total } = await ordersRepository.list(
+      scopeOf(ctx),
+      { contactId: query.contact_id, status: query.status },
+      query,
+    );
     return page(rows.map(toOrder), total, query.limit, query.offset);
   },
 
@@ -122,7 +137,8 @@ export const ordersService = {
       } catch (error) {
         // Inside a caller's transaction nothing can be read after the failed insert: its outermost
         // run starts again (runTransaction), and the number is checked or read again there.
-        if (!ctx.database.isUniqueViolation(error) || number === undefined || ctx.database.db.isTransaction) throw error;
+        if (!ctx.database.isUniqueViolation(error) || number === undefined || ctx.database.db.isTransaction)
+          throw error;
         if (body.number !== undefined || attempt >= NUMBERING_ATTEMPTS) {
           throw numberTaken((await ordersRepository.findByNumber(scopeOf(ctx), number))?.id);
         }

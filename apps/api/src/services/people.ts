@@ -8,7 +8,13 @@ import { hashKey } from '../keys.js';
 import { UNKNOWN_USER_HASH, hashPassword, verifyPassword } from '../passwords.js';
 import { accountsRepository } from '../repositories/accounts.js';
 import type { Executor } from '../repositories/tenant.js';
-import { invitationsRepository, membershipsRepository, passwordResetsRepository, sessionsRepository, usersRepository } from '../repositories/people.js';
+import {
+  invitationsRepository,
+  membershipsRepository,
+  passwordResetsRepository,
+  sessionsRepository,
+  usersRepository,
+} from '../repositories/people.js';
 import { type Plan, rateLimitOf } from './accounts.js';
 import { transaction } from './context.js';
 
@@ -44,9 +50,17 @@ export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
 function checkPassword(password: string, field = 'password'): void {
   if (password.length < PASSWORD_MIN_LENGTH)
-    throw ApiError.badRequest(field, 'min_length', `The password must be at least ${PASSWORD_MIN_LENGTH} characters long`);
+    throw ApiError.badRequest(
+      field,
+      'min_length',
+      `The password must be at least ${PASSWORD_MIN_LENGTH} characters long`,
+    );
   if (password.length > PASSWORD_MAX_LENGTH)
-    throw ApiError.badRequest(field, 'max_length', `The password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
+    throw ApiError.badRequest(
+      field,
+      'max_length',
+      `The password must be at most ${PASSWORD_MAX_LENGTH} characters long`,
+    );
 }
 
 /** A new password ends every session of the person (CONTRACT: Console and people). */
@@ -70,7 +84,11 @@ async function startSession(database: DatabaseHandle, userId: string, accountId:
   return token;
 }
 
-async function viewOf(database: DatabaseHandle, user: SessionView['user'], accountId: string): Promise<SessionView | undefined> {
+async function viewOf(
+  database: DatabaseHandle,
+  user: SessionView['user'],
+  accountId: string,
+): Promise<SessionView | undefined> {
   const memberships = await membershipsRepository.listByUser(database.db, user.id);
   const current = memberships.find((m) => m.account_id === accountId) ?? memberships[0];
   if (!current) return undefined;
@@ -91,18 +109,32 @@ export const peopleService = {
    */
   async signUp(
     database: DatabaseHandle,
-    input: { email: string; password: string; name?: string | undefined; accountName?: string | undefined; invitation?: string | undefined },
+    input: {
+      email: string;
+      password: string;
+      name?: string | undefined;
+      accountName?: string | undefined;
+      invitation?: string | undefined;
+    },
   ): Promise<{ token: string }> {
     const email = normalizeEmail(input.email);
     checkPassword(input.password);
-    if (!input.invitation && !input.accountName?.trim()) throw ApiError.badRequest('account_name', 'required', 'Name the account to create');
+    if (!input.invitation && !input.accountName?.trim())
+      throw ApiError.badRequest('account_name', 'required', 'Name the account to create');
     const passwordHash = await hashPassword(input.password);
     return transaction({ database }, async ({ database: tx }) => {
       const trx = tx.db;
       if (await usersRepository.findByEmail(trx, email))
         throw ApiError.badRequest('email', 'unique', 'An account already uses this e-mail address; sign in instead');
       const at = now();
-      const user = { id: newUserId(), email, name: input.name?.trim() || null, password_hash: passwordHash, created_at: at, updated_at: at };
+      const user = {
+        id: newUserId(),
+        email,
+        name: input.name?.trim() || null,
+        password_hash: passwordHash,
+        created_at: at,
+        updated_at: at,
+      };
       await usersRepository.insert(trx, user);
       let accountId: string;
       if (input.invitation) {
@@ -117,7 +149,12 @@ export const peopleService = {
           created_at: at,
           updated_at: at,
         });
-        await membershipsRepository.insert(trx, { account_id: accountId, user_id: user.id, role: 'owner', created_at: at });
+        await membershipsRepository.insert(trx, {
+          account_id: accountId,
+          user_id: user.id,
+          role: 'owner',
+          created_at: at,
+        });
       }
       return { token: await startSession(tx, user.id, accountId) };
     });
@@ -144,10 +181,15 @@ export const peopleService = {
     return view && { ...view, tokenHash };
   },
 
-  signOut: (database: DatabaseHandle, session: ActiveSession) => sessionsRepository.delete(database.db, session.tokenHash),
+  signOut: (database: DatabaseHandle, session: ActiveSession) =>
+    sessionsRepository.delete(database.db, session.tokenHash),
 
   /** Changes the password and ends every session of the person; the caller gets a new one. */
-  async changePassword(database: DatabaseHandle, session: ActiveSession, input: { currentPassword: string; newPassword: string }): Promise<{ token: string }> {
+  async changePassword(
+    database: DatabaseHandle,
+    session: ActiveSession,
+    input: { currentPassword: string; newPassword: string },
+  ): Promise<{ token: string }> {
     checkPassword(input.newPassword, 'new_password');
     const user = await usersRepository.findById(database.db, session.user.id);
     if (!user || !(await verifyPassword(input.currentPassword, user.password_hash)))
@@ -161,7 +203,8 @@ export const peopleService = {
   },
 
   async switchAccount(database: DatabaseHandle, session: ActiveSession, accountId: string): Promise<void> {
-    if (!(await membershipsRepository.find(database.db, accountId, session.user.id))) throw ApiError.notFound('account', accountId);
+    if (!(await membershipsRepository.find(database.db, accountId, session.user.id)))
+      throw ApiError.notFound('account', accountId);
     await sessionsRepository.setAccount(database.db, session.tokenHash, accountId);
   },
 
@@ -185,16 +228,19 @@ export const peopleService = {
     return { row, token };
   },
 
-  listInvitations: (database: DatabaseHandle, accountId: string) => invitationsRepository.listPending(database.db, accountId, now()),
+  listInvitations: (database: DatabaseHandle, accountId: string) =>
+    invitationsRepository.listPending(database.db, accountId, now()),
 
   async revokeInvitation(database: DatabaseHandle, accountId: string, id: string): Promise<void> {
-    if (!(await invitationsRepository.revoke(database.db, accountId, id, now()))) throw ApiError.notFound('invitation', id);
+    if (!(await invitationsRepository.revoke(database.db, accountId, id, now())))
+      throw ApiError.notFound('invitation', id);
   },
 
   /** What an invitation link offers, for the page that opens it; 404 once it is used, revoked or expired. */
   async lookupInvitation(database: DatabaseHandle, token: string) {
     const row = await invitationsRepository.findByTokenHash(database.db, hashKey(token));
-    if (!row || row.accepted_at !== null || row.revoked_at !== null || row.expires_at <= now()) throw ApiError.notFound('invitation');
+    if (!row || row.accepted_at !== null || row.revoked_at !== null || row.expires_at <= now())
+      throw ApiError.notFound('invitation');
     return { account_name: row.account_name, role: row.role, expires_at: row.expires_at };
   },
 
@@ -207,7 +253,8 @@ export const peopleService = {
     });
   },
 
-  listMembers: (database: DatabaseHandle, accountId: string) => membershipsRepository.listByAccount(database.db, accountId),
+  listMembers: (database: DatabaseHandle, accountId: string) =>
+    membershipsRepository.listByAccount(database.db, accountId),
 
   /** Removes a member and ends their sessions on that account; the last owner stays. */
   async removeMember(database: DatabaseHandle, session: ActiveSession, userId: string): Promise<void> {
@@ -215,7 +262,8 @@ export const peopleService = {
       const trx = tx.db;
       const membership = await membershipsRepository.find(trx, session.account.id, userId);
       if (!membership) throw ApiError.notFound('member', userId);
-      if (membership.role === 'owner' && session.role !== 'owner') throw ApiError.forbidden('Only an owner can remove an owner');
+      if (membership.role === 'owner' && session.role !== 'owner')
+        throw ApiError.forbidden('Only an owner can remove an owner');
       if (membership.role === 'owner' && (await membershipsRepository.countOwners(trx, session.account.id)) <= 1)
         throw ApiError.badRequest('user_id', 'format', 'The last owner of an account cannot be removed');
       await membershipsRepository.delete(trx, session.account.id, userId);
@@ -225,9 +273,13 @@ export const peopleService = {
   // The operator's commands (convo-server users …).
 
   /** A person with a password and a role in an existing account (or that role added to an existing person). */
-  async createUser(database: DatabaseHandle, input: { email: string; password: string; accountId: string; role: Role; name?: string | undefined }) {
+  async createUser(
+    database: DatabaseHandle,
+    input: { email: string; password: string; accountId: string; role: Role; name?: string | undefined },
+  ) {
     const email = normalizeEmail(input.email);
-    if (!(await accountsRepository.findById(database.db, input.accountId))) throw new Error(`No such account: ${input.accountId}`);
+    if (!(await accountsRepository.findById(database.db, input.accountId)))
+      throw new Error(`No such account: ${input.accountId}`);
     const existing = await usersRepository.findByEmail(database.db, email);
     const at = now();
     const user = existing ?? {
@@ -241,13 +293,21 @@ export const peopleService = {
     await transaction({ database }, async ({ database: tx }) => {
       const trx = tx.db;
       if (!existing) await usersRepository.insert(trx, user);
-      if (await membershipsRepository.find(trx, input.accountId, user.id)) await membershipsRepository.setRole(trx, input.accountId, user.id, input.role);
-      else await membershipsRepository.insert(trx, { account_id: input.accountId, user_id: user.id, role: input.role, created_at: at });
+      if (await membershipsRepository.find(trx, input.accountId, user.id))
+        await membershipsRepository.setRole(trx, input.accountId, user.id, input.role);
+      else
+        await membershipsRepository.insert(trx, {
+          account_id: input.accountId,
+          user_id: user.id,
+          role: input.role,
+          created_at: at,
+        });
     });
     return { id: user.id, email, created: !existing };
   },
 
-  findUserByEmail: (database: DatabaseHandle, email: string) => usersRepository.findByEmail(database.db, normalizeEmail(email)),
+  findUserByEmail: (database: DatabaseHandle, email: string) =>
+    usersRepository.findByEmail(database.db, normalizeEmail(email)),
 
   /** Sets a person's password (the demo's, printed at each start) and ends their sessions. */
   async setPassword(database: DatabaseHandle, email: string, password: string): Promise<void> {
@@ -279,14 +339,18 @@ export const peopleService = {
   },
 
   /** Sets a new password from a reset link (once), ends every session and signs this browser in. */
-  async resetPassword(database: DatabaseHandle, input: { token: string; newPassword: string }): Promise<{ token: string }> {
+  async resetPassword(
+    database: DatabaseHandle,
+    input: { token: string; newPassword: string },
+  ): Promise<{ token: string }> {
     checkPassword(input.newPassword, 'new_password');
     const passwordHash = await hashPassword(input.newPassword);
     const tokenHash = hashKey(input.token);
     return transaction({ database }, async ({ database: tx }) => {
       const trx = tx.db;
       const reset = await passwordResetsRepository.find(trx, tokenHash);
-      if (!reset || !(await passwordResetsRepository.use(trx, tokenHash, now()))) throw ApiError.notFound('password reset link');
+      if (!reset || !(await passwordResetsRepository.use(trx, tokenHash, now())))
+        throw ApiError.notFound('password reset link');
       await replacePassword(trx, reset.user_id, passwordHash);
       const first = (await membershipsRepository.listByUser(trx, reset.user_id))[0];
       if (!first) throw ApiError.forbidden('This person is a member of no account any more');
@@ -299,9 +363,17 @@ export const peopleService = {
 async function acceptInvitation(database: DatabaseHandle, userId: string, token: string): Promise<string> {
   const invitation = await invitationsRepository.findByTokenHash(database.db, hashKey(token));
   const at = now();
-  if (!invitation || !(await invitationsRepository.accept(database.db, invitation.account_id, invitation.id, userId, at)))
+  if (
+    !invitation ||
+    !(await invitationsRepository.accept(database.db, invitation.account_id, invitation.id, userId, at))
+  )
     throw ApiError.notFound('invitation');
   if (!(await membershipsRepository.find(database.db, invitation.account_id, userId)))
-    await membershipsRepository.insert(database.db, { account_id: invitation.account_id, user_id: userId, role: invitation.role, created_at: at });
+    await membershipsRepository.insert(database.db, {
+      account_id: invitation.account_id,
+      user_id: userId,
+      role: invitation.role,
+      created_at: at,
+    });
   return invitation.account_id;
 }

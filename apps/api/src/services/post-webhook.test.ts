@@ -26,7 +26,13 @@ describe('postWebhook connections', () => {
   });
 
   const post = (path: string) =>
-    postWebhook({ url: `${base}${path}`, body: '{}', headers: { 'content-type': 'application/json' }, timeoutMs: 5_000, allowPrivate: true });
+    postWebhook({
+      url: `${base}${path}`,
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+      timeoutMs: 5_000,
+      allowPrivate: true,
+    });
 
   it('sends the next attempt to a receiver over the connection of the last one, when its answer was read in full', async () => {
     const before = connections;

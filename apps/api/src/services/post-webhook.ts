@@ -35,8 +35,14 @@ const IDLE_CONNECTION_MS = 4_000;
  * agents of their own, so a connection opened under that setting never serves a checked request.
  */
 const agents = {
-  checked: { http: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }), https: new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }) },
-  private: { http: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }), https: new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }) },
+  checked: {
+    http: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+    https: new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+  },
+  private: {
+    http: new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+    https: new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+  },
 };
 
 /**

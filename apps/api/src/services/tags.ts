@@ -37,7 +37,10 @@ export const tagsService = {
   },
 
   /** Renames a tag everywhere; a contact that has both names keeps the new one once, where it was. */
-  async update(ctx: ServiceContext, { tag, body }: { tag: string; body: z.output<typeof UpdateTagBody> }): Promise<Tag> {
+  async update(
+    ctx: ServiceContext,
+    { tag, body }: { tag: string; body: z.output<typeof UpdateTagBody> },
+  ): Promise<Tag> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       if (body.name === tag) {
@@ -45,7 +48,9 @@ export const tagsService = {
         if (count === 0) throw ApiError.notFound('tag', tag);
         return { name: tag, contact_count: count };
       }
-      await rewriteTag(scope, tag, (tags) => (tags.includes(body.name) ? tags.filter((t) => t !== tag) : tags.map((t) => (t === tag ? body.name : t))));
+      await rewriteTag(scope, tag, (tags) =>
+        tags.includes(body.name) ? tags.filter((t) => t !== tag) : tags.map((t) => (t === tag ? body.name : t)),
+      );
       return { name: body.name, contact_count: await tagsRepository.countContacts(scope, body.name) };
     });
   },

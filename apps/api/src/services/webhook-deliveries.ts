@@ -2,7 +2,12 @@ import { createHmac } from 'node:crypto';
 import { now } from '../ids.js';
 import type { StoredEvent } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { type DeliveryChange, type WebhookDeliveryRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
+import {
+  type DeliveryChange,
+  type WebhookDeliveryRow,
+  webhookDeliveriesRepository,
+  webhookEndpointsRepository,
+} from '../repositories/webhooks.js';
 import { type ServiceContext, transaction, scopeOf } from './context.js';
 import { toEvent } from './events.js';
 import { type WebhookResponse, postWebhook } from './post-webhook.js';
@@ -41,14 +46,21 @@ export function signatureHeader(secrets: readonly string[], id: string, timestam
 }
 
 /** The headers of a POST Convo signs like a webhook: one signature per secret, none without a secret. */
-export function standardWebhookHeaders(input: { id: string; body: string; secrets: readonly string[]; userAgent: string }): Record<string, string> {
+export function standardWebhookHeaders(input: {
+  id: string;
+  body: string;
+  secrets: readonly string[];
+  userAgent: string;
+}): Record<string, string> {
   const timestamp = Math.floor(Date.now() / 1000);
   return {
     'content-type': 'application/json',
     'user-agent': input.userAgent,
     'webhook-id': input.id,
     'webhook-timestamp': String(timestamp),
-    ...(input.secrets.length > 0 ? { 'webhook-signature': signatureHeader(input.secrets, input.id, timestamp, input.body) } : {}),
+    ...(input.secrets.length > 0
+      ? { 'webhook-signature': signatureHeader(input.secrets, input.id, timestamp, input.body) }
+      : {}),
   };
 }
 
@@ -70,7 +82,10 @@ export async function deliverWebhook(ctx: ServiceContext, input: DeliveryAttempt
  * taken by one statement, sent at once, recorded by one statement, which the throughput target of
  * bench/README.md (Webhook deliveries) needs. An outcome for each attempt, in order.
  */
-export async function deliverWebhooks(ctx: ServiceContext, input: { attempts: readonly DeliveryAttempt[] }): Promise<DeliveryOutcome[]> {
+export async function deliverWebhooks(
+  ctx: ServiceContext,
+  input: { attempts: readonly DeliveryAttempt[] },
+): Promise<DeliveryOutcome[]> {
   const jobs = input.attempts;
   const scope = scopeOf(ctx);
   // The earliest lease of the jobs (ISO times sort as text).
@@ -90,7 +105,11 @@ export async function deliverWebhooks(ctx: ServiceContext, input: { attempts: re
     jobs.map(
       async (
         job,
-      ): Promise<{ outcome: DeliveryOutcome } | { unsent: WebhookDeliveryRow } | { delivery: WebhookDeliveryRow; attempt: StoredDeliveryAttempt }> => {
+      ): Promise<
+        | { outcome: DeliveryOutcome }
+        | { unsent: WebhookDeliveryRow }
+        | { delivery: WebhookDeliveryRow; attempt: StoredDeliveryAttempt }
+      > => {
         const { deliveryId } = job;
         const manual = job.manual === true;
         const taking = taken.get(deliveryId);
@@ -102,7 +121,12 @@ export async function deliverWebhooks(ctx: ServiceContext, input: { attempts: re
         if (endpoint.status === 'disabled' && !manual) return { unsent: delivery };
         const at = now();
         const response = await send(ctx, event, secrets, endpoint.url);
-        const attempt: StoredDeliveryAttempt = { at, status_code: response.statusCode, duration_ms: response.durationMs, error: response.error };
+        const attempt: StoredDeliveryAttempt = {
+          at,
+          status_code: response.statusCode,
+          duration_ms: response.durationMs,
+          error: response.error,
+        };
         return { delivery, attempt: manual ? { ...attempt, manual } : attempt };
       },
     ),
@@ -110,7 +134,9 @@ export async function deliverWebhooks(ctx: ServiceContext, input: { attempts: re
   const attempts = made.flatMap((entry) => ('attempt' in entry ? [entry] : []));
   const unsent = made.flatMap((entry) => ('unsent' in entry ? [entry.unsent] : []));
   const recorded = await record(ctx, scope, attempts, unsent);
-  return made.map((entry) => ('outcome' in entry ? entry.outcome : 'attempt' in entry ? recorded.get(entry.delivery.id) : undefined));
+  return made.map((entry) =>
+    'outcome' in entry ? entry.outcome : 'attempt' in entry ? recorded.get(entry.delivery.id) : undefined,
+  );
 }
 
 /** A job whose delivery's attempt was not there to take. */
@@ -123,7 +149,12 @@ async function notTaken(scope: TenantScope, deliveryId: string): Promise<Deliver
 }
 
 /** Signs and sends the event; an attempt that cannot be made is a failed one. */
-async function send(deps: DeliveryDeps, eventRow: StoredEvent | null, secrets: readonly string[], url: string): Promise<WebhookResponse> {
+async function send(
+  deps: DeliveryDeps,
+  eventRow: StoredEvent | null,
+  secrets: readonly string[],
+  url: string,
+): Promise<WebhookResponse> {
   if (!eventRow) return { statusCode: null, error: 'event_expired', durationMs: 0 };
   if (secrets.length === 0) return { statusCode: null, error: 'no_signing_key', durationMs: 0 };
 
@@ -144,7 +175,8 @@ function outcomeOf(
   previous: StoredDeliveryAttempt[],
   attempt: StoredDeliveryAttempt,
 ): { status: WebhookDeliveryRow['status']; nextAttemptAt: string | null; disableEndpoint: boolean } {
-  const succeeded = attempt.error === null && attempt.status_code !== null && attempt.status_code >= 200 && attempt.status_code < 300;
+  const succeeded =
+    attempt.error === null && attempt.status_code !== null && attempt.status_code >= 200 && attempt.status_code < 300;
   if (succeeded) return { status: 'succeeded', nextAttemptAt: null, disableEndpoint: false };
   // 410 Gone: the receiver asks for no more deliveries.
   if (attempt.status_code === 410 || attempt.error === 'event_expired') {
@@ -192,7 +224,10 @@ async function record(
       updated_at: now(),
     });
     // The next attempt is an automatic one, even after a manual retry.
-    outcomes.set(delivery.id, next.nextAttemptAt === null ? undefined : { retryAt: next.nextAttemptAt, payload: { deliveryId: delivery.id } });
+    outcomes.set(
+      delivery.id,
+      next.nextAttemptAt === null ? undefined : { retryAt: next.nextAttemptAt, payload: { deliveryId: delivery.id } },
+    );
   }
   const unchanged = await webhookDeliveriesRepository.updateIfUnchanged(scope, changes);
   for (const { delivery, attempt } of attempts) {
@@ -202,7 +237,11 @@ async function record(
 }
 
 /** Appends the attempt and decides what comes next, in one transaction with the delivery locked. */
-async function recordLocked(ctx: ServiceContext, deliveryId: string, attempt: StoredDeliveryAttempt): Promise<DeliveryOutcome> {
+async function recordLocked(
+  ctx: ServiceContext,
+  deliveryId: string,
+  attempt: StoredDeliveryAttempt,
+): Promise<DeliveryOutcome> {
   return transaction(ctx, async (tx) => {
     const txScope = scopeOf(tx);
     const current = await webhookDeliveriesRepository.findByIdForUpdate(txScope, deliveryId);
@@ -219,7 +258,12 @@ async function recordLocked(ctx: ServiceContext, deliveryId: string, attempt: St
     if (next.disableEndpoint) {
       await webhookEndpointsRepository.update(txScope, current.endpoint_id, { status: 'disabled', updated_at: at });
     }
-    await webhookDeliveriesRepository.update(txScope, deliveryId, { attempts, status: next.status, next_attempt_at: next.nextAttemptAt, updated_at: at });
+    await webhookDeliveriesRepository.update(txScope, deliveryId, {
+      attempts,
+      status: next.status,
+      next_attempt_at: next.nextAttemptAt,
+      updated_at: at,
+    });
     return next.nextAttemptAt === null ? undefined : { retryAt: next.nextAttemptAt, payload: { deliveryId } };
   });
 }

@@ -15,7 +15,12 @@ import { newId, now } from '../ids.js';
 import { accountsRepository, apiKeysRepository } from '../repositories/accounts.js';
 import { eventsRepository } from '../repositories/events.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { type WebhookDeliveryRow, type WebhookEndpointRow, webhookDeliveriesRepository, webhookEndpointsRepository } from '../repositories/webhooks.js';
+import {
+  type WebhookDeliveryRow,
+  type WebhookEndpointRow,
+  webhookDeliveriesRepository,
+  webhookEndpointsRepository,
+} from '../repositories/webhooks.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
 import { endpointLane, enqueue } from '../repositories/jobs.js';
 import { newKeyRow } from './accounts.js';
@@ -33,7 +38,8 @@ export interface StoredDeliveryAttempt {
   manual?: boolean;
 }
 
-export const parseAttempts = (row: Pick<WebhookDeliveryRow, 'attempts'>): StoredDeliveryAttempt[] => JSON.parse(row.attempts) as StoredDeliveryAttempt[];
+export const parseAttempts = (row: Pick<WebhookDeliveryRow, 'attempts'>): StoredDeliveryAttempt[] =>
+  JSON.parse(row.attempts) as StoredDeliveryAttempt[];
 
 export const toWebhookEndpoint = (row: Omit<WebhookEndpointRow, 'account_id'>): WebhookEndpoint => ({
   id: row.id,
@@ -51,7 +57,12 @@ export const toWebhookDelivery = (row: WebhookDeliveryRow): WebhookDelivery => (
   event_type: row.event_type,
   endpoint_id: row.endpoint_id,
   status: row.status,
-  attempts: parseAttempts(row).map(({ at, status_code, duration_ms, error }) => ({ at, status_code, duration_ms, error })),
+  attempts: parseAttempts(row).map(({ at, status_code, duration_ms, error }) => ({
+    at,
+    status_code,
+    duration_ms,
+    error,
+  })),
   next_attempt_at: row.next_attempt_at,
   created_at: row.created_at,
 });
@@ -138,7 +149,10 @@ export const webhookEndpointsService = {
     if (Number(result.numDeletedRows) === 0) throw ApiError.notFound('webhook endpoint', id);
   },
 
-  async listDeliveries(ctx: ServiceContext, { endpointId, query }: { endpointId: string; query: z.output<typeof ListDeliveriesQuery> }) {
+  async listDeliveries(
+    ctx: ServiceContext,
+    { endpointId, query }: { endpointId: string; query: z.output<typeof ListDeliveriesQuery> },
+  ) {
     const scope = scopeOf(ctx);
     await findEndpointOrThrow(scope, endpointId);
     const { rows, total } = await webhookDeliveriesRepository.list(scope, endpointId, { status: query.status }, query);
@@ -149,7 +163,10 @@ export const webhookEndpointsService = {
    * Makes the delivery pending with an attempt due now, and queues that attempt as a manual one,
    * which is sent even when the endpoint is disabled.
    */
-  async retryDelivery(ctx: ServiceContext, { endpointId, deliveryId }: { endpointId: string; deliveryId: string }): Promise<WebhookDelivery> {
+  async retryDelivery(
+    ctx: ServiceContext,
+    { endpointId, deliveryId }: { endpointId: string; deliveryId: string },
+  ): Promise<WebhookDelivery> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       await findEndpointOrThrow(scope, endpointId);
@@ -173,7 +190,10 @@ export const webhookEndpointsService = {
    * Queues again, at once, every delivery of the endpoint created in [since, until) with `status`
    * (a receiver's outage over). They become pending, so a second call meanwhile finds none.
    */
-  async replay(ctx: ServiceContext, { endpointId, body }: { endpointId: string; body: z.output<typeof ReplayDeliveriesBody> }): Promise<DeliveryReplay> {
+  async replay(
+    ctx: ServiceContext,
+    { endpointId, body }: { endpointId: string; body: z.output<typeof ReplayDeliveriesBody> },
+  ): Promise<DeliveryReplay> {
     const since = new Date(body.since).toISOString();
     const until = new Date(body.until).toISOString();
     // An empty window (until at or before since) replays nothing.
@@ -181,7 +201,12 @@ export const webhookEndpointsService = {
       const scope = scopeOf(tx);
       await findEndpointOrThrow(scope, endpointId);
       const at = now();
-      const ids = await webhookDeliveriesRepository.takeForReplay(scope, endpointId, { since, until, status: body.status }, at);
+      const ids = await webhookDeliveriesRepository.takeForReplay(
+        scope,
+        endpointId,
+        { since, until, status: body.status },
+        at,
+      );
       for (const deliveryId of ids) {
         await enqueue(scope.db, {
           kind: 'deliver_webhook',

@@ -1,11 +1,22 @@
 import { type Workflow, type WorkflowRun, type WorkflowStep, forEachStep } from '@convo/core';
-import type { CreateWorkflowBody, ListRunsQuery, ListWorkflowsQuery, TriggerWorkflowBody, UpdateWorkflowBody } from '@convo/core';
+import type {
+  CreateWorkflowBody,
+  ListRunsQuery,
+  ListWorkflowsQuery,
+  TriggerWorkflowBody,
+  UpdateWorkflowBody,
+} from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { contactsRepository } from '../repositories/contacts.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { type WorkflowRow, type WorkflowRunRow, workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
+import {
+  type WorkflowRow,
+  type WorkflowRunRow,
+  workflowRunsRepository,
+  workflowsRepository,
+} from '../repositories/workflows.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
 import { enqueue } from '../repositories/jobs.js';
 import { type Change, type ServiceContext, transaction, page, scopeOf } from './context.js';
@@ -30,7 +41,11 @@ export interface PlannedStep {
   end?: number;
 }
 
-export function planSteps(steps: readonly WorkflowStep[], path: string[] = [], plan: PlannedStep[] = []): PlannedStep[] {
+export function planSteps(
+  steps: readonly WorkflowStep[],
+  path: string[] = [],
+  plan: PlannedStep[] = [],
+): PlannedStep[] {
   steps.forEach((step, index) => {
     const here = [...path, String(index)];
     const planned: PlannedStep = { step, path: here.join('.') };
@@ -63,7 +78,9 @@ export const FINISHED_RUN_STATUSES: readonly WorkflowRun['status'][] = ['succeed
 
 /** The trigger as stored: its JSON, and its event type again for the lookup. */
 const triggerColumns = (trigger: Workflow['trigger'] | undefined) =>
-  trigger === undefined ? {} : { trigger: trigger === null ? null : JSON.stringify(trigger), trigger_event: trigger?.event ?? null };
+  trigger === undefined
+    ? {}
+    : { trigger: trigger === null ? null : JSON.stringify(trigger), trigger_event: trigger?.event ?? null };
 
 /**
  * Records a run of `workflow` for `contactId` with its own copy of the steps: queued with the job
@@ -104,14 +121,18 @@ export async function startRun(
     updated_at: at,
   };
   await workflowRunsRepository.insert(scope, row);
-  if (input.skipped === undefined) await enqueue(scope.db, { kind: 'run_workflow', accountId: scope.accountId, payload: { runId: row.id } });
+  if (input.skipped === undefined)
+    await enqueue(scope.db, { kind: 'run_workflow', accountId: scope.accountId, payload: { runId: row.id } });
   return toRun({ ...row, account_id: scope.accountId });
 }
 
 /** The run as cancelled at `at`: the steps not done yet skipped. */
 function cancelled(run: WorkflowRunRow, at: string) {
   const steps = (JSON.parse(run.steps) as StoredRunStep[]).map(
-    (step): StoredRunStep => ({ ...publicStep(step), status: step.status === 'succeeded' || step.status === 'failed' ? step.status : 'skipped' }),
+    (step): StoredRunStep => ({
+      ...publicStep(step),
+      status: step.status === 'succeeded' || step.status === 'failed' ? step.status : 'skipped',
+    }),
   );
   return { status: 'cancelled' as const, steps: JSON.stringify(steps), finished_at: at, updated_at: at };
 }
@@ -212,12 +233,19 @@ export const workflowsService = {
   },
 
   /** Records a queued run and the job that executes it, in one transaction. */
-  async trigger(ctx: ServiceContext, { workflowId, body }: { workflowId: string; body: z.output<typeof TriggerWorkflowBody> }): Promise<WorkflowRun> {
+  async trigger(
+    ctx: ServiceContext,
+    { workflowId, body }: { workflowId: string; body: z.output<typeof TriggerWorkflowBody> },
+  ): Promise<WorkflowRun> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const workflow = await findWorkflowOrThrow(scope, workflowId);
       if (workflow.enabled !== 1)
-        throw ApiError.badRequest('enabled', 'transition', 'This workflow is disabled: enable it (PATCH enabled: true) to start runs');
+        throw ApiError.badRequest(
+          'enabled',
+          'transition',
+          'This workflow is disabled: enable it (PATCH enabled: true) to start runs',
+        );
       // Locked so that a concurrent delete of the contact waits for this run and then detaches it.
       const contact = await contactsRepository.findByIdForUpdate(scope, body.contact_id);
       if (!contact) throw ApiError.notFound('contact', body.contact_id);
@@ -225,27 +253,41 @@ export const workflowsService = {
     });
   },
 
-  async listRuns(ctx: ServiceContext, { workflowId, query }: { workflowId: string; query: z.output<typeof ListRunsQuery> }) {
+  async listRuns(
+    ctx: ServiceContext,
+    { workflowId, query }: { workflowId: string; query: z.output<typeof ListRunsQuery> },
+  ) {
     const scope = scopeOf(ctx);
-    if (!(await workflowsRepository.findByIdIncludingDeleted(scope, workflowId))) throw ApiError.notFound('workflow', workflowId);
+    if (!(await workflowsRepository.findByIdIncludingDeleted(scope, workflowId)))
+      throw ApiError.notFound('workflow', workflowId);
     const { rows, total } = await workflowRunsRepository.list(scope, { workflowId, status: query.status }, query);
     return page(rows.map(toRun), total, query.limit, query.offset);
   },
 
-  async retrieveRun(ctx: ServiceContext, { workflowId, runId }: { workflowId: string; runId: string }): Promise<WorkflowRun> {
+  async retrieveRun(
+    ctx: ServiceContext,
+    { workflowId, runId }: { workflowId: string; runId: string },
+  ): Promise<WorkflowRun> {
     const run = await workflowRunsRepository.findById(scopeOf(ctx), runId);
     if (!run || run.workflow_id !== workflowId) throw ApiError.notFound('workflow run', runId);
     return toRun(run);
   },
 
   /** A run still queued or waiting ends `cancelled`; its job finds it finished and stops. */
-  async cancelRun(ctx: ServiceContext, { workflowId, runId }: { workflowId: string; runId: string }): Promise<WorkflowRun> {
+  async cancelRun(
+    ctx: ServiceContext,
+    { workflowId, runId }: { workflowId: string; runId: string },
+  ): Promise<WorkflowRun> {
     return transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);
       if (!run || run.workflow_id !== workflowId) throw ApiError.notFound('workflow run', runId);
       if (run.status !== 'queued' && run.status !== 'waiting') {
-        throw ApiError.badRequest('run_id', 'transition', `A ${run.status} run cannot be cancelled (only a queued or waiting one)`);
+        throw ApiError.badRequest(
+          'run_id',
+          'transition',
+          `A ${run.status} run cannot be cancelled (only a queued or waiting one)`,
+        );
       }
       const patch = cancelled(run, now());
       await workflowRunsRepository.update(scope, run.id, patch);

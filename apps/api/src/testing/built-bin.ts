@@ -13,7 +13,8 @@ function newestSource(dir: string): number {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts'))
+      newest = Math.max(newest, statSync(path).mtimeMs);
   }
   return newest;
 }
@@ -35,7 +36,14 @@ export function ensureBuilt(): void {
  */
 export function spawnWorker(databaseUrl: string, env: Record<string, string> = {}): ChildProcess {
   const child = spawn(process.execPath, [BIN, 'worker'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, NODE_ENV: 'test', CONVO_WORKER_LEASE: '1500ms', LOG_LEVEL: 'silent', ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      NODE_ENV: 'test',
+      CONVO_WORKER_LEASE: '1500ms',
+      LOG_LEVEL: 'silent',
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   child.stderr?.on('data', (d) => process.env.DEBUG_CRASH && process.stderr.write(`[worker] ${d}`));

@@ -37,15 +37,26 @@ export class ConsoleClient {
     return this.send(url, { method: 'GET', headers });
   }
 
-  mutate(path: string, input?: unknown, options: { origin?: string | null; csrf?: boolean; headers?: Record<string, string> } = {}): Promise<ConsoleAnswer> {
+  mutate(
+    path: string,
+    input?: unknown,
+    options: { origin?: string | null; csrf?: boolean; headers?: Record<string, string> } = {},
+  ): Promise<ConsoleAnswer> {
     const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
     const origin = options.origin === undefined ? this.origin : options.origin;
     if (origin !== null) headers.origin = origin;
     if (options.csrf !== false) headers['x-convo-csrf'] = '1';
-    return this.send(new URL(`/console/trpc/${path}`, this.origin), { method: 'POST', headers, body: input === undefined ? undefined : JSON.stringify(input) });
+    return this.send(new URL(`/console/trpc/${path}`, this.origin), {
+      method: 'POST',
+      headers,
+      body: input === undefined ? undefined : JSON.stringify(input),
+    });
   }
 
-  private async send(url: URL, init: { method: string; headers: Record<string, string>; body?: string | undefined }): Promise<ConsoleAnswer> {
+  private async send(
+    url: URL,
+    init: { method: string; headers: Record<string, string>; body?: string | undefined },
+  ): Promise<ConsoleAnswer> {
     const headers = { ...init.headers, ...(this.cookie ? { cookie: this.cookie } : {}) };
     const response = await exchange(url, init.method, headers, init.body, this.options.localAddress);
     const setCookie = response.headers.get('set-cookie');
@@ -56,7 +67,12 @@ export class ConsoleClient {
       this.cookie = value ? pair : undefined;
     }
     const json = response.text ? JSON.parse(response.text) : undefined;
-    return { status: response.status, headers: response.headers, data: json?.result?.data, error: json?.error?.data?.body };
+    return {
+      status: response.status,
+      headers: response.headers,
+      data: json?.result?.data,
+      error: json?.error?.data?.body,
+    };
   }
 }
 
@@ -70,18 +86,27 @@ function exchange(
 ): Promise<{ status: number; headers: Headers; text: string }> {
   return new Promise((resolve, reject) => {
     const sent = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
-    const request = httpRequest(url, { method, headers: sent, ...(localAddress ? { localAddress } : {}) }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('error', reject);
-      response.on('end', () => {
-        const answerHeaders = new Headers();
-        for (const [name, value] of Object.entries(response.headers)) {
-          for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) answerHeaders.append(name, one);
-        }
-        resolve({ status: response.statusCode ?? 0, headers: answerHeaders, text: Buffer.concat(chunks).toString('utf8') });
-      });
-    });
+    const request = httpRequest(
+      url,
+      { method, headers: sent, ...(localAddress ? { localAddress } : {}) },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', reject);
+        response.on('end', () => {
+          const answerHeaders = new Headers();
+          for (const [name, value] of Object.entries(response.headers)) {
+            for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value])
+              answerHeaders.append(name, one);
+          }
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: answerHeaders,
+            text: Buffer.concat(chunks).toString('utf8'),
+          });
+        });
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });

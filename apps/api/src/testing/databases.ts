@@ -29,7 +29,9 @@ export function postgresAvailable(): Promise<boolean> {
       return true;
     } catch (error) {
       if (process.env.CI === 'true') {
-        throw new Error(`Postgres is required under CI=true but ${postgresAdminUrl()} is unreachable: ${String(error)}`);
+        throw new Error(
+          `Postgres is required under CI=true but ${postgresAdminUrl()} is unreachable: ${String(error)}`,
+        );
       }
       console.warn(`Postgres at ${postgresAdminUrl()} is unreachable; its tests are skipped (${String(error)})`);
       return false;
@@ -43,7 +45,11 @@ export function postgresAvailable(): Promise<boolean> {
 export async function createTestDatabase(dialect: 'sqlite' | 'postgres'): Promise<TestDatabase> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'convo-test-'));
-    return { dialect, url: `file:${join(dir, 'convo.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    return {
+      dialect,
+      url: `file:${join(dir, 'convo.db')}`,
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
   }
   const name = `convo_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: postgresAdminUrl() });

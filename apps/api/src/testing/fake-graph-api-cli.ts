@@ -1,6 +1,6 @@
 /**
- * `node dist/fake-graph-api.js [--port 4010] [--host 127.0.0.1]`: runs the fake Graph API on its own, so a developer can
- * point a local Convo at it (`CONVO_GRAPH_API_URL`) and drive the Meta loop by hand with curl.
+ * `node dist/fake-graph-api.js [--port 4010] [--host 127.0.0.1]`: runs the fake Graph API on its own, so a developer
+ * can point a local Convo at it (`CONVO_GRAPH_API_URL`) and drive the Meta loop by hand with curl.
  */
 import { parseArgs } from 'node:util';
 import { startFakeGraphApi } from './fake-graph-api.js';

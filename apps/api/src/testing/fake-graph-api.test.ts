@@ -28,7 +28,9 @@ import {
   whatsappStatuses,
 } from './meta-payloads.js';
 
-/** One webhook as Convo's endpoint would see it: the exact bytes, headers, and whether Meta's HMAC of them checks out. */
+/**
+ * One webhook as Convo's endpoint would see it: the exact bytes, headers, and whether Meta's HMAC of them checks out.
+ */
 interface Received {
   path: string;
   headers: IncomingHttpHeaders;
@@ -42,7 +44,10 @@ const json = (res: Response): Promise<any> => res.json();
 
 const SECRETS: Record<string, string> = { wa: 'wa-secret', fb: 'fb-secret', ig: 'ig-secret' };
 
-/** A tiny stand-in for Convo's `/hooks/meta/:channel_id`: checks the signature of the raw body and refuses the webhook when it fails. */
+/**
+ * A tiny stand-in for Convo's `/hooks/meta/:channel_id`: checks the signature of the raw body and refuses the webhook
+ * when it fails.
+ */
 async function startReceiver(): Promise<{ url: string; received: Received[]; close(): Promise<void> }> {
   const received: Received[] = [];
   const server: Server = createServer((req, res) => {
@@ -58,7 +63,13 @@ async function startReceiver(): Promise<{ url: string; received: Received[]; clo
       );
       const given = Buffer.from(String(req.headers['x-hub-signature-256'] ?? ''));
       const signatureValid = given.length === expected.length && timingSafeEqual(given, expected);
-      received.push({ path: req.url ?? '', headers: req.headers, raw, json: JSON.parse(raw.toString('utf8')), signatureValid });
+      received.push({
+        path: req.url ?? '',
+        headers: req.headers,
+        raw,
+        json: JSON.parse(raw.toString('utf8')),
+        signatureValid,
+      });
       res.writeHead(signatureValid ? 200 : 401).end(signatureValid ? 'EVENT_RECEIVED' : 'bad signature');
     });
   });
@@ -127,7 +138,11 @@ describe('fake Graph API', () => {
     type: 'text',
     text: { body: text },
   });
-  const fbTextBody = (text = 'Hello') => ({ recipient: { id: '24036950000000' }, messaging_type: 'RESPONSE', message: { text } });
+  const fbTextBody = (text = 'Hello') => ({
+    recipient: { id: '24036950000000' },
+    messaging_type: 'RESPONSE',
+    message: { text },
+  });
 
   describe('sends', () => {
     it('answers a WhatsApp text send with the Cloud API body and a fresh wamid, and records the request', async () => {
@@ -169,12 +184,19 @@ describe('fake Graph API', () => {
           messaging_product: 'whatsapp',
           to: '16505551234',
           type: 'template',
-          template: { name: 'order_update', language: { code: 'en_US' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'A1' }] }] },
+          template: {
+            name: 'order_update',
+            language: { code: 'en_US' },
+            components: [{ type: 'body', parameters: [{ type: 'text', text: 'A1' }] }],
+          },
         },
         'v99.0',
       );
       expect(res.status).toBe(200);
-      expect((await json(res)).messages[0]).toEqual({ id: expect.stringMatching(/^wamid\./), message_status: 'accepted' });
+      expect((await json(res)).messages[0]).toEqual({
+        id: expect.stringMatching(/^wamid\./),
+        message_status: 'accepted',
+      });
     });
 
     it('rejects WhatsApp bodies Meta would reject, with code 100 and WhatsApp error_data', async () => {
@@ -192,8 +214,16 @@ describe('fake Graph API', () => {
         const { error } = await json(res);
         expect(error).toMatchObject({ type: 'OAuthException', code: 100, fbtrace_id: expect.any(String) });
       }
-      const res = await send(channels.wa.externalId, 'wa-token', { messaging_product: 'whatsapp', to: '1', type: 'image', image: {} });
-      expect((await json(res)).error.error_data).toEqual({ messaging_product: 'whatsapp', details: expect.any(String) });
+      const res = await send(channels.wa.externalId, 'wa-token', {
+        messaging_product: 'whatsapp',
+        to: '1',
+        type: 'image',
+        image: {},
+      });
+      expect((await json(res)).error.error_data).toEqual({
+        messaging_product: 'whatsapp',
+        details: expect.any(String),
+      });
       expect(fake.sent()).toEqual([]);
     });
 
@@ -204,8 +234,15 @@ describe('fake Graph API', () => {
       expect(body).toEqual({ recipient_id: '24036950000000', message_id: expect.stringMatching(/^m_/) });
 
       // Meta's own curl examples post form fields with single-quoted JSON values.
-      const form = new URLSearchParams({ recipient: "{'id':'24036950000001'}", messaging_type: 'UPDATE', message: "{'text':'hello, world'}" });
-      const formRes = await fetch(`${fake.url}/v21.0/${channels.fb.externalId}/messages?access_token=fb-token`, { method: 'POST', body: form });
+      const form = new URLSearchParams({
+        recipient: "{'id':'24036950000001'}",
+        messaging_type: 'UPDATE',
+        message: "{'text':'hello, world'}",
+      });
+      const formRes = await fetch(`${fake.url}/v21.0/${channels.fb.externalId}/messages?access_token=fb-token`, {
+        method: 'POST',
+        body: form,
+      });
       expect(formRes.status).toBe(200);
       expect((await json(formRes)).recipient_id).toBe('24036950000001');
       expect(fake.sent(channels.fb.externalId).map((s) => s.to)).toEqual(['24036950000000', '24036950000001']);
@@ -232,7 +269,10 @@ describe('fake Graph API', () => {
     });
 
     it('answers sender actions without a message id and does not count them as sends', async () => {
-      const res = await send(channels.fb.externalId, 'fb-token', { recipient: { id: '1' }, sender_action: 'typing_on' });
+      const res = await send(channels.fb.externalId, 'fb-token', {
+        recipient: { id: '1' },
+        sender_action: 'typing_on',
+      });
       expect(await json(res)).toEqual({ recipient_id: '1' });
       expect(fake.sent()).toEqual([]);
     });
@@ -244,7 +284,12 @@ describe('fake Graph API', () => {
         const res = await send(channels.wa.externalId, token, waTextBody());
         expect(res.status).toBe(401);
         const { error } = await json(res);
-        expect(error).toMatchObject({ type: 'OAuthException', code: 190, message: expect.any(String), fbtrace_id: expect.any(String) });
+        expect(error).toMatchObject({
+          type: 'OAuthException',
+          code: 190,
+          message: expect.any(String),
+          fbtrace_id: expect.any(String),
+        });
       }
       expect(fake.sent()).toEqual([]);
     });
@@ -323,7 +368,12 @@ describe('fake Graph API', () => {
       }
       const statuses = receiver.received.map((h) => h.json.entry[0].changes[0].value.statuses[0]);
       expect(statuses.map((s) => s.status)).toEqual(['sent', 'delivered', 'read']);
-      for (const s of statuses) expect(s).toMatchObject({ id: wamid, recipient_id: '16505551234', timestamp: expect.stringMatching(/^\d{10}$/) });
+      for (const s of statuses)
+        expect(s).toMatchObject({
+          id: wamid,
+          recipient_id: '16505551234',
+          timestamp: expect.stringMatching(/^\d{10}$/),
+        });
       expect(fake.webhooks.map((w) => w.status)).toEqual([200, 200, 200]);
     });
 
@@ -357,27 +407,55 @@ describe('fake Graph API', () => {
     });
 
     it('signs posted webhooks so a receiver can verify them, and can sign them wrong on purpose', async () => {
-      const body = whatsappStatuses({ phoneNumberId: channels.wa.externalId, statuses: [{ id: 'wamid.X', status: 'read', recipientId: '1' }] });
+      const body = whatsappStatuses({
+        phoneNumberId: channels.wa.externalId,
+        statuses: [{ id: 'wamid.X', status: 'read', recipientId: '1' }],
+      });
       expect(await fake.postWebhook(channels.wa.externalId, body)).toEqual({ status: 200, text: 'EVENT_RECEIVED' });
-      expect(receiver.received[0]?.headers['x-hub-signature-256']).toBe(signMetaPayload(SECRETS.wa ?? '', receiver.received[0]?.raw ?? ''));
+      expect(receiver.received[0]?.headers['x-hub-signature-256']).toBe(
+        signMetaPayload(SECRETS.wa ?? '', receiver.received[0]?.raw ?? ''),
+      );
       expect((await fake.postWebhook(channels.wa.externalId, body, { appSecret: 'wrong' })).status).toBe(401);
       expect((await fake.postWebhook(channels.wa.externalId, body, { signature: null })).status).toBe(401);
     });
 
     it('sends an inbound text in each platform’s shape', async () => {
-      const wa = await fake.sendInbound(channels.wa.externalId, { from: '16505551234', name: 'Sheena Nelson', text: 'Hi there' });
-      const fb = await fake.sendInbound(channels.fb.externalId, { from: '24036950000000', name: 'Ada Lovelace', text: 'Hi page' });
+      const wa = await fake.sendInbound(channels.wa.externalId, {
+        from: '16505551234',
+        name: 'Sheena Nelson',
+        text: 'Hi there',
+      });
+      const fb = await fake.sendInbound(channels.fb.externalId, {
+        from: '24036950000000',
+        name: 'Ada Lovelace',
+        text: 'Hi page',
+      });
       const ig = await fake.sendInbound(channels.ig.externalId, { from: '1789000000', text: 'Hi insta' });
       expect([wa.status, fb.status, ig.status]).toEqual([200, 200, 200]);
       const [waHook, fbHook, igHook] = receiver.received.map((h) => h.json);
-      expect(waHook.entry[0].changes[0].value.contacts).toEqual([{ profile: { name: 'Sheena Nelson' }, wa_id: '16505551234' }]);
+      expect(waHook.entry[0].changes[0].value.contacts).toEqual([
+        { profile: { name: 'Sheena Nelson' }, wa_id: '16505551234' },
+      ]);
       const waMessage = waHook.entry[0].changes[0].value.messages[0];
-      expect(waMessage).toMatchObject({ from: '16505551234', id: wa.messageId, type: 'text', text: { body: 'Hi there' } });
-      expect(fbHook.entry[0].messaging[0]).toMatchObject({ sender: { id: '24036950000000' }, message: { mid: fb.messageId, text: 'Hi page' } });
-      expect(igHook).toMatchObject({ object: 'instagram', entry: [{ id: channels.ig.externalId, messaging: [{ message: { text: 'Hi insta' } }] }] });
+      expect(waMessage).toMatchObject({
+        from: '16505551234',
+        id: wa.messageId,
+        type: 'text',
+        text: { body: 'Hi there' },
+      });
+      expect(fbHook.entry[0].messaging[0]).toMatchObject({
+        sender: { id: '24036950000000' },
+        message: { mid: fb.messageId, text: 'Hi page' },
+      });
+      expect(igHook).toMatchObject({
+        object: 'instagram',
+        entry: [{ id: channels.ig.externalId, messaging: [{ message: { text: 'Hi insta' } }] }],
+      });
 
       // Messenger webhooks carry no name, so the fake serves the one given through the profile lookup.
-      const profile = await fetch(`${fake.url}/v21.0/24036950000000?fields=first_name,last_name`, { headers: { authorization: 'Bearer fb-token' } });
+      const profile = await fetch(`${fake.url}/v21.0/24036950000000?fields=first_name,last_name`, {
+        headers: { authorization: 'Bearer fb-token' },
+      });
       expect(await json(profile)).toEqual({ first_name: 'Ada', last_name: 'Lovelace', id: '24036950000000' });
     });
   });
@@ -403,12 +481,22 @@ describe('fake Graph API', () => {
         body: JSON.stringify({ external_id: '555', from: '16505551234', name: 'Sheena', text: 'By hand' }),
       });
       expect(inbound.status).toBe(200);
-      expect(await json(inbound)).toMatchObject({ status: 200, text: 'EVENT_RECEIVED', message_id: expect.stringMatching(/^wamid\./) });
+      expect(await json(inbound)).toMatchObject({
+        status: 200,
+        text: 'EVENT_RECEIVED',
+        message_id: expect.stringMatching(/^wamid\./),
+      });
       expect(receiver.received[0]?.json.entry[0].changes[0].value.metadata.phone_number_id).toBe('555');
 
       await send('555', 'hand-token', waTextBody('Reply'));
       const sent = await json(await fetch(`${fake.url}/_fake/sent`));
-      expect(sent).toEqual([expect.objectContaining({ externalId: '555', to: '+16505551234', platformId: expect.stringMatching(/^wamid\./) })]);
+      expect(sent).toEqual([
+        expect.objectContaining({
+          externalId: '555',
+          to: '+16505551234',
+          platformId: expect.stringMatching(/^wamid\./),
+        }),
+      ]);
       expect(fake.requests.some((r) => r.path.startsWith('/_fake/'))).toBe(false);
     });
 
@@ -452,7 +540,8 @@ describe('Meta payload builders', () => {
     expect(keys(change?.value.metadata)).toEqual(['display_phone_number', 'phone_number_id']);
     expect(change?.value.contacts).toEqual([{ profile: { name: 'Sheena Nelson' }, wa_id: '16505551234' }]);
 
-    const [text, image, video, audio, document, sticker, location, reaction, unsupported] = change?.value.messages ?? [];
+    const [text, image, video, audio, document, sticker, location, reaction, unsupported] =
+      change?.value.messages ?? [];
     expect(keys(text)).toEqual(['from', 'id', 'text', 'timestamp', 'type']);
     expect(text?.timestamp).toBe('1749416383');
     expect(text?.id).toMatch(/^wamid\./);
@@ -461,7 +550,12 @@ describe('Meta payload builders', () => {
     expect(keys(audio?.audio)).toEqual(['id', 'mime_type', 'sha256', 'voice']);
     expect(keys(document?.document)).toEqual(['filename', 'id', 'mime_type', 'sha256']);
     expect(keys(sticker?.sticker)).toEqual(['animated', 'id', 'mime_type', 'sha256']);
-    expect(location?.location).toEqual({ address: '101 Forest Ave', latitude: 37.44, longitude: -122.16, name: 'Philz Coffee' });
+    expect(location?.location).toEqual({
+      address: '101 Forest Ave',
+      latitude: 37.44,
+      longitude: -122.16,
+      name: 'Philz Coffee',
+    });
     expect(reaction?.reaction).toEqual({ message_id: 'wamid.A', emoji: '👍' });
     expect(unsupported).toMatchObject({ type: 'unsupported', unsupported: { type: 'poll_creation' } });
     expect(unsupported?.errors).toEqual([
@@ -498,7 +592,11 @@ describe('Meta payload builders', () => {
   });
 
   it('batches WhatsApp bodies as separate entries or as changes of one entry', () => {
-    const a = whatsappInbound({ phoneNumberId: '1', contacts: [{ waId: '2' }], messages: [waText({ from: '2', body: 'a' })] });
+    const a = whatsappInbound({
+      phoneNumberId: '1',
+      contacts: [{ waId: '2' }],
+      messages: [waText({ from: '2', body: 'a' })],
+    });
     const b = whatsappStatuses({ phoneNumberId: '1', statuses: [{ id: 'wamid.A', status: 'read', recipientId: '2' }] });
     expect(batchWebhooks([a, b]).entry).toHaveLength(2);
     const merged = batchWebhooks([a, b], { sameEntry: true });
@@ -547,12 +645,19 @@ describe('Meta payload builders', () => {
       attachments: [{ type: 'image', payload: { url: 'https://cdn/like.png', sticker_id: 369239263222822 } }],
     });
     expect(reaction?.reaction).toEqual({ reaction: 'love', emoji: '❤️', action: 'react', mid: 'm_A' });
-    expect(delivery).toEqual({ sender: { id: 'PSID' }, recipient: { id: 'PAGE' }, delivery: { mids: ['m_A'], watermark: 1458668856253 } });
+    expect(delivery).toEqual({
+      sender: { id: 'PSID' },
+      recipient: { id: 'PAGE' },
+      delivery: { mids: ['m_A'], watermark: 1458668856253 },
+    });
     expect(read?.read).toEqual({ watermark: 1458668856253 });
 
     const ig = instagramInbound({
       igId: 'IGID',
-      events: [messagingText({ from: 'IGSID', to: 'IGID', text: 'hi' }), instagramRead({ from: 'IGSID', to: 'IGID', mid: 'm_B' })],
+      events: [
+        messagingText({ from: 'IGSID', to: 'IGID', text: 'hi' }),
+        instagramRead({ from: 'IGSID', to: 'IGID', mid: 'm_B' }),
+      ],
     });
     expect(ig.object).toBe('instagram');
     const igEvents = ig.entry.map((e) => e.messaging[0]?.read ?? e.messaging[0]?.message);
@@ -563,7 +668,9 @@ describe('Meta payload builders', () => {
   });
 
   it('signs the raw body as sha256=<hex HMAC>', () => {
-    expect(signMetaPayload('secret', '{"a":1}')).toBe(`sha256=${createHmac('sha256', 'secret').update('{"a":1}').digest('hex')}`);
+    expect(signMetaPayload('secret', '{"a":1}')).toBe(
+      `sha256=${createHmac('sha256', 'secret').update('{"a":1}').digest('hex')}`,
+    );
     expect(signMetaPayload('secret', '{"a":1}')).toMatch(/^sha256=[0-9a-f]{64}$/);
   });
 });

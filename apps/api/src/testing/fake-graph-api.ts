@@ -4,7 +4,13 @@
  * and posts signed webhooks back to Convo the way Meta does. It checks only what Meta would reject, nothing more.
  */
 import { randomBytes } from 'node:crypto';
-import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import {
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  createServer,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   DEFAULT_WABA_ID,
@@ -120,7 +126,11 @@ export interface FakeGraphApi {
   /** Delay before answering every Graph request. */
   setDelay(ms: number): void;
   autoStatuses(externalId: string, statuses: AutoStatus[]): void;
-  postWebhook(externalId: string, body: object, options?: PostWebhookOptions): Promise<{ status: number; text: string }>;
+  postWebhook(
+    externalId: string,
+    body: object,
+    options?: PostWebhookOptions,
+  ): Promise<{ status: number; text: string }>;
   /** Posts the platform's inbound text webhook from `from`, as if that customer wrote to the channel. */
   sendInbound(
     externalId: string,
@@ -146,7 +156,12 @@ const trace = (): string => randomBytes(9).toString('base64url');
 export const META_ERRORS = {
   // https://developers.facebook.com/docs/graph-api/guides/error-handling
   /** Unknown, malformed or revoked token. */
-  invalidToken: { httpStatus: 401, code: 190, type: 'OAuthException', message: 'Invalid OAuth access token - Cannot parse access token' },
+  invalidToken: {
+    httpStatus: 401,
+    code: 190,
+    type: 'OAuthException',
+    message: 'Invalid OAuth access token - Cannot parse access token',
+  },
   /** Expired token, told apart from a bad one by its subcode. */
   expiredToken: {
     httpStatus: 401,
@@ -156,14 +171,23 @@ export const META_ERRORS = {
     message: 'Error validating access token: Session has expired.',
   },
   /** Permission not granted or revoked. */
-  permissionDenied: { httpStatus: 403, code: 10, message: '(#10) Application does not have permission for this action' },
+  permissionDenied: {
+    httpStatus: 403,
+    code: 10,
+    message: '(#10) Application does not have permission for this action',
+  },
   /** Graph throttling: app, user and Page request limits. */
   appRateLimit: { httpStatus: 400, code: 4, message: '(#4) Application request limit reached', isTransient: true },
   userRateLimit: { httpStatus: 400, code: 17, message: '(#17) User request limit reached', isTransient: true },
   pageRateLimit: { httpStatus: 400, code: 32, message: '(#32) Page request limit reached', isTransient: true },
   /** Temporary: unknown error and service down or overloaded. */
   apiUnknown: { httpStatus: 400, code: 1, message: 'An unknown error occurred', isTransient: true },
-  apiService: { httpStatus: 503, code: 2, message: 'An unexpected error has occurred. Please retry your request later.', isTransient: true },
+  apiService: {
+    httpStatus: 503,
+    code: 2,
+    message: 'An unexpected error has occurred. Please retry your request later.',
+    isTransient: true,
+  },
   /** Permanent: a parameter Meta rejects. */
   invalidParameter: { httpStatus: 400, code: 100, message: '(#100) Invalid parameter' },
 
@@ -184,7 +208,8 @@ export const META_ERRORS = {
     httpStatus: 400,
     code: 131056,
     message: '(#131056) (Business Account, Consumer Account) pair rate limit hit',
-    details: 'Message failed to send because there were too many messages sent from this phone number to the same phone number in a short time.',
+    details:
+      'Message failed to send because there were too many messages sent from this phone number to the same phone number in a short time.',
   },
   whatsappSomethingWentWrong: {
     httpStatus: 500,
@@ -192,18 +217,39 @@ export const META_ERRORS = {
     message: '(#131000) Something went wrong',
     details: 'Message failed to send due to an unknown error.',
   },
-  whatsappUndeliverable: { httpStatus: 400, code: 131026, message: '(#131026) Message undeliverable', details: 'Unable to deliver message.' },
+  whatsappUndeliverable: {
+    httpStatus: 400,
+    code: 131026,
+    message: '(#131026) Message undeliverable',
+    details: 'Unable to deliver message.',
+  },
   whatsappReEngagement: {
     httpStatus: 400,
     code: 131047,
     message: '(#131047) Re-engagement message',
-    details: 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
+    details:
+      'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
   },
 
   // https://developers.facebook.com/documentation/business-messaging/messenger-platform/error-codes
-  messengerRateLimit: { httpStatus: 400, code: 613, message: '(#613) Calls to this api have exceeded the rate limit.', isTransient: true },
-  messengerUserUnavailable: { httpStatus: 400, code: 551, subcode: 1545041, message: "(#551) This person isn't available right now." },
-  messengerOutsideWindow: { httpStatus: 400, code: 10, subcode: 2018278, message: '(#10) This message is sent outside of allowed window.' },
+  messengerRateLimit: {
+    httpStatus: 400,
+    code: 613,
+    message: '(#613) Calls to this api have exceeded the rate limit.',
+    isTransient: true,
+  },
+  messengerUserUnavailable: {
+    httpStatus: 400,
+    code: 551,
+    subcode: 1545041,
+    message: "(#551) This person isn't available right now.",
+  },
+  messengerOutsideWindow: {
+    httpStatus: 400,
+    code: 10,
+    subcode: 2018278,
+    message: '(#10) This message is sent outside of allowed window.',
+  },
 } satisfies Record<string, FakeGraphError>;
 
 /** What Meta answers when the `{id}` of a call names nothing the token can reach. */
@@ -235,7 +281,8 @@ export function graphErrorBody(error: FakeGraphError, platform?: MetaPlatform): 
 
 // Request bodies ------------------------------------------------------------------------------------------------------
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const nonEmptyString = (value: unknown): value is string => typeof value === 'string' && value.length > 0;
 
 /** The Graph API also takes form-encoded calls (Meta's curl examples use them), with JSON-ish values. */
@@ -284,7 +331,19 @@ const invalid = (message: string, details?: string): Validation => ({
   error: { httpStatus: 400, code: 100, message, ...(details !== undefined ? { details } : {}) },
 });
 
-const WHATSAPP_TYPES = ['text', 'image', 'audio', 'video', 'document', 'sticker', 'location', 'contacts', 'template', 'interactive', 'reaction'];
+const WHATSAPP_TYPES = [
+  'text',
+  'image',
+  'audio',
+  'video',
+  'document',
+  'sticker',
+  'location',
+  'contacts',
+  'template',
+  'interactive',
+  'reaction',
+];
 const WHATSAPP_MEDIA = ['image', 'audio', 'video', 'document', 'sticker'];
 
 // https://developers.facebook.com/documentation/business-messaging/whatsapp/reference/whatsapp-business-phone-number/message-api
@@ -296,23 +355,38 @@ function validateWhatsApp(body: unknown): Validation {
   // Cloud API treats a missing type as text.
   const type = body.type ?? 'text';
   if (typeof type !== 'string' || !WHATSAPP_TYPES.includes(type)) {
-    return invalid(`(#100) Param type must be one of {${WHATSAPP_TYPES.map((t) => t.toUpperCase()).join(', ')}} - got "${String(type)}".`);
+    return invalid(
+      `(#100) Param type must be one of {${WHATSAPP_TYPES.map((t) => t.toUpperCase()).join(', ')}} - got "${String(type)}".`,
+    );
   }
   const content = body[type];
-  if (!isRecord(content) && !(type === 'contacts' && Array.isArray(content))) return invalid(`(#100) The parameter ${type} is required.`);
-  if (type === 'text' && isRecord(content) && !nonEmptyString(content.body)) return invalid("(#100) The parameter text['body'] is required.");
+  if (!isRecord(content) && !(type === 'contacts' && Array.isArray(content)))
+    return invalid(`(#100) The parameter ${type} is required.`);
+  if (type === 'text' && isRecord(content) && !nonEmptyString(content.body))
+    return invalid("(#100) The parameter text['body'] is required.");
   if (type === 'template' && isRecord(content)) {
     if (!nonEmptyString(content.name)) return invalid("(#100) The parameter template['name'] is required.");
     const { language, components } = content;
-    if (!isRecord(language) || !nonEmptyString(language.code)) return invalid("(#100) The parameter template['language']['code'] is required.");
-    if (components !== undefined && !Array.isArray(components)) return invalid("(#100) Param template['components'] must be an array.");
+    if (!isRecord(language) || !nonEmptyString(language.code))
+      return invalid("(#100) The parameter template['language']['code'] is required.");
+    if (components !== undefined && !Array.isArray(components))
+      return invalid("(#100) Param template['components'] must be an array.");
   }
-  if (WHATSAPP_MEDIA.includes(type) && isRecord(content) && !nonEmptyString(content.id) && !nonEmptyString(content.link)) {
+  if (
+    WHATSAPP_MEDIA.includes(type) &&
+    isRecord(content) &&
+    !nonEmptyString(content.id) &&
+    !nonEmptyString(content.link)
+  ) {
     return invalid(`(#100) Invalid parameter`, `Either ${type}['id'] or ${type}['link'] must be provided.`);
   }
   if (type === 'reaction' && isRecord(content) && !nonEmptyString(content.message_id))
     return invalid("(#100) The parameter reaction['message_id'] is required.");
-  if (type === 'location' && isRecord(content) && (typeof content.latitude !== 'number' || typeof content.longitude !== 'number')) {
+  if (
+    type === 'location' &&
+    isRecord(content) &&
+    (typeof content.latitude !== 'number' || typeof content.longitude !== 'number')
+  ) {
     return invalid("(#100) The parameters location['latitude'] and location['longitude'] are required.");
   }
   if (type === 'interactive' && isRecord(content) && !nonEmptyString(content.type)) {
@@ -337,19 +411,28 @@ function validateMessaging(body: unknown, platform: 'facebook' | 'instagram'): V
   if (to === undefined) return invalid('(#100) The parameter recipient is required');
   if (body.sender_action !== undefined) {
     const action = body.sender_action;
-    if (typeof action !== 'string' || !SENDER_ACTIONS.includes(action)) return invalid('(#100) Param sender_action is invalid');
+    if (typeof action !== 'string' || !SENDER_ACTIONS.includes(action))
+      return invalid('(#100) Param sender_action is invalid');
     return { ok: true, to, type: 'sender_action' };
   }
   const messagingType = body.messaging_type;
-  if (messagingType === undefined && platform === 'facebook') return invalid('(#100) The parameter messaging_type is required');
+  if (messagingType === undefined && platform === 'facebook')
+    return invalid('(#100) The parameter messaging_type is required');
   if (messagingType !== undefined && (typeof messagingType !== 'string' || !MESSAGING_TYPES.includes(messagingType))) {
-    return invalid(`(#100) Param messaging_type must be one of {${MESSAGING_TYPES.join(', ')}} - got "${String(messagingType)}".`);
+    return invalid(
+      `(#100) Param messaging_type must be one of {${MESSAGING_TYPES.join(', ')}} - got "${String(messagingType)}".`,
+    );
   }
-  if (messagingType === 'MESSAGE_TAG' && !nonEmptyString(body.tag)) return invalid('(#100) Tag is required for MESSAGE_TAG messaging type.');
+  if (messagingType === 'MESSAGE_TAG' && !nonEmptyString(body.tag))
+    return invalid('(#100) Tag is required for MESSAGE_TAG messaging type.');
   const message = body.message;
   if (!isRecord(message)) return invalid('(#100) Must send either message or sender_action');
   if (nonEmptyString(message.text)) return { ok: true, to, type: 'text' };
-  if (isRecord(message.attachment) && nonEmptyString(message.attachment.type) && message.attachment.payload !== undefined) {
+  if (
+    isRecord(message.attachment) &&
+    nonEmptyString(message.attachment.type) &&
+    message.attachment.payload !== undefined
+  ) {
     return { ok: true, to, type: 'attachment' };
   }
   if (Array.isArray(message.attachments) && message.attachments.length > 0) return { ok: true, to, type: 'attachment' };
@@ -369,7 +452,10 @@ interface Channel extends FakeChannelInput {
 
 const sendJson = (res: ServerResponse, status: number, body: unknown): void => {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=UTF-8',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 };
 
@@ -394,7 +480,8 @@ function parseChannelInput(body: unknown): FakeChannelInput | string {
   if (!isRecord(body)) return 'body must be a JSON object';
   const pick = (camel: string, snake: string): unknown => body[camel] ?? body[snake];
   const platform = pick('platform', 'platform');
-  if (platform !== 'whatsapp' && platform !== 'facebook' && platform !== 'instagram') return 'platform must be whatsapp, facebook or instagram';
+  if (platform !== 'whatsapp' && platform !== 'facebook' && platform !== 'instagram')
+    return 'platform must be whatsapp, facebook or instagram';
   const fields = {
     externalId: pick('externalId', 'external_id'),
     accessToken: pick('accessToken', 'access_token'),
@@ -439,9 +526,15 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
   };
   /** `me` means the Page or Instagram account whose token made the call. */
   const resolveId = (id: string, token: string | undefined): string | undefined =>
-    id === 'me' ? [...channels.values()].find((c) => c.platform !== 'whatsapp' && c.accessToken === token)?.externalId : id;
+    id === 'me'
+      ? [...channels.values()].find((c) => c.platform !== 'whatsapp' && c.accessToken === token)?.externalId
+      : id;
 
-  async function postWebhook(externalId: string, body: object, options: PostWebhookOptions = {}): Promise<{ status: number; text: string }> {
+  async function postWebhook(
+    externalId: string,
+    body: object,
+    options: PostWebhookOptions = {},
+  ): Promise<{ status: number; text: string }> {
     const channel = channelFor(externalId);
     const rawBody = JSON.stringify(body);
     const secret = options.appSecret ?? channel.appSecret;
@@ -449,7 +542,15 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'facebookexternalua' };
     if (signature !== null) headers['x-hub-signature-256'] = signature;
     if (options.signature === undefined) headers['x-hub-signature'] = signMetaPayloadSha1(secret, rawBody);
-    const record: PostedWebhook = { externalId, url: channel.webhookUrl, rawBody, signature, status: 0, text: '', at: Date.now() };
+    const record: PostedWebhook = {
+      externalId,
+      url: channel.webhookUrl,
+      rawBody,
+      signature,
+      status: 0,
+      text: '',
+      at: Date.now(),
+    };
     webhooks.push(record);
     try {
       const response = await fetch(channel.webhookUrl, {
@@ -483,7 +584,14 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
         if (status === 'delivered') {
           body = messengerInbound({
             pageId: channel.externalId,
-            events: [messengerDelivery({ from: send.to, to: channel.externalId, mids: [send.platformId], watermark: Date.now() })],
+            events: [
+              messengerDelivery({
+                from: send.to,
+                to: channel.externalId,
+                mids: [send.platformId],
+                watermark: Date.now(),
+              }),
+            ],
           });
         } else if (status === 'read') {
           const read = messengerRead({ from: send.to, to: channel.externalId, watermark: Date.now() });
@@ -515,7 +623,12 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     return failure?.error;
   }
 
-  async function handleSend(req: IncomingMessage, res: ServerResponse, record: RecordedRequest, rawId: string): Promise<void> {
+  async function handleSend(
+    req: IncomingMessage,
+    res: ServerResponse,
+    record: RecordedRequest,
+    rawId: string,
+  ): Promise<void> {
     const token = bearer(req, record.query, record.body);
     const failure = takeFailure(record.externalId);
     if (failure === 'network') {
@@ -531,8 +644,12 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     }
     if (token !== channel.accessToken) return sendJson(res, 401, graphErrorBody(META_ERRORS.invalidToken));
 
-    const validation = channel.platform === 'whatsapp' ? validateWhatsApp(record.body) : validateMessaging(record.body, channel.platform);
-    if (!validation.ok) return sendJson(res, validation.error.httpStatus, graphErrorBody(validation.error, channel.platform));
+    const validation =
+      channel.platform === 'whatsapp'
+        ? validateWhatsApp(record.body)
+        : validateMessaging(record.body, channel.platform);
+    if (!validation.ok)
+      return sendJson(res, validation.error.httpStatus, graphErrorBody(validation.error, channel.platform));
 
     if (validation.type === 'sender_action') return sendJson(res, 200, { recipient_id: validation.to });
     const platformId = channel.platform === 'whatsapp' ? newWamid() : newMid();
@@ -555,9 +672,13 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
         messages: [{ id: platformId, ...(validation.type === 'template' ? { message_status: 'accepted' } : {}) }],
       });
     }
-    // https://developers.facebook.com/docs/messenger-platform/reference/send-api (no recipient_id for user_ref recipients)
+    // https://developers.facebook.com/docs/messenger-platform/reference/send-api (no recipient_id for user_ref
+    // recipients)
     const recipient = isRecord(record.body) && isRecord(record.body.recipient) ? record.body.recipient : {};
-    return sendJson(res, 200, { ...(nonEmptyString(recipient.id) ? { recipient_id: recipient.id } : {}), message_id: platformId });
+    return sendJson(res, 200, {
+      ...(nonEmptyString(recipient.id) ? { recipient_id: recipient.id } : {}),
+      message_id: platformId,
+    });
   }
 
   // https://developers.facebook.com/docs/messenger-platform/identity/user-profile
@@ -566,7 +687,11 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     const reachable = [...channels.values()].some((c) => c.platform !== 'whatsapp' && c.accessToken === token);
     const profile = profiles.get(id);
     if (!reachable || !profile) {
-      sendJson(res, reachable ? 400 : 401, graphErrorBody(reachable ? unknownObjectError(id, 'get') : META_ERRORS.invalidToken));
+      sendJson(
+        res,
+        reachable ? 400 : 401,
+        graphErrorBody(reachable ? unknownObjectError(id, 'get') : META_ERRORS.invalidToken),
+      );
       return;
     }
     const [first = '', ...rest] = profile.name.split(' ');
@@ -594,12 +719,16 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
         messages: [inbound],
       });
     } else {
-      // Messenger and Instagram webhooks carry no name; Convo looks it up, so the fake remembers it for the profile call.
+      // Messenger and Instagram webhooks carry no name; Convo looks it up, so the fake remembers it for the profile
+      // call.
       if (message.name !== undefined) profiles.set(message.from, { name: message.name, platform: channel.platform });
       messageId = newMid();
       const event = messagingText({ from: message.from, to: externalId, text: message.text, mid: messageId });
       const events = [event];
-      body = channel.platform === 'facebook' ? messengerInbound({ pageId: externalId, events }) : instagramInbound({ igId: externalId, events });
+      body =
+        channel.platform === 'facebook'
+          ? messengerInbound({ pageId: externalId, events })
+          : instagramInbound({ igId: externalId, events });
     }
     const answer = await postWebhook(externalId, body);
     return { ...answer, messageId, body };
@@ -610,14 +739,18 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
       const input = parseChannelInput(body);
       if (typeof input === 'string') return sendJson(res, 400, { error: input });
       api.connect(input);
-      return sendJson(res, 200, { connected: { platform: input.platform, externalId: input.externalId, webhookUrl: input.webhookUrl } });
+      return sendJson(res, 200, {
+        connected: { platform: input.platform, externalId: input.externalId, webhookUrl: input.webhookUrl },
+      });
     }
     if (req.method === 'POST' && path === '/_fake/inbound') {
       if (!isRecord(body)) return sendJson(res, 400, { error: 'body must be a JSON object' });
       const externalId = body.external_id ?? body.externalId;
       const { from, name, text } = body;
-      if (!nonEmptyString(externalId) || !channels.has(externalId)) return sendJson(res, 404, { error: 'external_id names no connected channel' });
-      if (!nonEmptyString(from) || !nonEmptyString(text)) return sendJson(res, 400, { error: 'from and text are required' });
+      if (!nonEmptyString(externalId) || !channels.has(externalId))
+        return sendJson(res, 404, { error: 'external_id names no connected channel' });
+      if (!nonEmptyString(from) || !nonEmptyString(text))
+        return sendJson(res, 400, { error: 'from and text are required' });
       try {
         const answer = await sendInbound(externalId, { from, text, ...(nonEmptyString(name) ? { name } : {}) });
         // Convo's own status, so a rejected webhook shows as one in curl.
@@ -663,7 +796,12 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, graphErrorBody({ httpStatus: 500, code: 1, message: `fake Graph API failure: ${String(error)}` }));
+      if (!res.headersSent)
+        sendJson(
+          res,
+          500,
+          graphErrorBody({ httpStatus: 500, code: 1, message: `fake Graph API failure: ${String(error)}` }),
+        );
       else res.destroy();
     });
   });

@@ -91,7 +91,10 @@ export const testSettings = (overrides: Partial<Settings> = {}): Settings =>
 /** Accounts of the test servers: enterprise with a limit no suite reaches (rate limits have their own tests). */
 export const TEST_ACCOUNT_RPM = 1_000_000;
 
-export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSettings: Settings = testSettings()): Promise<TestServer> {
+export async function startTestServer(
+  dialect: 'sqlite' | 'postgres',
+  givenSettings: Settings = testSettings(),
+): Promise<TestServer> {
   // Its own copy: the public URL below is this server's.
   const settings: Settings = { ...givenSettings };
   const testDatabase: TestDatabase = await createTestDatabase(dialect);
@@ -108,9 +111,18 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
   // Only now is the port known: channels' webhook_url names it.
   settings.publicUrl = `http://127.0.0.1:${address.port}`;
 
-  const a = await accountsService.createAccount(database, { name: 'Account A', plan: 'enterprise', rateLimitRpm: TEST_ACCOUNT_RPM });
-  const b = await accountsService.createAccount(database, { name: 'Account B', plan: 'enterprise', rateLimitRpm: TEST_ACCOUNT_RPM });
-  const key = async (accountId: string, type: 'full_access' | 'read_only' | 'webhook') => (await accountsService.createKey(database, { accountId, type })).key;
+  const a = await accountsService.createAccount(database, {
+    name: 'Account A',
+    plan: 'enterprise',
+    rateLimitRpm: TEST_ACCOUNT_RPM,
+  });
+  const b = await accountsService.createAccount(database, {
+    name: 'Account B',
+    plan: 'enterprise',
+    rateLimitRpm: TEST_ACCOUNT_RPM,
+  });
+  const key = async (accountId: string, type: 'full_access' | 'read_only' | 'webhook') =>
+    (await accountsService.createKey(database, { accountId, type })).key;
   const revoked = await accountsService.createKey(database, { accountId: a.id, type: 'full_access' });
   await accountsService.revokeKey(database, revoked.id);
   const keys: TestKeys = {
@@ -149,7 +161,12 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
     settings,
     routes: app.routeTable,
     async startWorker(options = {}) {
-      const worker = new Worker({ database, handlers: jobHandlers({ database, settings }), pollIntervalMs: 50, ...options });
+      const worker = new Worker({
+        database,
+        handlers: jobHandlers({ database, settings }),
+        pollIntervalMs: 50,
+        ...options,
+      });
       await worker.start();
       workers.push(worker);
       return worker;
@@ -160,16 +177,26 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
         const value = await check();
         if (value !== undefined && value !== false) return value;
         if ((await drainJobs()) > 0) continue;
-        const next = await database.db.selectFrom('jobs').select('run_at').where('locked_by', 'is', null).orderBy('run_at').limit(1).executeTakeFirst();
+        const next = await database.db
+          .selectFrom('jobs')
+          .select('run_at')
+          .where('locked_by', 'is', null)
+          .orderBy('run_at')
+          .limit(1)
+          .executeTakeFirst();
         if (!next) throw new Error('the condition does not hold and the queue is empty');
-        if (!vi.isFakeTimers()) throw new Error(`the condition does not hold and the next job is due at ${next.run_at}: stop the clock to reach it`);
+        if (!vi.isFakeTimers())
+          throw new Error(
+            `the condition does not hold and the next job is due at ${next.run_at}: stop the clock to reach it`,
+          );
         vi.setSystemTime(Math.max(Date.now(), Date.parse(next.run_at)));
       }
       throw new Error(`the condition does not hold after ${MAX_DRAIN_CLAIMS} rounds of jobs`);
     },
     async request(method, path, options = {}) {
       const url = new URL(baseUrl + path);
-      for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
+      for (const [name, value] of Object.entries(options.query ?? {}))
+        if (value !== undefined) url.searchParams.set(name, String(value));
       const headers: Record<string, string> = { ...options.headers };
       const keyToUse = options.key === undefined ? keys.full : options.key;
       if (keyToUse !== null) headers.authorization ??= `Bearer ${keyToUse}`;
@@ -195,10 +222,14 @@ export async function startTestServer(dialect: 'sqlite' | 'postgres', givenSetti
   };
 }
 
-/** Claims drainJobs() makes at most (and rounds of runJobsUntil()): past them a job must be rescheduling itself forever. */
+/**
+ * Claims drainJobs() makes at most (and rounds of runJobsUntil()): past them a job must be rescheduling itself forever.
+ */
 const MAX_DRAIN_CLAIMS = 1_000;
 
-/** A job is due now and a worker's lease holds it: running, or finished and not yet deleted by the worker's next claim. */
+/**
+ * A job is due now and a worker's lease holds it: running, or finished and not yet deleted by the worker's next claim.
+ */
 async function dueJobHeld(database: DatabaseHandle): Promise<boolean> {
   const now = new Date().toISOString();
   const held = await database.db
@@ -212,18 +243,27 @@ async function dueJobHeld(database: DatabaseHandle): Promise<boolean> {
   return held !== undefined;
 }
 
-/** Revokes a key as another process (the operator command) does: on its own connection, without this process's services. */
+/**
+ * Revokes a key as another process (the operator command) does: on its own connection, without this process's services.
+ */
 export async function revokeKeyElsewhere(databaseUrl: string, keyId: string): Promise<void> {
   const elsewhere = openDatabase(databaseUrl);
   try {
-    await elsewhere.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', keyId).execute();
+    await elsewhere.db
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date().toISOString() })
+      .where('id', '=', keyId)
+      .execute();
   } finally {
     await elsewhere.destroy();
   }
 }
 
 /** Waits (vi.waitFor) until `check` returns something other than undefined or false, and returns it. */
-export function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeout = 10_000): Promise<T> {
+export function eventually<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeout = 10_000,
+): Promise<T> {
   return vi.waitFor(
     async () => {
       const value = await check();
@@ -272,13 +312,16 @@ export function expectExactError(
   expect(Object.keys(response.body)).toEqual(['error']);
   for (const key of Object.keys(response.body.error)) expect(['code', 'message', 'details']).toContain(key);
   if (response.body.error.details !== undefined) {
-    for (const key of Object.keys(response.body.error.details)) expect(['field', 'constraint', 'issues', 'existing_id']).toContain(key);
+    for (const key of Object.keys(response.body.error.details))
+      expect(['field', 'constraint', 'issues', 'existing_id']).toContain(key);
   }
   return body;
 }
 
 /** SQLite always; Postgres when reachable (an unreachable one fails the run under CI=true). */
-export const ACTIVE_DIALECTS: readonly ('sqlite' | 'postgres')[] = (await postgresAvailable()) ? ['sqlite', 'postgres'] : ['sqlite'];
+export const ACTIVE_DIALECTS: readonly ('sqlite' | 'postgres')[] = (await postgresAvailable())
+  ? ['sqlite', 'postgres']
+  : ['sqlite'];
 
 /**
  * Declares the same tests once per database: each gets its own server on a fresh database.
@@ -289,7 +332,12 @@ export function describeEachDialect(name: string, body: (server: () => TestServe
 }
 
 /** The tests of describeEachDialect on one database, declared only when that database is active. */
-export function describeDialect(dialect: 'sqlite' | 'postgres', name: string, body: (server: () => TestServer) => void, settings?: Settings): void {
+export function describeDialect(
+  dialect: 'sqlite' | 'postgres',
+  name: string,
+  body: (server: () => TestServer) => void,
+  settings?: Settings,
+): void {
   if (!ACTIVE_DIALECTS.includes(dialect)) return;
   describe(`${name} [${dialect}]`, () => {
     let current: TestServer | undefined;
@@ -342,7 +390,14 @@ export async function requestOverTrpc(
     response = await fetch(url, { method: 'POST', headers, body });
   }
   const text = await response.text();
-  const envelope = text ? (JSON.parse(text) as { result?: { data?: unknown }; error?: { data?: { body?: unknown } } }) : undefined;
+  const envelope = text
+    ? (JSON.parse(text) as { result?: { data?: unknown }; error?: { data?: { body?: unknown } } })
+    : undefined;
   const body = envelope?.error ? envelope.error.data?.body : envelope?.result?.data;
-  return { status: response.status, headers: response.headers, text: body === undefined ? '' : JSON.stringify(body), body };
+  return {
+    status: response.status,
+    headers: response.headers,
+    text: body === undefined ? '' : JSON.stringify(body),
+    body,
+  };
 }

@@ -1,14 +1,16 @@
 /**
- * Meta webhook bodies (WhatsApp Cloud API, Messenger Platform, Instagram Messaging) built exactly as Meta documents them,
- * so tests feed Convo what Meta would post rather than a shape we invented. Every builder is pure apart from fresh ids
- * and the current time, which callers can pin.
+ * Meta webhook bodies (WhatsApp Cloud API, Messenger Platform, Instagram Messaging) built exactly as Meta documents
+ * them, so tests feed Convo what Meta would post rather than a shape we invented. Every builder is pure apart from
+ * fresh ids and the current time, which callers can pin.
  */
 import { createHmac, randomBytes, randomInt } from 'node:crypto';
 
 // Signature ----------------------------------------------------------------------------------------------------------
 
 // https://developers.facebook.com/docs/graph-api/webhooks/getting-started#event-notifications
-/** The `X-Hub-Signature-256` value Meta sends: `sha256=` and the hex HMAC-SHA256 of the raw body under the app secret. */
+/**
+ * The `X-Hub-Signature-256` value Meta sends: `sha256=` and the hex HMAC-SHA256 of the raw body under the app secret.
+ */
 export function signMetaPayload(appSecret: string, rawBody: string | Buffer): string {
   return `sha256=${createHmac('sha256', appSecret).update(rawBody).digest('hex')}`;
 }
@@ -27,7 +29,8 @@ export const newWamid = (): string => `wamid.${randomBytes(30).toString('base64'
 export const newMid = (): string => `m_${randomBytes(33).toString('base64url')}`;
 
 /** A numeric Graph id (media, scoped users), as a string like Meta's. */
-export const newGraphId = (digits = 16): string => `${randomInt(1, 10)}${Array.from({ length: digits - 1 }, () => randomInt(0, 10)).join('')}`;
+export const newGraphId = (digits = 16): string =>
+  `${randomInt(1, 10)}${Array.from({ length: digits - 1 }, () => randomInt(0, 10)).join('')}`;
 
 /** WhatsApp timestamps are unix seconds written as a decimal string. */
 export const whatsappNow = (): string => String(Math.floor(Date.now() / 1000));
@@ -151,7 +154,9 @@ export const waAudio = (input: WhatsAppMediaInput & { voice?: boolean }): WhatsA
 });
 
 // https://developers.facebook.com/documentation/business-messaging/whatsapp/webhooks/reference/messages/document
-export const waDocument = (input: WhatsAppMediaInput & { filename: string; caption?: string }): WhatsAppInboundMessage => ({
+export const waDocument = (
+  input: WhatsAppMediaInput & { filename: string; caption?: string },
+): WhatsAppInboundMessage => ({
   ...waBase(input, 'document'),
   document: {
     ...(input.caption !== undefined ? { caption: input.caption } : {}),
@@ -183,7 +188,9 @@ export const waLocation = (
 
 // https://developers.facebook.com/documentation/business-messaging/whatsapp/webhooks/reference/messages/reaction
 /** `messageId` is the wamid of the message reacted to; removing a reaction omits the emoji. */
-export const waReaction = (input: WhatsAppMessageInput & { messageId: string; emoji?: string }): WhatsAppInboundMessage => ({
+export const waReaction = (
+  input: WhatsAppMessageInput & { messageId: string; emoji?: string },
+): WhatsAppInboundMessage => ({
   ...waBase(input, 'reaction'),
   reaction: { message_id: input.messageId, ...(input.emoji !== undefined ? { emoji: input.emoji } : {}) },
 });
@@ -191,9 +198,13 @@ export const waReaction = (input: WhatsAppMessageInput & { messageId: string; em
 // https://developers.facebook.com/documentation/business-messaging/whatsapp/webhooks/reference/messages/unsupported
 /**
  * What Meta posts for a message type Cloud API cannot carry (polls, edits, view-once…): type `unsupported` (older
- * versions said `unknown`) with Meta's message-type-unknown error, and newer versions name the original type under `unsupported.type`.
+ * versions said `unknown`) with Meta's message-type-unknown error, and newer versions name the original type under
+ * `unsupported.type`.
  */
-export type WhatsAppUnsupportedInput = WhatsAppMessageInput & { type?: 'unsupported' | 'unknown'; unsupportedType?: string };
+export type WhatsAppUnsupportedInput = WhatsAppMessageInput & {
+  type?: 'unsupported' | 'unknown';
+  unsupportedType?: string;
+};
 
 export const waUnsupported = (input: WhatsAppUnsupportedInput): WhatsAppInboundMessage => ({
   ...waBase(input, input.type ?? 'unsupported'),
@@ -233,7 +244,10 @@ export function whatsappInbound(input: WhatsAppInboundInput): WhatsAppWebhookBod
   return waBody(input.wabaId ?? DEFAULT_WABA_ID, {
     messaging_product: 'whatsapp',
     metadata: waMetadata(input.phoneNumberId, input.displayPhoneNumber),
-    contacts: input.contacts.map((c) => ({ ...(c.name !== undefined ? { profile: { name: c.name } } : {}), wa_id: c.waId })),
+    contacts: input.contacts.map((c) => ({
+      ...(c.name !== undefined ? { profile: { name: c.name } } : {}),
+      wa_id: c.waId,
+    })),
     messages: input.messages,
   });
 }
@@ -246,7 +260,10 @@ export interface WhatsAppStatusInput {
   timestamp?: string;
   /** For `failed`: Meta's error objects, `details` going to `error_data.details`. */
   errors?: Array<{ code: number; title: string; message?: string; details?: string }>;
-  /** Billing Meta attaches to sent/delivered statuses; `null` leaves it out. Defaults to a per-message-pricing service message. */
+  /**
+   * Billing Meta attaches to sent/delivered statuses; `null` leaves it out. Defaults to a per-message-pricing service
+   * message.
+   */
   pricing?: WhatsAppStatus['pricing'] | null;
 }
 
@@ -352,7 +369,11 @@ export const messagingText = (input: MessagingEventInput & { text: string; mid?:
 // https://developers.facebook.com/documentation/business-messaging/messenger-platform/webhooks/webhook-events/messages
 /** A customer's message with attachments; each carries only its `type` and `payload.url`. */
 export const messagingAttachments = (
-  input: MessagingEventInput & { attachments: Array<{ type: MessagingAttachmentType; url: string }>; text?: string; mid?: string },
+  input: MessagingEventInput & {
+    attachments: Array<{ type: MessagingAttachmentType; url: string }>;
+    text?: string;
+    mid?: string;
+  },
 ): MessagingEvent => ({
   ...messagingBase(input),
   message: {
@@ -376,7 +397,9 @@ export const messengerSticker = (
     sticker_id: input.stickerId,
     attachments: [
       { type: 'image', payload: { url: input.url, sticker_id: input.stickerId } },
-      ...(input.withStickerAttachment ? [{ type: 'sticker', payload: { url: input.url, sticker_id: input.stickerId } }] : []),
+      ...(input.withStickerAttachment
+        ? [{ type: 'sticker', payload: { url: input.url, sticker_id: input.stickerId } }]
+        : []),
     ],
   },
 });
@@ -387,7 +410,12 @@ export const messagingReaction = (
   input: MessagingEventInput & { mid: string; emoji: string; reaction?: string; action?: 'react' | 'unreact' },
 ): MessagingEvent => ({
   ...messagingBase(input),
-  reaction: { reaction: input.reaction ?? 'other', emoji: input.emoji, action: input.action ?? 'react', mid: input.mid },
+  reaction: {
+    reaction: input.reaction ?? 'other',
+    emoji: input.emoji,
+    action: input.action ?? 'react',
+    mid: input.mid,
+  },
 });
 
 // https://developers.facebook.com/documentation/business-messaging/messenger-platform/webhooks/webhook-events/message-deliveries
@@ -395,7 +423,9 @@ export const messagingReaction = (
  * Messenger's delivery receipt: `watermark` (ms) is always there, `mids` only sometimes, and Meta's example has no
  * event `timestamp`, so none is added unless given. Instagram sends no delivery receipts.
  */
-export const messengerDelivery = (input: Omit<MessagingEventInput, 'timestamp'> & { mids?: string[]; watermark?: number; timestamp?: number }) => {
+export const messengerDelivery = (
+  input: Omit<MessagingEventInput, 'timestamp'> & { mids?: string[]; watermark?: number; timestamp?: number },
+) => {
   const event: MessagingEvent = {
     sender: { id: input.from },
     recipient: { id: input.to },
@@ -420,23 +450,36 @@ export const instagramRead = (input: MessagingEventInput & { mid: string }): Mes
 });
 
 /**
- * Meta puts one event in each entry's `messaging` array (the array "will only contain one messaging object"), so several
- * events become several entries of one body.
+ * Meta puts one event in each entry's `messaging` array (the array "will only contain one messaging object"), so
+ * several events become several entries of one body.
  */
-const messagingBody = (object: 'page' | 'instagram', accountId: string, events: MessagingEvent[], time?: number): MessagingWebhookBody => ({
+const messagingBody = (
+  object: 'page' | 'instagram',
+  accountId: string,
+  events: MessagingEvent[],
+  time?: number,
+): MessagingWebhookBody => ({
   object,
   entry: events.map((event) => ({ id: accountId, time: time ?? messagingNow(), messaging: [event] })),
 });
 
 // https://developers.facebook.com/documentation/business-messaging/messenger-platform/webhooks
 /** A Messenger (`object: 'page'`) webhook for a Page, one entry per event. */
-export function messengerInbound(input: { pageId: string; events: MessagingEvent[]; time?: number }): MessagingWebhookBody {
+export function messengerInbound(input: {
+  pageId: string;
+  events: MessagingEvent[];
+  time?: number;
+}): MessagingWebhookBody {
   return messagingBody('page', input.pageId, input.events, input.time);
 }
 
 // https://developers.facebook.com/documentation/business-messaging/instagram-messaging/webhooks
 /** An Instagram (`object: 'instagram'`) messaging webhook for a professional account, one entry per event. */
-export function instagramInbound(input: { igId: string; events: MessagingEvent[]; time?: number }): MessagingWebhookBody {
+export function instagramInbound(input: {
+  igId: string;
+  events: MessagingEvent[];
+  time?: number;
+}): MessagingWebhookBody {
   return messagingBody('instagram', input.igId, input.events, input.time);
 }
 
@@ -454,7 +497,8 @@ export function batchWebhooks(
 ): WhatsAppWebhookBody | MessagingWebhookBody {
   const [first] = bodies;
   if (!first) throw new Error('batchWebhooks needs at least one body');
-  if (bodies.some((b) => b.object !== first.object)) throw new Error('batchWebhooks: every body must have the same object');
+  if (bodies.some((b) => b.object !== first.object))
+    throw new Error('batchWebhooks: every body must have the same object');
   if (first.object !== 'whatsapp_business_account') {
     return { object: first.object, entry: (bodies as MessagingWebhookBody[]).flatMap((b) => b.entry) };
   }

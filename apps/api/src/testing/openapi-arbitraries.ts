@@ -12,7 +12,9 @@ export type Schema = Record<string, any>;
 
 const DOC_ID = 'https://convo.invalid/v1/openapi.json';
 const METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace'];
-const CURRENCIES = new Set((Intl as unknown as { supportedValuesOf(key: string): string[] }).supportedValuesOf('currency'));
+const CURRENCIES = new Set(
+  (Intl as unknown as { supportedValuesOf(key: string): string[] }).supportedValuesOf('currency'),
+);
 
 export interface OpenApiOperation {
   operationId: string;
@@ -46,7 +48,12 @@ export type Validator = ((value: unknown) => boolean) & { errors?: unknown };
 
 /** Ajv over the document's components; formats asserted or, as JSON Schema 2020-12 has them, annotations. */
 export function createAjv(doc: OpenApiDocument, assertFormats: boolean) {
-  const ajv = new Ajv2020({ strict: true, strictRequired: false, allowUnionTypes: true, validateFormats: assertFormats });
+  const ajv = new Ajv2020({
+    strict: true,
+    strictRequired: false,
+    allowUnionTypes: true,
+    validateFormats: assertFormats,
+  });
   addFormats(ajv);
   ajv.addFormat('e164', /^\+[1-9]\d{6,14}$/);
   ajv.addFormat('iso-4217', { type: 'string', validate: (code: string) => CURRENCIES.has(code) });
@@ -92,7 +99,8 @@ export function resolve(doc: OpenApiDocument, schema: Schema): Schema {
 }
 
 export const codePoints = (s: string) => [...s].length;
-export const weighted = <T>(...pairs: [number, fc.Arbitrary<T>][]) => fc.oneof(...pairs.map(([weight, arbitrary]) => ({ weight, arbitrary })));
+export const weighted = <T>(...pairs: [number, fc.Arbitrary<T>][]) =>
+  fc.oneof(...pairs.map(([weight, arbitrary]) => ({ weight, arbitrary })));
 
 /** An integer in [min, max], often at a bound (bounds may exceed 32 bits). */
 export function integerIn(min: number, max: number): fc.Arbitrary<number> {
@@ -125,7 +133,12 @@ export function textOf(min: number, max: number, refused = true): fc.Arbitrary<s
     [6, fc.string({ unit: 'grapheme-ascii', minLength: min, maxLength: cap })],
     [3, fc.string({ unit: 'binary', minLength: min, maxLength: cap }).filter((s) => refused || isRequestText(s))],
     [1, fc.string({ unit: fc.constantFrom(...units), minLength: min, maxLength: cap })],
-    [1, fc.tuple(fc.constantFrom(min, max), fc.constantFrom('a', 'é', '😀', '字', ' ')).map(([n, c]) => (n === 0 ? '' : `b${c.repeat(n - 1)}`))],
+    [
+      1,
+      fc
+        .tuple(fc.constantFrom(min, max), fc.constantFrom('a', 'é', '😀', '字', ' '))
+        .map(([n, c]) => (n === 0 ? '' : `b${c.repeat(n - 1)}`)),
+    ],
   ).filter((s) => codePoints(s) >= min && codePoints(s) <= max);
 }
 
@@ -150,8 +163,22 @@ const dateTime: fc.Arbitrary<string> = weighted<string>(
     fc
       .tuple(
         weighted<Date>(
-          [3, fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2099-12-31T23:59:59Z'), noInvalidDate: true })],
-          [1, fc.date({ min: new Date('0000-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true })],
+          [
+            3,
+            fc.date({
+              min: new Date('1970-01-01T00:00:00Z'),
+              max: new Date('2099-12-31T23:59:59Z'),
+              noInvalidDate: true,
+            }),
+          ],
+          [
+            1,
+            fc.date({
+              min: new Date('0000-01-01T00:00:00Z'),
+              max: new Date('9999-12-31T23:59:59.999Z'),
+              noInvalidDate: true,
+            }),
+          ],
         ),
         fc.constantFrom('Z', 'ms', '+05:30', '-08:00', '+14:00', '-14:00'),
       )
@@ -187,7 +214,13 @@ const refName = (schema: Schema): string | undefined =>
  * The arbitrary of `raw`, or undefined when every value of it would hold a schema that already
  * holds itself MAX_RECURSION times on `outer` (the caller then leaves it out).
  */
-function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | undefined, outer: string[]): fc.Arbitrary<unknown> | undefined {
+function build(
+  doc: OpenApiDocument,
+  hints: Hints,
+  raw: Schema,
+  name: string | undefined,
+  outer: string[],
+): fc.Arbitrary<unknown> | undefined {
   const hinted = name === undefined ? undefined : hints.byName(name);
   if (hinted) return hinted;
   const ref = refName(raw);
@@ -199,7 +232,11 @@ function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | u
     return possible.length === 0 ? undefined : fc.oneof(...possible);
   };
   const alternatives = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
-  if (alternatives && schema.type === 'object' && alternatives.every((alt) => alt.type === undefined && alt.properties === undefined)) {
+  if (
+    alternatives &&
+    schema.type === 'object' &&
+    alternatives.every((alt) => alt.type === undefined && alt.properties === undefined)
+  ) {
     // An object with a choice of required properties (a message's `content` or `message`): mostly
     // one choice and not the others' properties, sometimes all of them.
     const { anyOf: _anyOf, oneOf: _oneOf, ...base } = schema;
@@ -207,7 +244,9 @@ function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | u
     return fc.oneof(
       ...choices.flatMap((chosen) => {
         const others = choices.flat().filter((key) => !chosen.includes(key));
-        const properties = Object.fromEntries(Object.entries(base.properties ?? {}).filter(([key]) => !others.includes(key)));
+        const properties = Object.fromEntries(
+          Object.entries(base.properties ?? {}).filter(([key]) => !others.includes(key)),
+        );
         const required = [...(base.required ?? []), ...chosen];
         return [
           { weight: 3, arbitrary: arbitraryOf(doc, hints, { ...base, properties, required }, name) },
@@ -219,7 +258,8 @@ function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | u
   if (alternatives) return oneOf(alternatives.map((s) => build(doc, hints, s, name, stack)));
   if ('const' in schema) return fc.constant(schema.const);
   if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as unknown[]));
-  if (Array.isArray(schema.type)) return oneOf((schema.type as string[]).map((type) => build(doc, hints, { ...schema, type }, name, stack)));
+  if (Array.isArray(schema.type))
+    return oneOf((schema.type as string[]).map((type) => build(doc, hints, { ...schema, type }, name, stack)));
   switch (schema.type) {
     case 'null':
       return fc.constant(null);
@@ -248,7 +288,8 @@ function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | u
       }
       // A string with no syntax of its own: any text the server keeps as sent.
       if (schema.pattern === REQUEST_TEXT_PATTERN) return textOf(min, max, false);
-      if (typeof schema.pattern === 'string') return fc.stringMatching(new RegExp(schema.pattern), { maxLength: max }).filter(fits);
+      if (typeof schema.pattern === 'string')
+        return fc.stringMatching(new RegExp(schema.pattern), { maxLength: max }).filter(fits);
       return textOf(min, max);
     }
     case 'array': {
@@ -271,7 +312,10 @@ function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | u
         return fc.record(model as Record<string, fc.Arbitrary<unknown>>, { requiredKeys: required });
       }
       if (schema.additionalProperties && typeof schema.additionalProperties === 'object') {
-        const key = arbitraryOf(doc, hints, { type: 'string', ...(schema.propertyNames ?? {}) }) as fc.Arbitrary<string>;
+        const key = arbitraryOf(doc, hints, {
+          type: 'string',
+          ...(schema.propertyNames ?? {}),
+        }) as fc.Arbitrary<string>;
         const value = build(doc, hints, schema.additionalProperties as Schema, undefined, stack);
         if (!value) return fc.constant({});
         const max = (schema.maxProperties as number | undefined) ?? 10;
@@ -287,12 +331,17 @@ function build(doc: OpenApiDocument, hints: Hints, raw: Schema, name: string | u
   }
 }
 
-/** Whether a value holds what no request may (400 `pattern`): a string or key REQUEST_TEXT_PATTERN refuses, or a `__proto__` key. */
+/**
+ * Whether a value holds what no request may (400 `pattern`): a string or key REQUEST_TEXT_PATTERN refuses, or a
+ * `__proto__` key.
+ */
 export function holdsRefusedText(value: unknown): boolean {
   if (typeof value === 'string') return !isRequestText(value);
   if (Array.isArray(value)) return value.some(holdsRefusedText);
   if (!value || typeof value !== 'object') return false;
-  return Object.entries(value).some(([key, inner]) => key === '__proto__' || !isRequestText(key) || holdsRefusedText(inner));
+  return Object.entries(value).some(
+    ([key, inner]) => key === '__proto__' || !isRequestText(key) || holdsRefusedText(inner),
+  );
 }
 
 /**
@@ -308,19 +357,28 @@ type Normalizations = { skip: readonly string[]; sets: readonly string[] };
  * and boolean the body sent must be found again at the same place, each array with as many items.
  * A field the record does not show (a secret) is not compared.
  */
-export function differencesFromSent(sent: unknown, record: unknown, rules: Normalizations = CONTRACT_NORMALIZATIONS, path: string[] = []): string[] {
+export function differencesFromSent(
+  sent: unknown,
+  record: unknown,
+  rules: Normalizations = CONTRACT_NORMALIZATIONS,
+  path: string[] = [],
+): string[] {
   const at = path.join('.') || 'body';
   // Nothing sent (a write without a body) is nothing to find again.
   if (sent === undefined || rules.skip.includes(at)) return [];
   if (Array.isArray(sent)) {
     const kept = rules.sets.includes(at) ? [...new Set(sent)] : sent;
-    if (!Array.isArray(record) || record.length !== kept.length) return [`${at}: sent ${JSON.stringify(sent)}, read ${JSON.stringify(record)}`];
+    if (!Array.isArray(record) || record.length !== kept.length)
+      return [`${at}: sent ${JSON.stringify(sent)}, read ${JSON.stringify(record)}`];
     return kept.flatMap((inner, i) => differencesFromSent(inner, record[i], rules, [...path, String(i)]));
   }
   if (sent !== null && typeof sent === 'object') {
-    if (record === null || typeof record !== 'object' || Array.isArray(record)) return [`${at}: sent an object, read ${JSON.stringify(record)}`];
+    if (record === null || typeof record !== 'object' || Array.isArray(record))
+      return [`${at}: sent an object, read ${JSON.stringify(record)}`];
     return Object.entries(sent).flatMap(([key, inner]) =>
-      Object.hasOwn(record, key) ? differencesFromSent(inner, (record as Record<string, unknown>)[key], rules, [...path, key]) : [],
+      Object.hasOwn(record, key)
+        ? differencesFromSent(inner, (record as Record<string, unknown>)[key], rules, [...path, key])
+        : [],
     );
   }
   return sent === record ? [] : [`${at}: sent ${JSON.stringify(sent)}, read ${JSON.stringify(record)}`];

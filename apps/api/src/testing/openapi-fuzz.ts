@@ -78,12 +78,15 @@ const DECLARED: Operation[] = await (async () => {
 })();
 
 /** A per-operation seed, so that adding an operation leaves the others' requests as they were. */
-const seedOf = (operationId: string) => [...operationId].reduce((h, c) => (Math.imul(h, 31) + c.charCodeAt(0)) | 0, SEED);
+const seedOf = (operationId: string) =>
+  [...operationId].reduce((h, c) => (Math.imul(h, 31) + c.charCodeAt(0)) | 0, SEED);
 
 // ---------------------------------------------------------------------------------------------
 // Mutations: boundaries of every limit in the contract, wrong types, unknown and missing fields
 
-const LENGTHS = [0, 1, 2, 63, 64, 65, 100, 101, 199, 200, 201, 254, 255, 500, 501, 1000, 1001, 4096, 4097, 10_000, 10_001];
+const LENGTHS = [
+  0, 1, 2, 63, 64, 65, 100, 101, 199, 200, 201, 254, 255, 500, 501, 1000, 1001, 4096, 4097, 10_000, 10_001,
+];
 const NUMBERS = [
   -1,
   0,
@@ -110,7 +113,26 @@ const NUMBERS = [
   -1e308,
 ];
 const COUNTS = [0, 1, 19, 20, 21, 50, 51, 100, 101];
-const STRANGE_VALUES: unknown[] = [null, true, false, 0, -1, 1.5, '', ' ', 'x', '\u0000', '😀', [], [null], {}, { a: 1 }, '1', 'true', 'null'];
+const STRANGE_VALUES: unknown[] = [
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1.5,
+  '',
+  ' ',
+  'x',
+  '\u0000',
+  '😀',
+  [],
+  [null],
+  {},
+  { a: 1 },
+  '1',
+  'true',
+  'null',
+];
 
 type Path = (string | number)[];
 
@@ -118,7 +140,8 @@ function pathsIn(value: unknown, prefix: Path = []): Path[] {
   const out: Path[] = [prefix];
   if (Array.isArray(value)) {
     for (const [i, inner] of value.entries()) out.push(...pathsIn(inner, [...prefix, i]));
-  } else if (value && typeof value === 'object') for (const [key, inner] of Object.entries(value)) out.push(...pathsIn(inner, [...prefix, key]));
+  } else if (value && typeof value === 'object')
+    for (const [key, inner] of Object.entries(value)) out.push(...pathsIn(inner, [...prefix, key]));
   return out;
 }
 
@@ -175,20 +198,33 @@ function mutationOf(valid: unknown): fc.Arbitrary<{ label: string; value: unknow
           [`${where} ← ${JSON.stringify(refused)} + it`, () => `${refused}${at}`],
         );
       } else if (typeof at === 'number') {
-        options.push([`${where} ← ${number}`, () => number], [`${where} ← ${number}`, () => number], [`${where} ← "${at}"`, () => String(at)]);
+        options.push(
+          [`${where} ← ${number}`, () => number],
+          [`${where} ← ${number}`, () => number],
+          [`${where} ← "${at}"`, () => String(at)],
+        );
       } else if (Array.isArray(at)) {
-        options.push([`${where} ← ${count} items`, () => Array.from({ length: count }, (_, i) => clone(at[i % Math.max(at.length, 1)] ?? `item${i}`))]);
+        options.push([
+          `${where} ← ${count} items`,
+          () => Array.from({ length: count }, (_, i) => clone(at[i % Math.max(at.length, 1)] ?? `item${i}`)),
+        ]);
         options.push([`${where} ← as object`, () => Object.fromEntries(at.map((v, i) => [String(i), v]))]);
       } else if (at && typeof at === 'object') {
         options.push([`${where} + unknown ${JSON.stringify(name)}`, () => ({ ...(at as object), [name]: 'x' })]);
         options.push([`${where} + unknown ${JSON.stringify(name)}`, () => ({ ...(at as object), [name]: strange })]);
         // A computed key makes an own `__proto__` property, which JSON.stringify writes as any other.
         options.push([`${where} + "__proto__"`, () => ({ ...(at as object), ['__proto__']: 'x' })]);
-        options.push([`${where} + key ${JSON.stringify(`k${refused}`)}`, () => ({ ...(at as object), [`k${refused}`]: 'x' })]);
+        options.push([
+          `${where} + key ${JSON.stringify(`k${refused}`)}`,
+          () => ({ ...(at as object), [`k${refused}`]: 'x' }),
+        ]);
         const keys = Object.keys(at);
         options.push([
           `${where} ← ${count} keys`,
-          () => Object.fromEntries(Array.from({ length: count }, (_, i) => [keys[i] ?? `k${i}`, (at as any)[keys[i] ?? ''] ?? 'v'])),
+          () =>
+            Object.fromEntries(
+              Array.from({ length: count }, (_, i) => [keys[i] ?? `k${i}`, (at as any)[keys[i] ?? ''] ?? 'v']),
+            ),
         ]);
       }
       const [label, make] = options[choice % options.length] as [string, () => unknown];
@@ -260,7 +296,8 @@ function poolFor(operation: Operation, param: string): string {
   const resource = operation.path.split('/')[2] ?? '';
   const pool = RESOURCE_POOLS[resource] ?? 'contacts';
   // Deletes get resources of their own, so that the others keep finding theirs; status changes too.
-  if (operation.method === 'DELETE' && !operation.path.includes('{tag}')) return `disposable${pool[0]?.toUpperCase()}${pool.slice(1)}`;
+  if (operation.method === 'DELETE' && !operation.path.includes('{tag}'))
+    return `disposable${pool[0]?.toUpperCase()}${pool.slice(1)}`;
   if (operation.id === 'conversations.update') return 'conversationsToChange';
   // Changes that other operations' twins would see happen between their two requests.
   if (operation.id === 'workflows.update') return 'workflowsToChange';
@@ -303,7 +340,8 @@ const MALFORMED_ENCODINGS = ['%', '%E0%A4%A', '%zz', '%ff', '%C0%AF', '%ED%A0%80
 function pathParamArbitrary(operation: Operation, param: string, fixtures: Fixtures): fc.Arbitrary<PathParam> {
   const pool = poolFor(operation, param);
   const real = param === 'tag' ? fixtures.tags : (fixtures.a[pool] ?? []);
-  const foreign = fixtures.b[pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())] ?? fixtures.b[pool] ?? [];
+  const foreign =
+    fixtures.b[pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())] ?? fixtures.b[pool] ?? [];
   const gone = fixtures.gone[pool] ?? [];
   const plain =
     (owner: 'a' | 'b' | null) =>
@@ -330,14 +368,23 @@ function pathParamArbitrary(operation: Operation, param: string, fixtures: Fixtu
     [2, fc.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/).map((ulid) => plain(null)(`${prefix}_${ulid}`))],
     [1, fc.string({ unit: 'binary', maxLength: 30 }).map(plain(null))],
     [1, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }).map(plain(null))],
-    [1, fc.constantFrom(200, 1000, 4095, 4096, 4097, 5000, 9000).chain((n) => fc.constantFrom('x', 'é', '😀').map((c) => plain(null)(c.repeat(n))))],
+    [
+      1,
+      fc
+        .constantFrom(200, 1000, 4095, 4096, 4097, 5000, 9000)
+        .chain((n) => fc.constantFrom('x', 'é', '😀').map((c) => plain(null)(c.repeat(n)))),
+    ],
     [1, fc.constantFrom(...ODD_IDS).map(plain(null))],
     [1, fc.constantFrom(...MALFORMED_ENCODINGS).map((encoded): PathParam => ({ encoded, owner: null, odd: true }))],
   ];
   if (real.length) options.push([10, fc.constantFrom(...real).map(plain(param === 'tag' ? null : 'a'))]);
   if (foreign.length) options.push([2, fc.constantFrom(...foreign).map(plain(param === 'tag' ? null : 'b'))]);
   if (gone.length) options.push([1, fc.constantFrom(...gone).map(plain(null))]);
-  if (param === 'tag') options.push([3, (fc.stringMatching(/^[^/\s](?:[^/]*[^/\s])?$/, { maxLength: 64 }) as fc.Arbitrary<string>).map(plain(null))]);
+  if (param === 'tag')
+    options.push([
+      3,
+      (fc.stringMatching(/^[^/\s](?:[^/]*[^/\s])?$/, { maxLength: 64 }) as fc.Arbitrary<string>).map(plain(null)),
+    ]);
   return weighted(...options);
 }
 
@@ -353,24 +400,58 @@ function queryArbitrary(
   /** The value as the server reads a query string: a plain decimal for an integer parameter is a number. */
   const classify = (param: Schema, value: string): Validity => {
     const schema = resolve(doc, param.schema as Schema);
-    const typed = (schema.type === 'integer' || schema.type === 'number') && /^-?\d+$/.test(value) ? Number(value) : value;
+    const typed =
+      (schema.type === 'integer' || schema.type === 'number') && /^-?\d+$/.test(value) ? Number(value) : value;
     return strict(param.schema as Schema)(typed) ? 'valid' : 'invalid';
   };
   const known: fc.Arbitrary<QueryPair>[] = params.map((param) =>
     weighted<string>(
       [6, arbitraryOf(doc, hints, param.schema as Schema, param.name as string).map((v) => String(v))],
-      [1, fc.constantFrom('', ' ', '-1', '0', '101', '1.5', '1e2', 'abc', 'true', '[]', '0x10', '00001', '-0', '99999999999999999999', '😀')],
+      [
+        1,
+        fc.constantFrom(
+          '',
+          ' ',
+          '-1',
+          '0',
+          '101',
+          '1.5',
+          '1e2',
+          'abc',
+          'true',
+          '[]',
+          '0x10',
+          '00001',
+          '-0',
+          '99999999999999999999',
+          '😀',
+        ),
+      ],
       [1, fc.tuple(fc.constantFrom(...LENGTHS), fc.constantFrom('a', '😀')).map(([n, c]) => c.repeat(n))],
     ).map((value) => ({ name: param.name as string, value, validity: classify(param, value) })),
   );
   const unknown: fc.Arbitrary<QueryPair> = fc
     .tuple(
-      fc.constantFrom('foo', 'LIMIT', 'limit[]', 'page', 'q', '__proto__', 'constructor', 'toString', 'hasOwnProperty', 'status ', ''),
+      fc.constantFrom(
+        'foo',
+        'LIMIT',
+        'limit[]',
+        'page',
+        'q',
+        '__proto__',
+        'constructor',
+        'toString',
+        'hasOwnProperty',
+        'status ',
+        '',
+      ),
       fc.constantFrom('1', '', 'x'),
     )
     .map(([name, value]) => ({ name, value, validity: name === '' ? 'any' : 'invalid' }));
   const pairs = fc
-    .array(known.length ? weighted<QueryPair>([8, fc.oneof(...known)], [1, unknown]) : unknown, { maxLength: known.length ? 4 : 2 })
+    .array(known.length ? weighted<QueryPair>([8, fc.oneof(...known)], [1, unknown]) : unknown, {
+      maxLength: known.length ? 4 : 2,
+    })
     .map((list) => {
       // A parameter given twice reaches the server as an array.
       const seen = new Set<string>();
@@ -403,7 +484,20 @@ function queryArbitrary(
 }
 
 const deepJson = (depth: number) => `{"a":${'['.repeat(depth)}${']'.repeat(depth)}}`;
-const MALFORMED_JSON = ['{', '{"a":', "{'a':1}", '{"a":1,}', 'nul', '{a:1}', '[1,2', '{"a":1}}', '\u0000', '{"a":"\\x"}', 'NaN', '{"a":"\u0001"}'];
+const MALFORMED_JSON = [
+  '{',
+  '{"a":',
+  "{'a':1}",
+  '{"a":1,}',
+  'nul',
+  '{a:1}',
+  '[1,2',
+  '{"a":1}}',
+  '\u0000',
+  '{"a":"\\x"}',
+  'NaN',
+  '{"a":"\u0001"}',
+];
 const OTHER_JSON = ['[]', '[{}]', '"text"', '42', 'true', 'null', '1e999', '"\\ud800"'];
 const WRONG_CONTENT_TYPES = [
   'text/plain',
@@ -417,7 +511,13 @@ const WRONG_CONTENT_TYPES = [
   'json',
   '',
 ];
-const JSON_CONTENT_TYPES = ['application/json', 'application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/json;charset=UTF-8'];
+const JSON_CONTENT_TYPES = [
+  'application/json',
+  'application/json',
+  'application/json; charset=utf-8',
+  'Application/JSON',
+  'application/json;charset=UTF-8',
+];
 
 function bodyArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation): fc.Arbitrary<Body> {
   const schema = operation.spec.requestBody?.content['application/json']?.schema;
@@ -427,7 +527,12 @@ function bodyArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation)
     (bytes: string): Body => ({ kind: 'raw', bytes, binary, contentType, label, validity });
   const garbage = weighted<Body>(
     [3, fc.constantFrom(...MALFORMED_JSON).map(raw('invalid', 'malformed JSON'))],
-    [1, fc.constantFrom('\xff\xfe', '{"a":"\xc3\x28"}', '\xed\xa0\x80').map(raw('invalid', 'not UTF-8', 'application/json', true))],
+    [
+      1,
+      fc
+        .constantFrom('\xff\xfe', '{"a":"\xc3\x28"}', '\xed\xa0\x80')
+        .map(raw('invalid', 'not UTF-8', 'application/json', true)),
+    ],
     [1, fc.string({ unit: 'binary', maxLength: 30 }).map(raw('any', 'random text'))],
     [2, fc.constantFrom(...OTHER_JSON).map(raw(schema ? 'invalid' : 'any', 'JSON other than an object'))],
     [1, fc.constantFrom(33, 100, 1000).map((d) => raw('invalid', `nested ${d} deep`)(deepJson(d)))],
@@ -452,11 +557,30 @@ function bodyArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation)
     [8, valid.chain(mutationOf).map(({ label, value }) => json(label)(value))],
     [
       1,
-      fc
-        .tuple(valid, fc.constantFrom(...WRONG_CONTENT_TYPES))
-        .map(([v, ct]): Body => ({ kind: 'raw', bytes: JSON.stringify(v), binary: false, contentType: ct, label: `Content-Type ${ct}`, validity: 'invalid' })),
+      fc.tuple(valid, fc.constantFrom(...WRONG_CONTENT_TYPES)).map(
+        ([v, ct]): Body => ({
+          kind: 'raw',
+          bytes: JSON.stringify(v),
+          binary: false,
+          contentType: ct,
+          label: `Content-Type ${ct}`,
+          validity: 'invalid',
+        }),
+      ),
     ],
-    [1, valid.map((v): Body => ({ kind: 'raw', bytes: JSON.stringify(v), binary: true, contentType: null, label: 'no Content-Type', validity: 'invalid' }))],
+    [
+      1,
+      valid.map(
+        (v): Body => ({
+          kind: 'raw',
+          bytes: JSON.stringify(v),
+          binary: true,
+          contentType: null,
+          label: 'no Content-Type',
+          validity: 'invalid',
+        }),
+      ),
+    ],
     [1, none],
     [2, garbage],
   );
@@ -465,7 +589,12 @@ function bodyArbitrary(doc: OpenApiDocument, hints: Hints, operation: Operation)
 function keyArbitrary(server: TestServer): fc.Arbitrary<{ key: KeyKind; authorization: string | null }> {
   const { keys } = server;
   return weighted<{ key: KeyKind; authorization: string | null }>(
-    [45, fc.constantFrom(`Bearer ${keys.full}`, `bearer ${keys.full}`, `BEARER ${keys.full}`).map((authorization) => ({ key: 'full', authorization }))],
+    [
+      45,
+      fc
+        .constantFrom(`Bearer ${keys.full}`, `bearer ${keys.full}`, `BEARER ${keys.full}`)
+        .map((authorization) => ({ key: 'full', authorization })),
+    ],
     [12, fc.constant({ key: 'readOnly', authorization: `Bearer ${keys.readOnly}` })],
     [8, fc.constant({ key: 'other', authorization: `Bearer ${keys.otherFull}` })],
     [8, fc.constant({ key: 'webhook', authorization: `Bearer ${keys.webhook}` })],
@@ -500,7 +629,9 @@ function caseArbitrary(
   strict: (schema: Schema) => Validator,
 ): fc.Arbitrary<Case> {
   const pathParams = (operation.spec.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name as string);
-  const params = fc.record(Object.fromEntries(pathParams.map((name) => [name, pathParamArbitrary(operation, name, fixtures)])));
+  const params = fc.record(
+    Object.fromEntries(pathParams.map((name) => [name, pathParamArbitrary(operation, name, fixtures)])),
+  );
   return fc
     .record({
       key: keyArbitrary(server),
@@ -552,7 +683,11 @@ interface Received {
   text: string;
 }
 
-function buildRequest(baseUrl: string, operation: Operation, c: Case): { sent: Sent; body: string | Buffer | undefined } {
+function buildRequest(
+  baseUrl: string,
+  operation: Operation,
+  c: Case,
+): { sent: Sent; body: string | Buffer | undefined } {
   let path = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => c.params[name]?.encoded ?? '');
   if (c.pathMutation) path += c.pathMutation;
   let query = c.query.map((p) => `${encodeURIComponent(p.name)}=${encodeURIComponent(p.value)}`).join('&');
@@ -586,7 +721,8 @@ function buildRequest(baseUrl: string, operation: Operation, c: Case): { sent: S
   return { sent: { method: operation.method, url, pathname: new URL(url).pathname, headers, bodyText }, body };
 }
 
-const clip = (s: string | undefined, n = 600) => (s === undefined ? '(none)' : s.length > n ? `${s.slice(0, n)}… (${s.length} chars)` : s);
+const clip = (s: string | undefined, n = 600) =>
+  s === undefined ? '(none)' : s.length > n ? `${s.slice(0, n)}… (${s.length} chars)` : s;
 
 function describeExchange(operation: Operation, c: Case, sent: Sent, received: Received | undefined): string {
   const lines = [
@@ -595,7 +731,10 @@ function describeExchange(operation: Operation, c: Case, sent: Sent, received: R
     `  headers: ${clip(JSON.stringify(sent.headers), 300)}`,
     `  body (${c.body.kind === 'none' ? 'none' : 'label' in c.body ? c.body.label : c.body.kind}): ${clip(sent.bodyText, 400)}`,
   ];
-  if (received) lines.push(`  → ${received.status} ${received.headers.get('content-type') ?? '(no content type)'}: ${clip(received.text)}`);
+  if (received)
+    lines.push(
+      `  → ${received.status} ${received.headers.get('content-type') ?? '(no content type)'}: ${clip(received.text)}`,
+    );
   return lines.join('\n');
 }
 
@@ -604,7 +743,10 @@ class Mismatch extends Error {}
 interface Verdict {
   /** The request as a whole: valid for the document and the contract, definitely invalid, or either. */
   validity: Validity;
-  /** Bytes of the request line and headers sent (less fetch's own): beyond maxHeaderSize Node refuses the request before routing. */
+  /**
+   * Bytes of the request line and headers sent (less fetch's own): beyond maxHeaderSize Node refuses the request before
+   * routing.
+   */
   headBytes: number;
   /** A path parameter names a resource of the account the key is not of. */
   foreignPath: boolean;
@@ -628,10 +770,12 @@ function judge(
   strict: (schema: Schema) => Validator,
 ): Verdict {
   const expectedPath = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => c.params[name]?.encoded ?? '');
-  const oddPath = c.pathMutation !== null || Object.values(c.params).some((p) => p.odd) || sent.pathname !== expectedPath;
+  const oddPath =
+    c.pathMutation !== null || Object.values(c.params).some((p) => p.odd) || sent.pathname !== expectedPath;
   const parts: Validity[] = [];
   for (const pair of c.query) parts.push(pair.validity);
-  if (c.idempotencyKey !== null) parts.push(c.idempotencyKey.length >= 1 && c.idempotencyKey.length <= 255 ? 'valid' : 'invalid');
+  if (c.idempotencyKey !== null)
+    parts.push(c.idempotencyKey.length >= 1 && c.idempotencyKey.length <= 255 ? 'valid' : 'invalid');
   if (c.rawQuery) parts.push('any');
   const schema = operation.spec.requestBody?.content['application/json']?.schema;
   switch (c.body.kind) {
@@ -652,7 +796,13 @@ function judge(
       parts.push('invalid');
       break;
   }
-  const validity: Validity = oddPath ? 'any' : parts.includes('invalid') ? 'invalid' : parts.every((p) => p === 'valid') ? 'valid' : 'any';
+  const validity: Validity = oddPath
+    ? 'any'
+    : parts.includes('invalid')
+      ? 'invalid'
+      : parts.every((p) => p === 'valid')
+        ? 'valid'
+        : 'any';
   const keyOwner = c.key === 'other' ? 'b' : 'a';
   const foreignPath = Object.values(c.params).some((p) => p.owner !== null && p.owner !== keyOwner);
   const foreignSet = keyOwner === 'a' ? fixtures.ownedByB : fixtures.ownedByA;
@@ -660,10 +810,14 @@ function judge(
   const foreignBodyId =
     !!bodyValue &&
     typeof bodyValue === 'object' &&
-    ['contact_id', 'conversation_id'].some((field) => typeof bodyValue[field] === 'string' && foreignSet.has(bodyValue[field] as string));
+    ['contact_id', 'conversation_id'].some(
+      (field) => typeof bodyValue[field] === 'string' && foreignSet.has(bodyValue[field] as string),
+    );
   // Without what fetch adds (host, connection, accept, user-agent, content-length…: a few hundred bytes).
   const headBytes =
-    Buffer.byteLength(`${sent.method} ${sent.url.slice(new URL(sent.url).origin.length).replace(/#.*$/, '')} HTTP/1.1\r\n`) +
+    Buffer.byteLength(
+      `${sent.method} ${sent.url.slice(new URL(sent.url).origin.length).replace(/#.*$/, '')} HTTP/1.1\r\n`,
+    ) +
     Object.entries(sent.headers).reduce((sum, [name, value]) => sum + Buffer.byteLength(`${name}: ${value}\r\n`), 0);
   const decoded = (encoded: string) => {
     try {
@@ -702,7 +856,9 @@ function semanticRefusal(field: string, constraint: string, verdict: Verdict): b
 
 /** The documented operation a path and method lead to, if any. */
 function matchOperation(operations: Operation[], method: string, pathname: string): Operation | undefined {
-  return operations.find((op) => op.method === method && new RegExp(`^${op.path.replace(/\{\w+\}/g, '[^/]+')}$`).test(pathname));
+  return operations.find(
+    (op) => op.method === method && new RegExp(`^${op.path.replace(/\{\w+\}/g, '[^/]+')}$`).test(pathname),
+  );
 }
 
 function check(condition: unknown, message: string): asserts condition {
@@ -723,8 +879,15 @@ function assertResponse(
   check(status < 500, `a ${status}`);
   const refusedHead = status === 400 && /"field":"headers","constraint":"max_bytes"/.test(text);
   if (verdict.headBytes > maxHeaderSize)
-    check(refusedHead, `a request line and headers of ${verdict.headBytes} bytes answered ${status}, not 400 headers max_bytes`);
-  if (refusedHead) check(verdict.headBytes > maxHeaderSize - 1024, `a request line and headers of ${verdict.headBytes} bytes refused as too large`);
+    check(
+      refusedHead,
+      `a request line and headers of ${verdict.headBytes} bytes answered ${status}, not 400 headers max_bytes`,
+    );
+  if (refusedHead)
+    check(
+      verdict.headBytes > maxHeaderSize - 1024,
+      `a request line and headers of ${verdict.headBytes} bytes refused as too large`,
+    );
 
   // The status is one the document lists; an odd path may also be answered as an unknown path is.
   const routed = verdict.oddPath ? matchOperation(operations, sent.method, sent.pathname) : operation;
@@ -740,12 +903,19 @@ function assertResponse(
 
   // Content type and body schema.
   const documentedResponse = routed?.spec.responses[String(status)];
-  const schema = documentedResponse ? documentedResponse.content?.['application/json']?.schema : status >= 400 ? errorSchema : undefined;
+  const schema = documentedResponse
+    ? documentedResponse.content?.['application/json']?.schema
+    : status >= 400
+      ? errorSchema
+      : undefined;
   if (status === 204 || (documentedResponse && !documentedResponse.content)) {
     check(text === '', `a ${status} has a body`);
     return undefined;
   }
-  check(/^application\/json(\s*;|$)/i.test(headers.get('content-type') ?? ''), `content type ${headers.get('content-type')} is not application/json`);
+  check(
+    /^application\/json(\s*;|$)/i.test(headers.get('content-type') ?? ''),
+    `content type ${headers.get('content-type')} is not application/json`,
+  );
   let body: any;
   try {
     body = JSON.parse(text);
@@ -754,7 +924,10 @@ function assertResponse(
   }
   check(schema, `no schema for a ${status}`);
   const validate = responseValidator(schema);
-  check(validate(body), `the body does not match the document's schema for ${status}: ${JSON.stringify(validate.errors)}`);
+  check(
+    validate(body),
+    `the body does not match the document's schema for ${status}: ${JSON.stringify(validate.errors)}`,
+  );
 
   if (status >= 400) {
     const code = body.error.code as keyof typeof ERROR_STATUS;
@@ -764,26 +937,39 @@ function assertResponse(
   if (status === 400) {
     const details = body.error.details;
     check(details && typeof details.field === 'string' && details.field.length > 0, 'a 400 without details.field');
-    check((CONSTRAINTS as readonly string[]).includes(details.constraint), `a 400 whose details.constraint ${details.constraint} is not one of the contract's`);
+    check(
+      (CONSTRAINTS as readonly string[]).includes(details.constraint),
+      `a 400 whose details.constraint ${details.constraint} is not one of the contract's`,
+    );
   }
   if (status === 429) check(headers.get('retry-after') !== null, 'a 429 without Retry-After');
   return body;
 }
 
 /** The contract's order of checks and what the document says of the request. */
-function assertExpectations(operation: Operation, c: Case, sent: Sent, received: Received, body: any, verdict: Verdict) {
+function assertExpectations(
+  operation: Operation,
+  c: Case,
+  sent: Sent,
+  received: Received,
+  body: any,
+  verdict: Verdict,
+) {
   const { status } = received;
   // Refused before it was read (checked in assertResponse), or rate-limited: nothing more to say.
   if (status === 429 || (status === 400 && body?.error?.details?.field === 'headers')) return;
   const underV1 = sent.pathname.startsWith('/v1/');
   const write = operation.method !== 'GET';
-  if (underV1 && (c.key === 'none' || c.key === 'invalid')) check(status === 401, `expected 401 for key ${c.key}, got ${status}`);
+  if (underV1 && (c.key === 'none' || c.key === 'invalid'))
+    check(status === 401, `expected 401 for key ${c.key}, got ${status}`);
   if (verdict.oddPath) return;
   if (c.key === 'webhook') check(status === 403, `expected 403 for a webhook key, got ${status}`);
-  if (c.key === 'readOnly' && write) check(status === 403, `expected 403 for a read-only key on a write, got ${status}`);
+  if (c.key === 'readOnly' && write)
+    check(status === 403, `expected 403 for a read-only key on a write, got ${status}`);
   const allowedKey = c.key === 'full' || c.key === 'other' || (c.key === 'readOnly' && !write);
   if (!allowedKey) return;
-  if (verdict.validity === 'invalid') check(status === 400, `the document rejects this request, but the server answered ${status}`);
+  if (verdict.validity === 'invalid')
+    check(status === 400, `the document rejects this request, but the server answered ${status}`);
   if (verdict.validity === 'valid') {
     if (status === 400) {
       const { field, constraint } = body.error.details as { field: string; constraint: string };
@@ -793,7 +979,8 @@ function assertExpectations(operation: Operation, c: Case, sent: Sent, received:
       );
     }
     // Validation (a semantic 400 above) comes before existence.
-    if (verdict.foreignPath || verdict.foreignBodyId) check(status === 404 || status === 400, `another tenant's resource answered ${status}, not 404`);
+    if (verdict.foreignPath || verdict.foreignBodyId)
+      check(status === 404 || status === 400, `another tenant's resource answered ${status}, not 404`);
   }
 }
 
@@ -802,14 +989,29 @@ function assertExpectations(operation: Operation, c: Case, sent: Sent, received:
  * boolean of the body at the same place (a lone surrogate stored as U+FFFD would differ). Only a
  * create is read again: no other operation knows its id, so nothing changes it meanwhile.
  */
-async function assertReadBack(operations: Operation[], operation: Operation, c: Case, sent: Sent, received: Received, body: any): Promise<void> {
-  if (c.body.kind !== 'json' || received.status >= 300 || !body || typeof body !== 'object' || typeof body.id !== 'string') return;
+async function assertReadBack(
+  operations: Operation[],
+  operation: Operation,
+  c: Case,
+  sent: Sent,
+  received: Received,
+  body: any,
+): Promise<void> {
+  if (
+    c.body.kind !== 'json' ||
+    received.status >= 300 ||
+    !body ||
+    typeof body !== 'object' ||
+    typeof body.id !== 'string'
+  )
+    return;
   if (operation.method !== 'POST' && operation.method !== 'PATCH') return;
   // A replay answers the first request's record, which another body may have made.
   if (received.headers.get('idempotent-replayed') === 'true') return;
   const answered = differencesFromSent(c.body.value, body);
   check(answered.length === 0, `the write answered other values than it sent: ${answered.join('; ')}`);
-  const retrieve = received.status === 201 && operations.find((op) => op.method === 'GET' && op.path === `${operation.path}/{id}`);
+  const retrieve =
+    received.status === 201 && operations.find((op) => op.method === 'GET' && op.path === `${operation.path}/{id}`);
   if (!retrieve) return;
   const res = await fetch(`${sent.url.replace(/[?#].*$/, '')}/${encodeURIComponent(body.id)}`, {
     headers: { authorization: sent.headers.authorization ?? '' },
@@ -827,7 +1029,13 @@ async function assertReadBack(operations: Operation[], operation: Operation, c: 
  * again; a write only when REST refused it (nothing happened, so the twin meets the same state).
  * The two transports must agree on the status and, for an error, on its code, field and constraint.
  */
-async function assertTrpcTwin(server: TestServer, operation: Operation, c: Case, sent: Sent, rest: Received): Promise<void> {
+async function assertTrpcTwin(
+  server: TestServer,
+  operation: Operation,
+  c: Case,
+  sent: Sent,
+  rest: Received,
+): Promise<void> {
   const definition = endpoints[operation.id as OperationId] as EndpointDefinition | undefined;
   if (!definition || c.pathMutation !== null || c.rawQuery !== null) return;
   if (c.body.kind !== 'none' && c.body.kind !== 'json') return;
@@ -846,7 +1054,10 @@ async function assertTrpcTwin(server: TestServer, operation: Operation, c: Case,
   // A name sent twice is an array in REST's query string and has no JSON twin.
   if (new Set(c.query.map(({ name }) => name)).size < c.query.length) return;
   const query = Object.fromEntries(
-    c.query.map(({ name, value }) => [name, (name === 'limit' || name === 'offset') && /^-?\d+$/.test(value) ? Number(value) : value]),
+    c.query.map(({ name, value }) => [
+      name,
+      (name === 'limit' || name === 'offset') && /^-?\d+$/.test(value) ? Number(value) : value,
+    ]),
   );
   // A request line over Node's limit is refused before either transport.
   if (rest.status === 400 && rest.text.includes('"field":"headers"')) return;
@@ -859,24 +1070,37 @@ async function assertTrpcTwin(server: TestServer, operation: Operation, c: Case,
     // REST reads no body of an operation that takes none.
     ...(c.body.kind === 'json' && definition.body ? { body: c.body.value } : {}),
   });
-  const restBody = rest.text ? (JSON.parse(rest.text) as { error?: { code: string; details?: { field?: string; constraint?: string } } }) : undefined;
-  const twinError = twin.body as { error?: { code: string; details?: { field?: string; constraint?: string } } } | undefined;
+  const restBody = rest.text
+    ? (JSON.parse(rest.text) as { error?: { code: string; details?: { field?: string; constraint?: string } } })
+    : undefined;
+  const twinError = twin.body as
+    | { error?: { code: string; details?: { field?: string; constraint?: string } } }
+    | undefined;
   const describe = `tRPC twin: REST ${rest.status} ${rest.text.slice(0, 300)}, tRPC ${twin.status} ${twin.text.slice(0, 300)}`;
   check(twin.status < 500, `the tRPC twin answered ${twin.status}: ${describe}`);
   if (rest.status >= 400) {
     // An account's number of webhook endpoints is state the other operations change meanwhile: a
     // delete between the two may free the slot the twin then takes. The cap must hold all the same.
     const details = restBody?.error?.details;
-    if (details?.field === 'body' && details.constraint === 'max' && twin.status === 200 && operation.id === 'webhookEndpoints.create') {
+    if (
+      details?.field === 'body' &&
+      details.constraint === 'max' &&
+      twin.status === 200 &&
+      operation.id === 'webhookEndpoints.create'
+    ) {
       const list = await server.request('GET', '/webhook_endpoints', { key: null, headers, query: { limit: 100 } });
-      check(list.status === 200 && list.body.total <= MAX_WEBHOOK_ENDPOINTS, `the twin went past the endpoint cap: ${describe}; ${list.text.slice(0, 200)}`);
+      check(
+        list.status === 200 && list.body.total <= MAX_WEBHOOK_ENDPOINTS,
+        `the twin went past the endpoint cap: ${describe}; ${list.text.slice(0, 200)}`,
+      );
       return;
     }
     check(twin.status === rest.status, `the transports disagree: ${describe}`);
     check(twinError?.error?.code === restBody?.error?.code, `the transports' error codes differ: ${describe}`);
     if (rest.status === 400) {
       check(
-        twinError?.error?.details?.field === restBody?.error?.details?.field && twinError?.error?.details?.constraint === restBody?.error?.details?.constraint,
+        twinError?.error?.details?.field === restBody?.error?.details?.field &&
+          twinError?.error?.details?.constraint === restBody?.error?.details?.constraint,
         `the transports name another problem: ${describe}`,
       );
     }
@@ -911,10 +1135,19 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
   };
 
   // Endpoints first, so that the events below leave deliveries.
-  for (let i = 0; i < 3; i++) push(a, 'endpoints', (await call('POST', '/webhook_endpoints', { url: `http://127.0.0.1:9/hooks/${i}`, events: ['*'] })).id);
+  for (let i = 0; i < 3; i++)
+    push(
+      a,
+      'endpoints',
+      (await call('POST', '/webhook_endpoints', { url: `http://127.0.0.1:9/hooks/${i}`, events: ['*'] })).id,
+    );
   // With the three above and one made and deleted below, within the account's 16.
   for (let i = 0; i < 12; i++)
-    push(a, 'disposableEndpoints', (await call('POST', '/webhook_endpoints', { url: `https://example.com/${i}`, events: ['order.placed'] })).id);
+    push(
+      a,
+      'disposableEndpoints',
+      (await call('POST', '/webhook_endpoints', { url: `https://example.com/${i}`, events: ['order.placed'] })).id,
+    );
   for (let i = 0; i < 4; i++) {
     const contact = await call('POST', '/contacts', {
       name: `Fuzz ${i}`,
@@ -927,7 +1160,11 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
     const platforms = ['whatsapp', 'facebook', 'instagram'];
     const conversation = await call('POST', '/conversations', { contact_id: contact.id, platform: platforms[i % 3] });
     push(a, 'conversations', conversation.id);
-    push(a, 'messages', (await call('POST', '/messages', { conversation_id: conversation.id, content: `Hello ${i}` })).id);
+    push(
+      a,
+      'messages',
+      (await call('POST', '/messages', { conversation_id: conversation.id, content: `Hello ${i}` })).id,
+    );
     const inbound = await call('POST', '/sandbox/inbound', {
       platform: platforms[(i + 1) % 3],
       from: { phone: phone(), name: `Inbound ${i}` },
@@ -937,12 +1174,23 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
     push(
       a,
       'orders',
-      (await call('POST', '/orders', { contact_id: contact.id, currency: 'EUR', items: [{ name: 'Widget', quantity: 2, unit_amount: 1250 }] })).id,
+      (
+        await call('POST', '/orders', {
+          contact_id: contact.id,
+          currency: 'EUR',
+          items: [{ name: 'Widget', quantity: 2, unit_amount: 1250 }],
+        })
+      ).id,
     );
   }
   for (let i = 0; i < 25; i++) push(a, 'disposableContacts', (await call('POST', '/contacts', { phone: phone() })).id);
   const channel = (i: number, key?: string) =>
-    call('POST', '/channels', { platform: 'whatsapp', external_id: String(900_000 + i), access_token: `token-${i}`, app_secret: `secret-${i}` }, key);
+    call(
+      'POST',
+      '/channels',
+      { platform: 'whatsapp', external_id: String(900_000 + i), access_token: `token-${i}`, app_secret: `secret-${i}` },
+      key,
+    );
   for (let i = 0; i < 3; i++) push(a, 'channels', (await channel(i)).id);
   for (let i = 3; i < 15; i++) push(a, 'disposableChannels', (await channel(i)).id);
   for (let i = 0; i < 4; i++) push(a, 'taggedContacts', (await call('POST', '/contacts', { phone: phone(), tags })).id);
@@ -974,19 +1222,39 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
   );
   await call('POST', `/workflows/${a.workflows?.[0]}/trigger`, { contact_id: a.contacts?.[0], data: { order: 'A-1' } });
   // Runs of the waiting workflow stay queued (no worker here): there to read and to cancel.
-  for (let i = 0; i < 6; i++) push(a, 'runs', (await call('POST', `/workflows/${a.workflows?.[1]}/trigger`, { contact_id: a.contacts?.[i % 4] })).id);
-  for (let i = 0; i < 3; i++)
-    push(a, 'workflowsToChange', (await call('POST', '/workflows', { name: `Change ${i}`, steps: [{ type: 'wait', seconds: 5 }] })).id);
   for (let i = 0; i < 6; i++)
-    push(a, 'disposableWorkflows', (await call('POST', '/workflows', { name: `Delete ${i}`, steps: [{ type: 'wait', seconds: 5 }] })).id);
+    push(
+      a,
+      'runs',
+      (await call('POST', `/workflows/${a.workflows?.[1]}/trigger`, { contact_id: a.contacts?.[i % 4] })).id,
+    );
+  for (let i = 0; i < 3; i++)
+    push(
+      a,
+      'workflowsToChange',
+      (await call('POST', '/workflows', { name: `Change ${i}`, steps: [{ type: 'wait', seconds: 5 }] })).id,
+    );
+  for (let i = 0; i < 6; i++)
+    push(
+      a,
+      'disposableWorkflows',
+      (await call('POST', '/workflows', { name: `Delete ${i}`, steps: [{ type: 'wait', seconds: 5 }] })).id,
+    );
   for (let i = 0; i < 4; i++)
     push(
       a,
       'ordersToChange',
-      (await call('POST', '/orders', { contact_id: a.contacts?.[i], currency: 'EUR', items: [{ name: 'Changeable', quantity: 1, unit_amount: 100 }] })).id,
+      (
+        await call('POST', '/orders', {
+          contact_id: a.contacts?.[i],
+          currency: 'EUR',
+          items: [{ name: 'Changeable', quantity: 1, unit_amount: 100 }],
+        })
+      ).id,
     );
   for (const endpoint of a.endpoints ?? []) {
-    for (const delivery of (await call('GET', `/webhook_endpoints/${endpoint}/deliveries`, undefined)).data) push(a, 'deliveries', delivery.id);
+    for (const delivery of (await call('GET', `/webhook_endpoints/${endpoint}/deliveries`, undefined)).data)
+      push(a, 'deliveries', delivery.id);
   }
   if (!a.deliveries?.length) throw new Error('fixtures: no webhook delivery was made');
 
@@ -996,7 +1264,8 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
   push(gone, 'contacts', goneContact);
   push(gone, 'disposableContacts', goneContact);
   push(gone, 'taggedContacts', goneContact);
-  const goneEndpoint = (await call('POST', '/webhook_endpoints', { url: 'https://example.com/gone', events: ['*'] })).id;
+  const goneEndpoint = (await call('POST', '/webhook_endpoints', { url: 'https://example.com/gone', events: ['*'] }))
+    .id;
   await call('DELETE', `/webhook_endpoints/${goneEndpoint}`, undefined);
   push(gone, 'endpoints', goneEndpoint);
   push(gone, 'disposableEndpoints', goneEndpoint);
@@ -1007,18 +1276,40 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
 
   // The other account: one of each.
   const other = server.keys.otherFull;
-  push(b, 'endpoints', (await call('POST', '/webhook_endpoints', { url: 'http://127.0.0.1:9/b', events: ['*'] }, other)).id);
+  push(
+    b,
+    'endpoints',
+    (await call('POST', '/webhook_endpoints', { url: 'http://127.0.0.1:9/b', events: ['*'] }, other)).id,
+  );
   const bContact = (await call('POST', '/contacts', { name: 'B', phone: phone(), tags: ['vip'] }, other)).id;
   push(b, 'contacts', bContact);
   push(b, 'taggedContacts', bContact);
-  const bConversation = (await call('POST', '/conversations', { contact_id: bContact, platform: 'whatsapp' }, other)).id;
+  const bConversation = (await call('POST', '/conversations', { contact_id: bContact, platform: 'whatsapp' }, other))
+    .id;
   push(b, 'conversations', bConversation);
   push(b, 'conversationsToChange', bConversation);
-  push(b, 'orders', (await call('POST', '/orders', { contact_id: bContact, currency: 'USD', items: [{ name: 'B', quantity: 1, unit_amount: 1 }] }, other)).id);
+  push(
+    b,
+    'orders',
+    (
+      await call(
+        'POST',
+        '/orders',
+        { contact_id: bContact, currency: 'USD', items: [{ name: 'B', quantity: 1, unit_amount: 1 }] },
+        other,
+      )
+    ).id,
+  );
   push(b, 'messages', (await call('POST', '/messages', { conversation_id: bConversation, content: 'B' }, other)).id);
-  push(b, 'workflows', (await call('POST', '/workflows', { name: 'B', steps: [{ type: 'wait', seconds: 1 }] }, other)).id);
+  push(
+    b,
+    'workflows',
+    (await call('POST', '/workflows', { name: 'B', steps: [{ type: 'wait', seconds: 1 }] }, other)).id,
+  );
   push(b, 'channels', (await channel(0, other)).id);
-  for (const delivery of (await call('GET', `/webhook_endpoints/${b.endpoints?.[0]}/deliveries`, undefined, other)).data) push(b, 'deliveries', delivery.id);
+  for (const delivery of (await call('GET', `/webhook_endpoints/${b.endpoints?.[0]}/deliveries`, undefined, other))
+    .data)
+    push(b, 'deliveries', delivery.id);
 
   const ownedByA = new Set(Object.values(a).flat());
   const ownedByB = new Set(Object.values(b).flat());
@@ -1042,7 +1333,15 @@ function hintsFor(fixtures: Fixtures): Hints {
     [
       3,
       fc
-        .tuple(fc.constantFrom('http://127.0.0.1:9', 'https://example.com', 'https://hooks.example.org:8443', 'http://localhost'), fc.webPath())
+        .tuple(
+          fc.constantFrom(
+            'http://127.0.0.1:9',
+            'https://example.com',
+            'https://hooks.example.org:8443',
+            'http://localhost',
+          ),
+          fc.webPath(),
+        )
         .map(([origin, path]) => `${origin}${path}`),
     ],
     [1, fc.webUrl({ validSchemes: ['http', 'https'], withQueryParameters: true, withFragments: true })],
@@ -1090,7 +1389,9 @@ export function describeFuzz(dialect: 'sqlite' | 'postgres'): void {
       }, 180_000);
 
       it('fuzzes exactly the operations the served document lists', () => {
-        expect(operations.map((op) => `${op.method} ${op.path}`).sort()).toEqual(DECLARED.map((op) => `${op.method} ${op.path}`).sort());
+        expect(operations.map((op) => `${op.method} ${op.path}`).sort()).toEqual(
+          DECLARED.map((op) => `${op.method} ${op.path}`).sort(),
+        );
         expect(operations.length).toBeGreaterThan(0);
       });
 

@@ -29,7 +29,13 @@ export const contactRow = (
 /** A conversation without messages, created and last active at `at` (WhatsApp, active unless said). */
 export const conversationRow = (
   accountId: string,
-  fields: { id: string; contact_id: string; at: string; platform?: ConversationRow['platform']; status?: ConversationRow['status'] },
+  fields: {
+    id: string;
+    contact_id: string;
+    at: string;
+    platform?: ConversationRow['platform'];
+    status?: ConversationRow['status'];
+  },
 ): Omit<ConversationRow, 'channel_id'> => ({
   account_id: accountId,
   id: fields.id,

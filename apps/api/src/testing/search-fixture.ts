@@ -9,7 +9,9 @@ import { contactRow, conversationRow } from './rows.js';
  * `tin`) and 50 others, one conversation each, created a minute apart; phones +15551000000 on.
  * For the tests of the search's plans.
  */
-export async function createSearchFixture(dialect: 'sqlite' | 'postgres'): Promise<{ target: TestDatabase; database: DatabaseHandle; accountId: string }> {
+export async function createSearchFixture(
+  dialect: 'sqlite' | 'postgres',
+): Promise<{ target: TestDatabase; database: DatabaseHandle; accountId: string }> {
   const target = await createTestDatabase(dialect);
   const database = openDatabase(target.url);
   await migrateToLatest(database.db);

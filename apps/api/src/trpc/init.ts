@@ -25,7 +25,11 @@ export interface TrpcContext {
 }
 
 /** The ApiError a tRPC error stands for: the one a procedure threw, or tRPC's own refusal. */
-export function apiErrorOf(error: { code: string; message: string; cause?: unknown }, path: string | undefined, requestId: string | undefined): ApiError {
+export function apiErrorOf(
+  error: { code: string; message: string; cause?: unknown },
+  path: string | undefined,
+  requestId: string | undefined,
+): ApiError {
   if (error.cause instanceof ApiError) return error.cause;
   if (error.cause instanceof StandardSchemaV1Error) {
     const issues = error.cause.issues as readonly ContractIssue[];
@@ -60,20 +64,31 @@ export const t = initTRPC.context<TrpcContext>().create({
  * the first part with a problem answering for all. A Standard Schema, which tRPC takes as an
  * input validator, typed for tRPC clients as the operation's input and parsed input.
  */
-export function operationInput<K extends OperationId>(operationId: K): StandardSchemaV1<OperationInput<K>, OperationParsedInput<K>> {
+export function operationInput<K extends OperationId>(
+  operationId: K,
+): StandardSchemaV1<OperationInput<K>, OperationParsedInput<K>> {
   const operation: EndpointDefinition = endpoints[operationId];
   const parts = { params: operation.params, body: operation.body, query: querySchemaOf(operation) };
   const validate = (raw: unknown): StandardSchemaV1.Result<OperationParsedInput<K>> => {
     const input = (raw ?? {}) as Record<string, unknown>;
-    const unknownParts = Object.keys(input).filter((name) => !Object.hasOwn(parts, name) || parts[name as keyof typeof parts] === undefined);
+    const unknownParts = Object.keys(input).filter(
+      (name) => !Object.hasOwn(parts, name) || parts[name as keyof typeof parts] === undefined,
+    );
     if (unknownParts.length > 0) {
-      return refused(unknownParts.map((name): ValidationIssue => ({ field: name, constraint: 'unknown', message: `Unknown input part "${name}"` })));
+      return refused(
+        unknownParts.map(
+          (name): ValidationIssue => ({ field: name, constraint: 'unknown', message: `Unknown input part "${name}"` }),
+        ),
+      );
     }
     const out: Record<string, unknown> = {};
     for (const [name, schema] of Object.entries(parts)) {
       if (!schema) continue;
       // Only a missing part is empty: a part sent as null is refused as REST refuses a null body.
-      const result = validatePart(schema, input[name] === undefined ? (name === 'params' ? undefined : {}) : input[name]);
+      const result = validatePart(
+        schema,
+        input[name] === undefined ? (name === 'params' ? undefined : {}) : input[name],
+      );
       if ('error' in result) return refused(result.error.details?.issues ?? []);
       out[name] = result.value;
     }
@@ -107,8 +122,12 @@ export type MutationId = Exclude<OperationId, QueryId>;
 
 /** The procedure of a read operation (GET in REST). */
 export const query = <K extends QueryId>(operationId: K) =>
-  t.procedure.input(operationInput(operationId)).query(({ ctx, input }) => call(operationId, ctx, input as OperationParsedInput<K>));
+  t.procedure
+    .input(operationInput(operationId))
+    .query(({ ctx, input }) => call(operationId, ctx, input as OperationParsedInput<K>));
 
 /** The procedure of any other operation. */
 export const mutation = <K extends MutationId>(operationId: K) =>
-  t.procedure.input(operationInput(operationId)).mutation(({ ctx, input }) => call(operationId, ctx, input as OperationParsedInput<K>));
+  t.procedure
+    .input(operationInput(operationId))
+    .mutation(({ ctx, input }) => call(operationId, ctx, input as OperationParsedInput<K>));

@@ -29,7 +29,10 @@ describeEachDialect('the tRPC router over HTTP', (server) => {
 
   it('serves every operation of the endpoint table', async () => {
     for (const operationId of operationIds) {
-      const res = await fetch(trpcUrl(operationId), { method: 'POST', headers: { authorization: `Bearer ${server().keys.full}` } });
+      const res = await fetch(trpcUrl(operationId), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server().keys.full}` },
+      });
       const body = (await res.json()) as { error?: { data: { body: unknown } } };
       // Any answer but "no such procedure": a query refuses POST, a mutation its missing input.
       expect(`${operationId}: ${JSON.stringify(body.error?.data.body)}`).not.toContain('No such procedure');

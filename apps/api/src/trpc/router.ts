@@ -23,7 +23,12 @@ export const appRouter = t.router({
     tags: { add: mutation('contacts.tags.add'), remove: mutation('contacts.tags.remove') },
   },
   tags: { list: query('tags.list'), update: mutation('tags.update'), delete: mutation('tags.delete') },
-  orders: { list: query('orders.list'), create: mutation('orders.create'), retrieve: query('orders.retrieve'), update: mutation('orders.update') },
+  orders: {
+    list: query('orders.list'),
+    create: mutation('orders.create'),
+    retrieve: query('orders.retrieve'),
+    update: mutation('orders.update'),
+  },
   workflows: {
     list: query('workflows.list'),
     create: mutation('workflows.create'),

@@ -43,7 +43,11 @@ for (const dialect of ACTIVE_DIALECTS) {
     });
 
     it('starts one run per event and does each step of it once, the interrupted request again', async () => {
-      const account = await accountsService.createAccount(database, { name: 'Crash', plan: 'enterprise', rateLimitRpm: 1_000_000 });
+      const account = await accountsService.createAccount(database, {
+        name: 'Crash',
+        plan: 'enterprise',
+        rateLimitRpm: 1_000_000,
+      });
       const ctx: ServiceContext = { database, accountId: account.id, settings: testSettings() };
       const workflow = await workflowsService.create(
         ctx,
@@ -60,15 +64,22 @@ for (const dialect of ACTIVE_DIALECTS) {
 
       const first = spawnWorker();
       const contacts = [];
-      for (let i = 0; i < CONTACTS; i++) contacts.push(await contactsService.create(ctx, { phone: `+1415555${String(1000 + i)}` }));
-      await vi.waitFor(() => expect(receiver.received.length, 'the first request to arrive').toBeGreaterThanOrEqual(1), { timeout: 20_000, interval: 20 });
+      for (let i = 0; i < CONTACTS; i++)
+        contacts.push(await contactsService.create(ctx, { phone: `+1415555${String(1000 + i)}` }));
+      await vi.waitFor(
+        () => expect(receiver.received.length, 'the first request to arrive').toBeGreaterThanOrEqual(1),
+        { timeout: 20_000, interval: 20 },
+      );
       first.kill('SIGKILL');
       await new Promise((resolve) => first.once('exit', resolve));
 
       const second = spawnWorker();
       await vi.waitFor(
         async () => {
-          const runs = await workflowsService.listRuns(ctx, { workflowId: workflow.id, query: { limit: 100, offset: 0 } });
+          const runs = await workflowsService.listRuns(ctx, {
+            workflowId: workflow.id,
+            query: { limit: 100, offset: 0 },
+          });
           expect(runs.data.map((run) => run.status)).toEqual(Array(CONTACTS).fill('succeeded'));
         },
         { timeout: 60_000, interval: 100 },
@@ -76,7 +87,8 @@ for (const dialect of ACTIVE_DIALECTS) {
       second.kill('SIGTERM');
       await new Promise((resolve) => second.once('exit', resolve));
 
-      const runs = (await workflowsService.listRuns(ctx, { workflowId: workflow.id, query: { limit: 100, offset: 0 } })).data;
+      const runs = (await workflowsService.listRuns(ctx, { workflowId: workflow.id, query: { limit: 100, offset: 0 } }))
+        .data;
       // One run per contact.created event, each for that event's contact.
       const events = await database.db
         .selectFrom('events')
@@ -89,9 +101,15 @@ for (const dialect of ACTIVE_DIALECTS) {
       expect(new Set(runs.map((run) => run.contact_id))).toEqual(new Set(contacts.map((contact) => contact.id)));
       // Each tag step took effect once: a repeated add_tag would fail the run (or add nothing),
       // so count the contact.updated events the steps emitted, two per run.
-      const updates = await database.db.selectFrom('events').select('id').where('account_id', '=', account.id).where('type', '=', 'contact.updated').execute();
+      const updates = await database.db
+        .selectFrom('events')
+        .select('id')
+        .where('account_id', '=', account.id)
+        .where('type', '=', 'contact.updated')
+        .execute();
       expect(updates).toHaveLength(CONTACTS * 2);
-      for (const contact of contacts) expect((await contactsService.retrieve(ctx, contact.id)).tags).toEqual(['first', 'second']);
+      for (const contact of contacts)
+        expect((await contactsService.retrieve(ctx, contact.id)).tags).toEqual(['first', 'second']);
       const succeeded = await database.db
         .selectFrom('events')
         .select('id')

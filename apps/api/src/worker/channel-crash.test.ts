@@ -48,23 +48,35 @@ describeEachDialect('channels: a worker killed mid-work', (server) => {
   async function whatsappChannel() {
     const externalId = String(externalSeq++);
     const channel = expectBody(
-      await server().request('POST', '/channels', { body: { platform: 'whatsapp', external_id: externalId, access_token: TOKEN, app_secret: APP_SECRET } }),
+      await server().request('POST', '/channels', {
+        body: { platform: 'whatsapp', external_id: externalId, access_token: TOKEN, app_secret: APP_SECRET },
+      }),
       201,
       Channel,
     );
-    fake.connect({ platform: 'whatsapp', externalId, accessToken: TOKEN, appSecret: APP_SECRET, webhookUrl: channel.webhook_url });
+    fake.connect({
+      platform: 'whatsapp',
+      externalId,
+      accessToken: TOKEN,
+      appSecret: APP_SECRET,
+      webhookUrl: channel.webhook_url,
+    });
     return { channel, externalId };
   }
 
   const messagesOfChannel = async (channelId: string) => {
-    const conversations = expectBody(await server().request('GET', '/conversations', { query: { limit: 100 } }), 200, ConversationList).data.filter(
-      (c: Conversation) => c.channel_id === channelId,
-    );
+    const conversations = expectBody(
+      await server().request('GET', '/conversations', { query: { limit: 100 } }),
+      200,
+      ConversationList,
+    ).data.filter((c: Conversation) => c.channel_id === channelId);
     const all: Message[] = [];
     for (const conversation of conversations) {
       for (let offset = 0; ; offset += 100) {
         const page = expectBody(
-          await server().request('GET', `/conversations/${conversation.id}/messages`, { query: { limit: 100, offset } }),
+          await server().request('GET', `/conversations/${conversation.id}/messages`, {
+            query: { limit: 100, offset },
+          }),
           200,
           MessageList,
         );
@@ -77,8 +89,13 @@ describeEachDialect('channels: a worker killed mid-work', (server) => {
 
   it('a stored webhook whose processing was cut short is finished by the next worker, each message once', async () => {
     const { channel, externalId } = await whatsappChannel();
-    const customers = Array.from({ length: 40 }, (_, i) => ({ waId: `1415555${String(2000 + i)}`, name: `Customer ${i}` }));
-    const messages = Array.from({ length: 300 }, (_, i) => waText({ from: (customers[i % 40] as { waId: string }).waId, body: `message ${i}` }));
+    const customers = Array.from({ length: 40 }, (_, i) => ({
+      waId: `1415555${String(2000 + i)}`,
+      name: `Customer ${i}`,
+    }));
+    const messages = Array.from({ length: 300 }, (_, i) =>
+      waText({ from: (customers[i % 40] as { waId: string }).waId, body: `message ${i}` }),
+    );
     const raw = JSON.stringify(whatsappInbound({ phoneNumberId: externalId, contacts: customers, messages }));
     const response = await fetch(channel.webhook_url, {
       method: 'POST',
@@ -88,19 +105,33 @@ describeEachDialect('channels: a worker killed mid-work', (server) => {
     expect(response.status).toBe(200);
 
     const first = spawnWorker();
-    await vi.waitFor(async () => expect((await messagesOfChannel(channel.id)).length).toBeGreaterThan(0), { timeout: 30_000, interval: 20 });
+    await vi.waitFor(async () => expect((await messagesOfChannel(channel.id)).length).toBeGreaterThan(0), {
+      timeout: 30_000,
+      interval: 20,
+    });
     await kill(first);
     const before = (await messagesOfChannel(channel.id)).length;
 
     spawnWorker();
-    await vi.waitFor(async () => expect((await messagesOfChannel(channel.id)).length).toBe(300), { timeout: 180_000, interval: 200 });
+    await vi.waitFor(async () => expect((await messagesOfChannel(channel.id)).length).toBe(300), {
+      timeout: 180_000,
+      interval: 200,
+    });
     const stored = await messagesOfChannel(channel.id);
     expect(new Set(stored.map((m) => m.platform_message_id)).size).toBe(300);
     expect(new Set(stored.map((m) => m.content))).toEqual(new Set(messages.map((_, i) => `message ${i}`)));
-    const payload = await server().database.db.selectFrom('channel_payloads').selectAll().where('channel_id', '=', channel.id).executeTakeFirstOrThrow();
+    const payload = await server()
+      .database.db.selectFrom('channel_payloads')
+      .selectAll()
+      .where('channel_id', '=', channel.id)
+      .executeTakeFirstOrThrow();
     await vi.waitFor(
       async () => {
-        const row = await server().database.db.selectFrom('channel_payloads').select('processed_at').where('id', '=', payload.id).executeTakeFirstOrThrow();
+        const row = await server()
+          .database.db.selectFrom('channel_payloads')
+          .select('processed_at')
+          .where('id', '=', payload.id)
+          .executeTakeFirstOrThrow();
         expect(row.processed_at).not.toBeNull();
       },
       { timeout: 10_000, interval: 100 },
@@ -116,9 +147,11 @@ describeEachDialect('channels: a worker killed mid-work', (server) => {
     let conversationId = '';
     await vi.waitFor(
       async () => {
-        const found = expectBody(await server().request('GET', '/conversations', { query: { limit: 100 } }), 200, ConversationList).data.find(
-          (c: Conversation) => c.channel_id === channel.id,
-        );
+        const found = expectBody(
+          await server().request('GET', '/conversations', { query: { limit: 100 } }),
+          200,
+          ConversationList,
+        ).data.find((c: Conversation) => c.channel_id === channel.id);
         expect(found).toBeDefined();
         conversationId = (found as Conversation).id;
       },
@@ -127,27 +160,36 @@ describeEachDialect('channels: a worker killed mid-work', (server) => {
 
     fake.setDelay(60_000);
     const sent = expectBody(
-      await server().request('POST', '/messages', { body: { conversation_id: conversationId, content: 'It ships today' } }),
+      await server().request('POST', '/messages', {
+        body: { conversation_id: conversationId, content: 'It ships today' },
+      }),
       201,
       Message,
     );
-    await vi.waitFor(() => expect(fake.requests.filter((r) => r.isSend && r.externalId === externalId)).toHaveLength(1), { timeout: 30_000, interval: 20 });
+    await vi.waitFor(
+      () => expect(fake.requests.filter((r) => r.isSend && r.externalId === externalId)).toHaveLength(1),
+      { timeout: 30_000, interval: 20 },
+    );
     await kill(worker);
     fake.setDelay(0);
 
     spawnWorker();
     await vi.waitFor(
       async () => {
-        const message = expectBody(await server().request('GET', `/conversations/${conversationId}/messages`), 200, MessageList).data.find(
-          (m: Message) => m.id === sent.id,
-        );
+        const message = expectBody(
+          await server().request('GET', `/conversations/${conversationId}/messages`),
+          200,
+          MessageList,
+        ).data.find((m: Message) => m.id === sent.id);
         expect(message?.status).toBe('sent');
       },
       { timeout: 30_000, interval: 100 },
     );
-    const outbound = expectBody(await server().request('GET', `/conversations/${conversationId}/messages`), 200, MessageList).data.filter(
-      (m: Message) => m.direction === 'outbound',
-    );
+    const outbound = expectBody(
+      await server().request('GET', `/conversations/${conversationId}/messages`),
+      200,
+      MessageList,
+    ).data.filter((m: Message) => m.direction === 'outbound');
     expect(outbound).toHaveLength(1);
     const sends = fake.requests.filter((r) => r.isSend && r.externalId === externalId);
     // Meta's Send API takes no idempotency key: the send went out again (README: at least once).

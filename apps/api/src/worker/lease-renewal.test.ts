@@ -39,7 +39,11 @@ for (const dialect of ACTIVE_DIALECTS) {
     });
 
     const leaseOf = async (id: string) => {
-      const row = await database.db.selectFrom('jobs').select(['locked_by', 'locked_until']).where('id', '=', id).executeTakeFirstOrThrow();
+      const row = await database.db
+        .selectFrom('jobs')
+        .select(['locked_by', 'locked_until'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
       return { by: row.locked_by, until: row.locked_until === null ? null : Date.parse(row.locked_until) };
     };
 
@@ -50,15 +54,28 @@ for (const dialect of ACTIVE_DIALECTS) {
         open = resolve;
       });
       const started: string[] = [];
-      const holder = new Worker({ database, handlers: gatedHandlers(started, gate), pollIntervalMs: 10, leaseMs: LEASE_MS });
-      const other = new Worker({ database, handlers: gatedHandlers(started, Promise.resolve()), pollIntervalMs: 10, leaseMs: LEASE_MS });
+      const holder = new Worker({
+        database,
+        handlers: gatedHandlers(started, gate),
+        pollIntervalMs: 10,
+        leaseMs: LEASE_MS,
+      });
+      const other = new Worker({
+        database,
+        handlers: gatedHandlers(started, Promise.resolve()),
+        pollIntervalMs: 10,
+        leaseMs: LEASE_MS,
+      });
       await holder.start();
       try {
         await vi.waitFor(() => expect(started).toEqual(['long']), { timeout: 10_000, interval: 10 });
         const first = await leaseOf(id);
         expect(first.by).toBe(holder.id);
         // Past the first lease by more than a whole lease: without renewal the job would be free.
-        await vi.waitFor(() => expect(Date.now()).toBeGreaterThan((first.until as number) + LEASE_MS), { timeout: 10_000, interval: 20 });
+        await vi.waitFor(() => expect(Date.now()).toBeGreaterThan((first.until as number) + LEASE_MS), {
+          timeout: 10_000,
+          interval: 20,
+        });
         const renewed = await leaseOf(id);
         expect(renewed.by).toBe(holder.id);
         expect(renewed.until as number).toBeGreaterThan(Date.now());
@@ -84,7 +101,12 @@ for (const dialect of ACTIVE_DIALECTS) {
       expect(lease.until as number).toBeLessThanOrEqual(Date.now() + LEASE_MS);
 
       const takenAt: number[] = [];
-      const taker = new Worker({ database, handlers: gatedHandlers(started, Promise.resolve(), takenAt), pollIntervalMs: 10, leaseMs: LEASE_MS });
+      const taker = new Worker({
+        database,
+        handlers: gatedHandlers(started, Promise.resolve(), takenAt),
+        pollIntervalMs: 10,
+        leaseMs: LEASE_MS,
+      });
       await taker.start();
       try {
         await vi.waitFor(() => expect(started).toEqual(['orphan', 'orphan']), { timeout: 10_000, interval: 10 });

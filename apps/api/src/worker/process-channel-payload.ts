@@ -2,7 +2,12 @@ import type { MessageMedia, Platform } from '@convo/core';
 import * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
 import { now } from '../ids.js';
-import { type ChannelPayloadRow, type ChannelRow, channelPayloadsRepository, channelsRepository } from '../repositories/channels.js';
+import {
+  type ChannelPayloadRow,
+  type ChannelRow,
+  channelPayloadsRepository,
+  channelsRepository,
+} from '../repositories/channels.js';
 import { TenantScope } from '../repositories/tenant.js';
 import {
   type Arrival,
@@ -42,7 +47,9 @@ export async function processChannelPayloads(
     scope,
     jobs.map((job) => job.payload.payloadId),
   );
-  const channels = await channelsRepository.findMany(scope, [...new Set(payloads.map((payload) => payload.channel_id))]);
+  const channels = await channelsRepository.findMany(scope, [
+    ...new Set(payloads.map((payload) => payload.channel_id)),
+  ]);
 
   const work: PayloadWork[] = [];
   const outcomes = new Map<JobContext<'process_channel_payload'>, JobOutcome>();
@@ -52,7 +59,10 @@ export async function processChannelPayloads(
     if (!payload || payload.processed_at !== null) continue;
     const channel = channels.find((row) => row.id === payload.channel_id);
     if (!channel || channel.status === 'disabled') {
-      finished.push({ id: payload.id, errors: [{ path: '', error: channel ? 'The channel is disabled' : 'The channel was deleted' }] });
+      finished.push({
+        id: payload.id,
+        errors: [{ path: '', error: channel ? 'The channel is disabled' : 'The channel was deleted' }],
+      });
       continue;
     }
     work.push({ job, payload, channel, ...itemsOf(ctx, channel, payload.body) });
@@ -65,7 +75,8 @@ export async function processChannelPayloads(
     const left = new Set(await receiveManyOnChannel(ctx, channel, arrivals).catch(() => arrivals));
     for (const payload of ofChannel) {
       const later = await applyItems(ctx, payload, left);
-      const retryIn = later.length > 0 ? deps.settings.channelPayloadRetryScheduleMs[payload.job.attempts - 1] : undefined;
+      const retryIn =
+        later.length > 0 ? deps.settings.channelPayloadRetryScheduleMs[payload.job.attempts - 1] : undefined;
       if (retryIn !== undefined) outcomes.set(payload.job, { retryAt: new Date(Date.now() + retryIn).toISOString() });
       else finished.push({ id: payload.payload.id, errors: [...payload.errors, ...later].sort(inBodyOrder) });
     }
@@ -95,7 +106,8 @@ async function applyItems(ctx: ServiceContext, payload: PayloadWork, left: Set<A
   for (const item of payload.items) {
     try {
       if (item.arrivals) {
-        for (const arrival of item.arrivals) if (left.has(arrival)) await receiveOnChannel(ctx, payload.channel, arrival.sender, arrival.message);
+        for (const arrival of item.arrivals)
+          if (left.has(arrival)) await receiveOnChannel(ctx, payload.channel, arrival.sender, arrival.message);
       } else if ((await item.run()) === 'unknown') {
         later.push({ path: item.path, error: 'No message has this platform id' });
       }
@@ -162,7 +174,11 @@ function partOf<S extends z.ZodType>(message: Record<string, unknown>, key: stri
 }
 
 /** Meta's `object` for each platform's webhooks. */
-const OBJECT_OF: Record<Platform, string> = { whatsapp: 'whatsapp_business_account', facebook: 'page', instagram: 'instagram' };
+const OBJECT_OF: Record<Platform, string> = {
+  whatsapp: 'whatsapp_business_account',
+  facebook: 'page',
+  instagram: 'instagram',
+};
 
 const Envelope = z.object({ object: z.string(), entry: z.array(z.unknown()) });
 
@@ -178,7 +194,12 @@ function itemsOf(ctx: ServiceContext, channel: ChannelRow, body: string): Collec
   if (envelope.data.object !== OBJECT_OF[channel.platform]) {
     return {
       items: [],
-      errors: [{ path: 'object', error: `A ${channel.platform} channel takes object "${OBJECT_OF[channel.platform]}", not "${envelope.data.object}"` }],
+      errors: [
+        {
+          path: 'object',
+          error: `A ${channel.platform} channel takes object "${OBJECT_OF[channel.platform]}", not "${envelope.data.object}"`,
+        },
+      ],
     };
   }
   const collected: Collected = { items: [], errors: [] };
@@ -194,20 +215,29 @@ function itemsOf(ctx: ServiceContext, channel: ChannelRow, body: string): Collec
   return collected;
 }
 
-// WhatsApp Cloud API ----------------------------------------------------------------------------------------------------
+// WhatsApp Cloud API
+// ----------------------------------------------------------------------------------------------------
 
 const WaEntry = z.object({ changes: z.array(z.unknown()) });
 const WaChange = z.object({ field: z.string(), value: z.unknown() });
 const WaValue = z.object({
   metadata: z.object({ phone_number_id: z.string() }),
-  contacts: z.array(z.object({ wa_id: z.string(), profile: z.object({ name: z.string() }).partial().optional() })).optional(),
+  contacts: z
+    .array(z.object({ wa_id: z.string(), profile: z.object({ name: z.string() }).partial().optional() }))
+    .optional(),
   messages: z.array(z.unknown()).optional(),
   statuses: z.array(z.unknown()).optional(),
 });
 type WaValue = z.output<typeof WaValue>;
 
 /** An entry's changes: those of field `messages` for this channel's number carry messages and statuses. */
-function whatsappEntry(ctx: ServiceContext, channel: ChannelRow, raw: unknown, path: string, collected: Collected): void {
+function whatsappEntry(
+  ctx: ServiceContext,
+  channel: ChannelRow,
+  raw: unknown,
+  path: string,
+  collected: Collected,
+): void {
   WaEntry.parse(raw).changes.forEach((rawChange, index) => {
     const changePath = `${path}.changes.${index}`;
     try {
@@ -215,7 +245,9 @@ function whatsappEntry(ctx: ServiceContext, channel: ChannelRow, raw: unknown, p
       if (change.field !== 'messages') return;
       const value = WaValue.parse(change.value);
       if (value.metadata.phone_number_id !== channel.external_id) {
-        throw new UnusableInput(`For phone number id ${value.metadata.phone_number_id}, not this channel's ${channel.external_id}`);
+        throw new UnusableInput(
+          `For phone number id ${value.metadata.phone_number_id}, not this channel's ${channel.external_id}`,
+        );
       }
       const names = new Map((value.contacts ?? []).map((contact) => [contact.wa_id, contact.profile?.name]));
       addWhatsappItems(ctx, value, names, `${changePath}.value`, collected);
@@ -225,7 +257,13 @@ function whatsappEntry(ctx: ServiceContext, channel: ChannelRow, raw: unknown, p
   });
 }
 
-function addWhatsappItems(ctx: ServiceContext, value: WaValue, names: Map<string, string | undefined>, path: string, collected: Collected) {
+function addWhatsappItems(
+  ctx: ServiceContext,
+  value: WaValue,
+  names: Map<string, string | undefined>,
+  path: string,
+  collected: Collected,
+) {
   (value.messages ?? []).forEach((raw, index) => {
     addItem(collected, `${path}.messages.${index}`, () => ({ arrivals: [whatsappArrival(raw, names)] }));
   });
@@ -243,10 +281,25 @@ function addItem(collected: Collected, path: string, make: () => Omit<PayloadIte
   }
 }
 
-const WaMessage = z.looseObject({ id: z.string().min(1), from: z.string().min(1), type: z.string(), timestamp: z.string().optional() });
+const WaMessage = z.looseObject({
+  id: z.string().min(1),
+  from: z.string().min(1),
+  type: z.string(),
+  timestamp: z.string().optional(),
+});
 const WaText = z.object({ body: z.string() });
-const WaMedia = z.object({ id: z.string().min(1), mime_type: z.string().min(1), caption: z.string().optional(), filename: z.string().optional() });
-const WaLocation = z.object({ latitude: z.number(), longitude: z.number(), name: z.string().optional(), address: z.string().optional() });
+const WaMedia = z.object({
+  id: z.string().min(1),
+  mime_type: z.string().min(1),
+  caption: z.string().optional(),
+  filename: z.string().optional(),
+});
+const WaLocation = z.object({
+  latitude: z.number(),
+  longitude: z.number(),
+  name: z.string().optional(),
+  address: z.string().optional(),
+});
 const WaReaction = z.object({ emoji: z.string().optional() });
 
 const WA_MEDIA_TYPES = ['image', 'video', 'audio', 'document', 'sticker'] as const;
@@ -270,7 +323,11 @@ function whatsappBody(message: z.output<typeof WaMessage>): MessageBody {
     return {
       type,
       content: media.caption ?? '',
-      media: { id: media.id, mime_type: media.mime_type, ...(media.filename !== undefined ? { filename: media.filename } : {}) },
+      media: {
+        id: media.id,
+        mime_type: media.mime_type,
+        ...(media.filename !== undefined ? { filename: media.filename } : {}),
+      },
     };
   }
   if (type === 'location') {
@@ -279,7 +336,8 @@ function whatsappBody(message: z.output<typeof WaMessage>): MessageBody {
     return { type: 'location', content: place || `${location.latitude},${location.longitude}`, media: null };
   }
   // Removing a reaction sends one without an emoji.
-  if (type === 'reaction') return { type: 'reaction', content: partOf(message, 'reaction', WaReaction).emoji ?? '', media: null };
+  if (type === 'reaction')
+    return { type: 'reaction', content: partOf(message, 'reaction', WaReaction).emoji ?? '', media: null };
   return { type: 'unsupported', content: firstText(message, WA_TEXT_PATHS), media: null };
 }
 
@@ -297,7 +355,8 @@ const WA_TEXT_PATHS = [
 function firstText(value: unknown, paths: readonly (readonly string[])[]): string {
   for (const path of paths) {
     let at: unknown = value;
-    for (const key of path) at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined;
+    for (const key of path)
+      at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined;
     if (typeof at === 'string') return at;
   }
   return '';
@@ -306,7 +365,15 @@ function firstText(value: unknown, paths: readonly (readonly string[])[]): strin
 const WaStatus = z.object({
   id: z.string().min(1),
   status: z.string(),
-  errors: z.array(z.object({ code: z.union([z.number(), z.string()]), title: z.string().optional(), message: z.string().optional() })).optional(),
+  errors: z
+    .array(
+      z.object({
+        code: z.union([z.number(), z.string()]),
+        title: z.string().optional(),
+        message: z.string().optional(),
+      }),
+    )
+    .optional(),
 });
 
 const WA_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const;
@@ -325,14 +392,26 @@ async function whatsappStatus(ctx: ServiceContext, raw: unknown): Promise<Status
   return applyStatus(ctx, status.id, 'failed', error);
 }
 
-// Messenger and Instagram -----------------------------------------------------------------------------------------------
+// Messenger and Instagram
+// -----------------------------------------------------------------------------------------------
 
-const MessagingEntry = z.object({ id: z.string(), time: z.number().optional(), messaging: z.array(z.unknown()).optional() });
+const MessagingEntry = z.object({
+  id: z.string(),
+  time: z.number().optional(),
+  messaging: z.array(z.unknown()).optional(),
+});
 
 /** Each of an entry's `messaging` events is one item; an entry for another Page or account is refused whole. */
-function messagingEntry(ctx: ServiceContext, channel: ChannelRow, raw: unknown, path: string, collected: Collected): void {
+function messagingEntry(
+  ctx: ServiceContext,
+  channel: ChannelRow,
+  raw: unknown,
+  path: string,
+  collected: Collected,
+): void {
   const entry = MessagingEntry.parse(raw);
-  if (entry.id !== channel.external_id) throw new UnusableInput(`For ${entry.id}, not this channel's ${channel.external_id}`);
+  if (entry.id !== channel.external_id)
+    throw new UnusableInput(`For ${entry.id}, not this channel's ${channel.external_id}`);
   (entry.messaging ?? []).forEach((event, index) => {
     addItem(collected, `${path}.messaging.${index}`, () => messagingEvent(ctx, channel, event, entry.time));
   });
@@ -367,7 +446,9 @@ const MessagingEvent = z.object({
   recipient: z.object({ id: z.string().min(1) }),
   timestamp: z.number().optional(),
   message: z.unknown().optional(),
-  reaction: z.object({ mid: z.string().min(1), action: z.string().optional(), emoji: z.string().optional() }).optional(),
+  reaction: z
+    .object({ mid: z.string().min(1), action: z.string().optional(), emoji: z.string().optional() })
+    .optional(),
   delivery: z.object({ mids: z.array(z.string()).optional(), watermark: z.number().optional() }).optional(),
   read: z.object({ mid: z.string().optional(), watermark: z.number().optional() }).optional(),
 });
@@ -377,11 +458,17 @@ const MessagingEvent = z.object({
  * come from the customer who received or read); our own sends echoed back are skipped. Other
  * events (postbacks, referrals, opt-ins) change nothing.
  */
-function messagingEvent(ctx: ServiceContext, channel: ChannelRow, raw: unknown, entryTime: number | undefined): Omit<PayloadItem, 'path'> {
+function messagingEvent(
+  ctx: ServiceContext,
+  channel: ChannelRow,
+  raw: unknown,
+  entryTime: number | undefined,
+): Omit<PayloadItem, 'path'> {
   const event = MessagingEvent.parse(raw);
   const message = event.message === undefined ? undefined : MessagingMessage.parse(event.message);
   if (message?.is_echo) return { arrivals: [] };
-  if (event.recipient.id !== channel.external_id) throw new UnusableInput(`Addressed to ${event.recipient.id}, not this channel's ${channel.external_id}`);
+  if (event.recipient.id !== channel.external_id)
+    throw new UnusableInput(`Addressed to ${event.recipient.id}, not this channel's ${channel.external_id}`);
   const sender: ChannelSender = { externalId: event.sender.id };
   const sentAt = new Date(event.timestamp ?? entryTime ?? Date.now());
   if (message) return { arrivals: messagingParts(message).map((part) => ({ sender, message: { ...part, sentAt } })) };
@@ -412,7 +499,8 @@ async function receipt(
   let outcome: StatusOutcome | undefined;
   for (const mid of covers.mids ?? []) if ((await applyStatus(ctx, mid, next)) === 'unknown') outcome = 'unknown';
   if (covers.mid !== undefined && (await applyReadThrough(ctx, channel, covers.mid)) === 'unknown') outcome = 'unknown';
-  if (covers.watermark !== undefined) await applyReceiptUpTo(ctx, channel, contactExternalId, new Date(covers.watermark), next);
+  if (covers.watermark !== undefined)
+    await applyReceiptUpTo(ctx, channel, contactExternalId, new Date(covers.watermark), next);
   return outcome;
 }
 
@@ -422,16 +510,28 @@ async function receipt(
  */
 function messagingParts(message: MessagingMessage): Omit<ChannelMessage, 'sentAt'>[] {
   const text = message.text ?? '';
-  if (message.is_deleted || message.is_unsupported) return [{ platformMessageId: message.mid, type: 'unsupported', content: text, media: null }];
+  if (message.is_deleted || message.is_unsupported)
+    return [{ platformMessageId: message.mid, type: 'unsupported', content: text, media: null }];
   const attachments = message.attachments ?? [];
   if (attachments.length === 0) {
-    if (message.sticker_id !== undefined) return [{ platformMessageId: message.mid, type: 'sticker', content: text, media: null }];
-    return [{ platformMessageId: message.mid, type: message.text === undefined ? 'unsupported' : 'text', content: text, media: null }];
+    if (message.sticker_id !== undefined)
+      return [{ platformMessageId: message.mid, type: 'sticker', content: text, media: null }];
+    return [
+      {
+        platformMessageId: message.mid,
+        type: message.text === undefined ? 'unsupported' : 'text',
+        content: text,
+        media: null,
+      },
+    ];
   }
   // Messenger's transition sends a sticker both as an `image` with a `sticker_id` and as a `sticker` attachment.
   const sticker =
-    message.sticker_id !== undefined || attachments.some((attachment) => attachment.type === 'sticker' || attachment.payload?.sticker_id !== undefined);
-  const parts = sticker ? [attachments.find((attachment) => attachment.type === 'sticker') ?? (attachments[0] as Attachment)] : attachments;
+    message.sticker_id !== undefined ||
+    attachments.some((attachment) => attachment.type === 'sticker' || attachment.payload?.sticker_id !== undefined);
+  const parts = sticker
+    ? [attachments.find((attachment) => attachment.type === 'sticker') ?? (attachments[0] as Attachment)]
+    : attachments;
   return parts.map((attachment, index) => ({
     platformMessageId: index === 0 ? message.mid : `${message.mid}#${index}`,
     ...attachmentBody(attachment, index === 0 ? text : '', sticker),

@@ -33,7 +33,11 @@ interface StepRequest {
  * What one transaction of the run did: go on with the next step, stop, wait until a time, or
  * make a step's HTTP request (outside any transaction) and then record its answer.
  */
-type Progress = { next: 'step' } | { next: 'stop' } | { next: 'wait'; until: string } | { next: 'request'; request: StepRequest };
+type Progress =
+  | { next: 'step' }
+  | { next: 'stop' }
+  | { next: 'wait'; until: string }
+  | { next: 'request'; request: StepRequest };
 const NEXT_STEP: Progress = { next: 'step' };
 const STOP: Progress = { next: 'stop' };
 
@@ -65,10 +69,16 @@ const isFinished = (run: WorkflowRunRow) => FINISHED_RUN_STATUSES.includes(run.s
  * with the run's progress (a crash neither repeats nor loses a step); a wait step makes the job
  * come back when the wait is over. A finished run is never touched again.
  */
-export async function runWorkflow(deps: { database: DatabaseHandle; settings: Settings }, job: JobContext<'run_workflow'>): Promise<JobOutcome> {
+export async function runWorkflow(
+  deps: { database: DatabaseHandle; settings: Settings },
+  job: JobContext<'run_workflow'>,
+): Promise<JobOutcome> {
   if (job.accountId === null) return;
   const ctx: ServiceContext = { database: deps.database, accountId: job.accountId, settings: deps.settings };
-  const run = await workflowRunsRepository.findById(new TenantScope(deps.database.db, job.accountId, deps.database.capabilities), job.payload.runId);
+  const run = await workflowRunsRepository.findById(
+    new TenantScope(deps.database.db, job.accountId, deps.database.capabilities),
+    job.payload.runId,
+  );
   if (!run) return;
   // What the run changes emits events; they start no run of its own workflow (the loop guard).
   return asRunOf(run.workflow_id, async () => {
@@ -76,7 +86,8 @@ export async function runWorkflow(deps: { database: DatabaseHandle; settings: Se
       const progress = await advance(ctx, job.payload.runId);
       if (progress.next === 'stop') return;
       if (progress.next === 'wait') return { retryAt: progress.until };
-      if (progress.next === 'request') await recordAnswer(ctx, job.payload.runId, progress.request.index, await post(ctx, progress.request));
+      if (progress.next === 'request')
+        await recordAnswer(ctx, job.payload.runId, progress.request.index, await post(ctx, progress.request));
     }
   });
 }
@@ -89,14 +100,18 @@ async function advance(ctx: ServiceContext, runId: string): Promise<Progress> {
       // Lock order as in contactsService.delete (contact, then its runs), so the two never deadlock.
       const seen = await workflowRunsRepository.findById(scope, runId);
       if (!seen || isFinished(seen)) return STOP;
-      const contact = seen.contact_id === null ? undefined : await contactsRepository.findByIdForUpdate(scope, seen.contact_id);
+      const contact =
+        seen.contact_id === null ? undefined : await contactsRepository.findByIdForUpdate(scope, seen.contact_id);
       const run = await workflowRunsRepository.findByIdForUpdate(scope, runId);
       if (!run || isFinished(run)) return STOP;
       // The contact was deleted in between: look again.
       if (run.contact_id !== seen.contact_id) return NEXT_STEP;
 
       // The steps the run started with; runs from before migration 0015 read the workflow's.
-      const definition = run.definition === null ? await currentSteps(scope, run.workflow_id) : (JSON.parse(run.definition) as WorkflowStep[]);
+      const definition =
+        run.definition === null
+          ? await currentSteps(scope, run.workflow_id)
+          : (JSON.parse(run.definition) as WorkflowStep[]);
       if (!definition) return STOP;
       const plan = planSteps(definition);
       const steps = JSON.parse(run.steps) as StoredRunStep[];
@@ -118,22 +133,38 @@ async function advance(ctx: ServiceContext, runId: string): Promise<Progress> {
         case 'wait': {
           const until = new Date(Date.parse(at) + step.seconds * 1000).toISOString();
           steps[index] = { ...stepAt(steps, index, step.type), status: 'running', resume_at: until };
-          await workflowRunsRepository.update(scope, run.id, { ...times, status: 'waiting', steps: JSON.stringify(steps) });
+          await workflowRunsRepository.update(scope, run.id, {
+            ...times,
+            status: 'waiting',
+            steps: JSON.stringify(steps),
+          });
           return { next: 'wait', until };
         }
         case 'if': {
           const event = await triggeringEvent(scope, run);
-          const context = { contact: toContact(contact), data, ...(event ? { event: JSON.parse(event.data) as unknown } : {}) };
+          const context = {
+            contact: toContact(contact),
+            data,
+            ...(event ? { event: JSON.parse(event.data) as unknown } : {}),
+          };
           const branch = step.conditions.every((condition) => holds(condition, context)) ? 'then' : 'else';
-          const [from, to] = branch === 'then' ? [planned.elseAt ?? index + 1, planned.end ?? index + 1] : [index + 1, planned.elseAt ?? index + 1];
-          for (let skipped = from; skipped < to; skipped++) steps[skipped] = { ...stepAt(steps, skipped, plan[skipped]?.step.type ?? 'if'), status: 'skipped' };
+          const [from, to] =
+            branch === 'then'
+              ? [planned.elseAt ?? index + 1, planned.end ?? index + 1]
+              : [index + 1, planned.elseAt ?? index + 1];
+          for (let skipped = from; skipped < to; skipped++)
+            steps[skipped] = { ...stepAt(steps, skipped, plan[skipped]?.step.type ?? 'if'), status: 'skipped' };
           return completeStep(scope, run, steps, index, { branch });
         }
         case 'http_request': {
           // Recorded as running before the request, so that its answer is taken only while the run
           // is still at this step; after a crash the request is made again (at least once).
           steps[index] = { ...stepAt(steps, index, step.type), status: 'running', response_status: null };
-          await workflowRunsRepository.update(scope, run.id, { ...times, status: 'running', steps: JSON.stringify(steps) });
+          await workflowRunsRepository.update(scope, run.id, {
+            ...times,
+            status: 'running',
+            steps: JSON.stringify(steps),
+          });
           const event = await triggeringEvent(scope, run);
           const body = JSON.stringify({
             run_id: run.id,
@@ -164,7 +195,8 @@ async function advance(ctx: ServiceContext, runId: string): Promise<Progress> {
 }
 
 /** The event whose trigger started the run, while it is kept (30 days). */
-const triggeringEvent = async (scope: TenantScope, run: WorkflowRunRow) => (run.event_id === null ? undefined : eventsRepository.findById(scope, run.event_id));
+const triggeringEvent = async (scope: TenantScope, run: WorkflowRunRow) =>
+  run.event_id === null ? undefined : eventsRepository.findById(scope, run.event_id);
 
 /** The stored step at `index`, or a fresh one for runs that stored fewer. */
 const stepAt = (steps: StoredRunStep[], index: number, type: WorkflowStep['type']): StoredRunStep => {
@@ -207,7 +239,12 @@ async function post(ctx: ServiceContext, request: StepRequest): Promise<WebhookR
   return postWebhook({
     url: request.url,
     body: request.body,
-    headers: standardWebhookHeaders({ id: request.deliveryId, body: request.body, secrets, userAgent: WORKFLOW_USER_AGENT }),
+    headers: standardWebhookHeaders({
+      id: request.deliveryId,
+      body: request.body,
+      secrets,
+      userAgent: WORKFLOW_USER_AGENT,
+    }),
     timeoutMs: ctx.settings.webhookTimeoutMs,
     allowPrivate: ctx.settings.allowPrivateWebhooks,
   });
@@ -219,7 +256,12 @@ export const WORKFLOW_USER_AGENT = 'Convo-Workflows/1';
  * Records the answer to an `http_request` step: a 2xx completes it, anything else fails the run.
  * Taken only while the run is still at that step (not cancelled or deleted meanwhile).
  */
-async function recordAnswer(ctx: ServiceContext, runId: string, index: number, response: WebhookResponse): Promise<void> {
+async function recordAnswer(
+  ctx: ServiceContext,
+  runId: string,
+  index: number,
+  response: WebhookResponse,
+): Promise<void> {
   try {
     await transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
@@ -312,7 +354,10 @@ const PLACEHOLDER = /\{\{\s*(?:contact\.name|data\.([^{}]*?))\s*\}\}/g;
  * Substitutes `{{contact.name}}` and `{{data.<key>}}` verbatim (no escaping); an absent name or
  * key renders as an empty string. Other text, including other braces, stays as written.
  */
-export function renderTemplate(template: string, values: { contactName: string | null; data: WorkflowRun['data'] }): string {
+export function renderTemplate(
+  template: string,
+  values: { contactName: string | null; data: WorkflowRun['data'] },
+): string {
   return template.replace(PLACEHOLDER, (_match, key: string | undefined) => {
     if (key === undefined) return values.contactName ?? '';
     const value = Object.hasOwn(values.data, key) ? values.data[key] : undefined;

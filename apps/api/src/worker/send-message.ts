@@ -68,7 +68,11 @@ export async function sendMessage(deps: SendDeps, job: JobContext<'send_message'
     template: payload.template,
   });
   if (result.ok) {
-    await messagesService.advance(ctx, { messageId: message.id, status: 'sent', platformMessageId: result.platformMessageId });
+    await messagesService.advance(ctx, {
+      messageId: message.id,
+      status: 'sent',
+      platformMessageId: result.platformMessageId,
+    });
     return;
   }
   if (result.kind === 'invalid_token') return refuseToken(ctx, message.id, channel, result);
@@ -86,11 +90,15 @@ async function loadTarget(scope: TenantScope, messageId: string): Promise<SendTa
   const conversation = await conversationsRepository.findById(scope, message.conversation_id);
   if (!conversation?.channel_id) return undefined;
   const channel = await channelsRepository.findById(scope, conversation.channel_id);
-  if (!channel) return { code: 'channel_deleted', message: "The conversation's channel was deleted before the message was sent" };
-  if (channel.status === 'disabled') return { code: 'channel_disabled', message: "The conversation's channel was disabled before the message was sent" };
+  if (!channel)
+    return { code: 'channel_deleted', message: "The conversation's channel was deleted before the message was sent" };
+  if (channel.status === 'disabled')
+    return { code: 'channel_disabled', message: "The conversation's channel was disabled before the message was sent" };
   const identity = await contactIdentitiesRepository.findForContact(scope, conversation.contact_id, channel.id);
   // A WhatsApp contact is reached at its number, without the "+", when it never wrote on the channel.
-  const recipient = identity?.external_id ?? (channel.platform === 'whatsapp' ? conversation.contact_phone?.replace(/^\+/, '') : undefined);
+  const recipient =
+    identity?.external_id ??
+    (channel.platform === 'whatsapp' ? conversation.contact_phone?.replace(/^\+/, '') : undefined);
   if (!recipient) return { code: 'no_recipient', message: 'The contact has no address on this channel' };
   return { message, channel, recipient };
 }
@@ -102,7 +110,8 @@ function openToken(settings: Settings, channel: ChannelRow): string | MessageErr
   } catch {
     return {
       code: 'channel_token_unreadable',
-      message: "The channel's access token cannot be opened with this server's secret key; set it again with PATCH /v1/channels/:id",
+      message:
+        "The channel's access token cannot be opened with this server's secret key; set it again with PATCH /v1/channels/:id",
     };
   }
 }

@@ -51,7 +51,10 @@ for (const dialect of ACTIVE_DIALECTS) {
       await conversationsService.create(ctx, { contact_id: contact.id, platform: 'whatsapp' });
 
       const first = spawnWorker();
-      await vi.waitFor(() => expect(receiver.received, 'the first attempt to arrive').toHaveLength(1), { timeout: 20_000, interval: 50 });
+      await vi.waitFor(() => expect(receiver.received, 'the first attempt to arrive').toHaveLength(1), {
+        timeout: 20_000,
+        interval: 50,
+      });
       first.kill('SIGKILL');
       await new Promise((resolve) => first.once('exit', resolve));
 
@@ -59,20 +62,28 @@ for (const dialect of ACTIVE_DIALECTS) {
       await vi
         .waitFor(
           async () => {
-            const page = await webhookEndpointsService.listDeliveries(ctx, { endpointId: endpoint.id, query: { limit: 10, offset: 0 } });
+            const page = await webhookEndpointsService.listDeliveries(ctx, {
+              endpointId: endpoint.id,
+              query: { limit: 10, offset: 0 },
+            });
             expect(page.data[0]?.status, 'the delivery to succeed').toBe('succeeded');
           },
           { timeout: 20_000, interval: 50 },
         )
         .catch(async (error) => {
           if (process.env.DEBUG_CRASH)
-            console.log(await database.db.selectFrom('jobs').selectAll().execute(), await database.db.selectFrom('webhook_deliveries').selectAll().execute());
+            console.log(
+              await database.db.selectFrom('jobs').selectAll().execute(),
+              await database.db.selectFrom('webhook_deliveries').selectAll().execute(),
+            );
           throw error;
         });
 
       expect(receiver.received).toHaveLength(2);
       expect(receiver.received[1]?.id).toBe(receiver.received[0]?.id);
-      const [delivery] = (await webhookEndpointsService.listDeliveries(ctx, { endpointId: endpoint.id, query: { limit: 10, offset: 0 } })).data;
+      const [delivery] = (
+        await webhookEndpointsService.listDeliveries(ctx, { endpointId: endpoint.id, query: { limit: 10, offset: 0 } })
+      ).data;
       expect(delivery?.attempts.at(-1)).toMatchObject({ status_code: 200, error: null });
       expect(delivery?.next_attempt_at).toBeNull();
 

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { sql } from 'kysely';
-import { MAX_RUNNING_PER_ENDPOINT, claimStatement, endpointLane, enqueue, jobsRepository } from '../repositories/jobs.js';
+import {
+  MAX_RUNNING_PER_ENDPOINT,
+  claimStatement,
+  endpointLane,
+  enqueue,
+  jobsRepository,
+} from '../repositories/jobs.js';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
 import { type JobHandlers, Worker } from './worker.js';
@@ -38,26 +44,36 @@ for (const dialect of ACTIVE_DIALECTS) {
 
     it('runs each queued job once and removes it', async () => {
       const runs: string[] = [];
-      for (let i = 0; i < 20; i++) await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: `a${i}` } });
+      for (let i = 0; i < 20; i++)
+        await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: `a${i}` } });
       const worker = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
       await worker.start();
       await vi.waitFor(() => expect(runs.length).toBeGreaterThanOrEqual(20), { timeout: 15_000 });
       await worker.stop();
       expect([...runs].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `a${i}`).sort());
-      expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]);
+      expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual(
+        [],
+      );
     });
 
     it('takes the jobs it finished out of the queue with its next claim, and never a job another worker holds', async () => {
       const runs: string[] = [];
-      for (let i = 0; i < 5; i++) await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: `f${i}` } });
+      for (let i = 0; i < 5; i++)
+        await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: `f${i}` } });
       const worker = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
       await worker.start();
       try {
         await vi.waitFor(() => expect(runs).toHaveLength(5), { timeout: 15_000 });
         // Still running: the finished jobs went with a later claim, not with stop().
-        await vi.waitFor(async () => expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]), {
-          timeout: 15_000,
-        });
+        await vi.waitFor(
+          async () =>
+            expect(
+              await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute(),
+            ).toEqual([]),
+          {
+            timeout: 15_000,
+          },
+        );
       } finally {
         await worker.stop();
       }
@@ -75,7 +91,12 @@ for (const dialect of ACTIVE_DIALECTS) {
 
     it('leaves a job scheduled later until it is due', async () => {
       const runs: string[] = [];
-      await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: 'later' }, runAt: new Date(Date.now() + 400).toISOString() });
+      await enqueue(database.db, {
+        kind: 'run_workflow',
+        accountId: null,
+        payload: { runId: 'later' },
+        runAt: new Date(Date.now() + 400).toISOString(),
+      });
       const worker = new Worker({ database, handlers: recordingHandlers(runs), pollIntervalMs: 10 });
       expect(await worker.runDue()).toBe(0);
       await vi.waitFor(async () => expect(await worker.runDue()).toBeGreaterThan(0), { timeout: 15_000 });
@@ -112,7 +133,11 @@ for (const dialect of ACTIVE_DIALECTS) {
       await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId: 'flaky' } });
       const worker = new Worker({ database, handlers, pollIntervalMs: 10 });
       await worker.runDue();
-      const job = await database.db.selectFrom('jobs').selectAll().where('kind', '=', 'run_workflow').executeTakeFirstOrThrow();
+      const job = await database.db
+        .selectFrom('jobs')
+        .selectAll()
+        .where('kind', '=', 'run_workflow')
+        .executeTakeFirstOrThrow();
       expect(job).toMatchObject({ attempts: 1, locked_by: null });
       expect(job.run_at > new Date().toISOString()).toBe(true);
       await database.db
@@ -122,12 +147,15 @@ for (const dialect of ACTIVE_DIALECTS) {
         .execute();
       await worker.runDue();
       expect(calls).toBe(2);
-      expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual([]);
+      expect(await database.db.selectFrom('jobs').select('id').where('kind', '=', 'run_workflow').execute()).toEqual(
+        [],
+      );
     });
 
     it("takes turns between accounts: one account's flood never stands in front of another's job", async () => {
       const started: string[] = [];
-      for (let i = 0; i < 300; i++) await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_flood', payload: { runId: `flood${i}` } });
+      for (let i = 0; i < 300; i++)
+        await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_flood', payload: { runId: `flood${i}` } });
       const handlers: JobHandlers = {
         ...recordingHandlers([]),
         run_workflow: async (job) => {
@@ -159,7 +187,8 @@ for (const dialect of ACTIVE_DIALECTS) {
       const gate = new Promise<void>((resolve) => {
         release = resolve;
       });
-      for (let i = 0; i < 50; i++) await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_stuck', payload: { runId: `stuck${i}` } });
+      for (let i = 0; i < 50; i++)
+        await enqueue(database.db, { kind: 'run_workflow', accountId: 'acct_stuck', payload: { runId: `stuck${i}` } });
       const handlers: JobHandlers = {
         ...recordingHandlers([]),
         run_workflow: async (job) => {
@@ -185,7 +214,11 @@ for (const dialect of ACTIVE_DIALECTS) {
     it("hands a batch handler each account's jobs of a claim together, and applies each job's outcome", async () => {
       for (const account of ['acct_batch_a', 'acct_batch_b']) {
         for (let i = 0; i < 3; i++) {
-          await enqueue(database.db, { kind: 'process_channel_payload', accountId: account, payload: { payloadId: `${account}:${i}` } });
+          await enqueue(database.db, {
+            kind: 'process_channel_payload',
+            accountId: account,
+            payload: { payloadId: `${account}:${i}` },
+          });
         }
       }
       const batches: string[][] = [];
@@ -195,7 +228,11 @@ for (const dialect of ACTIVE_DIALECTS) {
           batch: async (jobs) => {
             batches.push(jobs.map((job) => job.payload.payloadId));
             // The second job of each account asks to run again later; the others are done.
-            return jobs.map((job) => (job.payload.payloadId.endsWith(':1') ? { retryAt: new Date(Date.now() + 60_000).toISOString() } : undefined));
+            return jobs.map((job) =>
+              job.payload.payloadId.endsWith(':1')
+                ? { retryAt: new Date(Date.now() + 60_000).toISOString() }
+                : undefined,
+            );
           },
         },
       };
@@ -234,7 +271,11 @@ for (const dialect of ACTIVE_DIALECTS) {
         },
       });
       expect(await failing.runDue()).toBe(2);
-      const retried = await database.db.selectFrom('jobs').select(['run_at', 'attempts']).where('kind', '=', 'process_channel_payload').execute();
+      const retried = await database.db
+        .selectFrom('jobs')
+        .select(['run_at', 'attempts'])
+        .where('kind', '=', 'process_channel_payload')
+        .execute();
       expect(retried).toHaveLength(2);
       for (const job of retried) {
         expect(job.attempts).toBe(2);
@@ -245,9 +286,18 @@ for (const dialect of ACTIVE_DIALECTS) {
 
     it("takes turns between an account's lanes: its backlog never stands in front of its deliveries", async () => {
       for (let i = 0; i < 50; i++) {
-        await enqueue(database.db, { kind: 'process_channel_payload', accountId: 'acct_backlog', payload: { payloadId: `payload${i}` } });
+        await enqueue(database.db, {
+          kind: 'process_channel_payload',
+          accountId: 'acct_backlog',
+          payload: { payloadId: `payload${i}` },
+        });
       }
-      await enqueue(database.db, { kind: 'deliver_webhook', accountId: 'acct_backlog', payload: { deliveryId: 'later' }, lane: endpointLane('we_backlog') });
+      await enqueue(database.db, {
+        kind: 'deliver_webhook',
+        accountId: 'acct_backlog',
+        payload: { deliveryId: 'later' },
+        lane: endpointLane('we_backlog'),
+      });
       const now = Date.now() + 1_000;
       const claimed = await jobsRepository.claim(database.db, database.capabilities, {
         workerId: 'w_lanes',
@@ -267,8 +317,18 @@ for (const dialect of ACTIVE_DIALECTS) {
 
     it(`runs at most ${MAX_RUNNING_PER_ENDPOINT} deliveries to one endpoint at once, across claims and workers`, async () => {
       for (let i = 0; i < 30; i++) {
-        await enqueue(database.db, { kind: 'deliver_webhook', accountId: 'acct_busy', payload: { deliveryId: `busy${i}` }, lane: endpointLane('we_busy') });
-        await enqueue(database.db, { kind: 'deliver_webhook', accountId: 'acct_busy', payload: { deliveryId: `calm${i}` }, lane: endpointLane('we_calm') });
+        await enqueue(database.db, {
+          kind: 'deliver_webhook',
+          accountId: 'acct_busy',
+          payload: { deliveryId: `busy${i}` },
+          lane: endpointLane('we_busy'),
+        });
+        await enqueue(database.db, {
+          kind: 'deliver_webhook',
+          accountId: 'acct_busy',
+          payload: { deliveryId: `calm${i}` },
+          lane: endpointLane('we_calm'),
+        });
       }
       const now = Date.now();
       const claim = (workerId: string) =>
@@ -298,10 +358,13 @@ for (const dialect of ACTIVE_DIALECTS) {
       it('never gives one job to two workers sharing the database', async () => {
         const runs: string[] = [];
         const ids = Array.from({ length: 60 }, (_, i) => `shared${i}`);
-        for (const runId of ids) await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId } });
+        for (const runId of ids)
+          await enqueue(database.db, { kind: 'run_workflow', accountId: null, payload: { runId } });
         // Two workers with their own connection pools, as two processes would have.
         const other = openDatabase(testDb.url);
-        const workers = [database, other].map((db) => new Worker({ database: db, handlers: recordingHandlers(runs, 3), pollIntervalMs: 5, concurrency: 4 }));
+        const workers = [database, other].map(
+          (db) => new Worker({ database: db, handlers: recordingHandlers(runs, 3), pollIntervalMs: 5, concurrency: 4 }),
+        );
         await Promise.all(workers.map((w) => w.start()));
         await vi.waitFor(() => expect(runs.length).toBeGreaterThanOrEqual(ids.length), { timeout: 15_000 });
         await Promise.all(workers.map((w) => w.stop()));
@@ -328,8 +391,13 @@ for (const dialect of ACTIVE_DIALECTS) {
         const visit = (node: PlanNode, parent: PlanNode | undefined) => {
           const condition = node['Index Cond'] ?? node['Recheck Cond'] ?? '';
           if (node.Alias !== undefined && node.Alias !== 'r' && condition.includes('lane = l.lane')) {
-            const ordered = node['Node Type'] === 'Index Scan' && node['Index Name'] === 'jobs_lane_due_idx' && parent?.['Node Type'] !== 'Sort';
-            reads.push(ordered ? 'ordered' : `${node['Node Type']} ${node['Index Name'] ?? ''} under ${parent?.['Node Type']}`);
+            const ordered =
+              node['Node Type'] === 'Index Scan' &&
+              node['Index Name'] === 'jobs_lane_due_idx' &&
+              parent?.['Node Type'] !== 'Sort';
+            reads.push(
+              ordered ? 'ordered' : `${node['Node Type']} ${node['Index Name'] ?? ''} under ${parent?.['Node Type']}`,
+            );
           }
           for (const child of node.Plans ?? []) visit(child, node);
         };
@@ -361,8 +429,14 @@ for (const dialect of ACTIVE_DIALECTS) {
           }
         };
         const now = Date.now();
-        const input = { workerId: 'w_plan', limit: 16, now: new Date(now).toISOString(), leaseUntil: new Date(now + 60_000).toISOString() };
-        const planOf = async () => laneReads((await claimStatement(database.db, database.capabilities, input).explain('json')) as never);
+        const input = {
+          workerId: 'w_plan',
+          limit: 16,
+          now: new Date(now).toISOString(),
+          leaseUntil: new Date(now + 60_000).toISOString(),
+        };
+        const planOf = async () =>
+          laneReads((await claimStatement(database.db, database.capabilities, input).explain('json')) as never);
         try {
           // Nothing has analysed the table yet.
           await queueBacklog();

@@ -20,7 +20,10 @@ export interface JobContext<K extends JobKind> {
 
 export type JobHandler<K extends JobKind> = (job: JobContext<K>) => Promise<JobOutcome>;
 
-/** A handler that takes the jobs of its kind in one lane of a claim together (one account's): an outcome for each, in order. */
+/**
+ * A handler that takes the jobs of its kind in one lane of a claim together (one account's): an outcome for each, in
+ * order.
+ */
 export interface BatchHandler<K extends JobKind> {
   batch: (jobs: JobContext<K>[]) => Promise<JobOutcome[]>;
 }
@@ -169,7 +172,9 @@ export class Worker {
   }
 
   private flushFinished(): Promise<void> {
-    return this.handOverFinished((ids) => jobsRepository.finish(this.options.database.db, this.options.database.capabilities, this.id, ids));
+    return this.handOverFinished((ids) =>
+      jobsRepository.finish(this.options.database.db, this.options.database.capabilities, this.id, ids),
+    );
   }
 
   /** Gives the finished jobs to a statement that deletes them; if it fails they wait for the next one. */
@@ -198,7 +203,10 @@ export class Worker {
         }
       }
       // The queue had no more to give: claim again only after a pause, not once per finished job.
-      if (short) await new Promise((resolve) => setTimeout(resolve, Math.min(SHORT_CLAIM_PAUSE_MS, this.options.pollIntervalMs)));
+      if (short)
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.min(SHORT_CLAIM_PAUSE_MS, this.options.pollIntervalMs)),
+        );
       await this.sleep();
     }
   }
@@ -234,7 +242,8 @@ export class Worker {
       this.runningJobs -= jobs.length;
       for (const job of jobs) this.runningIds.delete(job.id);
       for (const job of jobs) this.countAccount(job.account_id, -1);
-      if (this.options.concurrency - this.runningJobs >= Math.max(1, Math.floor(this.options.concurrency / 4))) this.wake();
+      if (this.options.concurrency - this.runningJobs >= Math.max(1, Math.floor(this.options.concurrency / 4)))
+        this.wake();
     });
     this.inFlight.add(task);
   }
@@ -301,7 +310,8 @@ export class Worker {
     let outcomes: JobOutcome[];
     try {
       if (!handler) throw new Error(`no handler for job kind "${kind}"`);
-      outcomes = 'batch' in handler ? await handler.batch(contexts) : [await handler(contexts[0] as JobContext<JobKind>)];
+      outcomes =
+        'batch' in handler ? await handler.batch(contexts) : [await handler(contexts[0] as JobContext<JobKind>)];
     } catch (error) {
       for (const job of jobs) await this.failed(job, error);
       return;
@@ -323,13 +333,21 @@ export class Worker {
 
   /** A job whose handler threw runs again after a backoff, up to MAX_FAILED_ATTEMPTS tries. */
   private async failed(job: ClaimedJob, error: unknown): Promise<void> {
-    this.options.logger?.error({ err: error, jobId: job.id, kind: job.kind, attempts: job.attempts }, 'worker: job failed');
+    this.options.logger?.error(
+      { err: error, jobId: job.id, kind: job.kind, attempts: job.attempts },
+      'worker: job failed',
+    );
     try {
       if (job.attempts >= MAX_FAILED_ATTEMPTS) {
         this.finished.push(job.id);
       } else {
         const backoffMs = Math.min(3_600_000, 1000 * 2 ** job.attempts);
-        await jobsRepository.reschedule(this.options.database.db, job.id, this.id, new Date(Date.now() + backoffMs).toISOString());
+        await jobsRepository.reschedule(
+          this.options.database.db,
+          job.id,
+          this.id,
+          new Date(Date.now() + backoffMs).toISOString(),
+        );
       }
     } catch {
       // The lease expires and the job is claimed again.

@@ -17,7 +17,14 @@ export function CopyField({ label, value, hint }: { label: string; value: string
     <div className="field">
       <label htmlFor={id}>{label}</label>
       <div className="copy-field">
-        <input id={id} value={value} readOnly spellCheck={false} onFocus={(event) => event.currentTarget.select()} className="mono" />
+        <input
+          id={id}
+          value={value}
+          readOnly
+          spellCheck={false}
+          onFocus={(event) => event.currentTarget.select()}
+          className="mono"
+        />
         <button type="button" className="button" onClick={() => void copy()} aria-label={`Copy ${label.toLowerCase()}`}>
           Copy
         </button>

@@ -15,7 +15,14 @@ interface ModalDialogProps {
  * A modal dialog: focus moves into it and stays there, and returns to what opened it on close
  * (React Aria). It sets the page's overflow through element.style, which the CSP allows.
  */
-export function ModalDialog({ title, isOpen, onOpenChange, children, isDismissable = true, role = 'dialog' }: ModalDialogProps) {
+export function ModalDialog({
+  title,
+  isOpen,
+  onOpenChange,
+  children,
+  isDismissable = true,
+  role = 'dialog',
+}: ModalDialogProps) {
   return (
     <ModalOverlay
       className="modal-overlay"
@@ -48,9 +55,23 @@ interface ConfirmDialogProps {
 }
 
 /** "Are you sure?" for a destructive action: Cancel (focused first) or the action. */
-export function ConfirmDialog({ title, isOpen, onCancel, onConfirm, confirmLabel, children, isPending = false, error }: ConfirmDialogProps) {
+export function ConfirmDialog({
+  title,
+  isOpen,
+  onCancel,
+  onConfirm,
+  confirmLabel,
+  children,
+  isPending = false,
+  error,
+}: ConfirmDialogProps) {
   return (
-    <ModalDialog title={title} isOpen={isOpen} onOpenChange={(open) => (open ? undefined : onCancel())} role="alertdialog">
+    <ModalDialog
+      title={title}
+      isOpen={isOpen}
+      onOpenChange={(open) => (open ? undefined : onCancel())}
+      role="alertdialog"
+    >
       <div className="dialog-body">{children}</div>
       {error ? (
         <p className="form-error" role="alert">

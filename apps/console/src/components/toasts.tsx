@@ -41,7 +41,12 @@ export function ToastProvider({ children, timeoutMs = 4000 }: { children: ReactN
             {toasts.map((toast) => (
               <li key={toast.id} className="toast">
                 <span>{toast.message}</span>
-                <button type="button" className="button-link" onClick={() => dismiss(toast.id)} aria-label={`Dismiss: ${toast.message}`}>
+                <button
+                  type="button"
+                  className="button-link"
+                  onClick={() => dismiss(toast.id)}
+                  aria-label={`Dismiss: ${toast.message}`}
+                >
                   ×
                 </button>
               </li>

@@ -9,10 +9,13 @@ import { useToast } from '../components/toasts';
 import { showServerError } from '../errors';
 import { useTRPC } from '../trpc';
 
-const ChangePasswordForm = ChangePasswordInput.extend({ confirm_password: z.string() }).refine((form) => form.new_password === form.confirm_password, {
-  path: ['confirm_password'],
-  message: 'The two new passwords differ',
-});
+const ChangePasswordForm = ChangePasswordInput.extend({ confirm_password: z.string() }).refine(
+  (form) => form.new_password === form.confirm_password,
+  {
+    path: ['confirm_password'],
+    message: 'The two new passwords differ',
+  },
+);
 type ChangePasswordForm = z.infer<typeof ChangePasswordForm>;
 
 export function ChangePasswordDialog({ isOpen, onClose }: { isOpen: boolean; onClose: () => void }) {
@@ -40,7 +43,12 @@ export function ChangePasswordDialog({ isOpen, onClose }: { isOpen: boolean; onC
   const { errors } = form.formState;
   return (
     <ModalDialog title="Change password" isOpen={isOpen} onOpenChange={(open) => (open ? undefined : close())}>
-      <form noValidate onSubmit={form.handleSubmit(({ current_password, new_password }) => changePassword.mutate({ current_password, new_password }))}>
+      <form
+        noValidate
+        onSubmit={form.handleSubmit(({ current_password, new_password }) =>
+          changePassword.mutate({ current_password, new_password }),
+        )}
+      >
         <FormError message={errors.root?.server?.message} />
         <TextField
           label="Current password"

@@ -22,7 +22,9 @@ const NAV = [
   { href: '/account', label: 'Account' },
 ];
 
-/** Every signed-in page: header (account, person, switcher, password, sign-out), left nav, main. Signed out → sign-in. */
+/**
+ * Every signed-in page: header (account, person, switcher, password, sign-out), left nav, main. Signed out → sign-in.
+ */
 export function ConsoleLayout({ children }: { children: ReactNode }) {
   const session = useSession();
   if (session.isPending) {
@@ -86,7 +88,9 @@ function Header({ session }: { session: Session }) {
       },
     }),
   );
-  const switchAccount = useMutation(trpc.session.switchAccount.mutationOptions({ onSuccess: (next) => setSession(next) }));
+  const switchAccount = useMutation(
+    trpc.session.switchAccount.mutationOptions({ onSuccess: (next) => setSession(next) }),
+  );
   return (
     <header className="top-bar">
       <div className="brand">
@@ -118,7 +122,12 @@ function Header({ session }: { session: Session }) {
         <button type="button" className="button button-quiet" onClick={() => setChangingPassword(true)}>
           Change password
         </button>
-        <button type="button" className="button button-quiet" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
+        <button
+          type="button"
+          className="button button-quiet"
+          onClick={() => signOut.mutate()}
+          disabled={signOut.isPending}
+        >
           Sign out
         </button>
       </div>

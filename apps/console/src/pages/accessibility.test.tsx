@@ -5,12 +5,30 @@ import { sessionAs } from '../testing/fake-server';
 import { renderConsole } from '../testing/render';
 
 const at = '2026-11-20T10:00:00.000Z';
-const endpoint = { id: 'whe_1', url: 'https://example.com/hooks', events: ['*'], description: null, status: 'enabled', created_at: at, updated_at: at };
+const endpoint = {
+  id: 'whe_1',
+  url: 'https://example.com/hooks',
+  events: ['*'],
+  description: null,
+  status: 'enabled',
+  created_at: at,
+  updated_at: at,
+};
 const page = <T,>(data: T[]) => ({ data, total: data.length, limit: 100, offset: 0, has_more: false });
 
 const server = {
   'session.get': () => sessionAs('owner', 2),
-  'keys.list': () => [{ id: 'key_1', name: 'backend', type: 'webhook', redacted: 'whsec_…a1b2', last_four: 'a1b2', created_at: at, last_used_at: at }],
+  'keys.list': () => [
+    {
+      id: 'key_1',
+      name: 'backend',
+      type: 'webhook',
+      redacted: 'whsec_…a1b2',
+      last_four: 'a1b2',
+      created_at: at,
+      last_used_at: at,
+    },
+  ],
   'webhookEndpoints.list': () => page([endpoint]),
   'webhookEndpoints.retrieve': () => endpoint,
   'webhookEndpoints.listDeliveries': () =>
@@ -50,7 +68,9 @@ const server = {
 /** axe-core's serious and critical findings (jsdom has no layout: contrast is checked in a browser, not here). */
 async function seriousViolations() {
   const results = await axe.run(document.body, { rules: { 'color-contrast': { enabled: false } } });
-  return results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map((violation) => violation.id);
+  return results.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => violation.id);
 }
 
 describe('accessibility of each page (axe-core)', () => {

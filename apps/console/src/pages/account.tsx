@@ -62,7 +62,8 @@ function MembersSection() {
   );
   const manager = canManage(session);
   const owners = members.data?.filter((member) => member.role === 'owner').length ?? 0;
-  const removable = (member: Member) => manager && member.user_id !== session.user.id && !(member.role === 'owner' && owners <= 1);
+  const removable = (member: Member) =>
+    manager && member.user_id !== session.user.id && !(member.role === 'owner' && owners <= 1);
   return (
     <section aria-labelledby="members-heading">
       <h2 id="members-heading">Members</h2>
@@ -100,7 +101,12 @@ function MembersSection() {
                   {manager ? (
                     <td className="actions">
                       {removable(member) ? (
-                        <button type="button" className="button button-small" onClick={() => setRemoving(member)} aria-label={`Remove ${member.email}`}>
+                        <button
+                          type="button"
+                          className="button button-small"
+                          onClick={() => setRemoving(member)}
+                          aria-label={`Remove ${member.email}`}
+                        >
                           Remove
                         </button>
                       ) : null}
@@ -221,12 +227,19 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [role, setRole] = useState<'admin' | 'member'>('member');
-  const create = useMutation(trpc.invitations.create.mutationOptions({ onSuccess: () => queryClient.invalidateQueries(trpc.invitations.list.queryFilter()) }));
+  const create = useMutation(
+    trpc.invitations.create.mutationOptions({
+      onSuccess: () => queryClient.invalidateQueries(trpc.invitations.list.queryFilter()),
+    }),
+  );
   return (
     <ModalDialog title="Invite someone" isOpen onOpenChange={(open) => (open ? undefined : onClose())}>
       {create.data ? (
         <>
-          <p>Send this link to the person you invite. It works once and expires in 7 days ({formatDateTime(create.data.expires_at)}).</p>
+          <p>
+            Send this link to the person you invite. It works once and expires in 7 days (
+            {formatDateTime(create.data.expires_at)}).
+          </p>
           <CopyField label="Invitation link" value={create.data.url} />
           <div className="dialog-actions">
             <button type="button" className="button button-primary" onClick={onClose}>
@@ -249,13 +262,26 @@ function InviteDialog({ onClose }: { onClose: () => void }) {
           <fieldset className="field">
             <legend>Role</legend>
             <label className="radio">
-              <input type="radio" name="role" value="member" checked={role === 'member'} onChange={() => setRole('member')} />
+              <input
+                type="radio"
+                name="role"
+                value="member"
+                checked={role === 'member'}
+                onChange={() => setRole('member')}
+              />
               <span>
-                <strong>Member</strong> <span className="muted">sees keys, webhooks, channels and members, changes nothing.</span>
+                <strong>Member</strong>{' '}
+                <span className="muted">sees keys, webhooks, channels and members, changes nothing.</span>
               </span>
             </label>
             <label className="radio">
-              <input type="radio" name="role" value="admin" checked={role === 'admin'} onChange={() => setRole('admin')} />
+              <input
+                type="radio"
+                name="role"
+                value="admin"
+                checked={role === 'admin'}
+                onChange={() => setRole('admin')}
+              />
               <span>
                 <strong>Admin</strong> <span className="muted">also manages keys, webhooks, channels and members.</span>
               </span>

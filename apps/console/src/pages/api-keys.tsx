@@ -40,8 +40,9 @@ export function ApiKeysPage() {
         ) : null}
       </div>
       <p className="lead">
-        Keys let your apps call the Convo API (<code>/v1</code>). Full-access keys read and write, read-only keys only read. Webhook keys are the signing
-        secrets of webhook deliveries: every delivery is signed with each of the account's webhook keys.
+        Keys let your apps call the Convo API (<code>/v1</code>). Full-access keys read and write, read-only keys only
+        read. Webhook keys are the signing secrets of webhook deliveries: every delivery is signed with each of the
+        account's webhook keys.
       </p>
       {manager ? null : <p className="notice">Only owners and admins can generate and revoke keys.</p>}
       {keys.isPending ? (
@@ -78,7 +79,12 @@ export function ApiKeysPage() {
                   <td>{formatDateTime(key.last_used_at)}</td>
                   {manager ? (
                     <td className="actions">
-                      <button type="button" className="button button-small" onClick={() => setRevoking(key)} aria-label={`Revoke ${key.name}`}>
+                      <button
+                        type="button"
+                        className="button button-small"
+                        onClick={() => setRevoking(key)}
+                        aria-label={`Revoke ${key.name}`}
+                      >
                         Revoke
                       </button>
                     </td>
@@ -99,7 +105,10 @@ export function ApiKeysPage() {
 export function GenerateKeyDialog({ isOpen, onClose }: { isOpen: boolean; onClose: () => void }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
-  const form = useForm<CreateKeyInput>({ resolver: zodResolver(CreateKeyInput), defaultValues: { name: '', type: 'full_access' } });
+  const form = useForm<CreateKeyInput>({
+    resolver: zodResolver(CreateKeyInput),
+    defaultValues: { name: '', type: 'full_access' },
+  });
   const create = useMutation(
     trpc.keys.create.mutationOptions({
       onSuccess: () => queryClient.invalidateQueries(trpc.keys.list.queryFilter()),

@@ -13,21 +13,27 @@ import { useSignedIn } from '../layout/console-layout';
 import { canManage } from '../session';
 import { useTRPC } from '../trpc';
 
-export const PLATFORMS: Record<Platform, { label: string; externalId: string; externalIdHint: string; token: string }> = {
-  whatsapp: {
-    label: 'WhatsApp',
-    externalId: 'Phone number ID',
-    externalIdHint: 'WhatsApp → API Setup in the Meta app (not the phone number itself).',
-    token: 'System user access token',
-  },
-  facebook: { label: 'Messenger', externalId: 'Page ID', externalIdHint: "The Facebook Page's id.", token: 'Page access token' },
-  instagram: {
-    label: 'Instagram',
-    externalId: 'Instagram account ID',
-    externalIdHint: 'The Instagram professional account connected to your Page.',
-    token: 'Page access token',
-  },
-};
+export const PLATFORMS: Record<Platform, { label: string; externalId: string; externalIdHint: string; token: string }> =
+  {
+    whatsapp: {
+      label: 'WhatsApp',
+      externalId: 'Phone number ID',
+      externalIdHint: 'WhatsApp → API Setup in the Meta app (not the phone number itself).',
+      token: 'System user access token',
+    },
+    facebook: {
+      label: 'Messenger',
+      externalId: 'Page ID',
+      externalIdHint: "The Facebook Page's id.",
+      token: 'Page access token',
+    },
+    instagram: {
+      label: 'Instagram',
+      externalId: 'Instagram account ID',
+      externalIdHint: 'The Instagram professional account connected to your Page.',
+      token: 'Page access token',
+    },
+  };
 
 export function ChannelsPage() {
   const session = useSignedIn();
@@ -68,7 +74,10 @@ export function ChannelsPage() {
           </button>
         ) : null}
       </div>
-      <p className="lead">A channel connects the account to a WhatsApp Business number, a Facebook Page (Messenger) or an Instagram professional account.</p>
+      <p className="lead">
+        A channel connects the account to a WhatsApp Business number, a Facebook Page (Messenger) or an Instagram
+        professional account.
+      </p>
       {manager ? null : <p className="notice">Only owners and admins can connect, change and delete channels.</p>}
       {channels.isPending ? (
         <p role="status">Loading channels…</p>
@@ -116,12 +125,22 @@ export function ChannelsPage() {
                           type="button"
                           className="button button-small"
                           disabled={update.isPending}
-                          onClick={() => update.mutate({ params: { id: channel.id }, body: { status: channel.status === 'disabled' ? 'active' : 'disabled' } })}
+                          onClick={() =>
+                            update.mutate({
+                              params: { id: channel.id },
+                              body: { status: channel.status === 'disabled' ? 'active' : 'disabled' },
+                            })
+                          }
                           aria-label={`${channel.status === 'disabled' ? 'Enable' : 'Disable'} ${channel.name}`}
                         >
                           {channel.status === 'disabled' ? 'Enable' : 'Disable'}
                         </button>
-                        <button type="button" className="button button-small" onClick={() => setDeleting(channel)} aria-label={`Delete ${channel.name}`}>
+                        <button
+                          type="button"
+                          className="button button-small"
+                          onClick={() => setDeleting(channel)}
+                          aria-label={`Delete ${channel.name}`}
+                        >
                           Delete
                         </button>
                       </>
@@ -155,7 +174,9 @@ export function ChannelsPage() {
         isPending={remove.isPending}
         error={remove.isError ? consoleErrorOf(remove.error).message : undefined}
       >
-        <p>Delete the channel {deleting?.name}? Its conversations stay, but nothing more is received or sent through it.</p>
+        <p>
+          Delete the channel {deleting?.name}? Its conversations stay, but nothing more is received or sent through it.
+        </p>
       </ConfirmDialog>
     </>
   );
@@ -169,13 +190,29 @@ interface ConnectForm {
   app_secret: string;
   verify_token: string;
 }
-function ConnectChannelDialog({ onClose, onConnected }: { onClose: () => void; onConnected: (channel: Channel) => void }) {
+function ConnectChannelDialog({
+  onClose,
+  onConnected,
+}: {
+  onClose: () => void;
+  onConnected: (channel: Channel) => void;
+}) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const platformId = useId();
   const form = useForm<ConnectForm, unknown, z.output<typeof CreateChannelBody>>({
-    resolver: contractResolver<ConnectForm, z.output<typeof CreateChannelBody>>(CreateChannelBody, ['name', 'verify_token']),
-    defaultValues: { platform: 'whatsapp', name: '', external_id: '', access_token: '', app_secret: '', verify_token: '' },
+    resolver: contractResolver<ConnectForm, z.output<typeof CreateChannelBody>>(CreateChannelBody, [
+      'name',
+      'verify_token',
+    ]),
+    defaultValues: {
+      platform: 'whatsapp',
+      name: '',
+      external_id: '',
+      access_token: '',
+      app_secret: '',
+      verify_token: '',
+    },
   });
   const create = useMutation(
     trpc.channels.create.mutationOptions({
@@ -183,7 +220,15 @@ function ConnectChannelDialog({ onClose, onConnected }: { onClose: () => void; o
         onConnected(channel);
         await queryClient.invalidateQueries(trpc.channels.list.queryFilter());
       },
-      onError: (error) => showServerError(error, form.setError, ['platform', 'name', 'external_id', 'access_token', 'app_secret', 'verify_token']),
+      onError: (error) =>
+        showServerError(error, form.setError, [
+          'platform',
+          'name',
+          'external_id',
+          'access_token',
+          'app_secret',
+          'verify_token',
+        ]),
     }),
   );
   const platform = PLATFORMS[form.watch('platform')];
@@ -255,10 +300,14 @@ function ConnectChannelDialog({ onClose, onConnected }: { onClose: () => void; o
 
 function WebhookSettingsDialog({ channel, onClose }: { channel: Channel; onClose: () => void }) {
   return (
-    <ModalDialog title={`Webhook settings: ${channel.name}`} isOpen onOpenChange={(open) => (open ? undefined : onClose())}>
+    <ModalDialog
+      title={`Webhook settings: ${channel.name}`}
+      isOpen
+      onOpenChange={(open) => (open ? undefined : onClose())}
+    >
       <p>
-        In the Meta app's dashboard, open the webhook configuration of {PLATFORMS[channel.platform].label}, paste these two values and choose “Verify and save”,
-        then subscribe to the messages field.
+        In the Meta app's dashboard, open the webhook configuration of {PLATFORMS[channel.platform].label}, paste these
+        two values and choose “Verify and save”, then subscribe to the messages field.
       </p>
       <CopyField label="Callback URL" value={channel.webhook_url} />
       <CopyField label="Verify token" value={channel.verify_token} />

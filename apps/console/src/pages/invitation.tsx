@@ -6,7 +6,10 @@ import { useSession, useSetSession } from '../session';
 import { useTRPC } from '../trpc';
 import { SignUpForm } from './sign-up';
 
-/** `/invite/:token`: who invites, as what; accept when signed in, else sign up with the token (or sign in and come back). */
+/**
+ * `/invite/:token`: who invites, as what; accept when signed in, else sign up with the token (or sign in and come
+ * back).
+ */
 export function InvitationPage({ token }: { token: string }) {
   const trpc = useTRPC();
   const session = useSession();
@@ -43,7 +46,8 @@ export function InvitationPage({ token }: { token: string }) {
     <main className="auth-page">
       <h1>Join {account_name}</h1>
       <p>
-        You are invited to <strong>{account_name}</strong> as <strong>{role}</strong>. The invitation expires {formatDateTime(expires_at)}.
+        You are invited to <strong>{account_name}</strong> as <strong>{role}</strong>. The invitation expires{' '}
+        {formatDateTime(expires_at)}.
       </p>
       {session.data ? (
         <div className="card">
@@ -55,7 +59,12 @@ export function InvitationPage({ token }: { token: string }) {
               {consoleErrorOf(accept.error).message}
             </p>
           ) : null}
-          <button type="button" className="button button-primary" onClick={() => accept.mutate({ token })} disabled={accept.isPending}>
+          <button
+            type="button"
+            className="button button-primary"
+            onClick={() => accept.mutate({ token })}
+            disabled={accept.isPending}
+          >
             Accept invitation
           </button>
         </div>
@@ -64,8 +73,9 @@ export function InvitationPage({ token }: { token: string }) {
           <h2>Create your login</h2>
           <SignUpForm invitation={token} />
           <p>
-            Already have a Convo login? <Link href={`/sign-in?next=${encodeURIComponent(`/invite/${token}`)}`}>Sign in first</Link>, then come back here to
-            accept.
+            Already have a Convo login?{' '}
+            <Link href={`/sign-in?next=${encodeURIComponent(`/invite/${token}`)}`}>Sign in first</Link>, then come back
+            here to accept.
           </p>
         </>
       )}

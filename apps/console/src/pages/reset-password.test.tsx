@@ -20,7 +20,9 @@ describe('password reset page', () => {
     await user.type(await screen.findByLabelText('New password'), 'correct horse battery');
     await user.click(screen.getByRole('button', { name: 'Set password and sign in' }));
     expect(await screen.findByRole('heading', { level: 1, name: 'API keys' })).toBeTruthy();
-    expect(server.callsOf('session.resetPassword')).toEqual([{ token: 'tok_1', new_password: 'correct horse battery' }]);
+    expect(server.callsOf('session.resetPassword')).toEqual([
+      { token: 'tok_1', new_password: 'correct horse battery' },
+    ]);
     expect(location.history?.at(-1)).toBe('/api-keys');
   });
 

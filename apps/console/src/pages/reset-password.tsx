@@ -18,7 +18,10 @@ export function ResetPasswordPage({ token }: { token: string }) {
   const trpc = useTRPC();
   const setSession = useSetSession();
   const [, navigate] = useLocation();
-  const form = useForm<ResetPasswordInput>({ resolver: zodResolver(ResetPasswordInput), defaultValues: { token, new_password: '' } });
+  const form = useForm<ResetPasswordInput>({
+    resolver: zodResolver(ResetPasswordInput),
+    defaultValues: { token, new_password: '' },
+  });
   const reset = useMutation(
     trpc.session.resetPassword.mutationOptions({
       onSuccess: (next) => {

@@ -37,8 +37,20 @@ export function SignInPage() {
       <h1>Sign in to Convo</h1>
       <form className="card" noValidate onSubmit={form.handleSubmit((values) => signIn.mutate(values))}>
         <FormError message={errors.root?.server?.message} />
-        <TextField label="E-mail" type="email" autoComplete="email" error={errors.email?.message} {...form.register('email')} />
-        <TextField label="Password" type="password" autoComplete="current-password" error={errors.password?.message} {...form.register('password')} />
+        <TextField
+          label="E-mail"
+          type="email"
+          autoComplete="email"
+          error={errors.email?.message}
+          {...form.register('email')}
+        />
+        <TextField
+          label="Password"
+          type="password"
+          autoComplete="current-password"
+          error={errors.password?.message}
+          {...form.register('password')}
+        />
         <button type="submit" className="button button-primary" disabled={signIn.isPending}>
           Sign in
         </button>

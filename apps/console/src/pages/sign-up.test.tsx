@@ -10,7 +10,10 @@ describe('sign-up form', () => {
     const { server } = renderConsole('/sign-up', {
       'session.get': () => null,
       'session.signUp': () => {
-        throw contractError('bad_request', 'An account with this e-mail address exists; sign in instead', 400, { field: 'email', constraint: 'unique' });
+        throw contractError('bad_request', 'An account with this e-mail address exists; sign in instead', 400, {
+          field: 'email',
+          constraint: 'unique',
+        });
       },
     });
     await user.type(await screen.findByLabelText('E-mail'), 'ada@example.com');
@@ -22,7 +25,9 @@ describe('sign-up form', () => {
     const email = screen.getByLabelText('E-mail');
     expect(email.getAttribute('aria-invalid')).toBe('true');
     expect(email.getAttribute('aria-describedby')).toContain(message.id);
-    expect(server.callsOf('session.signUp')).toEqual([{ email: 'ada@example.com', password: 'correct horse battery', account_name: 'Acme' }]);
+    expect(server.callsOf('session.signUp')).toEqual([
+      { email: 'ada@example.com', password: 'correct horse battery', account_name: 'Acme' },
+    ]);
   });
 
   it('checks the password length before calling the server', async () => {

@@ -9,7 +9,10 @@ import { useSetSession } from '../session';
 import { useTRPC } from '../trpc';
 import { nextPath } from './sign-in';
 
-/** The form's fields: text inputs hold "" where the body leaves a field out (the account's name is left out only with an invitation). */
+/**
+ * The form's fields: text inputs hold "" where the body leaves a field out (the account's name is left out only with an
+ * invitation).
+ */
 interface SignUpValues {
   name: string;
   email: string;
@@ -29,7 +32,10 @@ export function SignUpForm({ invitation }: { invitation?: string }) {
   const [, navigate] = useLocation();
   const search = useSearch();
   const form = useForm<SignUpValues, unknown, SignUpInput>({
-    resolver: contractResolver<SignUpValues, SignUpInput>(SignUpInput, invitation ? ['name', 'account_name'] : ['name']),
+    resolver: contractResolver<SignUpValues, SignUpInput>(
+      SignUpInput,
+      invitation ? ['name', 'account_name'] : ['name'],
+    ),
     defaultValues: { name: '', email: '', password: '', account_name: '' },
   });
   const signUp = useMutation(
@@ -42,12 +48,25 @@ export function SignUpForm({ invitation }: { invitation?: string }) {
     }),
   );
   const { errors } = form.formState;
-  const submit = form.handleSubmit((body) => signUp.mutate(invitation ? { ...body, account_name: undefined, invitation } : body));
+  const submit = form.handleSubmit((body) =>
+    signUp.mutate(invitation ? { ...body, account_name: undefined, invitation } : body),
+  );
   return (
     <form className="card" noValidate onSubmit={submit}>
       <FormError message={errors.root?.server?.message} />
-      <TextField label="Your name (optional)" autoComplete="name" error={errors.name?.message} {...form.register('name')} />
-      <TextField label="E-mail" type="email" autoComplete="email" error={errors.email?.message} {...form.register('email')} />
+      <TextField
+        label="Your name (optional)"
+        autoComplete="name"
+        error={errors.name?.message}
+        {...form.register('name')}
+      />
+      <TextField
+        label="E-mail"
+        type="email"
+        autoComplete="email"
+        error={errors.email?.message}
+        {...form.register('email')}
+      />
       <TextField
         label="Password"
         type="password"
@@ -57,7 +76,12 @@ export function SignUpForm({ invitation }: { invitation?: string }) {
         {...form.register('password')}
       />
       {invitation ? null : (
-        <TextField label="Account name" autoComplete="organization" error={errors.account_name?.message} {...form.register('account_name')} />
+        <TextField
+          label="Account name"
+          autoComplete="organization"
+          error={errors.account_name?.message}
+          {...form.register('account_name')}
+        />
       )}
       <button type="submit" className="button button-primary" disabled={signUp.isPending}>
         {invitation ? 'Create account and join' : 'Create account'}

@@ -19,7 +19,9 @@ export function WebhookEndpointPage({ id }: { id: string }) {
   const toast = useToast();
   const [offset, setOffset] = useState(0);
   const endpoint = useQuery(trpc.webhookEndpoints.retrieve.queryOptions({ params: { id } }));
-  const deliveries = useQuery(trpc.webhookEndpoints.listDeliveries.queryOptions({ params: { id }, query: { limit: PAGE_SIZE, offset } }));
+  const deliveries = useQuery(
+    trpc.webhookEndpoints.listDeliveries.queryOptions({ params: { id }, query: { limit: PAGE_SIZE, offset } }),
+  );
   const retry = useMutation(
     trpc.webhookEndpoints.retryDelivery.mutationOptions({
       onSuccess: async () => {
@@ -100,7 +102,8 @@ export function WebhookEndpointPage({ id }: { id: string }) {
                         <ol className="attempts">
                           {delivery.attempts.map((attempt) => (
                             <li key={attempt.at}>
-                              {formatDateTime(attempt.at)}: {attempt.status_code ?? 'no response'} in {attempt.duration_ms} ms
+                              {formatDateTime(attempt.at)}: {attempt.status_code ?? 'no response'} in{' '}
+                              {attempt.duration_ms} ms
                               {attempt.error ? <span className="muted"> ({attempt.error})</span> : null}
                             </li>
                           ))}
@@ -127,13 +130,23 @@ export function WebhookEndpointPage({ id }: { id: string }) {
             </table>
           </div>
           <nav className="pager" aria-label="Deliveries pages">
-            <button type="button" className="button button-small" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE_SIZE))}>
+            <button
+              type="button"
+              className="button button-small"
+              disabled={offset === 0}
+              onClick={() => setOffset(Math.max(0, offset - PAGE_SIZE))}
+            >
               Newer
             </button>
             <span>
               {offset + 1}–{offset + deliveries.data.data.length} of {deliveries.data.total}
             </span>
-            <button type="button" className="button button-small" disabled={!deliveries.data.has_more} onClick={() => setOffset(offset + PAGE_SIZE)}>
+            <button
+              type="button"
+              className="button button-small"
+              disabled={!deliveries.data.has_more}
+              onClick={() => setOffset(offset + PAGE_SIZE)}
+            >
               Older
             </button>
           </nav>

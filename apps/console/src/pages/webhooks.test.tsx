@@ -35,7 +35,9 @@ describe('webhooks page', () => {
     await addEndpoint(user);
 
     const shown = await screen.findByRole('dialog', { name: 'Your signing secret' });
-    expect(server.callsOf('webhookEndpoints.create')).toEqual([{ body: { url: 'https://example.com/hooks', events: ['order.placed'] } }]);
+    expect(server.callsOf('webhookEndpoints.create')).toEqual([
+      { body: { url: 'https://example.com/hooks', events: ['order.placed'] } },
+    ]);
     expect((within(shown).getByLabelText('Signing secret') as HTMLInputElement).value).toBe(secret);
     await user.click(within(shown).getByRole('button', { name: 'Done' }));
     await waitFor(() => expect(screen.queryByRole('dialog')).toBeNull());
@@ -55,8 +57,24 @@ describe('webhooks page', () => {
   });
 
   it('warns when the account has endpoints but no webhook key to sign their deliveries', async () => {
-    const listed = { id: 'whe_1', url: 'https://example.com/hooks', events: ['*'], description: null, status: 'enabled', created_at: at, updated_at: at };
-    const webhookKey = { id: 'key_1', name: 'signing', type: 'webhook', redacted: 'whsec_…a1b2', last_four: 'a1b2', created_at: at, last_used_at: null };
+    const listed = {
+      id: 'whe_1',
+      url: 'https://example.com/hooks',
+      events: ['*'],
+      description: null,
+      status: 'enabled',
+      created_at: at,
+      updated_at: at,
+    };
+    const webhookKey = {
+      id: 'key_1',
+      name: 'signing',
+      type: 'webhook',
+      redacted: 'whsec_…a1b2',
+      last_four: 'a1b2',
+      created_at: at,
+      last_used_at: null,
+    };
     const { unmount } = renderConsole('/webhooks', {
       'session.get': () => sessionAs('owner'),
       'webhookEndpoints.list': () => page([listed]),

@@ -17,7 +17,8 @@ import { useTRPC } from '../trpc';
 /** Zod's own wording for the contract's rules, in the console's words. */
 const formMessages: z.core.$ZodErrorMap = (issue) => {
   if (issue.code === 'too_small' && issue.origin === 'array') return 'Choose at least one event type';
-  if (issue.code === 'invalid_format' || (issue.code === 'invalid_type' && issue.path?.[0] === 'url')) return 'Enter an absolute https URL';
+  if (issue.code === 'invalid_format' || (issue.code === 'invalid_type' && issue.path?.[0] === 'url'))
+    return 'Enter an absolute https URL';
   return undefined;
 };
 
@@ -52,7 +53,10 @@ export function WebhooksPage() {
   const endpoints = useQuery(trpc.webhookEndpoints.list.queryOptions({ query: { limit: 100 } }));
   const keys = useQuery(trpc.keys.list.queryOptions());
   // Endpoints but no webhook key: every delivery fails with no_signing_key until one exists.
-  const unsigned = (endpoints.data?.data.length ?? 0) > 0 && keys.data !== undefined && !keys.data.some((key) => key.type === 'webhook');
+  const unsigned =
+    (endpoints.data?.data.length ?? 0) > 0 &&
+    keys.data !== undefined &&
+    !keys.data.some((key) => key.type === 'webhook');
   const manager = canManage(session);
   const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<WebhookEndpoint | null>(null);
@@ -87,14 +91,15 @@ export function WebhooksPage() {
         ) : null}
       </div>
       <p className="lead">
-        Convo POSTs each event to every endpoint subscribed to its type. Deliveries are signed with the account's webhook keys (
-        <Link href="/api-keys">API keys page</Link>).
+        Convo POSTs each event to every endpoint subscribed to its type. Deliveries are signed with the account's
+        webhook keys (<Link href="/api-keys">API keys page</Link>).
       </p>
       {manager ? null : <p className="notice">Only owners and admins can add, change and delete endpoints.</p>}
       {unsigned ? (
         <p className="warning" role="alert">
-          The account has no webhook key, so nothing can sign deliveries: each attempt fails with <code>no_signing_key</code> and is retried until a key exists.
-          Generate a webhook key on the <Link href="/api-keys">API keys page</Link>.
+          The account has no webhook key, so nothing can sign deliveries: each attempt fails with{' '}
+          <code>no_signing_key</code> and is retried until a key exists. Generate a webhook key on the{' '}
+          <Link href="/api-keys">API keys page</Link>.
         </p>
       ) : null}
       {endpoints.isPending ? (
@@ -130,23 +135,40 @@ export function WebhooksPage() {
                   </td>
                   <td>{eventsLabel(endpoint.events)}</td>
                   <td>
-                    <span className={`badge badge-${endpoint.status}`}>{endpoint.status === 'enabled' ? 'Enabled' : 'Disabled'}</span>
+                    <span className={`badge badge-${endpoint.status}`}>
+                      {endpoint.status === 'enabled' ? 'Enabled' : 'Disabled'}
+                    </span>
                   </td>
                   {manager ? (
                     <td className="actions">
-                      <button type="button" className="button button-small" onClick={() => setEditing(endpoint)} aria-label={`Edit events of ${endpoint.url}`}>
+                      <button
+                        type="button"
+                        className="button button-small"
+                        onClick={() => setEditing(endpoint)}
+                        aria-label={`Edit events of ${endpoint.url}`}
+                      >
                         Edit events
                       </button>
                       <button
                         type="button"
                         className="button button-small"
                         disabled={update.isPending}
-                        onClick={() => update.mutate({ params: { id: endpoint.id }, body: { status: endpoint.status === 'enabled' ? 'disabled' : 'enabled' } })}
+                        onClick={() =>
+                          update.mutate({
+                            params: { id: endpoint.id },
+                            body: { status: endpoint.status === 'enabled' ? 'disabled' : 'enabled' },
+                          })
+                        }
                         aria-label={`${endpoint.status === 'enabled' ? 'Disable' : 'Enable'} ${endpoint.url}`}
                       >
                         {endpoint.status === 'enabled' ? 'Disable' : 'Enable'}
                       </button>
-                      <button type="button" className="button button-small" onClick={() => setDeleting(endpoint)} aria-label={`Delete ${endpoint.url}`}>
+                      <button
+                        type="button"
+                        className="button button-small"
+                        onClick={() => setDeleting(endpoint)}
+                        aria-label={`Delete ${endpoint.url}`}
+                      >
                         Delete
                       </button>
                     </td>
@@ -173,7 +195,9 @@ export function WebhooksPage() {
             isPending={remove.isPending}
             error={remove.isError ? consoleErrorOf(remove.error).message : undefined}
           >
-            <p>Delete the endpoint {deleting?.url}? It receives nothing more, and its deliveries are no longer listed.</p>
+            <p>
+              Delete the endpoint {deleting?.url}? It receives nothing more, and its deliveries are no longer listed.
+            </p>
           </ConfirmDialog>
         </>
       ) : null}
@@ -227,12 +251,24 @@ function CreateEndpointDialog({ isOpen, onClose }: { isOpen: boolean; onClose: (
       ) : (
         <form
           noValidate
-          onSubmit={form.handleSubmit(({ url, events, description }) => create.mutate({ body: { url, events, ...(description ? { description } : {}) } }))}
+          onSubmit={form.handleSubmit(({ url, events, description }) =>
+            create.mutate({ body: { url, events, ...(description ? { description } : {}) } }),
+          )}
         >
           <FormError message={errors.root?.server?.message} />
-          <TextField label="URL" type="url" placeholder="https://example.com/webhooks/convo" error={errors.url?.message} {...form.register('url')} />
+          <TextField
+            label="URL"
+            type="url"
+            placeholder="https://example.com/webhooks/convo"
+            error={errors.url?.message}
+            {...form.register('url')}
+          />
           <EventsFieldset register={form.register('events')} error={errors.events as FieldError | undefined} />
-          <TextField label="Description (optional)" error={errors.description?.message} {...form.register('description')} />
+          <TextField
+            label="Description (optional)"
+            error={errors.description?.message}
+            {...form.register('description')}
+          />
           <div className="dialog-actions">
             <button type="button" className="button" onClick={close}>
               Cancel
@@ -272,7 +308,10 @@ function EditEventsDialog({ endpoint, onClose }: { endpoint: WebhookEndpoint; on
   return (
     <ModalDialog title="Edit events" isOpen onOpenChange={(open) => (open ? undefined : onClose())}>
       <p className="mono">{endpoint.url}</p>
-      <form noValidate onSubmit={form.handleSubmit(({ events }) => update.mutate({ params: { id: endpoint.id }, body: { events } }))}>
+      <form
+        noValidate
+        onSubmit={form.handleSubmit(({ events }) => update.mutate({ params: { id: endpoint.id }, body: { events } }))}
+      >
         <FormError message={errors.root?.server?.message} />
         <EventsFieldset register={form.register('events')} error={errors.events as FieldError | undefined} />
         <div className="dialog-actions">

@@ -25,15 +25,25 @@ export function fakeServer(handlers: Record<string, Handler>) {
               observer.next({ result: { type: 'data', data } });
               observer.complete();
             },
-            (error: unknown) => observer.error(error instanceof TRPCClientError ? error : TRPCClientError.from(error as Error)),
+            (error: unknown) =>
+              observer.error(error instanceof TRPCClientError ? error : TRPCClientError.from(error as Error)),
           );
         return () => {};
       });
   };
-  return { link, calls, callsOf: (path: string) => calls.filter((call) => call.path === path).map((call) => call.input) };
+  return {
+    link,
+    calls,
+    callsOf: (path: string) => calls.filter((call) => call.path === path).map((call) => call.input),
+  };
 }
 
-const JSON_RPC_CODES: Record<string, number> = { bad_request: -32600, unauthorized: -32001, forbidden: -32003, not_found: -32004 };
+const JSON_RPC_CODES: Record<string, number> = {
+  bad_request: -32600,
+  unauthorized: -32001,
+  forbidden: -32003,
+  not_found: -32004,
+};
 
 /** A refusal as the server sends it: tRPC's envelope with the contract's error body under `data`. */
 export function contractError(
@@ -46,7 +56,11 @@ export function contractError(
     error: {
       code: JSON_RPC_CODES[code] ?? -32603,
       message,
-      data: { code: code.toUpperCase(), httpStatus, body: { error: { code, message, ...(details ? { details } : {}) } } },
+      data: {
+        code: code.toUpperCase(),
+        httpStatus,
+        body: { error: { code, message, ...(details ? { details } : {}) } },
+      },
     },
   });
 }
@@ -57,6 +71,10 @@ export function sessionAs(role: Session['role'], accounts = 1): Session {
     user: { id: 'usr_1', email: 'ada@example.com', name: 'Ada' },
     account,
     role,
-    accounts: Array.from({ length: accounts }, (_, index) => ({ id: `acct_${index + 1}`, name: index === 0 ? 'Acme' : `Other ${index}`, role })),
+    accounts: Array.from({ length: accounts }, (_, index) => ({
+      id: `acct_${index + 1}`,
+      name: index === 0 ? 'Acme' : `Other ${index}`,
+      role,
+    })),
   } as Session;
 }

@@ -3,7 +3,9 @@ import { afterEach } from 'vitest';
 
 // jsdom has no CSS object; React Aria reads meta tags with CSS.escape. Keys here are plain words.
 if (typeof globalThis.CSS === 'undefined') {
-  Object.defineProperty(globalThis, 'CSS', { value: { escape: (value: string) => value.replace(/[^\w-]/g, (char) => `\\${char}`) } });
+  Object.defineProperty(globalThis, 'CSS', {
+    value: { escape: (value: string) => value.replace(/[^\w-]/g, (char) => `\\${char}`) },
+  });
 }
 
 // axe-core probes a canvas, which jsdom does not draw: answer "no canvas" instead of logging.

@@ -8,7 +8,10 @@ export class Channels extends Resource {
     return this.paginate('channels.list', (offset) => ({ query: withOffset(params, offset) }), options);
   }
 
-  /** Connects a WhatsApp number, a Facebook Page or an Instagram account; enter the answer's `webhook_url` and `verify_token` in the Meta app. */
+  /**
+   * Connects a WhatsApp number, a Facebook Page or an Instagram account; enter the answer's `webhook_url` and
+   * `verify_token` in the Meta app.
+   */
   create(body: CreateChannelBody, options?: RequestOptions): Promise<Channel> {
     return this.request('channels.create', { body }, options);
   }

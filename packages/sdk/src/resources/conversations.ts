@@ -1,4 +1,11 @@
-import type { Conversation, CreateConversationBody, ListConversationsQuery, ListMessagesQuery, Message, UpdateConversationBody } from '../contract.js';
+import type {
+  Conversation,
+  CreateConversationBody,
+  ListConversationsQuery,
+  ListMessagesQuery,
+  Message,
+  UpdateConversationBody,
+} from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';
@@ -24,6 +31,10 @@ export class Conversations extends Resource {
 
   /** The conversation's messages, oldest first. */
   listMessages(id: string, params: ListMessagesQuery = {}, options?: RequestOptions): PagePromise<Message> {
-    return this.paginate('conversations.listMessages', (offset) => ({ params: { id }, query: withOffset(params, offset) }), options);
+    return this.paginate(
+      'conversations.listMessages',
+      (offset) => ({ params: { id }, query: withOffset(params, offset) }),
+      options,
+    );
   }
 }

@@ -19,7 +19,10 @@ export interface FollowOptions {
 }
 
 export class Events extends Resource {
-  /** The account's events of the last 30 days, newest first; filter `type`; `starting_after`/`ending_before` page from an event. */
+  /**
+   * The account's events of the last 30 days, newest first; filter `type`; `starting_after`/`ending_before` page from
+   * an event.
+   */
   list(params: ListEventsQuery = {}, options?: RequestOptions): PagePromise<Event> {
     return this.paginate('events.list', (offset) => ({ query: withOffset(params, offset) }), options);
   }
@@ -32,7 +35,11 @@ export class Events extends Resource {
   async *since(eventId: string, params: { type?: EventType } = {}, options?: RequestOptions): AsyncGenerator<Event> {
     let cursor = eventId;
     for (;;) {
-      const page = await this.request('events.list', { query: { ...params, ending_before: cursor, limit: PAGE } }, options);
+      const page = await this.request(
+        'events.list',
+        { query: { ...params, ending_before: cursor, limit: PAGE } },
+        options,
+      );
       const oldestFirst = [...page.data].reverse();
       yield* oldestFirst;
       const newest = oldestFirst.at(-1);
@@ -49,13 +56,17 @@ export class Events extends Resource {
     const { type, signal } = followOptions;
     const interval = followOptions.intervalMs ?? FOLLOW_INTERVAL_MS;
     // The cursor moves over events of every type, so that `type` never holds it back.
-    let cursor = followOptions.after ?? (await this.request('events.list', { query: { limit: 1 } }, options)).data[0]?.id;
+    let cursor =
+      followOptions.after ?? (await this.request('events.list', { query: { limit: 1 } }, options)).data[0]?.id;
     while (!signal?.aborted) {
       let found = false;
       if (cursor === undefined) {
         // An empty log: its first event, once there is one, starts the cursor.
         const page = await this.request('events.list', { query: { limit: 1 } }, options);
-        const oldest = page.total > 0 ? (await this.request('events.list', { query: { limit: 1, offset: page.total - 1 } }, options)).data[0] : undefined;
+        const oldest =
+          page.total > 0
+            ? (await this.request('events.list', { query: { limit: 1, offset: page.total - 1 } }, options)).data[0]
+            : undefined;
         if (oldest) {
           found = true;
           cursor = oldest.id;

@@ -6,7 +6,11 @@ import type { RequestOptions, RequestSender } from '../request-sender.js';
 export abstract class Resource {
   constructor(protected readonly sender: RequestSender) {}
 
-  protected request<K extends OperationId>(operationId: K, input: OperationInput<K>, options?: RequestOptions): Promise<OperationResult<K>> {
+  protected request<K extends OperationId>(
+    operationId: K,
+    input: OperationInput<K>,
+    options?: RequestOptions,
+  ): Promise<OperationResult<K>> {
     return this.sender.send(operationId, input, options);
   }
 

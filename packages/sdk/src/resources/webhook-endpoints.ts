@@ -37,7 +37,11 @@ export class WebhookEndpoints extends Resource {
 
   /** The endpoint's deliveries, newest first, each with its attempts. */
   deliveries(id: string, params: ListDeliveriesQuery = {}, options?: RequestOptions): PagePromise<WebhookDelivery> {
-    return this.paginate('webhookEndpoints.listDeliveries', (offset) => ({ params: { id }, query: withOffset(params, offset) }), options);
+    return this.paginate(
+      'webhookEndpoints.listDeliveries',
+      (offset) => ({ params: { id }, query: withOffset(params, offset) }),
+      options,
+    );
   }
 
   /** Sends a delivery again now (also for a disabled endpoint). */

@@ -1,4 +1,12 @@
-import type { CreateWorkflowBody, ListRunsQuery, ListWorkflowsQuery, TriggerWorkflowBody, UpdateWorkflowBody, Workflow, WorkflowRun } from '../contract.js';
+import type {
+  CreateWorkflowBody,
+  ListRunsQuery,
+  ListWorkflowsQuery,
+  TriggerWorkflowBody,
+  UpdateWorkflowBody,
+  Workflow,
+  WorkflowRun,
+} from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';
@@ -33,7 +41,11 @@ export class Workflows extends Resource {
 
   /** The workflow's runs, newest first; filter `status`. */
   runs(id: string, params: ListRunsQuery = {}, options?: RequestOptions): PagePromise<WorkflowRun> {
-    return this.paginate('workflows.listRuns', (offset) => ({ params: { id }, query: withOffset(params, offset) }), options);
+    return this.paginate(
+      'workflows.listRuns',
+      (offset) => ({ params: { id }, query: withOffset(params, offset) }),
+      options,
+    );
   }
 
   retrieveRun(id: string, runId: string, options?: RequestOptions): Promise<WorkflowRun> {

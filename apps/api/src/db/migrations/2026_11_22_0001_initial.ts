@@ -52,7 +52,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('contacts_pk', ['account_id', 'id'])
     .addUniqueConstraint('contacts_phone_unique', ['account_id', 'phone'])
     .execute();
-  await db.schema.createIndex('contacts_created_idx').on('contacts').columns(['account_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('contacts_created_idx')
+    .on('contacts')
+    .columns(['account_id', 'created_at', 'id'])
+    .execute();
 
   await db.schema
     .createTable('contact_tags')
@@ -61,9 +65,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('tag', codePointText, (c) => c.notNull())
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('contact_tags_pk', ['account_id', 'contact_id', 'tag'])
-    .addForeignKeyConstraint('contact_tags_contact_fk', ['account_id', 'contact_id'], 'contacts', ['account_id', 'id'], (fk) => fk.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'contact_tags_contact_fk',
+      ['account_id', 'contact_id'],
+      'contacts',
+      ['account_id', 'id'],
+      (fk) => fk.onDelete('cascade'),
+    )
     .execute();
-  await db.schema.createIndex('contact_tags_tag_idx').on('contact_tags').columns(['account_id', 'tag', 'contact_id']).execute();
+  await db.schema
+    .createIndex('contact_tags_tag_idx')
+    .on('contact_tags')
+    .columns(['account_id', 'tag', 'contact_id'])
+    .execute();
 
   await db.schema
     .createTable('conversations')
@@ -79,18 +93,40 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('conversations_pk', ['account_id', 'id'])
-    .addForeignKeyConstraint('conversations_contact_fk', ['account_id', 'contact_id'], 'contacts', ['account_id', 'id'], (fk) => fk.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'conversations_contact_fk',
+      ['account_id', 'contact_id'],
+      'contacts',
+      ['account_id', 'id'],
+      (fk) => fk.onDelete('cascade'),
+    )
     .execute();
   // One index per filter combination the list offers, each ending in the sort key.
-  await db.schema.createIndex('conversations_activity_idx').on('conversations').columns(['account_id', 'last_activity_at', 'id']).execute();
-  await db.schema.createIndex('conversations_status_idx').on('conversations').columns(['account_id', 'status', 'last_activity_at', 'id']).execute();
-  await db.schema.createIndex('conversations_platform_idx').on('conversations').columns(['account_id', 'platform', 'last_activity_at', 'id']).execute();
+  await db.schema
+    .createIndex('conversations_activity_idx')
+    .on('conversations')
+    .columns(['account_id', 'last_activity_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('conversations_status_idx')
+    .on('conversations')
+    .columns(['account_id', 'status', 'last_activity_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('conversations_platform_idx')
+    .on('conversations')
+    .columns(['account_id', 'platform', 'last_activity_at', 'id'])
+    .execute();
   await db.schema
     .createIndex('conversations_status_platform_idx')
     .on('conversations')
     .columns(['account_id', 'status', 'platform', 'last_activity_at', 'id'])
     .execute();
-  await db.schema.createIndex('conversations_contact_idx').on('conversations').columns(['account_id', 'contact_id', 'platform']).execute();
+  await db.schema
+    .createIndex('conversations_contact_idx')
+    .on('conversations')
+    .columns(['account_id', 'contact_id', 'platform'])
+    .execute();
 
   await db.schema
     .createTable('messages')
@@ -103,11 +139,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('status', 'text', (c) => c.notNull())
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('messages_pk', ['account_id', 'id'])
-    .addForeignKeyConstraint('messages_conversation_fk', ['account_id', 'conversation_id'], 'conversations', ['account_id', 'id'], (fk) =>
-      fk.onDelete('cascade'),
+    .addForeignKeyConstraint(
+      'messages_conversation_fk',
+      ['account_id', 'conversation_id'],
+      'conversations',
+      ['account_id', 'id'],
+      (fk) => fk.onDelete('cascade'),
     )
     .execute();
-  await db.schema.createIndex('messages_conversation_idx').on('messages').columns(['account_id', 'conversation_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('messages_conversation_idx')
+    .on('messages')
+    .columns(['account_id', 'conversation_id', 'created_at', 'id'])
+    .execute();
 
   await db.schema
     .createTable('orders')
@@ -129,8 +173,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addForeignKeyConstraint('orders_contact_fk', ['account_id', 'contact_id'], 'contacts', ['account_id', 'id'])
     .execute();
   await db.schema.createIndex('orders_placed_idx').on('orders').columns(['account_id', 'placed_at', 'id']).execute();
-  await db.schema.createIndex('orders_contact_idx').on('orders').columns(['account_id', 'contact_id', 'placed_at', 'id']).execute();
-  await db.schema.createIndex('orders_status_idx').on('orders').columns(['account_id', 'status', 'placed_at', 'id']).execute();
+  await db.schema
+    .createIndex('orders_contact_idx')
+    .on('orders')
+    .columns(['account_id', 'contact_id', 'placed_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('orders_status_idx')
+    .on('orders')
+    .columns(['account_id', 'status', 'placed_at', 'id'])
+    .execute();
   await db.schema.createIndex('orders_number_value_idx').on('orders').columns(['account_id', 'number_value']).execute();
 }
 

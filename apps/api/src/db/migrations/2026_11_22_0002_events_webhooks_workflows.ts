@@ -22,7 +22,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('events_pk', ['account_id', 'id'])
     .execute();
   await db.schema.createIndex('events_created_idx').on('events').columns(['account_id', 'created_at', 'id']).execute();
-  await db.schema.createIndex('events_type_idx').on('events').columns(['account_id', 'type', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('events_type_idx')
+    .on('events')
+    .columns(['account_id', 'type', 'created_at', 'id'])
+    .execute();
   await db.schema.createIndex('events_prune_idx').on('events').column('created_at').execute();
 
   await db.schema
@@ -37,7 +41,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('webhook_endpoints_pk', ['account_id', 'id'])
     .execute();
-  await db.schema.createIndex('webhook_endpoints_created_idx').on('webhook_endpoints').columns(['account_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('webhook_endpoints_created_idx')
+    .on('webhook_endpoints')
+    .columns(['account_id', 'created_at', 'id'])
+    .execute();
 
   await db.schema
     .createTable('webhook_deliveries')
@@ -53,11 +61,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('webhook_deliveries_pk', ['account_id', 'id'])
-    .addForeignKeyConstraint('webhook_deliveries_endpoint_fk', ['account_id', 'endpoint_id'], 'webhook_endpoints', ['account_id', 'id'], (fk) =>
-      fk.onDelete('cascade'),
+    .addForeignKeyConstraint(
+      'webhook_deliveries_endpoint_fk',
+      ['account_id', 'endpoint_id'],
+      'webhook_endpoints',
+      ['account_id', 'id'],
+      (fk) => fk.onDelete('cascade'),
     )
     .execute();
-  await db.schema.createIndex('webhook_deliveries_endpoint_idx').on('webhook_deliveries').columns(['account_id', 'endpoint_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('webhook_deliveries_endpoint_idx')
+    .on('webhook_deliveries')
+    .columns(['account_id', 'endpoint_id', 'created_at', 'id'])
+    .execute();
   await db.schema
     .createIndex('webhook_deliveries_status_idx')
     .on('webhook_deliveries')
@@ -89,7 +105,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('workflows_pk', ['account_id', 'id'])
     .execute();
-  await db.schema.createIndex('workflows_created_idx').on('workflows').columns(['account_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('workflows_created_idx')
+    .on('workflows')
+    .columns(['account_id', 'created_at', 'id'])
+    .execute();
 
   await db.schema
     .createTable('workflow_runs')
@@ -109,11 +129,29 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('finished_at', 'text')
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('workflow_runs_pk', ['account_id', 'id'])
-    .addForeignKeyConstraint('workflow_runs_workflow_fk', ['account_id', 'workflow_id'], 'workflows', ['account_id', 'id'], (fk) => fk.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'workflow_runs_workflow_fk',
+      ['account_id', 'workflow_id'],
+      'workflows',
+      ['account_id', 'id'],
+      (fk) => fk.onDelete('cascade'),
+    )
     .execute();
-  await db.schema.createIndex('workflow_runs_workflow_idx').on('workflow_runs').columns(['account_id', 'workflow_id', 'created_at', 'id']).execute();
-  await db.schema.createIndex('workflow_runs_status_idx').on('workflow_runs').columns(['account_id', 'workflow_id', 'status', 'created_at', 'id']).execute();
-  await db.schema.createIndex('workflow_runs_contact_idx').on('workflow_runs').columns(['account_id', 'contact_id']).execute();
+  await db.schema
+    .createIndex('workflow_runs_workflow_idx')
+    .on('workflow_runs')
+    .columns(['account_id', 'workflow_id', 'created_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('workflow_runs_status_idx')
+    .on('workflow_runs')
+    .columns(['account_id', 'workflow_id', 'status', 'created_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('workflow_runs_contact_idx')
+    .on('workflow_runs')
+    .columns(['account_id', 'contact_id'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -34,7 +34,8 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 export async function down(db: Kysely<any>): Promise<void> {
   if (isPostgres(db)) {
-    for (const index of ['contacts_name_trgm_idx', 'contacts_email_trgm_idx', 'contacts_phone_trgm_idx']) await db.schema.dropIndex(index).ifExists().execute();
+    for (const index of ['contacts_name_trgm_idx', 'contacts_email_trgm_idx', 'contacts_phone_trgm_idx'])
+      await db.schema.dropIndex(index).ifExists().execute();
     return;
   }
   for (const trigger of ['contacts_search_insert', 'contacts_search_delete', 'contacts_search_update'])

@@ -44,8 +44,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     sql.raw(`
     insert into conversation_counts (account_id, status, platform, count) values (${row}.account_id, ${row}.status, ${row}.platform, ${delta})
       on conflict (account_id, status, platform) do update set count = count + ${delta};`);
-  await sql`create trigger conversation_counts_insert after insert on conversations begin ${add('new', 1)} end`.execute(db);
-  await sql`create trigger conversation_counts_delete after delete on conversations begin ${add('old', -1)} end`.execute(db);
+  await sql`create trigger conversation_counts_insert after insert on conversations begin ${add('new', 1)} end`.execute(
+    db,
+  );
+  await sql`create trigger conversation_counts_delete after delete on conversations begin ${add('old', -1)} end`.execute(
+    db,
+  );
   await sql`create trigger conversation_counts_update after update of status, platform on conversations
     when old.status is not new.status or old.platform is not new.platform
     begin ${add('old', -1)} ${add('new', 1)} end`.execute(db);

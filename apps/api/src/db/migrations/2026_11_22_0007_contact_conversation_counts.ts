@@ -20,11 +20,15 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('conversation_count', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
   await sql`update contacts set conversation_count = (
-    select count(*) from conversations where conversations.account_id = contacts.account_id and conversations.contact_id = contacts.id)`.execute(db);
+    select count(*) from conversations where conversations.account_id = contacts.account_id and conversations.contact_id = contacts.id)`.execute(
+    db,
+  );
 
   await db.schema.dropIndex('conversations_activity_idx').execute();
   if (isPostgres(db)) {
-    await sql`create index conversations_activity_idx on conversations (account_id, last_activity_at, id) include (contact_id)`.execute(db);
+    await sql`create index conversations_activity_idx on conversations (account_id, last_activity_at, id) include (contact_id)`.execute(
+      db,
+    );
     await sql`create function contact_conversation_count_keep() returns trigger language plpgsql as $$
       begin
         if tg_op in ('UPDATE', 'DELETE') then
@@ -43,11 +47,21 @@ export async function up(db: Kysely<any>): Promise<void> {
       execute function contact_conversation_count_keep()`.execute(db);
     return;
   }
-  await db.schema.createIndex('conversations_activity_idx').on('conversations').columns(['account_id', 'last_activity_at', 'id', 'contact_id']).execute();
+  await db.schema
+    .createIndex('conversations_activity_idx')
+    .on('conversations')
+    .columns(['account_id', 'last_activity_at', 'id', 'contact_id'])
+    .execute();
   const add = (row: 'new' | 'old', delta: '+ 1' | '- 1') =>
-    sql.raw(`update contacts set conversation_count = conversation_count ${delta} where account_id = ${row}.account_id and id = ${row}.contact_id;`);
-  await sql`create trigger contact_conversation_count_insert after insert on conversations begin ${add('new', '+ 1')} end`.execute(db);
-  await sql`create trigger contact_conversation_count_delete after delete on conversations begin ${add('old', '- 1')} end`.execute(db);
+    sql.raw(
+      `update contacts set conversation_count = conversation_count ${delta} where account_id = ${row}.account_id and id = ${row}.contact_id;`,
+    );
+  await sql`create trigger contact_conversation_count_insert after insert on conversations begin ${add('new', '+ 1')} end`.execute(
+    db,
+  );
+  await sql`create trigger contact_conversation_count_delete after delete on conversations begin ${add('old', '- 1')} end`.execute(
+    db,
+  );
   await sql`create trigger contact_conversation_count_update after update of account_id, contact_id on conversations
     when old.account_id is not new.account_id or old.contact_id is not new.contact_id
     begin ${add('old', '- 1')} ${add('new', '+ 1')} end`.execute(db);
@@ -59,10 +73,18 @@ export async function down(db: Kysely<any>): Promise<void> {
     await sql`drop trigger if exists contact_conversation_count_update on conversations`.execute(db);
     await sql`drop function if exists contact_conversation_count_keep()`.execute(db);
   } else {
-    for (const trigger of ['contact_conversation_count_insert', 'contact_conversation_count_delete', 'contact_conversation_count_update'])
+    for (const trigger of [
+      'contact_conversation_count_insert',
+      'contact_conversation_count_delete',
+      'contact_conversation_count_update',
+    ])
       await sql`drop trigger if exists ${sql.raw(trigger)}`.execute(db);
   }
   await db.schema.dropIndex('conversations_activity_idx').execute();
-  await db.schema.createIndex('conversations_activity_idx').on('conversations').columns(['account_id', 'last_activity_at', 'id']).execute();
+  await db.schema
+    .createIndex('conversations_activity_idx')
+    .on('conversations')
+    .columns(['account_id', 'last_activity_at', 'id'])
+    .execute();
   await db.schema.alterTable('contacts').dropColumn('conversation_count').execute();
 }

@@ -27,7 +27,9 @@ import { isPostgres } from '../dialect.js';
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('conversations').addColumn('contact_name_search', 'text').execute();
   await sql`update conversations set contact_name_search = (
-    select name_search from contacts where contacts.account_id = conversations.account_id and contacts.id = conversations.contact_id)`.execute(db);
+    select name_search from contacts where contacts.account_id = conversations.account_id and contacts.id = conversations.contact_id)`.execute(
+    db,
+  );
   await db.schema
     .createTable('conversation_name_trigrams')
     .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
@@ -112,8 +114,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   // A new conversation counts the copy it was written with (none, from the API), then takes its
   // contact's name: the update trigger below counts the change.
-  await sql`create trigger conversation_name_trigrams_insert after insert on conversations begin ${apply('new', 1)} ${fill} end`.execute(db);
-  await sql`create trigger conversation_name_trigrams_delete after delete on conversations begin ${apply('old', -1)} end`.execute(db);
+  await sql`create trigger conversation_name_trigrams_insert after insert on conversations begin ${apply('new', 1)} ${fill} end`.execute(
+    db,
+  );
+  await sql`create trigger conversation_name_trigrams_delete after delete on conversations begin ${apply('old', -1)} end`.execute(
+    db,
+  );
   await sql`create trigger conversation_name_trigrams_update after update of account_id, contact_name_search on conversations
     when old.account_id is not new.account_id or old.contact_name_search is not new.contact_name_search
     begin ${apply('old', -1)} ${apply('new', 1)} end`.execute(db);
@@ -122,13 +128,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     begin ${fill} end`.execute(db);
   await sql`create trigger contact_name_search_follow after update of name_search on contacts
     when old.name_search is not new.name_search
-    begin update conversations set contact_name_search = new.name_search where account_id = new.account_id and contact_id = new.id; end`.execute(db);
+    begin update conversations set contact_name_search = new.name_search where account_id = new.account_id and contact_id = new.id; end`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
   if (isPostgres(db)) {
     await sql`drop trigger if exists contact_name_search_follow on contacts`.execute(db);
-    for (const trigger of ['conversation_contact_name_fill', 'conversation_name_trigrams_insert_delete', 'conversation_name_trigrams_update']) {
+    for (const trigger of [
+      'conversation_contact_name_fill',
+      'conversation_name_trigrams_insert_delete',
+      'conversation_name_trigrams_update',
+    ]) {
       await sql`drop trigger if exists ${sql.raw(trigger)} on conversations`.execute(db);
     }
     for (const fn of [
@@ -152,7 +164,15 @@ export async function down(db: Kysely<any>): Promise<void> {
   }
   await db.schema.dropTable('conversation_name_trigrams').execute();
   await db.schema.dropIndex('conversations_activity_idx').execute();
-  if (isPostgres(db)) await sql`create index conversations_activity_idx on conversations (account_id, last_activity_at, id) include (contact_id)`.execute(db);
-  else await db.schema.createIndex('conversations_activity_idx').on('conversations').columns(['account_id', 'last_activity_at', 'id', 'contact_id']).execute();
+  if (isPostgres(db))
+    await sql`create index conversations_activity_idx on conversations (account_id, last_activity_at, id) include (contact_id)`.execute(
+      db,
+    );
+  else
+    await db.schema
+      .createIndex('conversations_activity_idx')
+      .on('conversations')
+      .columns(['account_id', 'last_activity_at', 'id', 'contact_id'])
+      .execute();
   await db.schema.alterTable('conversations').dropColumn('contact_name_search').execute();
 }

@@ -35,8 +35,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     primary key (suffix, contact_rowid)
   ) without rowid`.execute(db);
   await sql.raw(backfill).execute(db);
-  await sql.raw(`create trigger contact_phone_suffixes_insert after insert on contacts begin ${add('new')} end`).execute(db);
-  await sql.raw(`create trigger contact_phone_suffixes_delete after delete on contacts begin ${remove('old')} end`).execute(db);
+  await sql
+    .raw(`create trigger contact_phone_suffixes_insert after insert on contacts begin ${add('new')} end`)
+    .execute(db);
+  await sql
+    .raw(`create trigger contact_phone_suffixes_delete after delete on contacts begin ${remove('old')} end`)
+    .execute(db);
   await sql
     .raw(`create trigger contact_phone_suffixes_update after update of phone_digits on contacts
     when old.phone_digits is not new.phone_digits
@@ -49,7 +53,11 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 export async function down(db: Kysely<any>): Promise<void> {
   if (isPostgres(db)) return;
-  for (const trigger of ['contact_phone_suffixes_insert', 'contact_phone_suffixes_delete', 'contact_phone_suffixes_update']) {
+  for (const trigger of [
+    'contact_phone_suffixes_insert',
+    'contact_phone_suffixes_delete',
+    'contact_phone_suffixes_update',
+  ]) {
     await sql`drop trigger if exists ${sql.raw(trigger)}`.execute(db);
   }
   await sql`drop table contact_phone_suffixes`.execute(db);
@@ -58,11 +66,14 @@ export async function down(db: Kysely<any>): Promise<void> {
 }
 
 /** The suffixes of three digits or more of `phone` (an expression), as rows of one column, `suffix`. */
-const suffixesOf = (phone: string) => `with recursive position(i) as (select 1 union all select i + 1 from position where i < length(${phone}) - 2)
+const suffixesOf = (
+  phone: string,
+) => `with recursive position(i) as (select 1 union all select i + 1 from position where i < length(${phone}) - 2)
   select substr(${phone}, i) as suffix from position where i <= length(${phone}) - 2`;
 const add = (row: 'new') =>
   `insert into contact_phone_suffixes (suffix, contact_rowid) select suffix, ${row}.rowid from (${suffixesOf(`${row}.phone_digits`)});`;
-const remove = (row: 'old') => `delete from contact_phone_suffixes where contact_rowid = ${row}.rowid and suffix in (${suffixesOf(`${row}.phone_digits`)});`;
+const remove = (row: 'old') =>
+  `delete from contact_phone_suffixes where contact_rowid = ${row}.rowid and suffix in (${suffixesOf(`${row}.phone_digits`)});`;
 /** Every contact's suffixes, in the table's order (a sorted load builds the B-tree page by page). */
 const backfill = `insert into contact_phone_suffixes (suffix, contact_rowid)
   with recursive position(i) as (select 1 union all select i + 1 from position where i < (select max(length(phone_digits)) from contacts) - 2)
@@ -72,7 +83,11 @@ const backfill = `insert into contact_phone_suffixes (suffix, contact_rowid)
 async function createSearchTable(db: Kysely<any>, columns: string[]): Promise<void> {
   const list = columns.join(', ');
   const values = (row: 'new' | 'old') => columns.map((column) => `${row}.${column}`).join(', ');
-  await sql.raw(`create virtual table contacts_search using fts5(${list}, content='contacts', content_rowid='rowid', tokenize='trigram')`).execute(db);
+  await sql
+    .raw(
+      `create virtual table contacts_search using fts5(${list}, content='contacts', content_rowid='rowid', tokenize='trigram')`,
+    )
+    .execute(db);
   await sql.raw(`insert into contacts_search(rowid, ${list}) select rowid, ${list} from contacts`).execute(db);
   await sql
     .raw(`create trigger contacts_search_insert after insert on contacts begin
@@ -93,6 +108,7 @@ async function createSearchTable(db: Kysely<any>, columns: string[]): Promise<vo
 }
 
 async function dropSearchTable(db: Kysely<any>): Promise<void> {
-  for (const trigger of ['contacts_search_insert', 'contacts_search_delete', 'contacts_search_update']) await sql`drop trigger ${sql.raw(trigger)}`.execute(db);
+  for (const trigger of ['contacts_search_insert', 'contacts_search_delete', 'contacts_search_update'])
+    await sql`drop trigger ${sql.raw(trigger)}`.execute(db);
   await sql`drop table contacts_search`.execute(db);
 }

@@ -24,7 +24,9 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('orders').addColumn('number_value', 'bigint').execute();
-  await sql`update orders set number_value = cast(number as bigint) where number_key is not null and length(number) <= 15`.execute(db);
+  await sql`update orders set number_value = cast(number as bigint) where number_key is not null and length(number) <= 15`.execute(
+    db,
+  );
   await db.schema.createIndex('orders_number_value_idx').on('orders').columns(['account_id', 'number_value']).execute();
   await db.schema.dropIndex('orders_number_key_idx').execute();
   await db.schema.alterTable('orders').dropColumn('number_key').execute();

@@ -14,7 +14,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('lane', 'text', (c) => c.notNull().defaultTo('system'))
     .execute();
   await sql`update jobs set lane = 'account:' || account_id where account_id is not null`.execute(db);
-  const deliveryId = isPostgres(db) ? sql`(jobs.payload::json ->> 'deliveryId')` : sql`json_extract(jobs.payload, '$.deliveryId')`;
+  const deliveryId = isPostgres(db)
+    ? sql`(jobs.payload::json ->> 'deliveryId')`
+    : sql`json_extract(jobs.payload, '$.deliveryId')`;
   await sql`update jobs set lane = 'endpoint:' || d.endpoint_id from webhook_deliveries d
     where jobs.kind = 'deliver_webhook' and d.account_id = jobs.account_id and d.id = ${deliveryId}`.execute(db);
   await db.schema.createIndex('jobs_lane_due_idx').on('jobs').columns(['lane', 'run_at', 'id']).execute();

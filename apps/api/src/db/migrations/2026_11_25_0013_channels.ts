@@ -26,7 +26,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('channels_pk', ['account_id', 'id'])
     .addUniqueConstraint('channels_external_id_unique', ['account_id', 'platform', 'external_id'])
     .execute();
-  await db.schema.createIndex('channels_created_idx').on('channels').columns(['account_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('channels_created_idx')
+    .on('channels')
+    .columns(['account_id', 'created_at', 'id'])
+    .execute();
   // Meta's webhooks name the channel in their path, without an account.
   await db.schema.createIndex('channels_id_idx').on('channels').column('id').unique().execute();
 
@@ -55,9 +59,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('last_inbound_at', 'text')
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('contact_identities_pk', ['account_id', 'channel_id', 'external_id'])
-    .addForeignKeyConstraint('contact_identities_contact_fk', ['account_id', 'contact_id'], 'contacts', ['account_id', 'id'], (fk) => fk.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'contact_identities_contact_fk',
+      ['account_id', 'contact_id'],
+      'contacts',
+      ['account_id', 'id'],
+      (fk) => fk.onDelete('cascade'),
+    )
     .execute();
-  await db.schema.createIndex('contact_identities_contact_idx').on('contact_identities').columns(['account_id', 'contact_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('contact_identities_contact_idx')
+    .on('contact_identities')
+    .columns(['account_id', 'contact_id', 'created_at'])
+    .execute();
 
   await db.schema.alterTable('conversations').addColumn('channel_id', 'text').execute();
   // Partial, so that the planners never take it for the account's other reads of conversations.
@@ -106,7 +120,8 @@ export async function down(db: Kysely<any>): Promise<void> {
   }
   await db.schema.alterTable('contacts').dropColumn('identities').execute();
   await db.schema.dropIndex('messages_platform_id_unique').execute();
-  for (const column of ['updated_at', 'media', 'error', 'platform_message_id']) await db.schema.alterTable('messages').dropColumn(column).execute();
+  for (const column of ['updated_at', 'media', 'error', 'platform_message_id'])
+    await db.schema.alterTable('messages').dropColumn(column).execute();
   await db.schema.dropIndex('conversations_channel_contact_idx').execute();
   await db.schema.alterTable('conversations').dropColumn('channel_id').execute();
   await db.schema.dropTable('contact_identities').execute();
@@ -122,13 +137,20 @@ export async function down(db: Kysely<any>): Promise<void> {
  */
 async function rebuildSqliteTable(db: Kysely<any>, table: string, change: (create: string) => string): Promise<void> {
   const rebuilt = `${table}_rebuilt`;
-  const schema = await sql<{ type: string; sql: string | null }>`select type, sql from sqlite_master where tbl_name = ${table}`.execute(db);
+  const schema = await sql<{
+    type: string;
+    sql: string | null;
+  }>`select type, sql from sqlite_master where tbl_name = ${table}`.execute(db);
   const create = schema.rows.find((row) => row.type === 'table')?.sql;
   if (!create) throw new Error(`No table ${table}`);
   const changed = change(create);
   if (changed === create) throw new Error(`The change to ${table} matched nothing`);
-  const dependents = schema.rows.filter((row) => row.type !== 'table' && row.sql !== null).map((row) => row.sql as string);
-  const columns = (await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(db)).rows.map((row) => `"${row.name}"`).join(', ');
+  const dependents = schema.rows
+    .filter((row) => row.type !== 'table' && row.sql !== null)
+    .map((row) => row.sql as string);
+  const columns = (await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(db)).rows
+    .map((row) => `"${row.name}"`)
+    .join(', ');
 
   await sql`pragma foreign_keys = off`.execute(db);
   await sql`pragma legacy_alter_table = on`.execute(db);

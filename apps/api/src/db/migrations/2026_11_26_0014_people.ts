@@ -65,5 +65,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['password_resets', 'invitations', 'sessions', 'memberships', 'users']) await db.schema.dropTable(table).execute();
+  for (const table of ['password_resets', 'invitations', 'sessions', 'memberships', 'users'])
+    await db.schema.dropTable(table).execute();
 }

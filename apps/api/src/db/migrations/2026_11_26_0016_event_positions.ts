@@ -11,7 +11,12 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`update events set position = numbered.n
     from (select account_id, id, row_number() over (partition by account_id order by created_at, id) as n from events) as numbered
     where events.account_id = numbered.account_id and events.id = numbered.id`.execute(db);
-  await db.schema.createIndex('events_position_idx').on('events').columns(['account_id', 'position']).unique().execute();
+  await db.schema
+    .createIndex('events_position_idx')
+    .on('events')
+    .columns(['account_id', 'position'])
+    .unique()
+    .execute();
   await db.schema
     .createIndex('events_unpositioned_idx')
     .on('events')

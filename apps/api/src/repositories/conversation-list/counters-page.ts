@@ -2,7 +2,15 @@ import { sql } from 'kysely';
 import type { Dialect } from '../../db/dialect.js';
 import { preparedByShape } from '../prepared.js';
 import { type Executor, TenantScope } from '../tenant.js';
-import { type ConversationFilter, type FilterShape, type FilterValues, filterOf, filterShape, filterValues, whereFiltered } from './filter.js';
+import {
+  type ConversationFilter,
+  type FilterShape,
+  type FilterValues,
+  filterOf,
+  filterShape,
+  filterValues,
+  whereFiltered,
+} from './filter.js';
 import { type PageShape, limitedTo, offsetOf, pageOf, pageShape, rowsWithIdsIn } from './rows.js';
 import type { ConversationWithContact, ListResult, Page } from './types.js';
 
@@ -42,7 +50,8 @@ export const countFromCounters = (scope: TenantScope, filter: ConversationFilter
 type ListShape = FilterShape & PageShape;
 type ListValues = FilterValues & { offset: number | undefined };
 
-const idsQuery = (scope: TenantScope, filter: ConversationFilter) => whereFiltered(scope.selectFrom('conversations'), 'conversations', filter);
+const idsQuery = (scope: TenantScope, filter: ConversationFilter) =>
+  whereFiltered(scope.selectFrom('conversations'), 'conversations', filter);
 
 const pageQuery = preparedByShape((db: Executor, dialect: Dialect, shape: ListShape, values: ListValues) => {
   const scope = new TenantScope(db, values.accountId, dialect);

@@ -7,7 +7,8 @@ import type { TenantScope } from '../tenant.js';
  * plan compares for equality, and of migration 0006's `conversation_counts`, which totals it. A filter
  * the counters do not keep fails to compile here.
  */
-export const FILTER_COLUMNS = ['status', 'platform'] as const satisfies readonly (keyof ConversationTable & keyof ConversationCountTable)[];
+export const FILTER_COLUMNS = ['status', 'platform'] as const satisfies readonly (keyof ConversationTable &
+  keyof ConversationCountTable)[];
 export type FilterColumn = (typeof FILTER_COLUMNS)[number];
 
 /** What a conversation list selects: the declared filters, and a search of the contacts. */
@@ -24,7 +25,8 @@ export const filtersOf = <Q extends { [K in FilterColumn]?: ConversationTable[K]
 ): ConversationFilter => Object.fromEntries(FILTER_COLUMNS.map((column) => [column, query[column]]));
 
 /** Whether any declared filter narrows the list (beyond a search). */
-export const isNarrowed = (filter: ConversationFilter): boolean => FILTER_COLUMNS.some((column) => filter[column] !== undefined);
+export const isNarrowed = (filter: ConversationFilter): boolean =>
+  FILTER_COLUMNS.some((column) => filter[column] !== undefined);
 
 /** The declared filters' conditions on `table` (`conversations` or its counters), added to a query. */
 // biome-ignore lint/suspicious/noExplicitAny: any query of a table that has the filter columns.

@@ -55,11 +55,18 @@ describeEachDialect('conversation list filters', (server) => {
     seeded = true;
     const strip = <T extends { account_id: string }>({ account_id: _, ...row }: T) => row;
     await scope().insert('contacts', contacts.map(strip));
-    for (let i = 0; i < conversations.length; i += 200) await scope().insert('conversations', conversations.slice(i, i + 200).map(strip));
+    for (let i = 0; i < conversations.length; i += 200)
+      await scope().insert('conversations', conversations.slice(i, i + 200).map(strip));
   }
 
   const byActivity = (a: Omit<ConversationRow, 'channel_id'>, b: Omit<ConversationRow, 'channel_id'>) =>
-    a.last_activity_at === b.last_activity_at ? (a.id < b.id ? 1 : -1) : a.last_activity_at < b.last_activity_at ? 1 : -1;
+    a.last_activity_at === b.last_activity_at
+      ? a.id < b.id
+        ? 1
+        : -1
+      : a.last_activity_at < b.last_activity_at
+        ? 1
+        : -1;
 
   const searches: { search: string | undefined; plan: ListPlan; contacts?: number }[] = [
     { search: undefined, plan: 'counters' },
@@ -76,7 +83,9 @@ describeEachDialect('conversation list filters', (server) => {
           const filter: ConversationFilter = { [column]: value, search };
           expect(planList(filter, { contacts: matching })).toBe(plan);
           const expected = conversations
-            .filter((row) => row[column] === value && (search === undefined || nameOf.get(row.contact_id)?.includes(search)))
+            .filter(
+              (row) => row[column] === value && (search === undefined || nameOf.get(row.contact_id)?.includes(search)),
+            )
             .sort(byActivity);
           for (const offset of [0, 20, expected.length]) {
             const { rows, total } = await listConversations(scope(), filter, { limit: 20, offset });

@@ -3,7 +3,15 @@ import type { Dialect } from '../../db/dialect.js';
 import type { SearchTerm } from '../contact-search.js';
 import { preparedByShape } from '../prepared.js';
 import { type Executor, TenantScope } from '../tenant.js';
-import { type ConversationFilter, type FilterShape, type FilterValues, filterOf, filterShape, filterValues, whereFiltered } from './filter.js';
+import {
+  type ConversationFilter,
+  type FilterShape,
+  type FilterValues,
+  filterOf,
+  filterShape,
+  filterValues,
+  whereFiltered,
+} from './filter.js';
 import { FEW_CONTACTS } from './plan.js';
 import {
   type PageShape,
@@ -62,12 +70,20 @@ export async function searchContacts(scope: TenantScope, filter: ConversationFil
     ids: first?.ids ?? null,
     page: undefined,
   };
-  if (paged && contacts <= FEW_CONTACTS) found.page = rows.filter((row) => row.id !== null).map(({ contacts: _, conversations: __, ids: ___, ...row }) => row);
+  if (paged && contacts <= FEW_CONTACTS)
+    found.page = rows
+      .filter((row) => row.id !== null)
+      .map(({ contacts: _, conversations: __, ids: ___, ...row }) => row);
   return found;
 }
 
 /** The page of the conversations of a few contacts (their ids as searchContacts read them), filtered. */
-export const givenPage = async (scope: TenantScope, filter: ConversationFilter, contactIds: string[] | string, page: Page) =>
+export const givenPage = async (
+  scope: TenantScope,
+  filter: ConversationFilter,
+  contactIds: string[] | string,
+  page: Page,
+) =>
   (await givenPageQuery(
     scope,
     { ...filterShape(filter), ...pageShape(page) },
@@ -75,9 +91,18 @@ export const givenPage = async (scope: TenantScope, filter: ConversationFilter, 
   )) as ConversationWithContact[];
 
 const givenPageQuery = preparedByShape(
-  (db: Executor, dialect: Dialect, shape: FilterShape & PageShape, values: FilterValues & { contactIds: string[] | string; offset: number | undefined }) => {
+  (
+    db: Executor,
+    dialect: Dialect,
+    shape: FilterShape & PageShape,
+    values: FilterValues & { contactIds: string[] | string; offset: number | undefined },
+  ) => {
     const scope = new TenantScope(db, values.accountId, dialect);
-    const conversations = whereFiltered(conversationsWith(scope, 'contact_id', values.contactIds), 'conversations', filterOf(shape, values));
+    const conversations = whereFiltered(
+      conversationsWith(scope, 'contact_id', values.contactIds),
+      'conversations',
+      filterOf(shape, values),
+    );
     return pageOf(scope, conversations, 'sorted', shape, values.offset);
   },
 );
@@ -107,7 +132,9 @@ const summaryQuery = preparedByShape((db: Executor, dialect: Dialect, shape: Sum
     .select((eb) => [
       eb.fn.countAll<number>().as('contacts'),
       eb.fn.sum<number>('matched.conversation_count').as('conversations'),
-      sql<string[] | string | null>`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then ${dialect.listOf('matched.id')} end`.as('ids'),
+      sql<
+        string[] | string | null
+      >`case when count(*) <= ${sql.lit(FEW_CONTACTS)} then ${dialect.listOf('matched.id')} end`.as('ids'),
     ]);
   if (shape.page === undefined) return summary;
   const ids = scope
@@ -123,7 +150,11 @@ const summaryQuery = preparedByShape((db: Executor, dialect: Dialect, shape: Sum
       () => rowsWithIdsIn(scope, dialect.listFrom(page)).as('r'),
       (join) => join.on(sql<boolean>`summary.ids is not null`),
     )
-    .select([sql<number>`summary.contacts`.as('contacts'), sql<number>`summary.conversations`.as('conversations'), sql`summary.ids`.as('ids')])
+    .select([
+      sql<number>`summary.contacts`.as('contacts'),
+      sql<number>`summary.conversations`.as('conversations'),
+      sql`summary.ids`.as('ids'),
+    ])
     .selectAll('r' as never)
     .orderBy(sql`r.last_activity_at`, 'desc')
     .orderBy(sql`r.id`, 'desc');

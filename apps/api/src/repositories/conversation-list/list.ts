@@ -8,7 +8,11 @@ import { trigramPage } from './trigram.js';
 import type { ListResult, Page } from './types.js';
 
 /** A page of conversations, latest activity first, and the exact number the filter selects: planList's plan, run. */
-export async function listConversations(scope: TenantScope, filter: ConversationFilter, page: Page): Promise<ListResult> {
+export async function listConversations(
+  scope: TenantScope,
+  filter: ConversationFilter,
+  page: Page,
+): Promise<ListResult> {
   const { search } = filter;
   if (planList(filter) === 'counters' || search === undefined) return countersPage(scope, filter, page);
   const searched = { ...filter, search };
@@ -21,7 +25,8 @@ export async function listConversations(scope: TenantScope, filter: Conversation
   const narrowed = isNarrowed(filter);
   const contacts = await searchContacts(scope, searched, narrowed ? undefined : page);
   if (contacts.contacts === 0) return { rows: [], total: 0 };
-  if (planList(searched, { trigramDeclined, contacts: contacts.contacts }) === 'probe') return probePage(scope, searched, page, contacts);
+  if (planList(searched, { trigramDeclined, contacts: contacts.contacts }) === 'probe')
+    return probePage(scope, searched, page, contacts);
   if (contacts.page) return { rows: contacts.page, total: contacts.conversations };
   return givenContactsPage(scope, searched, page, contacts, narrowed);
 }
@@ -43,6 +48,7 @@ async function givenContactsPage(
     return { rows: await givenPage(scope, filter, ids, page), total: contacts.conversations };
   }
   const rows = await givenPage(scope, filter, ids, page);
-  if (rows.length < page.limit && (rows.length > 0 || page.offset === 0)) return { rows, total: page.offset + rows.length };
+  if (rows.length < page.limit && (rows.length > 0 || page.offset === 0))
+    return { rows, total: page.offset + rows.length };
   return { rows, total: await givenCount(scope, filter, ids) };
 }

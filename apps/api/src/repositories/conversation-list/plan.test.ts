@@ -24,7 +24,8 @@ describe('planList', () => {
   });
 
   it('never takes the trigram plan for a filtered list, whichever filter is declared', () => {
-    for (const column of FILTER_COLUMNS) expect(planList({ search: 'tin', [column]: filterValue[column] })).toBe('contacts');
+    for (const column of FILTER_COLUMNS)
+      expect(planList({ search: 'tin', [column]: filterValue[column] })).toBe('contacts');
   });
 
   it('reads the contacts first, then takes them as a list when few and probes them when many', () => {

@@ -62,17 +62,25 @@ describe('conversation search plans on SQLite', () => {
       },
       transformResult: async (args) => args.result,
     });
-    const { total } = await conversationsRepository.list(new TenantScope(db as Executor, accountId, database.capabilities), filter, {
-      limit: 20,
-      offset: 0,
-    });
+    const { total } = await conversationsRepository.list(
+      new TenantScope(db as Executor, accountId, database.capabilities),
+      filter,
+      {
+        limit: 20,
+        offset: 0,
+      },
+    );
     capturing = false;
     expect(total).toBeGreaterThan(0);
     // A subquery built apart is transformed apart too: keep the statements that ran.
-    const statements = captured.filter((query) => !captured.some((other) => other !== query && other.sql.includes(query.sql)));
+    const statements = captured.filter(
+      (query) => !captured.some((other) => other !== query && other.sql.includes(query.sql)),
+    );
     const plans = [];
     for (const query of statements) {
-      const rows = await database.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]));
+      const rows = await database.db.executeQuery<{ detail: string }>(
+        CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
+      );
       plans.push({ sql: query.sql, plan: rows.rows.map((row) => row.detail).join('\n') });
     }
     return plans;
@@ -86,8 +94,12 @@ describe('conversation search plans on SQLite', () => {
     expect(summary?.plan).toMatch(/SCAN contacts_search VIRTUAL TABLE INDEX/);
     expect(summary?.plan).toMatch(/SEARCH contacts USING INTEGER PRIMARY KEY \(rowid=\?\)/);
     expect(summary?.plan).not.toMatch(/contacts_created_idx/);
-    expect(page?.plan).toMatch(/SEARCH conversations USING (COVERING )?INDEX conversations_contact_idx \(account_id=\? AND contact_id=\?\)/);
-    expect(page?.plan).toMatch(/SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/);
+    expect(page?.plan).toMatch(
+      /SEARCH conversations USING (COVERING )?INDEX conversations_contact_idx \(account_id=\? AND contact_id=\?\)/,
+    );
+    expect(page?.plan).toMatch(
+      /SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/,
+    );
     expect(page?.plan).not.toMatch(/conversations_activity_idx/);
   });
 
@@ -97,8 +109,12 @@ describe('conversation search plans on SQLite', () => {
     expect(plans).toHaveLength(2);
     expect(summary?.plan).toMatch(/SEARCH contacts USING INTEGER PRIMARY KEY \(rowid=\?\)/);
     expect(summary?.plan).not.toMatch(/conversations/);
-    expect(page?.plan).toMatch(/SEARCH conversations USING (COVERING )?INDEX conversations_contact_idx \(account_id=\? AND contact_id=\?\)/);
-    expect(page?.plan).toMatch(/SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/);
+    expect(page?.plan).toMatch(
+      /SEARCH conversations USING (COVERING )?INDEX conversations_contact_idx \(account_id=\? AND contact_id=\?\)/,
+    );
+    expect(page?.plan).toMatch(
+      /SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/,
+    );
     expect(page?.plan).not.toMatch(/conversations_activity_idx/);
   });
 
@@ -110,8 +126,12 @@ describe('conversation search plans on SQLite', () => {
       /SEARCH conversation_name_trigrams USING (COVERING )?INDEX sqlite_autoindex_conversation_name_trigrams_1 \(account_id=\? AND trigram=\?\)/,
     );
     expect(counts?.plan).not.toMatch(/contacts|SEARCH conversations /);
-    expect(page?.plan).toMatch(/SEARCH conversations USING COVERING INDEX conversations_activity_idx \(account_id=\?\)/);
-    expect(page?.plan).toMatch(/SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/);
+    expect(page?.plan).toMatch(
+      /SEARCH conversations USING COVERING INDEX conversations_activity_idx \(account_id=\?\)/,
+    );
+    expect(page?.plan).toMatch(
+      /SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(account_id=\? AND id=\?\)/,
+    );
     expect(page?.plan).toMatch(/SEARCH contacts USING INDEX sqlite_autoindex_contacts_1 \(account_id=\? AND id=\?\)/);
     expect(page?.plan).not.toMatch(/contacts_search|conversations_contact_idx/);
   });
@@ -122,6 +142,8 @@ describe('conversation search plans on SQLite', () => {
     expect(plans).toHaveLength(2);
     expect(count?.plan).toMatch(/SEARCH conversation_counts/);
     expect(page?.sql).not.toMatch(/limit \?/);
-    expect(page?.plan).toMatch(/SEARCH conversations USING COVERING INDEX conversations_status_idx \(account_id=\? AND status=\?\)/);
+    expect(page?.plan).toMatch(
+      /SEARCH conversations USING COVERING INDEX conversations_status_idx \(account_id=\? AND status=\?\)/,
+    );
   });
 });

@@ -18,6 +18,12 @@ export async function probePage(
   // Without a filter the contacts' own counts are the exact total.
   const total = isNarrowed(filter) ? await countOf(conversationsOfContacts(scope, filter)) : found.conversations;
   if (total <= page.offset) return { rows: [], total };
-  const rows = (await pageOf(scope, conversationsOfContacts(scope, filter), 'sorted', pageShape(page), offsetOf(page)).execute()) as ConversationWithContact[];
+  const rows = (await pageOf(
+    scope,
+    conversationsOfContacts(scope, filter),
+    'sorted',
+    pageShape(page),
+    offsetOf(page),
+  ).execute()) as ConversationWithContact[];
   return { rows, total };
 }

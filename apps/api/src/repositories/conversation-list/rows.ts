@@ -1,7 +1,13 @@
 import { type AliasedExpression, type Expression, type SelectQueryBuilder, sql } from 'kysely';
 import type { Dialect } from '../../db/dialect.js';
 import type { Database } from '../../db/schema.js';
-import { type SearchColumn, type SearchTerm, bindSearch, contactMatches, foundBySearchTable } from '../contact-search.js';
+import {
+  type SearchColumn,
+  type SearchTerm,
+  bindSearch,
+  contactMatches,
+  foundBySearchTable,
+} from '../contact-search.js';
 import { prepared } from '../prepared.js';
 import { type Executor, type NoSelection, TenantScope } from '../tenant.js';
 import { type ConversationFilter, whereFiltered } from './filter.js';
@@ -12,7 +18,9 @@ export type ConversationsQuery = SelectQueryBuilder<Database, 'conversations', N
 
 const withContactJoined = (conversations: ConversationsQuery) =>
   conversations.innerJoin('contacts', (join) =>
-    join.onRef('contacts.account_id', '=', 'conversations.account_id').onRef('contacts.id', '=', 'conversations.contact_id'),
+    join
+      .onRef('contacts.account_id', '=', 'conversations.account_id')
+      .onRef('contacts.id', '=', 'conversations.contact_id'),
   );
 export const withContact = (scope: TenantScope) => withContactJoined(scope.selectFrom('conversations'));
 
@@ -48,8 +56,13 @@ void everyColumnRead;
  * (named: with sampled statistics SQLite took a scan of the account's activity index for cheaper).
  * Postgres plans the same join from its estimates.
  */
-export const conversationsOfEach = <A extends string>(scope: TenantScope, outer: AliasedExpression<{ id: string }, A>, column: 'id' | 'contact_id') => {
-  const conversations = column === 'contact_id' ? scope.dialect.indexedBy('conversations', 'conversations_contact_idx') : 'conversations';
+export const conversationsOfEach = <A extends string>(
+  scope: TenantScope,
+  outer: AliasedExpression<{ id: string }, A>,
+  column: 'id' | 'contact_id',
+) => {
+  const conversations =
+    column === 'contact_id' ? scope.dialect.indexedBy('conversations', 'conversations_contact_idx') : 'conversations';
   return scope.db
     .selectFrom(outer as AliasedExpression<{ id: string }, 'outer'>)
     .crossJoin(conversations as 'conversations')
@@ -58,8 +71,11 @@ export const conversationsOfEach = <A extends string>(scope: TenantScope, outer:
 };
 
 /** The conversations whose `column` is one of the ids of a bound list (boundList). */
-export const conversationsWith = (scope: TenantScope, column: 'id' | 'contact_id', list: string[] | string): ConversationsQuery =>
-  conversationsOfEach(scope, scope.dialect.idsIn(list).as('outer'), column);
+export const conversationsWith = (
+  scope: TenantScope,
+  column: 'id' | 'contact_id',
+  list: string[] | string,
+): ConversationsQuery => conversationsOfEach(scope, scope.dialect.idsIn(list).as('outer'), column);
 
 /**
  * A page as a statement compiled once per shape takes it: its LIMIT a literal (SQLite re-prepares a
@@ -73,7 +89,11 @@ export const offsetOf = (page: Page): number | undefined => (page.offset > 0 ? p
 
 /** A query of ids limited to the page (PageShape). */
 // biome-ignore lint/suspicious/noExplicitAny: any select query.
-export const limitedTo = <Q extends SelectQueryBuilder<any, any, any>>(query: Q, shape: PageShape, offset: number | undefined): Q => {
+export const limitedTo = <Q extends SelectQueryBuilder<any, any, any>>(
+  query: Q,
+  shape: PageShape,
+  offset: number | undefined,
+): Q => {
   const limited = query.limit(sql.lit(shape.limit)) as Q;
   return shape.deep ? (limited.offset(offset as number) as Q) : limited;
 };
@@ -83,9 +103,22 @@ export const limitedTo = <Q extends SelectQueryBuilder<any, any, any>>(query: Q,
  * matches sorted rather than an activity index walked), then only those rows joined to their
  * contacts.
  */
-export const pageOf = (scope: TenantScope, conversations: ConversationsQuery, order: 'activity' | 'sorted', shape: PageShape, offset: number | undefined) => {
-  const activity = order === 'sorted' ? scope.dialect.unindexed('conversations.last_activity_at') : sql.ref('conversations.last_activity_at');
-  const ids = limitedTo(conversations.select('conversations.id').orderBy(activity, 'desc').orderBy('conversations.id', 'desc'), shape, offset);
+export const pageOf = (
+  scope: TenantScope,
+  conversations: ConversationsQuery,
+  order: 'activity' | 'sorted',
+  shape: PageShape,
+  offset: number | undefined,
+) => {
+  const activity =
+    order === 'sorted'
+      ? scope.dialect.unindexed('conversations.last_activity_at')
+      : sql.ref('conversations.last_activity_at');
+  const ids = limitedTo(
+    conversations.select('conversations.id').orderBy(activity, 'desc').orderBy('conversations.id', 'desc'),
+    shape,
+    offset,
+  );
   return withContactJoined(conversationsOfEach(scope, ids.as('outer'), 'id'))
     .select(columns)
     .orderBy('conversations.last_activity_at', 'desc')
@@ -103,7 +136,8 @@ export const rowsWithIdsIn = (scope: TenantScope, ids: Expression<unknown>) =>
 /** Conversations by id, with their contacts, latest activity first (a page whose ids are known). */
 export const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<ConversationWithContact[]> => {
   if (ids.length === 0) return [];
-  return (await rowsWithIdsQuery(scope, scope.accountId, scope.dialect.boundList(ids))).rows as ConversationWithContact[];
+  return (await rowsWithIdsQuery(scope, scope.accountId, scope.dialect.boundList(ids)))
+    .rows as ConversationWithContact[];
 };
 
 const rowsWithIdsQuery = prepared((db: Executor, dialect: Dialect, accountId: string, ids: string[] | string) =>
@@ -120,7 +154,9 @@ const conversationSearches = (filter: ConversationFilter & { search: string }) =
     ? [{ columns: ['name_search', 'phone_digits'] as SearchColumn[], fragment: filter.search }]
     : [
         { columns: ['name_search'] as SearchColumn[], fragment: filter.search },
-        ...(filter.searchDigits ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: filter.searchDigits }] : []),
+        ...(filter.searchDigits
+          ? [{ columns: ['phone_digits'] as SearchColumn[], fragment: filter.searchDigits }]
+          : []),
       ];
 
 /** A search's terms (bindSearch): what its statement binds for each of conversationSearches. */
@@ -129,8 +165,8 @@ export const conversationSearchTerms = (dialect: Dialect, filter: ConversationFi
 
 /** The contacts these terms match (from the rows the search tables find, where they find them all). */
 export const contactsMatching = (scope: TenantScope, terms: SearchTerm[]) =>
-  (foundBySearchTable(scope.dialect, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(() =>
-    contactMatches(scope.dialect, terms),
+  (foundBySearchTable(scope.dialect, terms) ? scope.selectFromFound('contacts') : scope.selectFrom('contacts')).where(
+    () => contactMatches(scope.dialect, terms),
   );
 
 /** The conversations of a search's contacts, one probe of `conversations_contact_idx` per contact, filtered. */

@@ -51,7 +51,9 @@ const countsQuery = prepared((db: Executor, dialect: Dialect, accountId: string,
 
 /** The conversations whose copy of the contact's name contains the fragment, along the activity index. */
 const walked = (scope: TenantScope, trigram: string) =>
-  conversationsThrough(scope, 'conversations_activity_idx').where(() => scope.dialect.contains('conversations.contact_name_search', trigram));
+  conversationsThrough(scope, 'conversations_activity_idx').where(() =>
+    scope.dialect.contains('conversations.contact_name_search', trigram),
+  );
 
 type WalkValues = { accountId: string; trigram: string; offset: number | undefined };
 
@@ -71,7 +73,9 @@ const totalAndWalkQuery = preparedByShape((db: Executor, dialect: Dialect, shape
     const cheaper = sql`(${sql.lit(shape.limit)} + ${shape.deep ? values.offset : sql.lit(0)}) * ${selected} <= ${sql.lit(WALK_WHEN_ENTRIES_PER_MATCH_SQUARED)} * ${total} * ${total}`;
     return sql<number>`case when ${cheaper} then ${sql.lit(shape.limit)} else 0 end`;
   };
-  const ordered = walked(scope, values.trigram).select('conversations.id').orderBy('conversations.last_activity_at', 'desc');
+  const ordered = walked(scope, values.trigram)
+    .select('conversations.id')
+    .orderBy('conversations.last_activity_at', 'desc');
   const ids = ordered.orderBy('conversations.id', 'desc').limit(limit(sql.ref('t.total'), sql.ref('t.selected')));
   const paged = shape.deep ? ids.offset(values.offset as number) : ids;
   return db

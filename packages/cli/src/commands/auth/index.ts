@@ -49,7 +49,9 @@ async function login(options: LoginOptions, terminal: Terminal): Promise<void> {
   const profile = options.profile || DEFAULT_PROFILE;
   let apiKey = options.apiKey;
   if (apiKey === undefined) {
-    apiKey = terminal.stdin.isTTY ? await promptSecret('API key: ', terminal.stdin, terminal.stderr) : (await readAll(terminal.stdin)).split(/\r?\n/)[0];
+    apiKey = terminal.stdin.isTTY
+      ? await promptSecret('API key: ', terminal.stdin, terminal.stderr)
+      : (await readAll(terminal.stdin)).split(/\r?\n/)[0];
   }
   apiKey = apiKey?.trim();
   if (!apiKey) throw new UsageError('no API key given: type it at the prompt, pipe it to stdin, or pass --api-key');
@@ -68,7 +70,10 @@ async function login(options: LoginOptions, terminal: Terminal): Promise<void> {
   if (outputFormatOf(options, terminal.stdout) === 'json') {
     await writeOut(terminal.stdout, formatJson({ profile, key: keyPreview(apiKey), base_url: baseUrl ?? null, path }));
   } else {
-    await writeOut(terminal.stdout, `Logged in: profile "${profile}" with key ${keyPreview(apiKey)}${baseUrl ? ` for ${baseUrl}` : ''}, saved to ${path}\n`);
+    await writeOut(
+      terminal.stdout,
+      `Logged in: profile "${profile}" with key ${keyPreview(apiKey)}${baseUrl ? ` for ${baseUrl}` : ''}, saved to ${path}\n`,
+    );
   }
 }
 
@@ -81,10 +86,13 @@ async function logout(options: { profile?: string; json?: boolean }, terminal: T
     delete config.profiles[profile];
     writeConfigFile(path, config);
   }
-  if (outputFormatOf(options, terminal.stdout) === 'json') await writeOut(terminal.stdout, formatJson({ profile, removed: existed, path }));
+  if (outputFormatOf(options, terminal.stdout) === 'json')
+    await writeOut(terminal.stdout, formatJson({ profile, removed: existed, path }));
   else
     await writeOut(
       terminal.stdout,
-      existed ? `Logged out: removed profile "${profile}" from ${path}\n` : `No profile "${profile}" in ${path}: nothing to remove.\n`,
+      existed
+        ? `Logged out: removed profile "${profile}" from ${path}\n`
+        : `No profile "${profile}" in ${path}: nothing to remove.\n`,
     );
 }

@@ -10,7 +10,13 @@ export type ExportFormat = 'csv' | 'jsonl';
 
 /** The fields of a contact that `contacts create` takes (no id, no timestamps). */
 export function importableBody(contact: Contact): Record<string, unknown> {
-  return { name: contact.name, phone: contact.phone, email: contact.email, tags: contact.tags, attributes: contact.attributes };
+  return {
+    name: contact.name,
+    phone: contact.phone,
+    email: contact.email,
+    tags: contact.tags,
+    attributes: contact.attributes,
+  };
 }
 
 /**

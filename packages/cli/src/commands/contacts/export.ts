@@ -2,7 +2,14 @@ import type { Contact } from '@convo/sdk';
 import { type Command, Option } from 'commander';
 import { openClient } from '../../client.js';
 import type { ExportFormat } from './export-file.js';
-import { type CommandContext, type CommonOptions, EXPORT_PAGE_SIZE, addCommonOptions, addFieldOptions, fieldValues } from '../../operation-commands.js';
+import {
+  type CommandContext,
+  type CommonOptions,
+  EXPORT_PAGE_SIZE,
+  addCommonOptions,
+  addFieldOptions,
+  fieldValues,
+} from '../../operation-commands.js';
 import { writeJsonLines } from '../../output.js';
 import { createProgress, progressEnabled } from '../../progress.js';
 import { writeOut } from '../../terminal.js';
@@ -31,7 +38,10 @@ export function addContactsExportCommand(group: Command, context: CommandContext
     const { terminal } = context;
     const { contactsCsv, importableBody } = await import('./export-file.js');
     const client = await openClient(options, terminal);
-    const progress = createProgress(terminal.stderr, { label: 'Exporting contacts', enabled: progressEnabled(options, terminal.stderr) });
+    const progress = createProgress(terminal.stderr, {
+      label: 'Exporting contacts',
+      enabled: progressEnabled(options, terminal.stderr),
+    });
     const contacts = client.contacts.list({ limit: EXPORT_PAGE_SIZE, ...fieldValues(options, filters) });
     progress.setTotal((await contacts).total);
     let count: number;

@@ -16,7 +16,13 @@ describe('CSV', () => {
     expect(parseContactsCsv(csv)).toEqual([
       {
         line: 2,
-        body: { name: 'Ana Souza', phone: '+5511987654321', email: 'ana@example.com', tags: ['vip', 'new'], attributes: { tier: 'gold', Source: 'ads' } },
+        body: {
+          name: 'Ana Souza',
+          phone: '+5511987654321',
+          email: 'ana@example.com',
+          tags: ['vip', 'new'],
+          attributes: { tier: 'gold', Source: 'ads' },
+        },
       },
       { line: 3, body: { name: 'Bea\nLima', phone: '+5511900000002', tags: ['vip', 'old'] } },
       { line: 6, body: { name: 'Caio', phone: '+5511900000003' } },
@@ -24,7 +30,11 @@ describe('CSV', () => {
   });
 
   it('leaves a field as it is for a blank cell in every column, and clears it for "-"', () => {
-    const csv = ['name,phone,email,tags,attr.tier,attr.city', 'Ana,+1555000001,,,,Rio', ' - ,+1555000002, - ,-,-,'].join('\n');
+    const csv = [
+      'name,phone,email,tags,attr.tier,attr.city',
+      'Ana,+1555000001,,,,Rio',
+      ' - ,+1555000002, - ,-,-,',
+    ].join('\n');
     expect(parseContactsCsv(csv)).toEqual([
       { line: 2, body: { name: 'Ana', phone: '+1555000001', attributes: { city: 'Rio' } } },
       { line: 3, body: { name: null, phone: '+1555000002', email: null, tags: [], attributes: { tier: null } } },
@@ -85,17 +95,28 @@ describe('rerunning an import', () => {
   };
 
   it('changes nothing when the row matches the contact', () => {
-    expect(changedFields(contact, { name: 'Ana', phone: '+1555000001', tags: ['new', 'vip'], attributes: { visits: 3, tier: 'gold' } })).toEqual({});
+    expect(
+      changedFields(contact, {
+        name: 'Ana',
+        phone: '+1555000001',
+        tags: ['new', 'vip'],
+        attributes: { visits: 3, tier: 'gold' },
+      }),
+    ).toEqual({});
   });
 
   it("merges a row's attributes into the contact's: the others stay, null removes one", () => {
     expect(changedFields(contact, { phone: '+1555000001', attributes: { tier: 'gold' } })).toEqual({});
-    expect(changedFields(contact, { phone: '+1555000001', attributes: { city: 'Rio', tier: null } })).toEqual({ attributes: { visits: 3, city: 'Rio' } });
+    expect(changedFields(contact, { phone: '+1555000001', attributes: { city: 'Rio', tier: null } })).toEqual({
+      attributes: { visits: 3, city: 'Rio' },
+    });
     expect(changedFields(contact, { phone: '+1555000001', email: null, tags: [] })).toEqual({ tags: [] });
   });
 
   it('sends only the fields that differ', () => {
-    expect(changedFields(contact, { name: 'Ana Souza', phone: '+1555000001', email: 'ana@example.com', tags: ['vip'] })).toEqual({
+    expect(
+      changedFields(contact, { name: 'Ana Souza', phone: '+1555000001', email: 'ana@example.com', tags: ['vip'] }),
+    ).toEqual({
       name: 'Ana Souza',
       email: 'ana@example.com',
       tags: ['vip'],

@@ -48,7 +48,12 @@ export function parseContactsCsv(text: string): ImportRow[] {
   const normalized = text.replace(/\r\n?/g, '\n');
   let records: { record: string[]; info: { lines: number } }[];
   try {
-    records = parse(normalized, { bom: true, info: true, relax_column_count: true, skip_empty_lines: false }) as unknown as typeof records;
+    records = parse(normalized, {
+      bom: true,
+      info: true,
+      relax_column_count: true,
+      skip_empty_lines: false,
+    }) as unknown as typeof records;
   } catch (error) {
     throw new UsageError(`the CSV cannot be read: ${(error as Error).message}`);
   }
@@ -59,8 +64,11 @@ export function parseContactsCsv(text: string): ImportRow[] {
     const name = raw.trim();
     const lower = name.toLowerCase();
     if ((SCALAR_COLUMNS as readonly string[]).includes(lower) || lower === 'tags') return { kind: lower, key: lower };
-    if (lower.startsWith(ATTRIBUTE_PREFIX) && name.length > ATTRIBUTE_PREFIX.length) return { kind: 'attribute', key: name.slice(ATTRIBUTE_PREFIX.length) };
-    throw new UsageError(`unknown CSV column "${name}" (line 1): the columns are name, phone, email, tags and attr.<key>`);
+    if (lower.startsWith(ATTRIBUTE_PREFIX) && name.length > ATTRIBUTE_PREFIX.length)
+      return { kind: 'attribute', key: name.slice(ATTRIBUTE_PREFIX.length) };
+    throw new UsageError(
+      `unknown CSV column "${name}" (line 1): the columns are name, phone, email, tags and attr.<key>`,
+    );
   });
 
   const out: ImportRow[] = [];
@@ -116,7 +124,8 @@ export function parseContactsJsonl(text: string): ImportRow[] {
         out.push({ line, error: `not valid JSON: ${(error as Error).message}` });
         return;
       }
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) out.push({ line, error: 'not a JSON object' });
+      if (typeof value !== 'object' || value === null || Array.isArray(value))
+        out.push({ line, error: 'not a JSON object' });
       else out.push({ line, body: value as Record<string, unknown> });
     });
   return out;

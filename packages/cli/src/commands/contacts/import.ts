@@ -32,8 +32,14 @@ export function addImportCommand(group: Command, context: CommandContext): void 
         'Example: convo contacts import contacts.csv',
       ].join('\n\n'),
     )
-    .addOption(new Option('--format <format>', "the file's format when its extension does not say").choices(['csv', 'jsonl']))
-    .addOption(new Option('--concurrency <n>', `requests in flight at once (default: ${DEFAULT_CONCURRENCY})`).argParser(positiveInteger));
+    .addOption(
+      new Option('--format <format>', "the file's format when its extension does not say").choices(['csv', 'jsonl']),
+    )
+    .addOption(
+      new Option('--concurrency <n>', `requests in flight at once (default: ${DEFAULT_CONCURRENCY})`).argParser(
+        positiveInteger,
+      ),
+    );
   addCommonOptions(command);
 
   command.action(async (file: string, options: CommonOptions & { format?: ImportFormat; concurrency?: number }) => {
@@ -50,7 +56,11 @@ export function addImportCommand(group: Command, context: CommandContext): void 
     const rows = parseContactsFile(text, format);
     const client = await openClient(options, terminal);
 
-    const progress = createProgress(terminal.stderr, { label: 'Importing contacts', total: rows.length, enabled: progressEnabled(options, terminal.stderr) });
+    const progress = createProgress(terminal.stderr, {
+      label: 'Importing contacts',
+      total: rows.length,
+      enabled: progressEnabled(options, terminal.stderr),
+    });
     const summary = await importContacts(client, rows, {
       concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
       onRow: (row, result) => {
@@ -123,7 +133,10 @@ export async function importContact(client: Convo, body: Record<string, unknown>
     await client.contacts.create(withoutRemovedAttributes(body) as Parameters<Convo['contacts']['create']>[0]);
     return 'created';
   } catch (error) {
-    const existingId = isConvoError(error) && error.details?.constraint === 'unique' && error.details.field === 'phone' ? error.details.existing_id : undefined;
+    const existingId =
+      isConvoError(error) && error.details?.constraint === 'unique' && error.details.field === 'phone'
+        ? error.details.existing_id
+        : undefined;
     if (!existingId) throw error;
     const existing = await client.contacts.retrieve(existingId);
     const changes = changedFields(existing, body);
@@ -136,10 +149,14 @@ export async function importContact(client: Convo, body: Record<string, unknown>
 /** A new contact's body: attributes the row removes (null) are simply not there. */
 function withoutRemovedAttributes(body: Record<string, unknown>): Record<string, unknown> {
   if (!isRecord(body.attributes)) return body;
-  return { ...body, attributes: Object.fromEntries(Object.entries(body.attributes).filter(([, value]) => value !== null)) };
+  return {
+    ...body,
+    attributes: Object.fromEntries(Object.entries(body.attributes).filter(([, value]) => value !== null)),
+  };
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The fields of `body` that differ from the contact (tags as a set), as a PATCH body. Attributes

@@ -33,31 +33,37 @@ export function addEventsTailCommand(group: Command, context: CommandContext): v
     .addOption(new Option('--interval <seconds>', 'how often to look for new events').argParser(seconds).default(2));
   addCommonOptions(command);
 
-  command.action(async (options: CommonOptions & { after?: string; type?: EventType; follow: boolean; interval: number }) => {
-    const { terminal } = context;
-    const client = await openClient(options, terminal);
-    const stop = new AbortController();
-    const onSignal = () => stop.abort();
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    try {
-      if (!options.follow) {
-        const after = options.after ?? (await client.events.list({ limit: 1 })).data[0]?.id;
-        if (after !== undefined) await writeJsonLines(terminal.stdout, client.events.since(after, options.type ? { type: options.type } : {}));
-        return;
+  command.action(
+    async (options: CommonOptions & { after?: string; type?: EventType; follow: boolean; interval: number }) => {
+      const { terminal } = context;
+      const client = await openClient(options, terminal);
+      const stop = new AbortController();
+      const onSignal = () => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        if (!options.follow) {
+          const after = options.after ?? (await client.events.list({ limit: 1 })).data[0]?.id;
+          if (after !== undefined)
+            await writeJsonLines(
+              terminal.stdout,
+              client.events.since(after, options.type ? { type: options.type } : {}),
+            );
+          return;
+        }
+        await writeJsonLines(
+          terminal.stdout,
+          client.events.follow({
+            ...(options.after ? { after: options.after } : {}),
+            ...(options.type ? { type: options.type } : {}),
+            intervalMs: options.interval * 1000,
+            signal: stop.signal,
+          }),
+        );
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
       }
-      await writeJsonLines(
-        terminal.stdout,
-        client.events.follow({
-          ...(options.after ? { after: options.after } : {}),
-          ...(options.type ? { type: options.type } : {}),
-          intervalMs: options.interval * 1000,
-          signal: stop.signal,
-        }),
-      );
-    } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
-  });
+    },
+  );
 }
