@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { coalesced } from './coalesced-calls.js';
 
-const pause = () => new Promise((resolve) => setTimeout(resolve, 5));
+/** The store answers on a later turn of the event loop, as a database does. */
+const pause = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('coalesced calls', () => {
   it('give the requests that arrive during a call the next call, never the one already sent', async () => {

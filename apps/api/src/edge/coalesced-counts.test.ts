@@ -2,14 +2,14 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { describe, expect, it, vi } from 'vitest';
 import { CoalescedCounts } from './coalesced-counts.js';
 
-/** A limiter whose store answers each call after a pause, as a database does. */
+/** A limiter whose store answers each call on a later turn of the event loop, as a database does. */
 function slowLimiter(points: number) {
   const limiter = new RateLimiterMemory({ points, duration: 60 });
   const consume = limiter.consume.bind(limiter);
   const calls: number[] = [];
   vi.spyOn(limiter, 'consume').mockImplementation(async (key, n = 1) => {
     calls.push(Number(n));
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setImmediate(resolve));
     return consume(key, n);
   });
   return { limiter, calls };
