@@ -114,9 +114,17 @@ async function startReceiver() {
     request.once('end', () => {
       const id = request.headers['webhook-id'] as string;
       holding.add(id);
+      // A sender killed meanwhile closes its end of the connection: noted at once, since a reply
+      // written before the reset arrives would otherwise look delivered.
+      let gone = false;
+      const away = () => {
+        gone = true;
+      };
+      request.socket.once('end', away).once('close', away);
       setTimeout(() => {
+        request.socket.off('end', away).off('close', away);
         holding.delete(id);
-        if (request.socket.destroyed) {
+        if (gone || request.socket.destroyed) {
           abandoned.add(id);
           return;
         }
