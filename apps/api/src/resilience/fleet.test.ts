@@ -364,7 +364,9 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
       .where('type', '=', 'contact.created')
       .execute();
     expect(events.length).toBe(acknowledged.length);
-    const deadline = killedAt + LEASE_MS + 5_000;
+    // The dead worker's jobs fill their endpoint's lane until their lease ends, so what the load made
+    // meanwhile drains after it: the time for that backlog grows with how fast the API took writes.
+    const deadline = killedAt + LEASE_MS + 15_000;
     await waitFor(
       async () =>
         events.every((event) => receiver.deliveries.has(event.id)) &&
