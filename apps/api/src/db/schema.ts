@@ -370,7 +370,10 @@ export interface ConversationNameTrigramTable {
   conversations: number;
 }
 
-/** Tables whose rows belong to one account. */
-export type TenantTable = Exclude<keyof Database, 'accounts' | 'jobs' | 'idempotency_keys' | 'rate_limits'>;
+/** Tables whose rows belong to one account: those with an `account_id`, but for the queue and the key stores. */
+export type TenantTable = Exclude<
+  { [T in keyof Database]: 'account_id' extends keyof Database[T] ? T : never }[keyof Database],
+  'jobs' | 'idempotency_keys'
+>;
 
 export type { Generated };
