@@ -1,5 +1,5 @@
 import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
-import { coalesced } from './coalesced-calls.js';
+import { type Shared, coalesced } from './coalesced-calls.js';
 
 /** One request's place in its key's window: its own count, and when the window ends. */
 export interface Counted {
@@ -14,7 +14,7 @@ export interface Counted {
  * refusals and totals as one call each, since a refused request is counted too.
  */
 export class CoalescedCounts {
-  private readonly shared: (key: string) => Promise<{ result: Counted; index: number; size: number }>;
+  private readonly shared: (key: string) => Promise<Shared<Counted>>;
 
   constructor(limiter: RateLimiterAbstract) {
     this.shared = coalesced((key, requests) =>

@@ -8,7 +8,6 @@ import {
   channelPayloadsRepository,
   channelsRepository,
 } from '../repositories/channels.js';
-import { TenantScope } from '../repositories/tenant.js';
 import {
   type Arrival,
   type ChannelMessage,
@@ -21,7 +20,7 @@ import {
   receiveManyOnChannel,
   receiveOnChannel,
 } from '../services/channel-inbound.js';
-import type { ServiceContext } from '../services/context.js';
+import { type ServiceContext, scopeOf } from '../services/context.js';
 import type { Settings } from '../settings.js';
 import type { JobContext, JobOutcome } from './worker.js';
 
@@ -42,7 +41,7 @@ export async function processChannelPayloads(
   const accountId = jobs[0]?.accountId;
   if (accountId === undefined || accountId === null) return jobs.map(() => undefined);
   const ctx: ServiceContext = { database: deps.database, accountId, settings: deps.settings };
-  const scope = new TenantScope(deps.database.db, accountId, deps.database.capabilities);
+  const scope = scopeOf(ctx);
   const payloads = await channelPayloadsRepository.findMany(
     scope,
     jobs.map((job) => job.payload.payloadId),

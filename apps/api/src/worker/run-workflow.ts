@@ -6,7 +6,7 @@ import { ApiError } from '../errors.js';
 import { now } from '../ids.js';
 import { type ContactRow, contactsRepository } from '../repositories/contacts.js';
 import { conversationsRepository } from '../repositories/conversations.js';
-import { TenantScope } from '../repositories/tenant.js';
+import type { TenantScope } from '../repositories/tenant.js';
 import { type WorkflowRunRow, workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
 import { contactsService, toContact } from '../services/contacts.js';
 import { type ServiceContext, scopeOf, transaction } from '../services/context.js';
@@ -75,10 +75,7 @@ export async function runWorkflow(
 ): Promise<JobOutcome> {
   if (job.accountId === null) return;
   const ctx: ServiceContext = { database: deps.database, accountId: job.accountId, settings: deps.settings };
-  const run = await workflowRunsRepository.findById(
-    new TenantScope(deps.database.db, job.accountId, deps.database.capabilities),
-    job.payload.runId,
-  );
+  const run = await workflowRunsRepository.findById(scopeOf(ctx), job.payload.runId);
   if (!run) return;
   // What the run changes emits events; they start no run of its own workflow (the loop guard).
   return asRunOf(run.workflow_id, async () => {
