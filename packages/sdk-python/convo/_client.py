@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import random
 import time
 from types import TracebackType
 from typing import Callable, Optional, Type
@@ -40,11 +41,14 @@ class Client:
         *,
         transport: Optional[Transport] = None,
         sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         """`api_key` defaults to CONVO_API_KEY; `base_url` (ending in /v1) to CONVO_BASE_URL, else
         http://127.0.0.1:3000/v1. `timeout` is in seconds per attempt; `max_retries` counts the
         retries after a network error, a 429 or a 5xx. `transport` replaces urllib (tests).
-        `sleep(seconds)` waits between two attempts of a request (default `time.sleep`)."""
+        `sleep(seconds)` waits between two attempts of a request (default `time.sleep`); `jitter()`
+        returns a number in [0, 1) that places each wait between half and all of its backoff
+        (default `random.random`)."""
         from . import __version__
 
         api_key = api_key or os.environ.get("CONVO_API_KEY") or None
@@ -59,6 +63,7 @@ class Client:
             transport=self._transport,
             user_agent=f"convo-python/{__version__}",
             sleep=sleep,
+            jitter=jitter,
         )
         self.conversations = Conversations(self._sender)
         self.messages = Messages(self._sender)

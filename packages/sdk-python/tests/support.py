@@ -81,8 +81,8 @@ def fake_client(*replies: Reply, **kwargs: Any) -> "tuple[convo.Client, FakeTran
     """A client on a FakeTransport whose waits are recorded instead of slept."""
     transport = FakeTransport(*replies)
     sleeps: List[float] = []
+    kwargs.setdefault("jitter", lambda: 0.5)
     client = convo.Client(api_key="convo_sk_test", base_url="https://api.example.com/v1", transport=transport, sleep=sleeps.append, **kwargs)
-    client._sender.jitter = lambda: 0.5  # pyright: ignore[reportPrivateUsage]
     return client, transport, sleeps
 
 

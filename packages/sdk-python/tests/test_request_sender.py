@@ -120,15 +120,14 @@ class Retries(unittest.TestCase):
         self.assertNotEqual(transport.requests[0].headers["Idempotency-Key"], transport.requests[1].headers["Idempotency-Key"])
 
     def test_jitter_spreads_the_wait_between_half_and_all_of_the_backoff(self) -> None:
-        client, _, sleeps = fake_client(error(500, "server_error"), error(500, "server_error"), respond(200, CONTACT), max_retries=5)
-        client._sender.jitter = iter([0.0, 1.0]).__next__  # pyright: ignore[reportPrivateUsage]
+        jitter = iter([0.0, 1.0]).__next__
+        client, _, sleeps = fake_client(error(500, "server_error"), error(500, "server_error"), respond(200, CONTACT), max_retries=5, jitter=jitter)
         client.contacts.retrieve("ct_1")
         self.assertEqual(sleeps, [0.25, 1.0])
 
     def test_backoff_is_capped(self) -> None:
         replies = [error(502, "server_error")] * 6 + [respond(200, CONTACT)]
-        client, _, sleeps = fake_client(*replies, max_retries=6)
-        client._sender.jitter = lambda: 1.0  # pyright: ignore[reportPrivateUsage]
+        client, _, sleeps = fake_client(*replies, max_retries=6, jitter=lambda: 1.0)
         client.contacts.retrieve("ct_1")
         self.assertEqual(sleeps, [0.5, 1.0, 2.0, 4.0, 8.0, 8.0])
 
