@@ -4,6 +4,7 @@ import { type AddressInfo, createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { vi } from 'vitest';
 import { API_DIR, BIN } from '../testing/built-bin.js';
 
 /**
@@ -31,17 +32,16 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** vi.waitUntil, its failure naming what was awaited; a check that throws fails at once. */
 export async function waitFor(
   check: () => boolean | Promise<boolean>,
   what: string,
   timeoutMs = 20_000,
   everyMs = 50,
 ): Promise<void> {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
+  await vi.waitUntil(check, { timeout: timeoutMs, interval: everyMs }).catch((error: Error) => {
+    throw new Error(`waiting for ${what}: ${error.message}`, { cause: error });
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
