@@ -150,17 +150,23 @@ function messageOf(issue: Issue, constraint: Constraint): string {
         : issue.message;
     case 'max_length':
     case 'max':
-      if (issue.code === 'too_big')
-        return `${name} must ${issue.origin === 'string' ? 'have at most' : issue.origin === 'array' ? 'hold at most' : 'be at most'} ${issue.maximum}${issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : ''}`;
+      if (issue.code === 'too_big') return `${name} must ${boundOf(issue.origin, 'at most', issue.maximum)}`;
       return issue.message;
     case 'min_length':
     case 'min':
-      if (issue.code === 'too_small')
-        return `${name} must ${issue.origin === 'string' ? 'have at least' : issue.origin === 'array' ? 'hold at least' : 'be at least'} ${issue.minimum}${issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : ''}`;
+      if (issue.code === 'too_small') return `${name} must ${boundOf(issue.origin, 'at least', issue.minimum)}`;
       return issue.message;
     default:
       return issue.message ? `${name}: ${issue.message}` : `${name} is invalid`;
   }
+}
+
+/** "have at least 1 character", "hold at most 20 items", "be at least 0": the unit agrees with the number. */
+function boundOf(origin: string, bound: 'at least' | 'at most', limit: number | bigint): string {
+  const unit = (singular: string) => ` ${singular}${Number(limit) === 1 ? '' : 's'}`;
+  if (origin === 'string') return `have ${bound} ${limit}${unit('character')}`;
+  if (origin === 'array' || origin === 'set') return `hold ${bound} ${limit}${unit('item')}`;
+  return `be ${bound} ${limit}`;
 }
 
 const lastSegment = (path: readonly PropertyKey[]): string | undefined => {

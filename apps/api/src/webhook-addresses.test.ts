@@ -44,7 +44,11 @@ describe('webhookUrlProblem', () => {
   });
 
   it('needs https and a public host otherwise', async () => {
-    expect(await webhookUrlProblem('http://93.184.215.14/hook', { allowPrivate: false })).toMatch(/https/);
+    // Says what this mode accepts: where plain http is accepted, the problem is never http itself.
+    expect(await webhookUrlProblem('http://93.184.215.14/hook', { allowPrivate: false })).toBe(
+      'Must be an https URL: this server accepts no plain http',
+    );
+    expect(await webhookUrlProblem('not a url', { allowPrivate: false })).toBe('Must be an absolute https URL');
     expect(await webhookUrlProblem('https://10.0.0.1/hook', { allowPrivate: false })).toMatch(/address/);
     expect(await webhookUrlProblem('https://[fe80::1]/hook', { allowPrivate: false })).toMatch(/address/);
     expect(await webhookUrlProblem('https://localhost:8443/hook', { allowPrivate: false })).toMatch(

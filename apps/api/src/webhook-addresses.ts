@@ -54,7 +54,7 @@ export async function webhookUrlProblem(url: string, options: { allowPrivate: bo
   } catch {
     return 'Must be an absolute https URL';
   }
-  if (parsed.protocol !== 'https:') return 'Must be an https URL';
+  if (parsed.protocol !== 'https:') return 'Must be an https URL: this server accepts no plain http';
   const host = hostOf(parsed);
   if (isIpAddress(host)) {
     return isPublicAddress(host) ? undefined : 'Must not point at a loopback, private, link-local or reserved address';

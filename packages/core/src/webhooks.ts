@@ -15,7 +15,11 @@ export const WebhookEventFilter = z
 const WEBHOOK_HOST = new RegExp(`${z.regexes.hostname.source}|^\\[[0-9A-Fa-f:.]+\\]$`);
 
 export const WebhookUrl = z
-  .url({ protocol: /^https?$/, hostname: WEBHOOK_HOST, error: 'Must be an absolute https URL' })
+  .url({
+    protocol: /^https?$/,
+    hostname: WEBHOOK_HOST,
+    error: 'Must be an absolute URL: https, or plain http where the server accepts private webhooks',
+  })
   .max(2048)
   .meta({
     description:
