@@ -8,10 +8,11 @@ import { type Executor, insertRows } from './tenant.js';
 
 export type JobRow = Selectable<JobTable>;
 
-/** What a send job carries (worker/send-message.ts). */
+/** What a send job carries (services/messages.ts deliver): after failed tries, how many so far. */
 export interface SendJob {
   messageId: string;
   template?: MessageTemplate;
+  tries?: number;
 }
 
 /** The kinds of background work and what each job carries. */
@@ -22,7 +23,7 @@ export interface JobPayloads {
   run_workflow: { runId: string };
   /** Deletes events past their retention; reschedules itself. */
   prune_events: Record<string, never>;
-  /** Sends an outbound message through its conversation's channel (worker/send-message.ts). */
+  /** Sends an outbound message through its conversation's channel (services/messages.ts deliver). */
   send_message: SendJob;
   /** Processes a webhook body Meta posted to a channel (worker/process-channel-payload.ts). */
   process_channel_payload: { payloadId: string };
@@ -32,7 +33,7 @@ export type JobKind = keyof JobPayloads;
 /** The lane of an endpoint's deliveries: at most MAX_RUNNING_PER_ENDPOINT of them run at once. */
 export const endpointLane = (endpointId: string) => `endpoint:${endpointId}`;
 
-/** The lane of a channel's sends, whose pace the channel's send rate sets (worker/send-message.ts). */
+/** The lane of a channel's sends, whose pace the channel's send rate sets (services/messages.ts deliver). */
 export const channelLane = (channelId: string) => `channel:${channelId}`;
 
 /** A job to queue: its kind, account and payload; when it is due (now by default), its id and lane. */

@@ -1,7 +1,7 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_RESPONSE_BYTES, postWebhook } from './post-webhook.js';
+import { MAX_RESPONSE_BYTES, postWebhook } from './webhook-deliveries.js';
 
 describe('postWebhook connections', () => {
   let server: Server;
