@@ -8,6 +8,7 @@ import { readEnv } from './env.js';
 import { RateLimits } from './edge/rate-limits.js';
 import { drainThenClose } from './http/drain.js';
 import { buildServer } from './http/server.js';
+import { demoKeyPath, readDemoKey, writeDemoKey } from './operator/demo-key-file.js';
 import { DEMO_ACCOUNT_NAME, seedDemo } from './operator/demo-seed.js';
 import { KEY_TYPES, PLANS, type Plan, accountsService } from './services/accounts.js';
 import { peopleService } from './services/people.js';
@@ -288,14 +289,21 @@ program
   .action((options: { json?: boolean }) =>
     withDatabase(async (database) => {
       await migrateToLatest(database.db);
-      const { account, key, created, revoked, signIn } = await seedDemo(database);
+      const keyFile = demoKeyPath(env.databaseUrl);
+      const { account, key, created, reused, revoked, signIn } = await seedDemo(database, {
+        storedKey: readDemoKey(keyFile),
+      });
+      // Written at each start, so the file is owner-only again even if someone widened it.
+      writeDemoKey(keyFile, key.key);
       if (options.json) return print({ account, key, sign_in: signIn });
       const base = `${env.publicUrl}/v1`;
       process.stdout.write(
         `${created ? 'Created' : 'Reusing'} demo account ${account.id} (${account.name}).\n` +
-          `API key (full access; shown once): ${key.key}\n` +
-          (revoked > 0 ? `The demo key printed before is revoked: each start prints a new one.\n` : '') +
+          `API key (full access): ${key.key}\n` +
+          `  ${reused ? 'The same as before, kept' : 'Kept'} in ${keyFile} (readable by you only) and printed again at each start.\n` +
+          (revoked > 0 ? '  The demo key printed before is revoked: that file no longer held it.\n' : '') +
           `Try: curl -H "Authorization: Bearer ${key.key}" ${base}/conversations\n` +
+          `CLI and SDKs: export CONVO_API_KEY=${key.key} CONVO_BASE_URL=${base}\n` +
           `Console: ${env.publicUrl}/console/ (sign in as ${signIn.email} with password ${signIn.password}; a new one at each start)\n`,
       );
     }),

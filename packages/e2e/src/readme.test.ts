@@ -55,6 +55,7 @@ describe("the top README's commands, as written", () => {
     expect(commands.length).toBeGreaterThanOrEqual(9);
     const ids: Record<string, string> = {};
     let demoKey = '';
+    let seedOutput = '';
     for (const command of commands) {
       const args = command
         .replace('acct_…', ids.account ?? 'acct_…')
@@ -78,8 +79,23 @@ describe("the top README's commands, as written", () => {
       const { stdout } = await promisify(execFile)(process.execPath, [BIN, ...args], { env, maxBuffer: 10_000_000 });
       if (command.startsWith('accounts create')) ids.account = (JSON.parse(stdout) as { id: string }).id;
       if (command.startsWith('keys create')) ids.key = (JSON.parse(stdout) as { id: string }).id;
-      if (command.startsWith('seed --demo')) demoKey = /(convo_sk_\S+)/.exec(stdout)?.[1] ?? '';
+      if (command.startsWith('seed --demo')) {
+        demoKey = /(convo_sk_\S+)/.exec(stdout)?.[1] ?? '';
+        seedOutput = stdout;
+      }
     }
+    // What the README shows `start` printing is what it prints, this port and data directory aside.
+    const shown = /```text\n(Created demo account[\s\S]*?)```/.exec(readme)?.[1];
+    expect(shown, 'the README shows what `start` prints').toBeDefined();
+    const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const pattern = (shown as string)
+      .replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`)
+      .replace('data/demo-api-key', join(dir, 'demo-api-key'))
+      .split('…')
+      .map(literal)
+      .join('\\S+');
+    expect(seedOutput).toMatch(new RegExp(`^${pattern}$`));
+    expect(seedOutput).toContain(`CONVO_BASE_URL=http://127.0.0.1:${port}/v1\n`);
     expect(ids.account).toMatch(/^acct_/);
     expect(ids.key).toMatch(/^key_/);
 

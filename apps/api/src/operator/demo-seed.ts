@@ -1,7 +1,8 @@
 import type { Platform } from '@convo/core';
 import { randomBytes } from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.js';
-import { accountsService } from '../services/accounts.js';
+import { ApiError } from '../errors.js';
+import { type KeyRecord, accountsService } from '../services/accounts.js';
 import { defaultSettings } from '../settings.js';
 import { contactsService } from '../services/contacts.js';
 import type { ServiceContext } from '../services/context.js';
@@ -43,27 +44,37 @@ const THREADS = [
 ];
 
 /**
- * A demo account with realistic data, written through the services as the API would write it. Returns a new
- * full-access key and owner password, the only time either is shown.
+ * A demo account with realistic data, written through the services as the API would write it, its full-access
+ * key and a new owner password (shown once). `storedKey`, the demo key printed before, is the key again while it
+ * still authenticates as the demo account's, so what was set up with it keeps working; otherwise a new key is
+ * made and the demo keys before it are revoked.
  */
-export async function seedDemo(database: DatabaseHandle) {
+export async function seedDemo(database: DatabaseHandle, options: { storedKey?: string | undefined } = {}) {
   let account = await accountsService.findAccountByName(database, DEMO_ACCOUNT_NAME);
   const created = !account;
   if (!account) {
     account = await accountsService.createAccount(database, { name: DEMO_ACCOUNT_NAME, plan: 'growth' });
     await fill({ database, accountId: account.id, settings: defaultSettings() });
   }
-  // One demo key at a time: the one printed before stops working when a new one is printed.
-  const previous = (await accountsService.listKeys(database, account.id)).filter(
-    (k) => k.name === DEMO_KEY_NAME && k.revoked_at === null,
+  const demoKeys = (await accountsService.listKeys(database, account.id)).filter(
+    (k) => k.name === DEMO_KEY_NAME && k.type === 'full_access' && k.revoked_at === null,
   );
-  for (const old of previous) await accountsService.revokeKey(database, old.id);
-  const key = await accountsService.createKey(database, {
-    accountId: account.id,
-    type: 'full_access',
-    name: DEMO_KEY_NAME,
-  });
-  // Like the key, the password is shown once: each start sets a new one and ends the old sessions.
+  const storedId = options.storedKey ? await keyIdOf(database, options.storedKey) : undefined;
+  const stored = demoKeys.find((k) => k.id === storedId);
+  let key: KeyRecord & { key: string };
+  let revoked = 0;
+  if (stored && options.storedKey) key = { ...stored, key: options.storedKey };
+  else {
+    // One demo key at a time: one nobody kept is revoked.
+    for (const old of demoKeys) await accountsService.revokeKey(database, old.id);
+    revoked = demoKeys.length;
+    key = await accountsService.createKey(database, {
+      accountId: account.id,
+      type: 'full_access',
+      name: DEMO_KEY_NAME,
+    });
+  }
+  // The password, unlike the key, is new at each start and ends the old console sessions: it is never stored.
   const password = randomBytes(12).toString('base64url');
   await peopleService.createUser(database, {
     email: DEMO_EMAIL,
@@ -73,7 +84,17 @@ export async function seedDemo(database: DatabaseHandle) {
     name: 'Demo',
   });
   await peopleService.setPassword(database, DEMO_EMAIL, password);
-  return { account, key, created, revoked: previous.length, signIn: { email: DEMO_EMAIL, password } };
+  return { account, key, created, reused: stored !== undefined, revoked, signIn: { email: DEMO_EMAIL, password } };
+}
+
+/** The id of the active key `value` is, or undefined when it no longer authenticates. */
+async function keyIdOf(database: DatabaseHandle, value: string): Promise<string | undefined> {
+  try {
+    return (await accountsService.authenticate(database, `Bearer ${value}`)).key.id;
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'unauthorized') return undefined;
+    throw error;
+  }
 }
 
 async function fill(ctx: ServiceContext) {

@@ -1,13 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { CONTRACT_VERSION, ConversationList } from '@convo/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../db/database.js';
 import { ApiError } from '../errors.js';
 import { accountsService } from '../services/accounts.js';
+import { demoKeyPath } from './demo-key-file.js';
 import { BIN, ensureBuilt } from '../testing/built-bin.js';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../testing/databases.js';
 
@@ -92,6 +93,16 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
     } catch (error) {
       if (error instanceof ApiError && error.code === 'unauthorized') return false;
       throw error;
+    } finally {
+      await handle.destroy();
+    }
+  }
+
+  /** The id of a key, as the server finds it. */
+  async function keyIdOf(key: string): Promise<string> {
+    const handle = openDatabase(url);
+    try {
+      return (await accountsService.authenticate(handle, `Bearer ${key}`)).key.id;
     } finally {
       await handle.destroy();
     }
@@ -317,30 +328,45 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
       expect(list.data.some((c) => c.message_count > 0)).toBe(true);
     }, 60_000);
 
-    it('seed --demo again reuses the account, prints a different key that works and revokes the one before', async () => {
+    it('seed --demo again reuses the account and prints the same key, kept for its owner only; without it, a new key', async () => {
       const before = ConversationList.parse(
         await (
           await fetch(`${baseUrl}/conversations?limit=100`, { headers: { authorization: `Bearer ${firstKey}` } })
         ).json(),
       );
+      const keyFile = resolve(WORK_DIR, demoKeyPath(url));
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600);
       const result = await cli('seed', '--demo');
       expect(result.code, result.stderr).toBe(0);
-      const secondKey = keyIn(result.stdout);
-      expect(secondKey).not.toBe(firstKey);
+      expect(keyIn(result.stdout)).toBe(firstKey);
       expect(accountIn(result.stdout)).toBe(demoAccountId);
-      expect(result.stdout).toContain('The demo key printed before is revoked');
-
+      expect(result.stdout).toContain(`The same as before, kept in ${demoKeyPath(url)} (readable by you only)`);
       const res = await fetch(`${baseUrl}/conversations?limit=100`, {
-        headers: { authorization: `Bearer ${secondKey}` },
+        headers: { authorization: `Bearer ${firstKey}` },
       });
       expect(res.status).toBe(200);
       // The data is not seeded twice.
       expect(ConversationList.parse(await res.json()).total).toBe(before.total);
+
+      // A key nobody keeps any more is revoked when the next one is made.
+      rmSync(keyFile);
+      const again = await cli('seed', '--demo');
+      const secondKey = keyIn(again.stdout);
+      expect(secondKey).not.toBe(firstKey);
+      expect(again.stdout).toContain('The demo key printed before is revoked');
+      expect(readFileSync(keyFile, 'utf8')).toBe(`${secondKey}\n`);
       expect(
         (await fetch(`${baseUrl}/conversations?limit=1`, { headers: { authorization: `Bearer ${firstKey}` } })).status,
       ).toBe(401);
       expect(await authenticates(secondKey)).toBe(true);
       expect(await authenticates(firstKey)).toBe(false);
+
+      // A kept key that was revoked meanwhile is replaced too.
+      const revoked = await cli('keys', 'revoke', (await keyIdOf(secondKey)) as string);
+      expect(revoked.code, revoked.stderr).toBe(0);
+      const third = keyIn((await cli('seed', '--demo')).stdout);
+      expect(third).not.toBe(secondKey);
+      expect(await authenticates(third)).toBe(true);
     }, 60_000);
 
     it("prints the console's address and a demo sign-in that works there; the next start's password replaces it", async () => {
