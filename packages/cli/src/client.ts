@@ -1,10 +1,17 @@
-import type { Convo } from '@convo/sdk';
+import type { Convo, RetryEvent } from '@convo/sdk';
 import { type ConnectionFlags, configPath, readConfigFile, resolveSettings } from './config.js';
 import { CliError, UsageError } from './errors.js';
 import type { Terminal } from './terminal.js';
 
-/** The SDK client for a command; the SDK is loaded here, when a command runs, never at start-up. */
-export async function openClient(flags: ConnectionFlags, terminal: Terminal): Promise<Convo> {
+/**
+ * The SDK client for a command; the SDK is loaded here, when a command runs, never at start-up. `notify` prints a
+ * line for the person waiting (a command with a progress bar prints it above the bar); stderr by default.
+ */
+export async function openClient(
+  flags: ConnectionFlags,
+  terminal: Terminal,
+  options: { notify?: (line: string) => void } = {},
+): Promise<Convo> {
   const config = readConfigFile(configPath(terminal.env, terminal.platform, terminal.homeDir));
   const settings = resolveSettings(flags, terminal.env, config);
   if (!settings.apiKey) {
@@ -12,7 +19,26 @@ export async function openClient(flags: ConnectionFlags, terminal: Terminal): Pr
   }
   if (settings.baseUrl) checkBaseUrl(settings.baseUrl.value, settings.baseUrl.source);
   const { Convo, DEFAULT_BASE_URL } = await import('@convo/sdk');
-  return new Convo({ apiKey: settings.apiKey.value, baseUrl: settings.baseUrl?.value ?? DEFAULT_BASE_URL });
+  return new Convo({
+    apiKey: settings.apiKey.value,
+    baseUrl: settings.baseUrl?.value ?? DEFAULT_BASE_URL,
+    onRetry: rateLimitNotice(options.notify ?? ((line) => terminal.stderr.write(`${line}\n`))),
+  });
+}
+
+/**
+ * Says when a 429 is being waited out, which can take up to a minute, so that a bulk command does not look
+ * stalled. Requests in flight together hit the limit together: one line per wait, not one per request.
+ */
+export function rateLimitNotice(notify: (line: string) => void, now: () => number = Date.now) {
+  let quietUntil = 0;
+  return (retry: RetryEvent): void => {
+    if (retry.error.code !== 'rate_limited' || now() < quietUntil) return;
+    quietUntil = now() + retry.delayMs;
+    notify(
+      `convo: rate limited; retrying in ${(retry.delayMs / 1000).toFixed(1)} s (attempt ${retry.attempt} of ${retry.maxAttempts})`,
+    );
+  };
 }
 
 const SOURCE_NAMES = { flag: '--base-url', env: 'CONVO_BASE_URL', profile: "the profile's base URL" } as const;

@@ -27,6 +27,7 @@ import {
   WorkflowRunList,
   endpoints,
 } from '@convo/core';
+import { accountsService } from '@convo/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestServer, freePort, startServer } from './server.js';
 
@@ -60,8 +61,8 @@ describe('the convo CLI against a real server', () => {
    */
   function convo(
     args: string[],
-    options: { env?: Record<string, string | undefined>; input?: string } = {},
-  ): Promise<Result> {
+    options: { env?: Record<string, string | undefined>; input?: string; stopWhen?: RegExp } = {},
+  ): Promise<Result & { stopped?: boolean }> {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
       HOME: home,
@@ -73,10 +74,18 @@ describe('the convo CLI against a real server', () => {
       const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
+      // Stopped as soon as stderr says what the test waits for, while the command still runs.
+      let stopped = false;
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+        if (options.stopWhen?.test(stderr) && !stopped && child.exitCode === null) {
+          stopped = true;
+          child.kill();
+        }
+      });
       child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
+      child.on('close', (code) => resolve({ code, stdout, stderr, stopped }));
       child.stdin.end(options.input ?? '');
     });
   }
@@ -529,6 +538,32 @@ describe('the convo CLI against a real server', () => {
       expect(await total()).toBe(4);
 
       expect((await convo(['contacts', 'import', join(dir, 'missing.csv')])).code).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('says on stderr when an import waits out a 429, instead of looking stalled', async () => {
+    // An account of its own with a limit of 3 requests a minute: the fourth row is refused with a Retry-After.
+    const account = await accountsService.createAccount(server.database, {
+      name: 'Slow importer',
+      plan: 'enterprise',
+      rateLimitRpm: 3,
+    });
+    const { key } = await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' });
+    const dir = mkdtempSync(join(tmpdir(), 'convo-cli-429-'));
+    try {
+      const csv = join(dir, 'contacts.csv');
+      const rows = Array.from({ length: 6 }, (_, i) => `Row ${i},+55219100000${String(i).padStart(2, '0')}`);
+      writeFileSync(csv, ['name,phone', ...rows].join('\n'));
+      const notice = /^convo: rate limited; retrying in \d+\.\d s \(attempt 2 of 3\)$/m;
+      // The wait lasts until the minute is over: the line is what the person sees meanwhile.
+      const result = await convo(['contacts', 'import', csv, '--concurrency', '1'], {
+        env: { CONVO_API_KEY: key },
+        stopWhen: notice,
+      });
+      expect(result.stopped, result.stderr).toBe(true);
+      expect(result.stderr.match(new RegExp(notice.source, 'gm'))).toHaveLength(1);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

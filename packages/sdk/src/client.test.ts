@@ -132,6 +132,39 @@ describe('retries', () => {
     expect(delays).toEqual([3000]);
   });
 
+  it('tells onRetry of each retry before its wait: the error, the attempt to come and the delay', async () => {
+    const fake = fakeFetch([
+      { status: 429, body: { error: { code: 'rate_limited', message: 'slow down' } }, headers: { 'retry-after': '2' } },
+      { status: 503 },
+      { status: 201, body: contact },
+    ]);
+    const seen: string[] = [];
+    const convo = new Convo({
+      apiKey: 'convo_sk_test',
+      baseUrl: 'https://api.example.com/v1',
+      fetch: fake.fetch,
+      maxRetries: 4,
+      sleep: async (ms) => {
+        seen.push(`sleep ${ms}`);
+      },
+      onRetry: ({ error, attempt, maxAttempts, delayMs, method, path }) =>
+        seen.push(`${error.constructor.name} ${method} ${path}: attempt ${attempt} of ${maxAttempts} in ${delayMs}`),
+    });
+    await convo.contacts.create({ phone: '+14155550123' });
+    expect(seen).toHaveLength(4);
+    expect(seen.slice(0, 2)).toEqual(['RateLimitedError POST /v1/contacts: attempt 2 of 5 in 2000', 'sleep 2000']);
+    expect(seen[2]).toMatch(/^ServerError POST \/v1\/contacts: attempt 3 of 5 in \d+/);
+    // Not told when nothing is retried.
+    const quiet: unknown[] = [];
+    const once = new Convo({
+      apiKey: 'convo_sk_test',
+      fetch: fakeFetch([{ status: 404, body: { error: { code: 'not_found', message: 'no' } } }]).fetch,
+      onRetry: (retry) => quiet.push(retry),
+    });
+    await expect(once.tags.list()).rejects.toBeInstanceOf(NotFoundError);
+    expect(quiet).toEqual([]);
+  });
+
   it('never retries other 4xx', async () => {
     const { convo, sent } = client([
       {

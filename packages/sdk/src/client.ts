@@ -1,4 +1,4 @@
-import { RequestSender } from './request-sender.js';
+import { RequestSender, type RetryEvent } from './request-sender.js';
 import { Channels } from './resources/channels.js';
 import { Contacts } from './resources/contacts.js';
 import { Conversations } from './resources/conversations.js';
@@ -28,6 +28,11 @@ export interface ConvoOptions {
    * observe the delays or not to wait (tests), or to wait on your own scheduler.
    */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Called before each wait for a retry, with what failed, the attempt to come and the wait: to tell a person
+   * why a call is slow (a 429 is waited out for its Retry-After) or to count retries. Default: nothing.
+   */
+  onRetry?: (retry: RetryEvent) => void;
 }
 
 /** Reads an environment variable where the runtime has `process` (Node, Bun, Deno), else undefined. */
@@ -66,6 +71,7 @@ export class Convo {
       maxRetries: options.maxRetries ?? 2,
       fetch: fetchImpl,
       sleep: options.sleep,
+      onRetry: options.onRetry,
     });
     this.conversations = new Conversations(sender);
     this.messages = new Messages(sender);

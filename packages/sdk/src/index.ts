@@ -11,7 +11,7 @@ export {
   UnauthorizedError,
 } from './errors.js';
 export { type Page, PagePromise } from './pagination.js';
-export type { RequestOptions } from './request-sender.js';
+export type { RequestOptions, RetryEvent } from './request-sender.js';
 export { SDK_METHODS } from './operations.js';
 export { WebhookVerificationError, verifyWebhook } from './webhooks.js';
 export type { Channels } from './resources/channels.js';

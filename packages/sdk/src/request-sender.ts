@@ -17,6 +17,21 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/** A retry about to be made (ConvoOptions.onRetry): why, which attempt, and how long the client waits first. */
+export interface RetryEvent {
+  /** What the failed attempt threw: a RateLimitedError for a 429, a ServerError, ConnectionError or TimeoutError. */
+  error: ConvoError;
+  /** The attempt about to be made: 2 for the first retry. */
+  attempt: number;
+  /** The most attempts this request makes: maxRetries + 1. */
+  maxAttempts: number;
+  /** How long the client waits before that attempt, in milliseconds (Retry-After on a 429). */
+  delayMs: number;
+  /** The operation's method and path, e.g. `POST` and `/contacts`. */
+  method: string;
+  path: string;
+}
+
 export interface SenderConfig {
   apiKey: string;
   /** Ends with /v1. */
@@ -26,6 +41,8 @@ export interface SenderConfig {
   fetch: typeof fetch;
   /** Waits between attempts (ConvoOptions.sleep); a timer by default. */
   sleep?: (ms: number) => Promise<void>;
+  /** Told of each retry before its wait (ConvoOptions.onRetry). */
+  onRetry?: (retry: RetryEvent) => void;
 }
 
 const RETRY_BASE_MS = 500;
@@ -90,6 +107,14 @@ export class RequestSender {
       }
       const delay = this.retryDelay(error, attempt);
       if (attempt >= maxRetries || delay === undefined || options.signal?.aborted) throw error;
+      this.config.onRetry?.({
+        error,
+        attempt: attempt + 2,
+        maxAttempts: maxRetries + 1,
+        delayMs: delay,
+        method: operation.method,
+        path: url.pathname,
+      });
       await sleep(delay);
     }
   }

@@ -37,11 +37,11 @@ export function addContactsExportCommand(group: Command, context: CommandContext
   command.action(async (options: CommonOptions & { format: ExportFormat } & Record<string, unknown>) => {
     const { terminal } = context;
     const { contactsCsv, importableBody } = await import('./export-file.js');
-    const client = await openClient(options, terminal);
     const progress = createProgress(terminal.stderr, {
       label: 'Exporting contacts',
       enabled: progressEnabled(options, terminal.stderr),
     });
+    const client = await openClient(options, terminal, { notify: (line) => progress.log(line) });
     const contacts = client.contacts.list({ limit: EXPORT_PAGE_SIZE, ...fieldValues(options, filters) });
     progress.setTotal((await contacts).total);
     let count: number;

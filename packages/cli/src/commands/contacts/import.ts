@@ -28,7 +28,7 @@ export function addImportCommand(group: Command, context: CommandContext): void 
       [
         'Create or update contacts from a CSV or JSON Lines file.',
         'CSV: a header row, then one contact per row. Columns: name, phone, email, tags (separated by ; or |), and attr.<key> for each attribute. JSON Lines: one `contacts create` body per line.',
-        "A contact whose phone number already exists is updated with the row's fields, or left unchanged when they already match, so running the same file again creates no duplicates. Rows that fail are reported on stderr with their line number and the import goes on. A summary (created, updated, unchanged, failed) is printed at the end; the exit code is 1 when any row failed. A progress bar shows on stderr when it is a terminal (not with --json).",
+        "A contact whose phone number already exists is updated with the row's fields, or left unchanged when they already match, so running the same file again creates no duplicates. Rows that fail are reported on stderr with their line number and the import goes on. A summary (created, updated, unchanged, failed) is printed at the end; the exit code is 1 when any row failed. A progress bar shows on stderr when it is a terminal (not with --json). When the account's rate limit is reached, the import waits until the API lets it go on, and says so on stderr.",
         'Example: convo contacts import contacts.csv',
       ].join('\n\n'),
     )
@@ -54,13 +54,12 @@ export function addImportCommand(group: Command, context: CommandContext): void 
       throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
     }
     const rows = parseContactsFile(text, format);
-    const client = await openClient(options, terminal);
-
     const progress = createProgress(terminal.stderr, {
       label: 'Importing contacts',
       total: rows.length,
       enabled: progressEnabled(options, terminal.stderr),
     });
+    const client = await openClient(options, terminal, { notify: (line) => progress.log(line) });
     const summary = await importContacts(client, rows, {
       concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
       onRow: (row, result) => {

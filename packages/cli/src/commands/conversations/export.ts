@@ -48,11 +48,11 @@ export function addExportCommand(group: Command, context: CommandContext): void 
     const { terminal } = context;
     const query = { limit: EXPORT_PAGE_SIZE, ...fieldValues(options, filters) };
 
-    const client = await openClient(options, terminal);
     const progress = createProgress(terminal.stderr, {
       label: 'Exporting conversations',
       enabled: progressEnabled(options, terminal.stderr),
     });
+    const client = await openClient(options, terminal, { notify: (line) => progress.log(line) });
     const conversations = client.conversations.list(query);
     progress.setTotal((await conversations).total);
     const records = options.messages ? withMessages(client, conversations) : conversations;
