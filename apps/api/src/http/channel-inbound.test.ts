@@ -44,7 +44,8 @@ import {
 } from '../testing/meta-payloads.js';
 import { type ChannelRow, channelsRepository } from '../repositories/channels.js';
 import { TenantScope } from '../repositories/tenant.js';
-import { type Arrival, receiveManyOnChannel, receiveOnChannel } from '../services/channel-inbound.js';
+import type { Arrival } from '../channels/meta-webhooks.js';
+import { receiveManyOnChannel, receiveOnChannel } from '../services/channel-inbound.js';
 import { jobHandlers } from '../worker/handlers.js';
 import { Worker } from '../worker/worker.js';
 

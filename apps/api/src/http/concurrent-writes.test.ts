@@ -17,7 +17,8 @@ import { lockedForUpdate } from '../db/dialect.js';
 import { ReferenceGone, runTransaction } from '../db/transactions.js';
 import { type ChannelRow, channelsRepository } from '../repositories/channels.js';
 import { TenantScope } from '../repositories/tenant.js';
-import { type Arrival, receiveManyOnChannel, receiveOnChannel } from '../services/channel-inbound.js';
+import type { Arrival } from '../channels/meta-webhooks.js';
+import { receiveManyOnChannel, receiveOnChannel } from '../services/channel-inbound.js';
 import { newWamid } from '../testing/meta-payloads.js';
 import {
   type TestResponse,

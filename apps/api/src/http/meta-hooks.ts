@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { DatabaseHandle } from '../db/database.js';
 import { MAX_BODY_BYTES } from '../edge/request-body.js';
-import { metaWebhooksService } from '../services/meta-webhooks.js';
+import { channelInboundService } from '../services/channel-inbound.js';
 import type { Settings } from '../settings.js';
 
 /** Where Meta's webhooks come in, outside /v1 and without an API key: the channel's app secret signs them. */
@@ -25,7 +25,7 @@ export const metaHooks: FastifyPluginAsync<{ database: DatabaseHandle; settings:
     async (request, reply) => {
       const { 'hub.mode': mode, 'hub.verify_token': token, 'hub.challenge': challenge } = request.query;
       const channelId = request.params.channel_id;
-      const answer = await metaWebhooksService.verify(ctx, { channelId, mode, token, challenge });
+      const answer = await channelInboundService.verify(ctx, { channelId, mode, token, challenge });
       return reply.type('text/plain; charset=utf-8').send(answer);
     },
   );
@@ -33,7 +33,7 @@ export const metaHooks: FastifyPluginAsync<{ database: DatabaseHandle; settings:
   app.post<{ Params: { channel_id: string } }>(META_HOOKS_PATH, async (request, reply) => {
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     const signature = request.headers['x-hub-signature-256'];
-    await metaWebhooksService.receive(ctx, { channelId: request.params.channel_id, rawBody, signature });
+    await channelInboundService.receive(ctx, { channelId: request.params.channel_id, rawBody, signature });
     return reply.type('text/plain; charset=utf-8').send('EVENT_RECEIVED');
   });
 };

@@ -1,12 +1,37 @@
-import type { ContactIdentity, Message, MessageMedia, MessageType } from '@convo/core';
+import { timingSafeEqual } from 'node:crypto';
+import type { ContactIdentity, Message } from '@convo/core';
 import type { Updateable } from 'kysely';
+import {
+  type Arrival,
+  type ChannelMessage,
+  type ChannelSender,
+  type Collected,
+  type PayloadError,
+  type PlatformReceipt,
+  UnusableInput,
+  describe,
+  inBodyOrder,
+  isUnusable,
+  readPayload,
+  validMetaSignature,
+} from '../channels/meta-webhooks.js';
 import type { ContactTable } from '../db/schema.js';
-import { newId, now } from '../ids.js';
-import { type ChannelRow, channelMessagesRepository, contactIdentitiesRepository } from '../repositories/channels.js';
+import { ApiError } from '../errors.js';
+import { nextUlid, newId, now } from '../ids.js';
+import {
+  type ChannelPayloadRow,
+  type ChannelRow,
+  channelMessagesRepository,
+  channelPayloadsRepository,
+  channelsRepository,
+  contactIdentitiesRepository,
+} from '../repositories/channels.js';
 import { type ContactRow, contactsRepository } from '../repositories/contacts.js';
 import { conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
+import { jobRow } from '../repositories/jobs.js';
 import type { TenantScope } from '../repositories/tenant.js';
+import { openSecret } from '../secret-box.js';
 import { type ServiceContext, scopeOf, transaction } from './context.js';
 import { toContact } from './contacts.js';
 import { toMessage } from './conversations.js';
@@ -15,40 +40,208 @@ import { emitEvent, emitEvents } from './events.js';
 import { messagesService } from './messages.js';
 
 /**
- * What arrives on a channel, whatever the platform (CONTRACT: Channels, Message delivery): a
- * contact's message, found or made into contact, conversation and message; and the statuses of
- * our own sends, which move outbound messages forward.
+ * What arrives on a channel (CONTRACT: Channels, Message delivery): Meta's webhooks, stored with the
+ * job that processes them; a contact's message, found or made into contact, conversation and
+ * message; and the statuses of our own sends, which move outbound messages forward.
  */
 
-/** Who wrote: the platform's id for them on the channel (WhatsApp id, PSID or IGSID). */
-export interface ChannelSender {
-  externalId: string;
-  /** WhatsApp's profile name; it fills a contact's empty name. */
-  profileName?: string | undefined;
-}
-
-/** A message as the platform delivered it, in our terms. */
-export interface ChannelMessage {
-  /** The platform's id: the same id twice is one message (Meta redelivers). */
-  platformMessageId: string;
-  type: MessageType;
-  content: string;
-  media: MessageMedia | null;
-  /** When the contact sent it, by the platform's clock. */
-  sentAt?: Date | undefined;
-}
-
-/** The platform sent something that cannot be stored as it is: trying again would not help. */
-export class UnusableInput extends Error {
-  override readonly name = 'UnusableInput';
-}
-
 /** A status for a message that is not stored yet is `unknown`: its send may not have recorded the platform's id yet. */
-export type StatusOutcome = 'applied' | 'unknown';
+type StatusOutcome = 'applied' | 'unknown';
 
 type Status = MessageRow['status'];
 
 const MAX_NAME_LENGTH = 200;
+
+/** What Meta's webhooks run with: no account yet, the channel they name says whose they are. */
+export type IngressContext = Omit<ServiceContext, 'accountId'>;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+const sameText = (a: string, b: string) => {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+};
+
+async function channelOf(ctx: IngressContext, id: string): Promise<ChannelRow> {
+  const channel = await channelsRepository.findByIdInAnyAccount(ctx.database.db, id);
+  if (!channel) throw ApiError.notFound('channel', id);
+  return channel;
+}
+
+/** Meta's subscription handshake: `hub.mode`, `hub.verify_token` and `hub.challenge` as sent. */
+interface MetaHandshake {
+  channelId: string;
+  mode: unknown;
+  token: unknown;
+  challenge: unknown;
+}
+
+/** Meta's webhooks to a channel (CONTRACT: Channels), whatever account the channel is in. */
+export const channelInboundService = {
+  /** Meta's subscription handshake: the challenge, when the verify token is the channel's. */
+  async verify(ctx: IngressContext, input: MetaHandshake): Promise<string> {
+    const channel = await channelOf(ctx, input.channelId);
+    const { mode, token, challenge } = input;
+    const tokenMatches = typeof token === 'string' && sameText(token, channel.verify_token);
+    if (mode !== 'subscribe' || !tokenMatches || typeof challenge !== 'string') {
+      throw new ApiError('forbidden', "hub.mode must be subscribe and hub.verify_token the channel's verify_token");
+    }
+    return challenge;
+  },
+
+  /**
+   * A body Meta posted: its signature checked before anything is parsed or stored, then stored
+   * with the job that processes it (process, below), in one transaction. A
+   * disabled channel receives nothing, and Meta is still answered 200 so that it does not retry.
+   */
+  async receive(ctx: IngressContext, input: { channelId: string; rawBody: Buffer; signature: unknown }): Promise<void> {
+    const channel = await channelOf(ctx, input.channelId);
+    const appSecret = openSecret(ctx.settings.secretKey(), channel.app_secret_sealed);
+    if (!validMetaSignature(appSecret, input.rawBody, input.signature)) {
+      throw ApiError.unauthorized('Missing or invalid X-Hub-Signature-256');
+    }
+    let body: string;
+    try {
+      body = utf8.decode(input.rawBody);
+      const parsed: unknown = JSON.parse(body);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+    } catch {
+      throw ApiError.badRequest('body', 'json', 'The body is not a JSON object');
+    }
+    if (channel.status === 'disabled') return;
+    const at = now();
+    const payloadId = `pl_${nextUlid()}`;
+    const accountId = channel.account_id;
+    const payload = { account_id: accountId, id: payloadId, channel_id: channel.id, body, received_at: at };
+    const unprocessed = { processed_at: null, errors: null };
+    const job = jobRow({ kind: 'process_channel_payload', accountId, payload: { payloadId } }, at);
+    await channelPayloadsRepository.insertWithJob(
+      ctx.database.db,
+      ctx.database.capabilities,
+      { ...payload, ...unprocessed },
+      job,
+    );
+  },
+
+  /**
+   * Processes the bodies a claim's jobs name, of the context's account: the messages of its
+   * payloads on one channel are stored together (receiveManyOnChannel); those it leaves, and every
+   * status and receipt, are applied one by one, so one that fails loses none of the others; what
+   * failed is kept with its payload. A part that may pass later (a status for a message whose send
+   * is not recorded yet, a database failure) runs its whole payload again on
+   * `channelPayloadRetryScheduleMs`, which changes nothing already applied; after the last try it
+   * is recorded as failed too. An outcome for each job, in order.
+   */
+  async process(ctx: ServiceContext, input: { jobs: readonly PayloadJob[] }): Promise<PayloadOutcome[]> {
+    const scope = scopeOf(ctx);
+    const payloads = await channelPayloadsRepository.findMany(
+      scope,
+      input.jobs.map((job) => job.payloadId),
+    );
+    const channels = await channelsRepository.findMany(scope, [
+      ...new Set(payloads.map((payload) => payload.channel_id)),
+    ]);
+
+    const work: PayloadWork[] = [];
+    const outcomes = new Map<PayloadJob, PayloadOutcome>();
+    const finished: { id: string; errors: PayloadError[] }[] = [];
+    for (const job of input.jobs) {
+      const payload = payloads.find((row) => row.id === job.payloadId);
+      if (!payload || payload.processed_at !== null) continue;
+      const channel = channels.find((row) => row.id === payload.channel_id);
+      if (!channel || channel.status === 'disabled') {
+        finished.push({
+          id: payload.id,
+          errors: [{ path: '', error: channel ? 'The channel is disabled' : 'The channel was deleted' }],
+        });
+        continue;
+      }
+      work.push({ job, payload, channel, ...readPayload(channel, payload.body) });
+    }
+
+    for (const channel of new Set(work.map((payload) => payload.channel))) {
+      const ofChannel = work.filter((payload) => payload.channel === channel);
+      const arrivals = ofChannel.flatMap((payload) =>
+        payload.items.flatMap((item) => ('arrivals' in item ? item.arrivals : [])),
+      );
+      // What the set-based path does not take, or all of it when it fails, goes one message at a time.
+      const left = new Set(await receiveManyOnChannel(ctx, channel, arrivals).catch(() => arrivals));
+      for (const payload of ofChannel) {
+        const later = await applyItems(ctx, payload, left);
+        const retryIn =
+          later.length > 0 ? ctx.settings.channelPayloadRetryScheduleMs[payload.job.attempts - 1] : undefined;
+        if (retryIn !== undefined) outcomes.set(payload.job, { retryAt: new Date(Date.now() + retryIn).toISOString() });
+        else finished.push({ id: payload.payload.id, errors: [...payload.errors, ...later].sort(inBodyOrder) });
+      }
+    }
+
+    await channelPayloadsRepository.markProcessed(
+      scope,
+      now(),
+      finished.map(({ id, errors }) => ({ id, errors: errors.length === 0 ? null : JSON.stringify(errors) })),
+    );
+    return input.jobs.map((job) => outcomes.get(job));
+  },
+};
+
+/** A stored body's job: the payload, and which try this is (1 on the first). */
+export interface PayloadJob {
+  payloadId: string;
+  attempts: number;
+}
+
+/** What follows a payload's processing: nothing, or another run of its job at `retryAt`. */
+export type PayloadOutcome = { retryAt: string } | undefined;
+
+/** A payload being processed: its job, its channel, its parts, and the errors found reading it. */
+interface PayloadWork extends Collected {
+  job: PayloadJob;
+  payload: ChannelPayloadRow;
+  channel: ChannelRow;
+}
+
+/**
+ * Applies a payload's parts in order: its messages that receiveManyOnChannel left, one at a time,
+ * and its statuses and receipts. Errors that cannot pass later join the payload's; those that may
+ * are returned.
+ */
+async function applyItems(ctx: ServiceContext, payload: PayloadWork, left: Set<Arrival>): Promise<PayloadError[]> {
+  const later: PayloadError[] = [];
+  for (const item of payload.items) {
+    try {
+      if ('arrivals' in item) {
+        for (const arrival of item.arrivals)
+          if (left.has(arrival)) await receiveOnChannel(ctx, payload.channel, arrival.sender, arrival.message);
+        continue;
+      }
+      const outcome =
+        'status' in item
+          ? await applyStatus(ctx, item.status.platformMessageId, item.status.next, item.status.error)
+          : await applyReceipt(ctx, payload.channel, item.receipt);
+      if (outcome === 'unknown') later.push({ path: item.path, error: 'No message has this platform id' });
+    } catch (error) {
+      (isUnusable(error) ? payload.errors : later).push({ path: item.path, error: describe(error) });
+    }
+  }
+  return later;
+}
+
+/** A Messenger or Instagram receipt: the messages it names, then those up to its watermark. */
+async function applyReceipt(
+  ctx: ServiceContext,
+  channel: ChannelRow,
+  receipt: PlatformReceipt,
+): Promise<StatusOutcome | undefined> {
+  let outcome: StatusOutcome | undefined;
+  for (const mid of receipt.mids ?? [])
+    if ((await applyStatus(ctx, mid, receipt.next)) === 'unknown') outcome = 'unknown';
+  if (receipt.mid !== undefined && (await applyReadThrough(ctx, channel, receipt.mid)) === 'unknown')
+    outcome = 'unknown';
+  if (receipt.watermark !== undefined)
+    await applyReceiptUpTo(ctx, channel, receipt.contactExternalId, new Date(receipt.watermark), receipt.next);
+  return outcome;
+}
 
 /**
  * Stores a contact's message from a channel, in one transaction: the contact (by its identity on the
@@ -99,12 +292,6 @@ function receiveOnce(
       platformMessageId: message.platformMessageId,
     });
   });
-}
-
-/** A contact's message on a channel: who sent it, and what. */
-export interface Arrival {
-  sender: ChannelSender;
-  message: ChannelMessage;
 }
 
 /**
@@ -342,7 +529,7 @@ async function updateContact(
  * Moves the outbound message with this platform id to `next` (forward only; `message.updated` when it
  * changes). `unknown` when no message has the id.
  */
-export function applyStatus(
+function applyStatus(
   ctx: ServiceContext,
   platformMessageId: string,
   next: Status,
@@ -367,7 +554,7 @@ const COVERED_BY_RECEIPT: Record<'delivered' | 'read', Status[]> = { delivered: 
  * A receipt for every message up to a time (Messenger's watermarks): the outbound messages to the
  * contact on the channel created then or before move to `next`. Nothing when the contact is unknown.
  */
-export function applyReceiptUpTo(
+function applyReceiptUpTo(
   ctx: ServiceContext,
   channel: ChannelRow,
   contactExternalId: string,
@@ -386,11 +573,7 @@ export function applyReceiptUpTo(
  * A read receipt naming the last message read (Instagram): that message and the earlier outbound
  * messages to the same contact on the channel are read. `unknown` when no message has the id.
  */
-export function applyReadThrough(
-  ctx: ServiceContext,
-  channel: ChannelRow,
-  platformMessageId: string,
-): Promise<StatusOutcome> {
+function applyReadThrough(ctx: ServiceContext, channel: ChannelRow, platformMessageId: string): Promise<StatusOutcome> {
   return transaction(ctx, async (tx) => {
     const scope = scopeOf(tx);
     const message = await messagesRepository.findByPlatformId(scope, platformMessageId);

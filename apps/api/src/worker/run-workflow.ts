@@ -17,8 +17,7 @@ import { emitEvent, toEvent } from '../services/events.js';
 import { FINISHED_RUN_STATUSES, type StoredRunStep, planSteps, toRun, toWorkflow } from '../services/workflows.js';
 import type { Settings } from '../settings.js';
 import { parseWith } from '../validation.js';
-import { type WebhookResponse, postWebhook } from '../services/webhook-deliveries.js';
-import { standardWebhookHeaders } from '../services/webhook-deliveries.js';
+import { type WebhookResponse, postWebhook, standardWebhookHeaders } from '../services/webhook-deliveries.js';
 import type { JobContext, JobOutcome } from './worker.js';
 
 /** What Convo POSTs for an `http_request` step, and under which delivery id. */

@@ -1,142 +1,97 @@
-import type { MessageMedia, Platform } from '@convo/core';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { MessageMedia, MessageType, Platform } from '@convo/core';
 import * as z from 'zod';
-import type { DatabaseHandle } from '../db/database.js';
-import { now } from '../ids.js';
-import {
-  type ChannelPayloadRow,
-  type ChannelRow,
-  channelPayloadsRepository,
-  channelsRepository,
-} from '../repositories/channels.js';
-import {
-  type Arrival,
-  type ChannelMessage,
-  type ChannelSender,
-  type StatusOutcome,
-  UnusableInput,
-  applyReadThrough,
-  applyReceiptUpTo,
-  applyStatus,
-  receiveManyOnChannel,
-  receiveOnChannel,
-} from '../services/channel-inbound.js';
-import { type ServiceContext, scopeOf } from '../services/context.js';
-import type { Settings } from '../settings.js';
-import type { JobContext, JobOutcome } from './worker.js';
 
 /**
- * Processes the webhook bodies Meta posted to an account's channels (CONTRACT: Channels, Message
- * delivery): WhatsApp Cloud API `entry[].changes[].value` messages and statuses, Messenger and
- * Instagram `entry[].messaging[]` events. The messages of a claim's payloads on one channel are
- * stored together (receiveManyOnChannel); those it leaves, and every status, are applied one by
- * one, so one that fails loses none of the others; what failed is kept with its payload. A part
- * that may pass later (a status for a message whose send is not recorded yet, a database failure)
- * runs its whole payload again on `channelPayloadRetryScheduleMs`, which changes nothing already
- * applied; after the last try it is recorded as failed too.
+ * Meta's webhooks as they reach a channel, in our terms: the signature over the raw body, and the
+ * messages, statuses and receipts a body carries. Knows no database: services/channel-inbound.ts
+ * stores and applies what is read here.
  */
-export async function processChannelPayloads(
-  deps: { database: DatabaseHandle; settings: Settings },
-  jobs: JobContext<'process_channel_payload'>[],
-): Promise<JobOutcome[]> {
-  const accountId = jobs[0]?.accountId;
-  if (accountId === undefined || accountId === null) return jobs.map(() => undefined);
-  const ctx: ServiceContext = { database: deps.database, accountId, settings: deps.settings };
-  const scope = scopeOf(ctx);
-  const payloads = await channelPayloadsRepository.findMany(
-    scope,
-    jobs.map((job) => job.payload.payloadId),
-  );
-  const channels = await channelsRepository.findMany(scope, [
-    ...new Set(payloads.map((payload) => payload.channel_id)),
-  ]);
 
-  const work: PayloadWork[] = [];
-  const outcomes = new Map<JobContext<'process_channel_payload'>, JobOutcome>();
-  const finished: { id: string; errors: PayloadError[] }[] = [];
-  for (const job of jobs) {
-    const payload = payloads.find((row) => row.id === job.payload.payloadId);
-    if (!payload || payload.processed_at !== null) continue;
-    const channel = channels.find((row) => row.id === payload.channel_id);
-    if (!channel || channel.status === 'disabled') {
-      finished.push({
-        id: payload.id,
-        errors: [{ path: '', error: channel ? 'The channel is disabled' : 'The channel was deleted' }],
-      });
-      continue;
-    }
-    work.push({ job, payload, channel, ...itemsOf(ctx, channel, payload.body) });
-  }
-
-  for (const channel of new Set(work.map((payload) => payload.channel))) {
-    const ofChannel = work.filter((payload) => payload.channel === channel);
-    const arrivals = ofChannel.flatMap((payload) => payload.items.flatMap((item) => item.arrivals ?? []));
-    // What the set-based path does not take, or all of it when it fails, goes one message at a time.
-    const left = new Set(await receiveManyOnChannel(ctx, channel, arrivals).catch(() => arrivals));
-    for (const payload of ofChannel) {
-      const later = await applyItems(ctx, payload, left);
-      const retryIn =
-        later.length > 0 ? deps.settings.channelPayloadRetryScheduleMs[payload.job.attempts - 1] : undefined;
-      if (retryIn !== undefined) outcomes.set(payload.job, { retryAt: new Date(Date.now() + retryIn).toISOString() });
-      else finished.push({ id: payload.payload.id, errors: [...payload.errors, ...later].sort(inBodyOrder) });
-    }
-  }
-
-  await channelPayloadsRepository.markProcessed(
-    scope,
-    now(),
-    finished.map(({ id, errors }) => ({ id, errors: errors.length === 0 ? null : JSON.stringify(errors) })),
-  );
-  return jobs.map((job) => outcomes.get(job));
+/** `sha256=` and the hex HMAC-SHA256 of the raw body under the app secret, compared in constant time. */
+export function validMetaSignature(appSecret: string, rawBody: Buffer, header: unknown): boolean {
+  if (typeof header !== 'string' || !header.startsWith('sha256=')) return false;
+  const given = Buffer.from(header.slice('sha256='.length), 'hex');
+  const expected = createHmac('sha256', appSecret).update(rawBody).digest();
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-/** A payload being processed: its job, its channel, its parts, and the errors found reading it. */
-interface PayloadWork extends Collected {
-  job: JobContext<'process_channel_payload'>;
-  payload: ChannelPayloadRow;
-  channel: ChannelRow;
+/** Who wrote: the platform's id for them on the channel (WhatsApp id, PSID or IGSID). */
+export interface ChannelSender {
+  externalId: string;
+  /** WhatsApp's profile name; it fills a contact's empty name. */
+  profileName?: string | undefined;
 }
 
-/**
- * Applies a payload's parts in order: its messages that receiveManyOnChannel left, one at a time,
- * and its statuses. Errors that cannot pass later join the payload's; those that may are returned.
- */
-async function applyItems(ctx: ServiceContext, payload: PayloadWork, left: Set<Arrival>): Promise<PayloadError[]> {
-  const later: PayloadError[] = [];
-  for (const item of payload.items) {
-    try {
-      if (item.arrivals) {
-        for (const arrival of item.arrivals)
-          if (left.has(arrival)) await receiveOnChannel(ctx, payload.channel, arrival.sender, arrival.message);
-      } else if ((await item.run()) === 'unknown') {
-        later.push({ path: item.path, error: 'No message has this platform id' });
-      }
-    } catch (error) {
-      (isUnusable(error) ? payload.errors : later).push({ path: item.path, error: describe(error) });
-    }
-  }
-  return later;
+/** A message as the platform delivered it, in our terms. */
+export interface ChannelMessage {
+  /** The platform's id: the same id twice is one message (Meta redelivers). */
+  platformMessageId: string;
+  type: MessageType;
+  content: string;
+  media: MessageMedia | null;
+  /** When the contact sent it, by the platform's clock. */
+  sentAt?: Date | undefined;
+}
+
+/** The platform sent something that cannot be stored as it is: trying again would not help. */
+export class UnusableInput extends Error {
+  override readonly name = 'UnusableInput';
+}
+
+/** A contact's message on a channel: who sent it, and what. */
+export interface Arrival {
+  sender: ChannelSender;
+  message: ChannelMessage;
 }
 
 /** Why part of a payload was not applied; `path` names it in the body (`entry.0.changes.1.value.messages.2`). */
-interface PayloadError {
+export interface PayloadError {
   path: string;
   error: string;
 }
 
-/** One part of a payload: the messages it brings, or a status or receipt to apply. */
-type PayloadItem =
-  | { path: string; arrivals: Arrival[]; run?: undefined }
-  | { path: string; arrivals?: undefined; run: () => Promise<StatusOutcome | undefined> };
+/** A status WhatsApp reports for one of our sends. */
+export interface PlatformStatus {
+  platformMessageId: string;
+  next: 'sent' | 'delivered' | 'read' | 'failed';
+  error?: { code: string; message: string };
+}
 
-interface Collected {
+/**
+ * A Messenger or Instagram receipt from the contact: the messages it names (`mids`), every earlier
+ * one up to a `watermark` (ms), or, on Instagram, everything up to the last message read (`mid`).
+ */
+export interface PlatformReceipt {
+  contactExternalId: string;
+  next: 'delivered' | 'read';
+  mids?: string[] | undefined;
+  mid?: string | undefined;
+  watermark?: number | undefined;
+}
+
+/** What one part of a payload brings: messages, a status, or a receipt. */
+type ItemBody = { arrivals: Arrival[] } | { status: PlatformStatus } | { receipt: PlatformReceipt };
+
+/** One part of a payload, and where it is in the body (`entry.0.changes.1.value.messages.2`). */
+export type PayloadItem = { path: string } & ItemBody;
+
+/** A payload's parts, and the errors found reading it. */
+export interface Collected {
   items: PayloadItem[];
   errors: PayloadError[];
+}
+
+/** The channel a payload came to, as reading it needs. */
+interface Receiver {
+  platform: Platform;
+  external_id: string;
 }
 
 const MAX_ERROR_LENGTH = 500;
 
 /** Errors in the order of the parts of the body they name (`entry.2` before `entry.10`). */
-function inBodyOrder(a: PayloadError, b: PayloadError): number {
+export function inBodyOrder(a: PayloadError, b: PayloadError): number {
   const left = a.path.split('.');
   const right = b.path.split('.');
   for (let i = 0; i < Math.min(left.length, right.length); i++) {
@@ -148,9 +103,9 @@ function inBodyOrder(a: PayloadError, b: PayloadError): number {
   return left.length - right.length;
 }
 
-const isUnusable = (error: unknown) => error instanceof z.ZodError || error instanceof UnusableInput;
+export const isUnusable = (error: unknown) => error instanceof z.ZodError || error instanceof UnusableInput;
 
-function describe(error: unknown): string {
+export function describe(error: unknown): string {
   const text = error instanceof z.ZodError ? issuesOf(error) : error instanceof Error ? error.message : String(error);
   return text.slice(0, MAX_ERROR_LENGTH);
 }
@@ -181,7 +136,12 @@ const OBJECT_OF: Record<Platform, string> = {
 
 const Envelope = z.object({ object: z.string(), entry: z.array(z.unknown()) });
 
-function itemsOf(ctx: ServiceContext, channel: ChannelRow, body: string): Collected {
+/**
+ * Reads a webhook body Meta posted to a channel (CONTRACT: Channels, Message delivery): WhatsApp
+ * Cloud API `entry[].changes[].value` messages and statuses, Messenger and Instagram
+ * `entry[].messaging[]` events. A part that cannot be read is an error of its own, named by its path.
+ */
+export function readPayload(channel: Receiver, body: string): Collected {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -205,8 +165,8 @@ function itemsOf(ctx: ServiceContext, channel: ChannelRow, body: string): Collec
   envelope.data.entry.forEach((entry, index) => {
     const path = `entry.${index}`;
     try {
-      if (channel.platform === 'whatsapp') whatsappEntry(ctx, channel, entry, path, collected);
-      else messagingEntry(ctx, channel, entry, path, collected);
+      if (channel.platform === 'whatsapp') whatsappEntry(channel, entry, path, collected);
+      else messagingEntry(channel, entry, path, collected);
     } catch (error) {
       collected.errors.push({ path, error: describe(error) });
     }
@@ -230,13 +190,7 @@ const WaValue = z.object({
 type WaValue = z.output<typeof WaValue>;
 
 /** An entry's changes: those of field `messages` for this channel's number carry messages and statuses. */
-function whatsappEntry(
-  ctx: ServiceContext,
-  channel: ChannelRow,
-  raw: unknown,
-  path: string,
-  collected: Collected,
-): void {
+function whatsappEntry(channel: Receiver, raw: unknown, path: string, collected: Collected): void {
   WaEntry.parse(raw).changes.forEach((rawChange, index) => {
     const changePath = `${path}.changes.${index}`;
     try {
@@ -249,32 +203,27 @@ function whatsappEntry(
         );
       }
       const names = new Map((value.contacts ?? []).map((contact) => [contact.wa_id, contact.profile?.name]));
-      addWhatsappItems(ctx, value, names, `${changePath}.value`, collected);
+      addWhatsappItems(value, names, `${changePath}.value`, collected);
     } catch (error) {
       collected.errors.push({ path: changePath, error: describe(error) });
     }
   });
 }
 
-function addWhatsappItems(
-  ctx: ServiceContext,
-  value: WaValue,
-  names: Map<string, string | undefined>,
-  path: string,
-  collected: Collected,
-) {
+function addWhatsappItems(value: WaValue, names: Map<string, string | undefined>, path: string, collected: Collected) {
   (value.messages ?? []).forEach((raw, index) => {
     addItem(collected, `${path}.messages.${index}`, () => ({ arrivals: [whatsappArrival(raw, names)] }));
   });
   (value.statuses ?? []).forEach((raw, index) => {
-    collected.items.push({ path: `${path}.statuses.${index}`, run: () => whatsappStatus(ctx, raw) });
+    addItem(collected, `${path}.statuses.${index}`, () => whatsappStatus(raw));
   });
 }
 
 /** Adds the part `make` reads from the body; one it cannot read is an error of its own. */
-function addItem(collected: Collected, path: string, make: () => Omit<PayloadItem, 'path'>): void {
+function addItem(collected: Collected, path: string, make: () => ItemBody | undefined): void {
   try {
-    collected.items.push({ path, ...make() } as PayloadItem);
+    const item = make();
+    if (item) collected.items.push({ path, ...item });
   } catch (error) {
     collected.errors.push({ path, error: describe(error) });
   }
@@ -380,15 +329,15 @@ type WaStatusName = (typeof WA_STATUSES)[number];
 const isWaStatus = (status: string): status is WaStatusName => (WA_STATUSES as readonly string[]).includes(status);
 
 /** Other statuses WhatsApp may add (`deleted`, `warning`) say nothing about delivery and change nothing. */
-async function whatsappStatus(ctx: ServiceContext, raw: unknown): Promise<StatusOutcome | undefined> {
+function whatsappStatus(raw: unknown): ItemBody | undefined {
   const status = WaStatus.parse(raw);
   if (!isWaStatus(status.status)) return undefined;
-  if (status.status !== 'failed') return applyStatus(ctx, status.id, status.status);
+  if (status.status !== 'failed') return { status: { platformMessageId: status.id, next: status.status } };
   const [first] = status.errors ?? [];
   const error = first
     ? { code: String(first.code), message: first.title ?? first.message ?? 'Not delivered' }
     : { code: 'unknown', message: 'WhatsApp reported the message failed without an error' };
-  return applyStatus(ctx, status.id, 'failed', error);
+  return { status: { platformMessageId: status.id, next: 'failed', error } };
 }
 
 // Messenger and Instagram
@@ -401,18 +350,12 @@ const MessagingEntry = z.object({
 });
 
 /** Each of an entry's `messaging` events is one item; an entry for another Page or account is refused whole. */
-function messagingEntry(
-  ctx: ServiceContext,
-  channel: ChannelRow,
-  raw: unknown,
-  path: string,
-  collected: Collected,
-): void {
+function messagingEntry(channel: Receiver, raw: unknown, path: string, collected: Collected): void {
   const entry = MessagingEntry.parse(raw);
   if (entry.id !== channel.external_id)
     throw new UnusableInput(`For ${entry.id}, not this channel's ${channel.external_id}`);
   (entry.messaging ?? []).forEach((event, index) => {
-    addItem(collected, `${path}.messaging.${index}`, () => messagingEvent(ctx, channel, event, entry.time));
+    addItem(collected, `${path}.messaging.${index}`, () => messagingEvent(channel, event, entry.time));
   });
 }
 
@@ -457,12 +400,7 @@ const MessagingEvent = z.object({
  * come from the customer who received or read); our own sends echoed back are skipped. Other
  * events (postbacks, referrals, opt-ins) change nothing.
  */
-function messagingEvent(
-  ctx: ServiceContext,
-  channel: ChannelRow,
-  raw: unknown,
-  entryTime: number | undefined,
-): Omit<PayloadItem, 'path'> {
+function messagingEvent(channel: Receiver, raw: unknown, entryTime: number | undefined): ItemBody {
   const event = MessagingEvent.parse(raw);
   const message = event.message === undefined ? undefined : MessagingMessage.parse(event.message);
   if (message?.is_echo) return { arrivals: [] };
@@ -479,28 +417,10 @@ function messagingEvent(
     return { arrivals: [{ sender, message: { platformMessageId, type: 'reaction', content, media: null, sentAt } }] };
   }
   const { delivery, read } = event;
-  if (delivery) return { run: () => receipt(ctx, channel, event.sender.id, 'delivered', delivery) };
-  if (read) return { run: () => receipt(ctx, channel, event.sender.id, 'read', read) };
+  const contactExternalId = event.sender.id;
+  if (delivery) return { receipt: { contactExternalId, next: 'delivered', ...delivery } };
+  if (read) return { receipt: { contactExternalId, next: 'read', ...read } };
   return { arrivals: [] };
-}
-
-/**
- * A delivery or read receipt: Messenger names delivered messages (`mids`) and covers every earlier
- * one with a `watermark` (ms); Instagram's read receipt names the last message read (`mid`).
- */
-async function receipt(
-  ctx: ServiceContext,
-  channel: ChannelRow,
-  contactExternalId: string,
-  next: 'delivered' | 'read',
-  covers: { mids?: string[] | undefined; mid?: string | undefined; watermark?: number | undefined },
-): Promise<StatusOutcome | undefined> {
-  let outcome: StatusOutcome | undefined;
-  for (const mid of covers.mids ?? []) if ((await applyStatus(ctx, mid, next)) === 'unknown') outcome = 'unknown';
-  if (covers.mid !== undefined && (await applyReadThrough(ctx, channel, covers.mid)) === 'unknown') outcome = 'unknown';
-  if (covers.watermark !== undefined)
-    await applyReceiptUpTo(ctx, channel, contactExternalId, new Date(covers.watermark), next);
-  return outcome;
 }
 
 /**
