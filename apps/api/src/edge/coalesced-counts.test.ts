@@ -1,6 +1,6 @@
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { describe, expect, it, vi } from 'vitest';
-import { CoalescedCounts } from './coalesced-counts.js';
+import { CoalescedCounts } from './rate-limits.js';
 
 /** A limiter whose store answers each call on a later turn of the event loop, as a database does. */
 function slowLimiter(points: number) {

@@ -4,7 +4,6 @@ import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { type KeyType, generateKey, hashKey, redactKey } from '../keys.js';
 import { type AccountRow, type ApiKeyRow, accountsRepository, apiKeysRepository } from '../repositories/accounts.js';
-import { type KnownKey, type Principal, keyCacheOf } from './key-cache.js';
 
 export type Plan = AccountTable['plan'];
 export const PLANS = ['free', 'starter', 'growth', 'business', 'enterprise'] as const satisfies readonly Plan[];
@@ -61,8 +60,6 @@ const toKeyRecord = (row: ApiKeyRow): KeyRecord => ({
   revoked_at: row.revoked_at,
   created_at: row.created_at,
 });
-
-export type { Principal } from './key-cache.js';
 
 /** last_used_at is written at most this often per key, so reads do not all turn into writes. */
 const TOUCH_INTERVAL_MS = 60_000;
@@ -123,7 +120,7 @@ export const accountsService = {
 
   /**
    * Who is calling, from the `Authorization` header: `Bearer <key>`, the scheme in any case. The
-   * key is looked up by its hash (or recalled, on SQLite: services/key-cache.ts), so a revoked key
+   * key is looked up by its hash (or recalled, on SQLite: KeyCache below), so a revoked key
    * fails on the very next request on every instance. Anything else, or a key that is unknown or
    * revoked, is 401.
    */
@@ -137,7 +134,7 @@ export const accountsService = {
   },
 };
 
-/** Revokes a key and has this process forget the keys it remembered (services/key-cache.ts). */
+/** Revokes a key and has this process forget the keys it remembered (KeyCache). */
 async function revoke(database: DatabaseHandle, keyId: string): Promise<void> {
   await apiKeysRepository.revoke(database.db, keyId, now());
   keyCacheOf(database)?.forget();
@@ -179,4 +176,84 @@ async function touchWhenDue(database: DatabaseHandle, known: KnownKey): Promise<
   if (nowMs - known.lastUsedAt < TOUCH_INTERVAL_MS) return;
   known.lastUsedAt = nowMs;
   await apiKeysRepository.touch(database.db, known.principal.key.id, new Date(nowMs).toISOString());
+}
+
+// The keys this process remembers -------------------------------------------------------------------------------------
+
+/** The caller of an API request, once its key is known. */
+export interface Principal {
+  account: { id: string; name: string; plan: AccountTable['plan']; rateLimit: number };
+  key: { id: string; type: KeyType };
+}
+
+/** What authentication needs again of a key it has looked up. */
+export interface KnownKey {
+  principal: Principal;
+  /** When the key's use was last written down (epoch ms; 0 for never). */
+  lastUsedAt: number;
+}
+
+/** Keys remembered per process: beyond it the least recently stored is forgotten first. */
+const MAX_KEYS = 10_000;
+
+/**
+ * The keys this process has authenticated, by hash, with their callers. It exists for SQLite's
+ * get-by-id target (bench/README.md): there the key's lookup was a fifth of a read's CPU. Only
+ * where the database says cheaply that another connection committed (SQLite's data_version, see
+ * DatabaseHandle.commitsElsewhere): everything remembered is dropped when another process wrote
+ * (the operator's `convo-server keys revoke`) and when this process revokes a key, so a revoked
+ * key still fails on the very next request. Postgres, which instances share, has none.
+ */
+export class KeyCache {
+  private readonly keys = new Map<string, KnownKey>();
+  private version: number;
+  /** Counts the drops: a lookup that began before one is not stored. */
+  private drops = 0;
+
+  constructor(private readonly commitsElsewhere: () => number) {
+    this.version = commitsElsewhere();
+  }
+
+  /**
+   * The key with this hash: remembered, or found by `lookUp` and remembered unless everything was
+   * dropped while it ran (it may have read what a revocation changed). A remembered key is
+   * returned as it is, without a promise: the hot path of every request.
+   */
+  recallOr(keyHash: string, lookUp: () => Promise<KnownKey>): KnownKey | Promise<KnownKey> {
+    const version = this.commitsElsewhere();
+    if (version !== this.version) {
+      this.version = version;
+      this.forget();
+    }
+    const remembered = this.keys.get(keyHash);
+    return remembered ?? this.lookUpAndRemember(keyHash, lookUp);
+  }
+
+  private async lookUpAndRemember(keyHash: string, lookUp: () => Promise<KnownKey>): Promise<KnownKey> {
+    const drops = this.drops;
+    const found = await lookUp();
+    if (drops === this.drops) {
+      if (this.keys.size >= MAX_KEYS) this.keys.delete(this.keys.keys().next().value as string);
+      this.keys.set(keyHash, found);
+    }
+    return found;
+  }
+
+  /** Drops every key: after this process revoked one. */
+  forget(): void {
+    this.keys.clear();
+    this.drops++;
+  }
+}
+
+const caches = new WeakMap<DatabaseHandle, KeyCache | null>();
+
+/** The key cache of this database, or undefined where it may not have one (see KeyCache). */
+export function keyCacheOf(database: DatabaseHandle): KeyCache | undefined {
+  let cache = caches.get(database);
+  if (cache === undefined) {
+    cache = database.commitsElsewhere ? new KeyCache(database.commitsElsewhere) : null;
+    caches.set(database, cache);
+  }
+  return cache ?? undefined;
 }

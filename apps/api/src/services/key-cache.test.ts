@@ -4,8 +4,7 @@ import { migrateToLatest } from '../db/migrate.js';
 import { hashKey } from '../keys.js';
 import { type TestDatabase, createTestDatabase } from '../testing/databases.js';
 import { ACTIVE_DIALECTS } from '../testing/harness.js';
-import { accountsService } from './accounts.js';
-import { KeyCache, type KnownKey, keyCacheOf } from './key-cache.js';
+import { KeyCache, type KnownKey, accountsService, keyCacheOf } from './accounts.js';
 
 const knownKey = (keyId: string): KnownKey => ({
   principal: {
