@@ -1,6 +1,5 @@
 import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import type { Dialect } from '../db/dialect.js';
-import { runTransaction } from '../db/transactions.js';
 import type { JobRow } from './jobs.js';
 import type { ChannelPayloadTable, ChannelTable, ContactIdentityTable, MessageTable } from '../db/schema.js';
 import type { Executor, TenantScope } from './tenant.js';
@@ -67,14 +66,13 @@ export const channelPayloadsRepository = {
   /**
    * Stores a received payload with the job that processes it, both or neither: on Postgres in one
    * statement (the payload inserted in a CTE, the job selecting from it), which the ingress target
-   * of bench/README.md (Channels) needs; on SQLite in a transaction of the two.
+   * of bench/README.md (Channels) needs; without data-modifying CTEs in two, which the caller runs
+   * in a transaction.
    */
   async insertWithJob(db: Executor, dialect: Dialect, payload: ChannelPayloadRow, job: JobRow): Promise<void> {
     if (!dialect.dataModifyingCtes) {
-      await runTransaction(db, dialect, async (trx) => {
-        await trx.insertInto('channel_payloads').values(payload).execute();
-        await trx.insertInto('jobs').values(job).execute();
-      });
+      await db.insertInto('channel_payloads').values(payload).execute();
+      await db.insertInto('jobs').values(job).execute();
       return;
     }
     await db

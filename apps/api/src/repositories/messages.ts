@@ -1,7 +1,6 @@
 import type { Selectable, Updateable } from 'kysely';
 import type { Dialect } from '../db/dialect.js';
 import type { MessageTable } from '../db/schema.js';
-import { runTransaction } from '../db/transactions.js';
 import { conversationsRepository, messageRecorded } from './conversations.js';
 import { prepared } from './prepared.js';
 import { type Executor, TenantScope } from './tenant.js';
@@ -142,7 +141,8 @@ export const messagesRepository = {
    * neither, unless the conversation is archived, missing or on a channel (then 'channel': the
    * caller records it with messageRecorded and queues its send, in its own transaction). Postgres
    * does it in one statement (the update in a CTE, the insert selecting from it: atomic without
-   * BEGIN/COMMIT round trips); SQLite in a transaction of the two.
+   * BEGIN/COMMIT round trips); without data-modifying CTEs it takes two, which the caller runs in a
+   * transaction.
    */
   async insertIntoOpenConversation(
     scope: TenantScope,
@@ -162,20 +162,15 @@ export const messagesRepository = {
     if (scope.dialect.dataModifyingCtes) {
       done = (await sendIntoOpenConversation(scope, ...values)).rows.length > 0;
     } else {
-      const work = async (db: Executor) => {
-        const on = scope.with(db);
-        const updated = await recordIntoOpenConversation(
-          on,
-          scope.accountId,
-          row.conversation_id,
-          row.content,
-          row.created_at,
-        );
-        if (Number(updated.numAffectedRows) === 0) return false;
-        await insertMessage(on, ...values);
-        return true;
-      };
-      done = await runTransaction(scope.db, scope.dialect, work);
+      const updated = await recordIntoOpenConversation(
+        scope,
+        scope.accountId,
+        row.conversation_id,
+        row.content,
+        row.created_at,
+      );
+      done = Number(updated.numAffectedRows) > 0;
+      if (done) await insertMessage(scope, ...values);
     }
     return done ? 'recorded' : conversationsRepository.whyNotOpen(scope, row.conversation_id);
   },

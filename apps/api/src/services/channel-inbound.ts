@@ -116,12 +116,10 @@ export const channelInboundService = {
     const payload = { account_id: accountId, id: payloadId, channel_id: channel.id, body, received_at: at };
     const unprocessed = { processed_at: null, errors: null };
     const job = jobRow({ kind: 'process_channel_payload', accountId, payload: { payloadId } }, at);
-    await channelPayloadsRepository.insertWithJob(
-      ctx.database.db,
-      ctx.database.capabilities,
-      { ...payload, ...unprocessed },
-      job,
-    );
+    // One statement where the dialect has data-modifying CTEs, else two in a transaction.
+    const insert = ({ database }: IngressContext) =>
+      channelPayloadsRepository.insertWithJob(database.db, database.capabilities, { ...payload, ...unprocessed }, job);
+    await (ctx.database.capabilities.dataModifyingCtes ? insert(ctx) : transaction(ctx, insert));
   },
 
   /**

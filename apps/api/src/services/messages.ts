@@ -141,7 +141,9 @@ export const messagesService = {
       created_at: at,
       updated_at: at,
     };
-    const outcome = await messagesRepository.insertIntoOpenConversation(scopeOf(ctx), row);
+    // One statement where the dialect has data-modifying CTEs, else two in a transaction.
+    const insert = (c: ServiceContext) => messagesRepository.insertIntoOpenConversation(scopeOf(c), row);
+    const outcome = await (ctx.database.capabilities.dataModifyingCtes ? insert(ctx) : transaction(ctx, insert));
     if (outcome === 'missing') throw ApiError.notFound('conversation', body.conversation_id);
     if (outcome === 'archived') throw archived();
     if (outcome === 'channel')
