@@ -85,7 +85,7 @@ describe('the convo CLI against a real server', () => {
         }
       });
       child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr, stopped }));
+      child.on('close', (code) => resolve({ code, stdout, stderr, ...(options.stopWhen ? { stopped } : {}) }));
       child.stdin.end(options.input ?? '');
     });
   }
