@@ -1,4 +1,4 @@
-import type { Insertable, Selectable } from 'kysely';
+import type { Insertable } from 'kysely';
 import type {
   InvitationTable,
   MembershipTable,
@@ -8,11 +8,6 @@ import type {
   UserTable,
 } from '../db/schema.js';
 import type { Executor } from './tenant.js';
-
-export type UserRow = Selectable<UserTable>;
-export type MembershipRow = Selectable<MembershipTable>;
-export type SessionRow = Selectable<SessionTable>;
-export type InvitationRow = Selectable<InvitationTable>;
 
 // People are the console's tables: a user and a session belong to no account, and a session is
 // found by its token's hash before its account is known, as an API key is.

@@ -8,10 +8,9 @@ import {
   contactMatches,
   foundBySearchTable,
 } from '../contact-search.js';
-import { prepared } from '../prepared.js';
-import { type Executor, type NoSelection, TenantScope } from '../tenant.js';
+import type { NoSelection, TenantScope } from '../tenant.js';
 import { type ConversationFilter, whereFiltered } from './filter.js';
-import type { ConversationRow, ConversationWithContact, Page } from './types.js';
+import type { ConversationRow, Page } from './types.js';
 
 /** The pieces the list plans share: a page's rows with their contacts, and a search's contacts. */
 export type ConversationsQuery = SelectQueryBuilder<Database, 'conversations', NoSelection>;
@@ -132,20 +131,6 @@ export const pageOf = (
  */
 export const rowsWithIdsIn = (scope: TenantScope, ids: Expression<unknown>) =>
   withContact(scope).select(columns).where(scope.dialect.isInList('conversations.id', ids));
-
-/** Conversations by id, with their contacts, latest activity first (a page whose ids are known). */
-export const rowsWithIds = async (scope: TenantScope, ids: readonly string[]): Promise<ConversationWithContact[]> => {
-  if (ids.length === 0) return [];
-  return (await rowsWithIdsQuery(scope, scope.accountId, scope.dialect.boundList(ids)))
-    .rows as ConversationWithContact[];
-};
-
-const rowsWithIdsQuery = prepared((db: Executor, dialect: Dialect, accountId: string, ids: string[] | string) =>
-  withContactJoined(conversationsWith(new TenantScope(db, accountId, dialect), 'id', ids))
-    .select(columns)
-    .orderBy('conversations.last_activity_at', 'desc')
-    .orderBy('conversations.id', 'desc'),
-);
 
 /** What a conversation search looks for in its contacts: the name, and the phone's digits when it has any. */
 const conversationSearches = (filter: ConversationFilter & { search: string }) =>
