@@ -23,7 +23,7 @@ from ._errors import (
 )
 from ._operations import SDK_METHODS
 from ._pagination import Page
-from ._request_sender import RequestOptions
+from ._request_sender import RequestOptions, RetryEvent
 from ._transport import HttpResponse, Transport, UrllibTransport
 from ._webhooks import WebhookVerificationError, sign_webhook, verify_webhook
 
@@ -40,6 +40,7 @@ __all__ = [
     "Page",
     "RateLimitedError",
     "RequestOptions",
+    "RetryEvent",
     "ServerError",
     "TimeoutError",
     "Transport",

@@ -6,7 +6,7 @@ import time
 from types import TracebackType
 from typing import Callable, Optional, Type
 
-from ._request_sender import RequestSender
+from ._request_sender import RequestSender, RetryEvent
 from ._transport import Transport, UrllibTransport
 from .resources import Channels, Contacts, Conversations, Events, Messages, Orders, Sandbox, Tags, WebhookEndpoints, Workflows
 
@@ -42,13 +42,15 @@ class Client:
         transport: Optional[Transport] = None,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        on_retry: Optional[Callable[[RetryEvent], None]] = None,
     ) -> None:
         """`api_key` defaults to CONVO_API_KEY; `base_url` (ending in /v1) to CONVO_BASE_URL, else
         http://127.0.0.1:3000/v1. `timeout` is in seconds per attempt; `max_retries` counts the
         retries after a network error, a 429 or a 5xx. `transport` replaces urllib (tests).
         `sleep(seconds)` waits between two attempts of a request (default `time.sleep`); `jitter()`
         returns a number in [0, 1) that places each wait between half and all of its backoff
-        (default `random.random`)."""
+        (default `random.random`). `on_retry(event)` is told of each retry before its wait (a
+        `convo.RetryEvent`: the error, the attempt to come, the most attempts, the delay in seconds)."""
         from . import __version__
 
         api_key = api_key or os.environ.get("CONVO_API_KEY") or None
@@ -64,6 +66,7 @@ class Client:
             user_agent=f"convo-python/{__version__}",
             sleep=sleep,
             jitter=jitter,
+            on_retry=on_retry,
         )
         self.conversations = Conversations(self._sender)
         self.messages = Messages(self._sender)

@@ -9,6 +9,7 @@ import random
 import time
 import urllib.parse
 import uuid
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, TypedDict
 
 from ._errors import ConnectionError, ConvoError, RateLimitedError, ServerError, TimeoutError, error_from_response
@@ -19,6 +20,23 @@ RETRY_BASE = 0.5
 RETRY_MAX = 8.0
 RETRY_AFTER_MAX = 60.0
 """A Retry-After longer than this (seconds) is not waited out: the error goes to the caller."""
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """A retry about to be made (`Client(on_retry=...)`): why, which attempt, and how long the client waits first."""
+
+    error: ConvoError
+    """What the failed attempt raised: a RateLimitedError for a 429, a ServerError, ConnectionError or TimeoutError."""
+    attempt: int
+    """The attempt about to be made: 2 for the first retry."""
+    max_attempts: int
+    """The most attempts this request makes: max_retries + 1."""
+    delay: float
+    """Seconds the client waits before that attempt (Retry-After on a 429)."""
+    method: str
+    path: str
+    """The operation's method and path, e.g. `POST` and `/v1/contacts`."""
 
 
 class RequestOptions(TypedDict, total=False):
@@ -43,6 +61,7 @@ class RequestSender:
         user_agent: str = "convo-python",
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        on_retry: Optional[Callable[[RetryEvent], None]] = None,
     ) -> None:
         self.api_key = api_key
         self.base_url = base_url.rstrip("/")
@@ -52,6 +71,7 @@ class RequestSender:
         self.user_agent = user_agent
         self.sleep = sleep
         self.jitter = jitter
+        self.on_retry = on_retry
 
     def send(
         self,
@@ -95,6 +115,9 @@ class RequestSender:
             delay = self.retry_delay(error, attempt)
             if attempt >= max_retries or delay is None:
                 raise error
+            if self.on_retry is not None:
+                path_only = urllib.parse.urlsplit(url).path
+                self.on_retry(RetryEvent(error, attempt + 2, max_retries + 1, delay, route.method, path_only))
             self.sleep(delay)
             attempt += 1
 

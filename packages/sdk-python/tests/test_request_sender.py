@@ -148,6 +148,25 @@ class Retries(unittest.TestCase):
         self.assertEqual(len(transport.requests), 2)
         self.assertEqual(sleeps, [3.0])
 
+    def test_on_retry_is_told_of_each_retry_before_its_wait(self) -> None:
+        events: "list[convo.RetryEvent]" = []
+        client, _, sleeps = fake_client(
+            error(429, "rate_limited", headers={"retry-after": "3"}), error(503, "server_error"), respond(200, CONTACT), on_retry=events.append
+        )
+        client.contacts.retrieve("ct_1")
+        self.assertEqual([(type(e.error), e.attempt, e.max_attempts, e.delay, e.method, e.path) for e in events], [
+            (convo.RateLimitedError, 2, 3, 3.0, "GET", "/v1/contacts/ct_1"),
+            (convo.ServerError, 3, 3, 0.75, "GET", "/v1/contacts/ct_1"),
+        ])
+        self.assertEqual(sleeps, [3.0, 0.75])
+
+    def test_on_retry_is_not_called_when_the_error_goes_to_the_caller(self) -> None:
+        events: "list[convo.RetryEvent]" = []
+        client, _, _ = fake_client(error(404, "not_found"), on_retry=events.append)
+        with self.assertRaises(convo.NotFoundError):
+            client.contacts.retrieve("ct_1")
+        self.assertEqual(events, [])
+
     def test_429_without_retry_after_backs_off(self) -> None:
         client, _, sleeps = fake_client(error(429, "rate_limited"), respond(200, CONTACT))
         client.contacts.retrieve("ct_1")
