@@ -12,8 +12,7 @@ import { demoKeyPath, readDemoKey, writeDemoKey } from './operator/demo-key-file
 import { DEMO_ACCOUNT_NAME, seedDemo } from './operator/demo-seed.js';
 import { KEY_TYPES, PLANS, type Plan, accountsService } from './services/accounts.js';
 import { peopleService } from './services/people.js';
-import { jobHandlers } from './worker/handlers.js';
-import { Worker } from './worker/worker.js';
+import { Worker, jobHandlers } from './worker/worker.js';
 
 const env = readEnv();
 

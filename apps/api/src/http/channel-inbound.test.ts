@@ -46,8 +46,7 @@ import { type ChannelRow, channelsRepository } from '../repositories/channels.js
 import { TenantScope } from '../repositories/tenant.js';
 import type { Arrival } from '../channels/meta-webhooks.js';
 import { receiveManyOnChannel, receiveOnChannel } from '../services/channel-inbound.js';
-import { jobHandlers } from '../worker/handlers.js';
-import { Worker } from '../worker/worker.js';
+import { Worker, jobHandlers } from '../worker/worker.js';
 
 const fake = await startFakeGraphApi();
 afterAll(async () => {

@@ -22,8 +22,7 @@ import {
   expectError,
   testSettings,
 } from '../testing/harness.js';
-import { jobHandlers } from '../worker/handlers.js';
-import { Worker } from '../worker/worker.js';
+import { Worker, jobHandlers } from '../worker/worker.js';
 
 const fake = await startFakeGraphApi();
 afterAll(async () => {

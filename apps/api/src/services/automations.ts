@@ -17,7 +17,7 @@ import { startRun } from './workflows.js';
 /** The workflow whose run is making the current change: its own events do not start it again. */
 const runningWorkflow = new AsyncLocalStorage<string>();
 
-/** Runs `work` as a step of a run of `workflowId` (run-workflow.ts): the loop guard's context. */
+/** Runs `work` as a step of a run of `workflowId` (workflow-runs.ts): the loop guard's context. */
 export const asRunOf = <T>(workflowId: string, work: () => Promise<T>): Promise<T> =>
   runningWorkflow.run(workflowId, work);
 

@@ -8,8 +8,7 @@ import { migrateToLatest } from '../db/migrate.js';
 import { buildServer } from '../http/server.js';
 import { accountsService } from '../services/accounts.js';
 import { type Settings, defaultSettings } from '../settings.js';
-import { jobHandlers } from '../worker/handlers.js';
-import { Worker } from '../worker/worker.js';
+import { Worker, jobHandlers } from '../worker/worker.js';
 import { type TestDatabase, createTestDatabase, postgresAvailable } from './databases.js';
 
 export interface TestKeys {

@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { DatabaseHandle } from '../db/database.js';
+import { eventsRepository } from '../repositories/events.js';
+import { idempotencyKeysRepository } from '../repositories/idempotency.js';
 import { type ClaimedJob, type JobKind, type JobPayloads, enqueue, jobsRepository } from '../repositories/jobs.js';
+import { channelInboundService } from '../services/channel-inbound.js';
+import type { ServiceContext } from '../services/context.js';
+import { EVENT_RETENTION_MS } from '../services/events.js';
+import { messagesService } from '../services/messages.js';
+import { deliverWebhooks } from '../services/webhook-deliveries.js';
+import { runWorkflow } from '../services/workflow-runs.js';
+import type { Settings } from '../settings.js';
 
 /** What a handler may ask for: nothing (done), or another run of the same job later. */
 // biome-ignore lint/suspicious/noConfusingVoidType: a handler that is done returns nothing, as an async function without a value does (Promise<void>).
@@ -365,4 +374,49 @@ export class Worker {
       if (!database.isUniqueViolation(error)) throw error;
     }
   }
+}
+
+// What each kind of job does ------------------------------------------------------------------------------------------
+
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+
+type Deps = { database: DatabaseHandle; settings: Settings };
+
+/** A claim's jobs of one lane, which are one account's, handed to a service verb with a context for that account. */
+const ofAccount = <K extends JobKind>(
+  deps: Deps,
+  run: (ctx: ServiceContext, jobs: JobContext<K>[]) => Promise<JobOutcome[]>,
+): BatchHandler<K> => ({
+  batch: async (jobs) => {
+    const accountId = jobs[0]?.accountId;
+    if (accountId === undefined || accountId === null) return jobs.map(() => undefined);
+    return run({ ...deps, accountId }, jobs);
+  },
+});
+
+/** What the worker does for each kind of job: claims are turned into calls of the services' verbs. */
+export function jobHandlers(deps: Deps): JobHandlers {
+  return {
+    deliver_webhook: ofAccount(deps, (ctx, jobs) => {
+      const attempts = jobs.map(({ payload, leaseUntil }) => ({
+        deliveryId: payload.deliveryId,
+        manual: payload.manual === true,
+        leaseUntil,
+      }));
+      return deliverWebhooks(ctx, { attempts });
+    }),
+    process_channel_payload: ofAccount(deps, (ctx, jobs) => {
+      const payloads = jobs.map(({ payload, attempts }) => ({ payloadId: payload.payloadId, attempts }));
+      return channelInboundService.process(ctx, { jobs: payloads });
+    }),
+    send_message: async ({ accountId, payload }) =>
+      accountId === null ? undefined : messagesService.deliver({ ...deps, accountId }, payload),
+    run_workflow: async ({ accountId, payload }) =>
+      accountId === null ? undefined : runWorkflow({ ...deps, accountId }, payload),
+    prune_events: async () => {
+      await eventsRepository.prune(deps.database.db, new Date(Date.now() - EVENT_RETENTION_MS).toISOString());
+      await idempotencyKeysRepository.prune(deps.database.db);
+      return { retryAt: new Date(Date.now() + PRUNE_INTERVAL_MS).toISOString() };
+    },
+  };
 }

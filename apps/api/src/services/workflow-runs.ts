@@ -1,5 +1,4 @@
 import { SendMessageBody, type WorkflowRun, type WorkflowStep } from '@convo/core';
-import type { DatabaseHandle } from '../db/database.js';
 import { apiKeysRepository } from '../repositories/accounts.js';
 import { eventsRepository } from '../repositories/events.js';
 import { ApiError } from '../errors.js';
@@ -8,17 +7,15 @@ import { type ContactRow, contactsRepository } from '../repositories/contacts.js
 import { conversationsRepository } from '../repositories/conversations.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type WorkflowRunRow, workflowRunsRepository, workflowsRepository } from '../repositories/workflows.js';
-import { contactsService, toContact } from '../services/contacts.js';
-import { type ServiceContext, scopeOf, transaction } from '../services/context.js';
-import { conversationsService } from '../services/conversations.js';
-import { messagesService } from '../services/messages.js';
-import { asRunOf, holds } from '../services/automations.js';
-import { emitEvent, toEvent } from '../services/events.js';
-import { FINISHED_RUN_STATUSES, type StoredRunStep, planSteps, toRun, toWorkflow } from '../services/workflows.js';
-import type { Settings } from '../settings.js';
+import { contactsService, toContact } from './contacts.js';
+import { type ServiceContext, scopeOf, transaction } from './context.js';
+import { conversationsService } from './conversations.js';
+import { messagesService } from './messages.js';
+import { asRunOf, holds } from './automations.js';
+import { emitEvent, toEvent } from './events.js';
+import { FINISHED_RUN_STATUSES, type StoredRunStep, planSteps, toRun, toWorkflow } from './workflows.js';
 import { parseWith } from '../validation.js';
-import { type WebhookResponse, postWebhook, standardWebhookHeaders } from '../services/webhook-deliveries.js';
-import type { JobContext, JobOutcome } from './worker.js';
+import { type WebhookResponse, postWebhook, standardWebhookHeaders } from './webhook-deliveries.js';
 
 /** What Convo POSTs for an `http_request` step, and under which delivery id. */
 interface StepRequest {
@@ -65,25 +62,23 @@ const isFinished = (run: WorkflowRunRow) => FINISHED_RUN_STATUSES.includes(run.s
 
 /**
  * Runs the steps of a workflow run from its `current_step`. Each step commits in one transaction
- * with the run's progress (a crash neither repeats nor loses a step); a wait step makes the job
- * come back when the wait is over. A finished run is never touched again.
+ * with the run's progress (a crash neither repeats nor loses a step); a wait step asks for the
+ * worker's job to come back when the wait is over. A finished run is never touched again.
  */
 export async function runWorkflow(
-  deps: { database: DatabaseHandle; settings: Settings },
-  job: JobContext<'run_workflow'>,
-): Promise<JobOutcome> {
-  if (job.accountId === null) return;
-  const ctx: ServiceContext = { database: deps.database, accountId: job.accountId, settings: deps.settings };
-  const run = await workflowRunsRepository.findById(scopeOf(ctx), job.payload.runId);
+  ctx: ServiceContext,
+  input: { runId: string },
+): Promise<{ retryAt: string } | undefined> {
+  const run = await workflowRunsRepository.findById(scopeOf(ctx), input.runId);
   if (!run) return;
   // What the run changes emits events; they start no run of its own workflow (the loop guard).
   return asRunOf(run.workflow_id, async () => {
     for (;;) {
-      const progress = await advance(ctx, job.payload.runId);
+      const progress = await advance(ctx, input.runId);
       if (progress.next === 'stop') return;
       if (progress.next === 'wait') return { retryAt: progress.until };
       if (progress.next === 'request')
-        await recordAnswer(ctx, job.payload.runId, progress.request.index, await post(ctx, progress.request));
+        await recordAnswer(ctx, input.runId, progress.request.index, await post(ctx, progress.request));
     }
   });
 }
