@@ -2,7 +2,7 @@ import type { OpenApiDocument } from '@convo/core';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
 import { defaultSettings } from '../settings.js';
-import { META_HOOKS_PATH } from './meta-hooks.js';
+import { META_HOOKS_PATH } from './routes.js';
 import { buildServer } from './server.js';
 
 describe('OpenAPI drift', () => {

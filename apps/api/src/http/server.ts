@@ -26,8 +26,7 @@ import { type AppRouter, appRouter } from '../trpc/router.js';
 import { validatePart } from '../validation.js';
 import { renderDocsPage } from './docs-page.js';
 import { installDrain } from './drain.js';
-import { metaHooks } from './meta-hooks.js';
-import { registerOperationRoutes } from './routes.js';
+import { metaHooks, registerOperationRoutes } from './routes.js';
 
 export interface ServerOptions {
   database: DatabaseHandle;
