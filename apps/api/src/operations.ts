@@ -6,12 +6,12 @@ import type { IdempotencyClaim, StoredResponse } from './repositories/idempotenc
 import { IDEMPOTENCY_TTL_MS, idempotencyKeysRepository } from './repositories/idempotency.js';
 import type { Executor } from './repositories/tenant.js';
 import { serializeResponse } from './serializers.js';
+import { receiveInbound } from './services/channel-inbound.js';
 import { channelsService } from './services/channels.js';
 import { contactsService } from './services/contacts.js';
 import { type ServiceContext, transaction } from './services/context.js';
 import { conversationsService } from './services/conversations.js';
 import { eventsService } from './services/events.js';
-import { receiveInbound } from './services/inbound.js';
 import { messagesService } from './services/messages.js';
 import { ordersService } from './services/orders.js';
 import { tagsService } from './services/tags.js';

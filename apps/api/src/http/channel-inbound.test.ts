@@ -756,9 +756,13 @@ describeEachDialect(
         arrival(e, 'e1'),
         arrival(a, 'a2'),
       ];
-      const left = await receiveManyOnChannel(ctx, channelRow, [...direct, direct[0] as Arrival]);
+      const left = await receiveManyOnChannel(ctx, {
+        channel: channelRow,
+        arrivals: [...direct, direct[0] as Arrival],
+      });
       expect(left.map((arrival) => arrival.message.content)).toEqual(['c0', 'd1', 'e1']);
-      for (const arrival of left) await receiveOnChannel(ctx, channelRow, arrival.sender, arrival.message);
+      for (const arrival of left)
+        await receiveOnChannel(ctx, { channel: channelRow, sender: arrival.sender, message: arrival.message });
 
       // The same through the worker: three payloads claimed together, a redelivery and a bad message among them.
       const repeated = newWamid();

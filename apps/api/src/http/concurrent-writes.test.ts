@@ -277,27 +277,27 @@ describeEachDialect('concurrent writes', (server) => {
     });
     for (let round = 0; round < ROUNDS; round++) {
       const sender = `3163${phoneSeq++}`;
-      const first = await receiveOnChannel(
-        ctx,
-        channelRow,
-        arrival(sender, 'first').sender,
-        arrival(sender, 'first').message,
-      );
+      const first = await receiveOnChannel(ctx, {
+        channel: channelRow,
+        sender: arrival(sender, 'first').sender,
+        message: arrival(sender, 'first').message,
+      });
       const conversationId = first?.conversation_id as string;
       const later = arrival(sender, 'later');
       const [left, resolved] = await Promise.all([
-        receiveManyOnChannel(ctx, channelRow, [later]),
+        receiveManyOnChannel(ctx, { channel: channelRow, arrivals: [later] }),
         server().request('PATCH', `/conversations/${conversationId}`, { body: { status: 'resolved' } }),
       ]);
       expect(resolved.status, resolved.text).toBe(200);
-      for (const { sender: from, message } of left) await receiveOnChannel(ctx, channelRow, from, message);
+      for (const { sender: from, message } of left)
+        await receiveOnChannel(ctx, { channel: channelRow, sender: from, message });
       // Open again, then one message at a time (the path of a new sender or a reopen) against a resolve.
       expect(
         (await server().request('PATCH', `/conversations/${conversationId}`, { body: { status: 'active' } })).status,
       ).toBe(200);
       const slow = arrival(sender, 'slow');
       const [, resolvedAgain] = await Promise.all([
-        receiveOnChannel(ctx, channelRow, slow.sender, slow.message),
+        receiveOnChannel(ctx, { channel: channelRow, sender: slow.sender, message: slow.message }),
         server().request('PATCH', `/conversations/${conversationId}`, { body: { status: 'resolved' } }),
       ]);
       expect(resolvedAgain.status, resolvedAgain.text).toBe(200);

@@ -1,9 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { ContactIdentity, Message } from '@convo/core';
+import type { ContactIdentity, Message, SandboxInboundBody } from '@convo/core';
 import type { Updateable } from 'kysely';
+import type * as z from 'zod';
 import {
   type Arrival,
-  type ChannelMessage,
   type ChannelSender,
   type Collected,
   type PayloadError,
@@ -33,7 +33,7 @@ import { jobRow } from '../repositories/jobs.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { openSecret } from '../secret-box.js';
 import { type ServiceContext, scopeOf, transaction } from './context.js';
-import { toContact } from './contacts.js';
+import { contactsService, toContact } from './contacts.js';
 import { toMessage } from './conversations.js';
 import { conversationsService } from './conversations.js';
 import { emitEvent, emitEvents } from './events.js';
@@ -164,7 +164,7 @@ export const channelInboundService = {
         payload.items.flatMap((item) => ('arrivals' in item ? item.arrivals : [])),
       );
       // What the set-based path does not take, or all of it when it fails, goes one message at a time.
-      const left = new Set(await receiveManyOnChannel(ctx, channel, arrivals).catch(() => arrivals));
+      const left = new Set(await receiveManyOnChannel(ctx, { channel, arrivals }).catch(() => arrivals));
       for (const payload of ofChannel) {
         const later = await applyItems(ctx, payload, left);
         const retryIn =
@@ -210,7 +210,7 @@ async function applyItems(ctx: ServiceContext, payload: PayloadWork, left: Set<A
     try {
       if ('arrivals' in item) {
         for (const arrival of item.arrivals)
-          if (left.has(arrival)) await receiveOnChannel(ctx, payload.channel, arrival.sender, arrival.message);
+          if (left.has(arrival)) await receiveOnChannel(ctx, { channel: payload.channel, ...arrival });
         continue;
       }
       const outcome =
@@ -242,32 +242,51 @@ async function applyReceipt(
 }
 
 /**
+ * A message from a contact as the sandbox endpoint (`POST /v1/sandbox/inbound`) makes one up;
+ * channels' messages take receiveOnChannel instead. In one transaction: finds the
+ * contact by phone or creates it; finds the contact's conversation on that platform that is not
+ * archived, or opens one (`conversation.created`); stores the inbound message, which reopens a
+ * resolved conversation (`message.received`).
+ */
+export async function receiveInbound(
+  ctx: ServiceContext,
+  input: z.output<typeof SandboxInboundBody>,
+): Promise<Message> {
+  return transaction(ctx, async (tx) => {
+    const scope = scopeOf(tx);
+    const contact =
+      (await contactsRepository.findByPhone(scope, input.from.phone)) ??
+      (await contactsService.create(tx, { phone: input.from.phone, name: input.from.name ?? null }));
+    const conversation =
+      (await conversationsRepository.findOpenForContact(scope, contact.id, input.platform)) ??
+      (await conversationsService.create(tx, { contact_id: contact.id, platform: input.platform }));
+    return messagesService.receive(tx, { conversationId: conversation.id, content: input.content });
+  });
+}
+
+/**
  * Stores a contact's message from a channel, in one transaction: the contact (by its identity on the
  * channel, else for WhatsApp by phone, else new), the start of its 24-hour window, the conversation
  * on the channel (opened when none is open), the message. Undefined when the message was stored
  * already.
  */
-export async function receiveOnChannel(
-  ctx: ServiceContext,
-  channel: ChannelRow,
-  sender: ChannelSender,
-  message: ChannelMessage,
-): Promise<Message | undefined> {
+export async function receiveOnChannel(ctx: ServiceContext, input: OnChannel<Arrival>): Promise<Message | undefined> {
   try {
-    return await receiveOnce(ctx, channel, sender, message);
+    return await receiveOnce(ctx, input);
   } catch (error) {
     // A concurrent delivery of the same message or of the same new contact committed first: the
     // second run finds what it stored.
     if (!ctx.database.isUniqueViolation(error)) throw error;
-    return receiveOnce(ctx, channel, sender, message);
+    return receiveOnce(ctx, input);
   }
 }
 
+/** What arrived, and the channel it arrived on. */
+type OnChannel<T> = T & { channel: ChannelRow };
+
 function receiveOnce(
   ctx: ServiceContext,
-  channel: ChannelRow,
-  sender: ChannelSender,
-  message: ChannelMessage,
+  { channel, sender, message }: OnChannel<Arrival>,
 ): Promise<Message | undefined> {
   return transaction(ctx, async (tx) => {
     const scope = scopeOf(tx);
@@ -301,8 +320,7 @@ function receiveOnce(
  */
 export async function receiveManyOnChannel(
   ctx: ServiceContext,
-  channel: ChannelRow,
-  arrivals: readonly Arrival[],
+  { channel, arrivals }: OnChannel<{ arrivals: readonly Arrival[] }>,
 ): Promise<Arrival[]> {
   if (arrivals.length === 0) return [];
   return transaction(ctx, async (tx) => {
