@@ -2,7 +2,7 @@ import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import type { Dialect } from '../db/dialect.js';
 import type { JobRow } from './jobs.js';
 import type { ChannelPayloadTable, ChannelTable, ContactIdentityTable, MessageTable } from '../db/schema.js';
-import type { Executor, TenantScope } from './tenant.js';
+import { type Executor, type TenantScope, withTotal } from './tenant.js';
 
 export type ChannelRow = Selectable<ChannelTable>;
 export type ChannelPayloadRow = Selectable<ChannelPayloadTable>;
@@ -42,17 +42,14 @@ export const channelsRepository = {
   ) {
     let base = scope.selectFrom('channels');
     if (filter.platform) base = base.where('channels.platform', '=', filter.platform);
-    const [rows, count] = await Promise.all([
-      base
-        .selectAll()
-        .orderBy('channels.created_at', 'desc')
-        .orderBy('channels.id', 'desc')
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
-      base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.total) };
+    const rows = base
+      .selectAll()
+      .orderBy('channels.created_at', 'desc')
+      .orderBy('channels.id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
+    return withTotal(rows, base);
   },
 
   update: (scope: TenantScope, id: string, patch: Updateable<ChannelTable>) =>

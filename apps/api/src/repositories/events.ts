@@ -1,7 +1,7 @@
 import { type Selectable, sql } from 'kysely';
 import { lockNameForTransaction } from '../db/dialect.js';
 import type { EventTable } from '../db/schema.js';
-import type { Executor, TenantScope } from './tenant.js';
+import { type Executor, type TenantScope, withTotal } from './tenant.js';
 
 export type EventRow = Selectable<EventTable>;
 /** An event as deliveries and the API show it: its log position is the events list's business only. */
@@ -25,17 +25,14 @@ export const eventsRepository = {
   /** Newest first, ties by id descending; only events since `since`. */
   async list(scope: TenantScope, filter: EventFilter, page: { limit: number; offset: number }) {
     const base = listed(scope, filter);
-    const [rows, count] = await Promise.all([
-      base
-        .selectAll()
-        .orderBy('events.created_at', 'desc')
-        .orderBy('events.id', 'desc')
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
-      base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.total) };
+    const rows = base
+      .selectAll()
+      .orderBy('events.created_at', 'desc')
+      .orderBy('events.id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
+    return withTotal(rows, base);
   },
 
   /**

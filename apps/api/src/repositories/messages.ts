@@ -3,7 +3,7 @@ import type { Dialect } from '../db/dialect.js';
 import type { MessageTable } from '../db/schema.js';
 import { conversationsRepository, messageRecorded } from './conversations.js';
 import { prepared } from './prepared.js';
-import { type Executor, TenantScope } from './tenant.js';
+import { type Executor, TenantScope, withTotal } from './tenant.js';
 
 export type MessageRow = Selectable<MessageTable>;
 
@@ -178,16 +178,13 @@ export const messagesRepository = {
   /** Oldest first, ties by id. */
   async listByConversation(scope: TenantScope, conversationId: string, page: { limit: number; offset: number }) {
     const base = scope.selectFrom('messages').where('messages.conversation_id', '=', conversationId);
-    const [rows, count] = await Promise.all([
-      base
-        .selectAll()
-        .orderBy('messages.created_at', 'asc')
-        .orderBy('messages.id', 'asc')
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
-      base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.total) };
+    const rows = base
+      .selectAll()
+      .orderBy('messages.created_at', 'asc')
+      .orderBy('messages.id', 'asc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
+    return withTotal(rows, base);
   },
 };

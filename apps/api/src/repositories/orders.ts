@@ -1,7 +1,7 @@
 import { lockedForUpdate } from '../db/dialect.js';
 import type { Selectable } from 'kysely';
 import type { OrderTable } from '../db/schema.js';
-import type { TenantScope } from './tenant.js';
+import { type TenantScope, withTotal } from './tenant.js';
 
 export type OrderRow = Selectable<OrderTable>;
 
@@ -42,19 +42,14 @@ export const ordersRepository = {
     scope.selectFrom('orders').select('orders.id').where('orders.number', '=', number).executeTakeFirst(),
 
   async list(scope: TenantScope, filter: OrderFilter, page: { limit: number; offset: number }) {
-    const [rows, count] = await Promise.all([
-      filtered(scope, filter)
-        .selectAll()
-        .orderBy('orders.placed_at', 'desc')
-        .orderBy('orders.id', 'desc')
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
-      filtered(scope, filter)
-        .select((eb) => eb.fn.countAll<number>().as('total'))
-        .executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.total) };
+    const rows = filtered(scope, filter)
+      .selectAll()
+      .orderBy('orders.placed_at', 'desc')
+      .orderBy('orders.id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
+    return withTotal(rows, filtered(scope, filter));
   },
 
   /** The highest all-digits order number so far, as its key (zero-padded: see OrderTable). */

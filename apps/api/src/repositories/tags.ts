@@ -1,4 +1,4 @@
-import type { TenantScope } from './tenant.js';
+import { type TenantScope, withTotal } from './tenant.js';
 
 /**
  * The account's tags with their number of contacts (migration 0018's counters); a count of zero is
@@ -28,13 +28,7 @@ export const tagsRepository = {
   async list(scope: TenantScope, page: { limit: number; offset: number }) {
     const columns = ['contact_tag_counts.tag as name', 'contact_tag_counts.contacts as contact_count'] as const;
     const named = tagsInUse(scope).select(columns).orderBy('contact_tag_counts.tag');
-    const [rows, count] = await Promise.all([
-      named.limit(page.limit).offset(page.offset).execute(),
-      tagsInUse(scope)
-        .select((eb) => eb.fn.countAll<number>().as('total'))
-        .executeTakeFirstOrThrow(),
-    ]);
-    const tags = rows.map((r) => ({ name: r.name, contact_count: Number(r.contact_count) }));
-    return { rows: tags, total: Number(count.total) };
+    const { rows, total } = await withTotal(named.limit(page.limit).offset(page.offset).execute(), tagsInUse(scope));
+    return { rows: rows.map((r) => ({ name: r.name, contact_count: Number(r.contact_count) })), total };
   },
 };

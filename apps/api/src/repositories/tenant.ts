@@ -31,6 +31,16 @@ export async function insertRows<T extends keyof Database>(
   }
 }
 
+/** A page of rows, read at once with how many rows `all` has (a list's `total`). */
+export async function withTotal<R, T extends keyof Database>(
+  rows: Promise<R[]>,
+  all: SelectQueryBuilder<Database, T, NoSelection>,
+): Promise<{ rows: R[]; total: number }> {
+  const counted = all.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+  const [found, count] = await Promise.all([rows, counted]);
+  return { rows: found, total: Number(count.total) };
+}
+
 /** What Kysely's `selectFrom` has selected so far: nothing (its own type for it). */
 // biome-ignore lint/complexity/noBannedTypes: Kysely types a query that selects nothing yet with {}.
 export type NoSelection = {};

@@ -2,7 +2,7 @@ import { type Selectable, type SqlBool, type Updateable, sql } from 'kysely';
 import { lockedAgainstDelete, lockedForUpdate } from '../db/dialect.js';
 import type { WebhookDeliveryTable, WebhookEndpointTable } from '../db/schema.js';
 import { signingSecretsOf } from './accounts.js';
-import type { TenantScope } from './tenant.js';
+import { type TenantScope, withTotal } from './tenant.js';
 
 export type WebhookEndpointRow = Selectable<WebhookEndpointTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;
@@ -163,17 +163,14 @@ export const webhookDeliveriesRepository = {
   ) {
     let base = scope.selectFrom('webhook_deliveries').where('webhook_deliveries.endpoint_id', '=', endpointId);
     if (filter.status) base = base.where('webhook_deliveries.status', '=', filter.status);
-    const [rows, count] = await Promise.all([
-      base
-        .selectAll()
-        .orderBy('webhook_deliveries.created_at', 'desc')
-        .orderBy('webhook_deliveries.id', 'desc')
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
-      base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.total) };
+    const rows = base
+      .selectAll()
+      .orderBy('webhook_deliveries.created_at', 'desc')
+      .orderBy('webhook_deliveries.id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
+    return withTotal(rows, base);
   },
 
   update: (scope: TenantScope, id: string, patch: Updateable<WebhookDeliveryTable>) =>

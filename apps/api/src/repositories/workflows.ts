@@ -1,7 +1,7 @@
 import type { Selectable, Updateable } from 'kysely';
 import { lockedForUpdate } from '../db/dialect.js';
 import type { WorkflowRunTable, WorkflowTable } from '../db/schema.js';
-import type { TenantScope } from './tenant.js';
+import { type TenantScope, withTotal } from './tenant.js';
 
 export type WorkflowRow = Selectable<WorkflowTable>;
 export type WorkflowRunRow = Selectable<WorkflowRunTable>;
@@ -48,23 +48,15 @@ export const workflowsRepository = {
 
   /** Newest first, ties by id descending. */
   async list(scope: TenantScope, page: { limit: number; offset: number }) {
-    const [rows, count] = await Promise.all([
-      scope
-        .selectFrom('workflows')
-        .selectAll()
-        .where('workflows.deleted_at', 'is', null)
-        .orderBy('workflows.created_at', 'desc')
-        .orderBy('workflows.id', 'desc')
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
-      scope
-        .selectFrom('workflows')
-        .select((eb) => eb.fn.countAll<number>().as('total'))
-        .where('workflows.deleted_at', 'is', null)
-        .executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.total) };
+    const live = scope.selectFrom('workflows').where('workflows.deleted_at', 'is', null);
+    const rows = live
+      .selectAll()
+      .orderBy('workflows.created_at', 'desc')
+      .orderBy('workflows.id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
+    return withTotal(rows, live);
   },
 
   insert: (scope: TenantScope, row: Omit<WorkflowRow, 'account_id'>) => scope.insert('workflows', row),
@@ -97,19 +89,14 @@ export const workflowRunsRepository = {
 
   /** Newest first, ties by id descending. */
   async list(scope: TenantScope, filter: RunFilter, page: { limit: number; offset: number }) {
-    const [rows, count] = await Promise.all([
-      filteredRuns(scope, filter)
-        .selectAll()
-        .orderBy('workflow_runs.created_at', 'desc')
-        .orderBy('workflow_runs.id', 'desc')
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
-      filteredRuns(scope, filter)
-        .select((eb) => eb.fn.countAll<number>().as('total'))
-        .executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(count.total) };
+    const rows = filteredRuns(scope, filter)
+      .selectAll()
+      .orderBy('workflow_runs.created_at', 'desc')
+      .orderBy('workflow_runs.id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
+    return withTotal(rows, filteredRuns(scope, filter));
   },
 
   insert: (scope: TenantScope, row: Omit<WorkflowRunRow, 'account_id'>) => scope.insert('workflow_runs', row),
