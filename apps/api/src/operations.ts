@@ -24,6 +24,11 @@ type Handler<K extends OperationId> = (
   input: OperationParsedInput<K>,
 ) => Promise<OperationResult<K>>;
 
+/** A verb that answers nothing: 204. */
+const noContent = async (done: Promise<void>): Promise<undefined> => {
+  await done;
+};
+
 /**
  * One handler per operation of the endpoint table, each a call to a service verb. The type
  * makes the server fail to compile when the table has an operation without a handler here.
@@ -43,19 +48,13 @@ export const handlers: Handlers = {
   'contacts.create': (ctx, input) => contactsService.create(ctx, input.body),
   'contacts.retrieve': (ctx, input) => contactsService.retrieve(ctx, input.params.id),
   'contacts.update': (ctx, input) => contactsService.update(ctx, { id: input.params.id, body: input.body }),
-  'contacts.delete': async (ctx, input) => {
-    await contactsService.delete(ctx, input.params.id);
-    return undefined;
-  },
+  'contacts.delete': (ctx, input) => noContent(contactsService.delete(ctx, input.params.id)),
   'contacts.tags.add': (ctx, input) => contactsService.addTag(ctx, { id: input.params.id, tag: input.body.tag }),
   'contacts.tags.remove': (ctx, input) =>
     contactsService.removeTag(ctx, { id: input.params.id, tag: input.params.tag }),
   'tags.list': (ctx, input) => tagsService.list(ctx, input.query),
   'tags.update': (ctx, input) => tagsService.update(ctx, { tag: input.params.tag, body: input.body }),
-  'tags.delete': async (ctx, input) => {
-    await tagsService.delete(ctx, input.params.tag);
-    return undefined;
-  },
+  'tags.delete': (ctx, input) => noContent(tagsService.delete(ctx, input.params.tag)),
   'orders.list': (ctx, input) => ordersService.list(ctx, input.query),
   'orders.create': (ctx, input) => ordersService.create(ctx, input.body),
   'orders.retrieve': (ctx, input) => ordersService.retrieve(ctx, input.params.id),
@@ -64,10 +63,7 @@ export const handlers: Handlers = {
   'workflows.create': (ctx, input) => workflowsService.create(ctx, input.body),
   'workflows.retrieve': (ctx, input) => workflowsService.retrieve(ctx, input.params.id),
   'workflows.update': (ctx, input) => workflowsService.update(ctx, { id: input.params.id, body: input.body }),
-  'workflows.delete': async (ctx, input) => {
-    await workflowsService.delete(ctx, input.params.id);
-    return undefined;
-  },
+  'workflows.delete': (ctx, input) => noContent(workflowsService.delete(ctx, input.params.id)),
   'workflows.trigger': (ctx, input) => workflowsService.trigger(ctx, { workflowId: input.params.id, body: input.body }),
   'workflows.retrieveRun': (ctx, input) =>
     workflowsService.retrieveRun(ctx, { workflowId: input.params.id, runId: input.params.run_id }),
@@ -81,10 +77,7 @@ export const handlers: Handlers = {
   'webhookEndpoints.retrieve': (ctx, input) => webhookEndpointsService.retrieve(ctx, input.params.id),
   'webhookEndpoints.update': (ctx, input) =>
     webhookEndpointsService.update(ctx, { id: input.params.id, body: input.body }),
-  'webhookEndpoints.delete': async (ctx, input) => {
-    await webhookEndpointsService.delete(ctx, input.params.id);
-    return undefined;
-  },
+  'webhookEndpoints.delete': (ctx, input) => noContent(webhookEndpointsService.delete(ctx, input.params.id)),
   'webhookEndpoints.listDeliveries': (ctx, input) =>
     webhookEndpointsService.listDeliveries(ctx, { endpointId: input.params.id, query: input.query }),
   'webhookEndpoints.retryDelivery': (ctx, input) =>
@@ -96,10 +89,7 @@ export const handlers: Handlers = {
   'channels.create': (ctx, input) => channelsService.create(ctx, input.body),
   'channels.retrieve': (ctx, input) => channelsService.retrieve(ctx, input.params.id),
   'channels.update': (ctx, input) => channelsService.update(ctx, { id: input.params.id, body: input.body }),
-  'channels.delete': async (ctx, input) => {
-    await channelsService.delete(ctx, input.params.id);
-    return undefined;
-  },
+  'channels.delete': (ctx, input) => noContent(channelsService.delete(ctx, input.params.id)),
   'sandbox.inbound': (ctx, input) => {
     // Also refused through /trpc when the sandbox is off (REST does not route it at all).
     if (!ctx.settings.sandboxEnabled) throw new ApiError('not_found', 'The sandbox is not enabled on this server');
