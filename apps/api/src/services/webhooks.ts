@@ -22,7 +22,7 @@ import {
   webhookEndpointsRepository,
 } from '../repositories/webhooks.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
-import { endpointLane, enqueue } from '../repositories/jobs.js';
+import { type NewJob, endpointLane, enqueue, enqueueAll } from '../repositories/jobs.js';
 import { newKeyRow } from './accounts.js';
 import { type Change, type ServiceContext, transaction, page, scopeOf } from './context.js';
 
@@ -175,13 +175,7 @@ export const webhookEndpointsService = {
       const at = now();
       const patch = { status: 'pending' as const, next_attempt_at: at, updated_at: at };
       await webhookDeliveriesRepository.update(scope, deliveryId, patch);
-      await enqueue(scope.db, {
-        kind: 'deliver_webhook',
-        accountId: scope.accountId,
-        payload: { deliveryId, manual: true },
-        runAt: at,
-        lane: endpointLane(endpointId),
-      });
+      await enqueue(scope.db, manualAttempt(scope, endpointId, deliveryId, at));
       return toWebhookDelivery({ ...current, ...patch });
     });
   },
@@ -207,15 +201,10 @@ export const webhookEndpointsService = {
         { since, until, status: body.status },
         at,
       );
-      for (const deliveryId of ids) {
-        await enqueue(scope.db, {
-          kind: 'deliver_webhook',
-          accountId: scope.accountId,
-          payload: { deliveryId, manual: true },
-          runAt: at,
-          lane: endpointLane(endpointId),
-        });
-      }
+      await enqueueAll(
+        scope.db,
+        ids.map((deliveryId) => manualAttempt(scope, endpointId, deliveryId, at)),
+      );
       return { endpoint_id: endpointId, since, until, status: body.status, replayed: ids.length };
     });
   },
@@ -252,3 +241,17 @@ export const webhookEndpointsService = {
     });
   },
 };
+
+/** The job of an attempt asked for through the API (a retry or a replay): due at `at`, in the endpoint's lane. */
+const manualAttempt = (
+  scope: TenantScope,
+  endpointId: string,
+  deliveryId: string,
+  at: string,
+): NewJob<'deliver_webhook'> => ({
+  kind: 'deliver_webhook',
+  accountId: scope.accountId,
+  payload: { deliveryId, manual: true },
+  runAt: at,
+  lane: endpointLane(endpointId),
+});
