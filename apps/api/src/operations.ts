@@ -15,7 +15,7 @@ import { eventsService } from './services/events.js';
 import { messagesService } from './services/messages.js';
 import { ordersService } from './services/orders.js';
 import { tagsService } from './services/tags.js';
-import { testWebhookEndpoint } from './services/webhook-tests.js';
+import { testWebhookEndpoint } from './services/webhook-deliveries.js';
 import { webhookEndpointsService } from './services/webhooks.js';
 import { workflowsService } from './services/workflows.js';
 
