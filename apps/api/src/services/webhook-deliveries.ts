@@ -69,19 +69,6 @@ export function standardWebhookHeaders(input: {
   };
 }
 
-/**
- * One attempt of one delivery. At least once: the attempt is taken before sending (its
- * `next_attempt_at` moved to the end of this job's claim) and recorded after, and the job stays
- * queued until the worker hears back. A crash in between leaves the job to be claimed again when
- * its claim runs out, and the attempt is free again at that moment, so the event is sent again
- * rather than lost. Two jobs for one delivery (a manual retry while one is queued) cannot both
- * take the same attempt.
- */
-export async function deliverWebhook(ctx: ServiceContext, input: DeliveryAttempt): Promise<DeliveryOutcome> {
-  const [outcome] = await deliverWebhooks(ctx, { attempts: [input] });
-  return outcome;
-}
-
 /** How long the request's own attempt holds the delivery (the webhook timeout is shorter). */
 const TEST_LEASE_MS = 60_000;
 
@@ -92,11 +79,8 @@ const TEST_LEASE_MS = 60_000;
  */
 export async function testWebhookEndpoint(ctx: ServiceContext, endpointId: string): Promise<WebhookDelivery> {
   const delivery = await webhookEndpointsService.createPing(ctx, endpointId);
-  const outcome = await deliverWebhook(ctx, {
-    deliveryId: delivery.id,
-    manual: true,
-    leaseUntil: new Date(Date.now() + TEST_LEASE_MS).toISOString(),
-  });
+  const leaseUntil = new Date(Date.now() + TEST_LEASE_MS).toISOString();
+  const [outcome] = await deliverWebhooks(ctx, { attempts: [{ deliveryId: delivery.id, manual: true, leaseUntil }] });
   if (outcome?.retryAt) {
     await enqueue(ctx.database.db, {
       kind: 'deliver_webhook',
@@ -112,9 +96,14 @@ export async function testWebhookEndpoint(ctx: ServiceContext, endpointId: strin
 }
 
 /**
- * Several attempts of the context's account (one endpoint's lane), as deliverWebhook makes each:
- * taken by one statement, sent at once, recorded by one statement, which the throughput target of
- * bench/README.md (Webhook deliveries) needs. An outcome for each attempt, in order.
+ * Attempts of deliveries of the context's account (one endpoint's lane in a claim), an outcome for
+ * each, in order. At least once: each attempt is taken before sending (its `next_attempt_at` moved
+ * to the end of its job's claim) and recorded after, and the job stays queued until the worker
+ * hears back. A crash in between leaves the job to be claimed again when its claim runs out, and
+ * the attempt is free again at that moment, so the event is sent again rather than lost. Two jobs
+ * for one delivery (a manual retry while one is queued) cannot both take the same attempt. The
+ * attempts are taken by one statement, sent at once and recorded by one statement, which the
+ * throughput target of bench/README.md (Webhook deliveries) needs.
  */
 export async function deliverWebhooks(
   ctx: ServiceContext,
