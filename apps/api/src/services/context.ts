@@ -35,9 +35,16 @@ export interface Change<Schema extends z.ZodType> {
   body: z.output<Schema>;
 }
 
-/** The list envelope of a page of rows. */
-export function page<T>(data: T[], total: number, limit: number, offset: number) {
-  return { data, total, limit, offset, has_more: offset + data.length < total };
+/**
+ * The list envelope of a page of rows. The page and its count are two statements, which may see
+ * different commits: where they disagree, the total is the one the page shows (a short page ends the
+ * list, a full one has at least its rows), so `has_more` always agrees with `total` and `data`.
+ */
+export function page<T>(data: T[], counted: number, limit: number, offset: number) {
+  const end = offset + data.length;
+  const total =
+    data.length === limit ? Math.max(counted, end) : data.length > 0 || offset === 0 ? end : Math.min(counted, offset);
+  return { data, total, limit, offset, has_more: end < total };
 }
 
 /** Search text as the repositories compare it: lower-cased, and its digits when it has any. */
