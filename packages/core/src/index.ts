@@ -12,5 +12,6 @@ export * from './console.js';
 export * from './workflows.js';
 export * from './endpoints.js';
 export * from './openapi.js';
+export * from './story.js';
 export * from './version.js';
 export * from './json-schema.js';

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { ERROR_STATUS, ErrorBody } from './errors.js';
-import { type EndpointDefinition, endpoints, toOpenApiPath } from './endpoints.js';
-import { exampleOf } from './examples.js';
+import { type EndpointDefinition, type OperationId, endpoints, toOpenApiPath } from './endpoints.js';
+import { type OperationExample, STORY_ORIGIN, errorExamples, operationExamples } from './story.js';
 import { CONTRACT_VERSION } from './version.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -107,7 +107,12 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   500: 'Internal error: the message names the request id.',
 };
 
-function parameters(collector: SchemaCollector, schema: z.ZodType | undefined, location: 'path' | 'query') {
+function parameters(
+  collector: SchemaCollector,
+  schema: z.ZodType | undefined,
+  location: 'path' | 'query',
+  examples: Record<string, unknown> = {},
+) {
   if (!schema) return [];
   const json = collector.convert(schema, 'input');
   const properties = (json.properties ?? {}) as Record<string, JsonSchema>;
@@ -120,15 +125,10 @@ function parameters(collector: SchemaCollector, schema: z.ZodType | undefined, l
       required: location === 'path' || required.has(name),
       ...(typeof description === 'string' ? { description } : {}),
       schema: rest,
+      ...(examples[name] === undefined ? {} : { example: examples[name] }),
     };
   });
 }
-
-type MediaObject = { schema: JsonSchema; example?: unknown };
-type OperationObject = {
-  requestBody?: { content: Record<string, MediaObject> };
-  responses: Record<string, { content?: Record<string, MediaObject> }>;
-};
 
 /** A body field naming another record (`contact_id`, `conversation_id`): an unknown one is a 404. */
 function refersToRecords(collector: SchemaCollector, body: JsonSchema | undefined): boolean {
@@ -143,6 +143,22 @@ function pagesFromARecord(op: EndpointDefinition): boolean {
 }
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** Each error status's example, kept once under `components.examples` and referred to by every operation. */
+const ERROR_NAMES: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  429: 'RateLimited',
+  500: 'ServerError',
+};
+function errorExampleName(status: number): string {
+  const name = ERROR_NAMES[status];
+  if (!name) throw new Error(`No error example for status ${status}`);
+  return name;
+}
+const errorExampleRef = (status: number) => ({ $ref: `#/components/examples/${errorExampleName(status)}` });
 
 /** Every response has its request id; all but a 401 the account's rate-limit state; a 429 `Retry-After`. */
 function headersOf(status: number): Record<string, unknown> {
@@ -165,12 +181,18 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
   const all: Record<string, EndpointDefinition> = { ...endpoints, ...options.extra };
   for (const [operationId, op] of Object.entries(all)) {
     if (exclude.has(operationId)) continue;
+    const example: OperationExample | undefined = operationExamples[operationId as OperationId];
     const responses: Record<string, unknown> = {
       [op.status]: op.response
         ? {
             description: op.summary,
             headers: headersOf(op.status),
-            content: { 'application/json': { schema: collector.convert(op.response, 'output') } },
+            content: {
+              'application/json': {
+                schema: collector.convert(op.response, 'output'),
+                ...(example ? { example: example.response } : {}),
+              },
+            },
           }
         : { description: `${op.summary}: no content.`, headers: headersOf(op.status) },
     };
@@ -187,7 +209,9 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       responses[status] = {
         description: ERROR_DESCRIPTIONS[status],
         headers: headersOf(status),
-        content: { 'application/json': { schema: errorRef } },
+        content: {
+          'application/json': { schema: errorRef, examples: { [errorExampleName(status)]: errorExampleRef(status) } },
+        },
       };
     }
     const path = `/v1${toOpenApiPath(op.path)}`;
@@ -199,29 +223,29 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       tags: [operationId.split('.')[0]],
       security: [{ bearerAuth: [] }],
       parameters: [
-        ...parameters(collector, op.params, 'path'),
-        ...parameters(collector, op.query, 'query'),
+        ...parameters(collector, op.params, 'path', example?.request.params),
+        ...parameters(collector, op.query, 'query', example?.request.query),
         ...(op.method === 'POST' ? [{ $ref: '#/components/parameters/Idempotency-Key' }] : []),
         { $ref: '#/components/parameters/X-Request-Id' },
       ],
-      ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body } } } } : {}),
+      ...(body
+        ? {
+            requestBody: {
+              required: true,
+              content: {
+                'application/json': { schema: body, ...(example ? { example: example.request.body } : {}) },
+              },
+            },
+          }
+        : {}),
       responses,
     };
   }
 
   if (!exclude.has('hooks')) Object.assign(paths, metaHookPaths(errorRef));
-
-  // Examples last: they follow $refs into components that later operations may have added.
-  for (const methods of Object.values(paths)) {
-    for (const operation of Object.values(methods) as OperationObject[]) {
-      const body = operation.requestBody?.content['application/json'];
-      if (body) body.example = exampleOf(body.schema, collector.components);
-      for (const response of Object.values(operation.responses)) {
-        const media = response.content?.['application/json'];
-        if (media && media.schema !== errorRef) media.example = exampleOf(media.schema, collector.components);
-      }
-    }
-  }
+  const server = options.serverUrl?.replace(/\/+$/, '').replace(/\/v1$/, '');
+  // The story's addresses (a channel's `webhook_url`) are the serving server's.
+  const servedPaths: typeof paths = server ? JSON.parse(JSON.stringify(paths).replaceAll(STORY_ORIGIN, server)) : paths;
 
   return {
     openapi: '3.1.0',
@@ -237,7 +261,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
         `${TEXT_RULE} The request schemas say so: a \`pattern\` on every string without a syntax of its own, and \`propertyNames\` on maps.`,
       license: { name: 'Proprietary', identifier: 'LicenseRef-Convo' },
     },
-    ...(options.serverUrl ? { servers: [{ url: options.serverUrl.replace(/\/+$/, '').replace(/\/v1$/, '') }] } : {}),
+    ...(server ? { servers: [{ url: server }] } : {}),
     tags: [
       ...new Set(
         Object.keys(all)
@@ -260,7 +284,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
               },
             ],
       ),
-    paths,
+    paths: servedPaths,
     components: {
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: full access, read-only or webhook.' },
@@ -294,6 +318,12 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
         'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } },
       },
       schemas: collector.components,
+      examples: Object.fromEntries(
+        Object.entries(errorExamples).map(([status, value]) => [
+          ERROR_NAMES[Number(status)],
+          { summary: ERROR_DESCRIPTIONS[Number(status)], value },
+        ]),
+      ),
     },
   };
 }

@@ -45,7 +45,7 @@ describe('the /docs page', () => {
       if ('body' in op) expect(text, id).toMatch(/<h4>Example<\/h4><pre>[A-Z]+ [^<]+<\/pre><pre>\{/);
       if ('response' in op) expect(text, id).toMatch(new RegExp(`<p>Answer <code>${op.status}</code></p><pre>\\{`));
     }
-    expect(section('op-contacts.create')).toContain('&quot;phone&quot;: &quot;+14155550123&quot;');
+    expect(section('op-contacts.create')).toContain('&quot;phone&quot;: &quot;+819012345678&quot;');
   });
 
   it('names the headers of each response', () => {

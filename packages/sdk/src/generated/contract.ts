@@ -1486,11 +1486,15 @@ export interface operations {
     "conversations.list": {
         parameters: {
             query?: {
+                /** @example active */
                 status?: components["schemas"]["ConversationStatus"];
                 platform?: components["schemas"]["Platform"];
                 /** @description Case-insensitive substring of the name; when the search holds a digit, also a substring of the phone number's digits. */
                 search?: string;
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
@@ -1518,28 +1522,28 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *           "id": "conv_01M7X1V0806K27T8YN8DHN612X",
                      *           "contact": {
-                     *             "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *             "name": "Ana Souza",
-                     *             "phone": "+14155550123"
+                     *             "id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *             "name": "Marta Oliveira",
+                     *             "phone": "+5511987654321"
                      *           },
                      *           "platform": "whatsapp",
-                     *           "channel_id": "example",
+                     *           "channel_id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
                      *           "status": "active",
-                     *           "message_count": 1,
+                     *           "message_count": 2,
                      *           "last_message": {
-                     *             "content": "Hi Ana! Your order has shipped.",
-                     *             "timestamp": "2026-11-22T10:15:30.123Z"
+                     *             "content": "Yes, both are roasted this week: 250 g bags at $16.50. Shall I put two aside with a V60?",
+                     *             "timestamp": "2026-11-21T00:04:12.000Z"
                      *           },
-                     *           "created_at": "2026-11-22T10:15:30.123Z",
-                     *           "updated_at": "2026-11-22T10:15:30.123Z"
+                     *           "created_at": "2026-11-20T18:00:00.000Z",
+                     *           "updated_at": "2026-11-21T00:04:12.000Z"
                      *         }
                      *       ],
                      *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["ConversationList"];
@@ -1626,7 +1630,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                 *       "contact_id": "ct_01M7WQHDC0TVBEMBB1BN6H1V6W",
                  *       "platform": "whatsapp"
                  *     }
                  */
@@ -1646,20 +1650,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "conv_01M82V7M00NKTRDDRNZN09RS43",
                      *       "contact": {
-                     *         "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *         "name": "Ana Souza",
-                     *         "phone": "+14155550123"
+                     *         "id": "ct_01M7WQHDC0TVBEMBB1BN6H1V6W",
+                     *         "name": "Jonas Becker",
+                     *         "phone": "+4915123456789"
                      *       },
                      *       "platform": "whatsapp",
-                     *       "channel_id": "example",
+                     *       "channel_id": null,
                      *       "status": "active",
-                     *       "message_count": 1,
-                     *       "last_message": {
-                     *         "content": "Hi Ana! Your order has shipped.",
-                     *         "timestamp": "2026-11-22T10:15:30.123Z"
-                     *       },
+                     *       "message_count": 0,
+                     *       "last_message": null,
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -1753,6 +1754,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example conv_01M7X1V0806K27T8YN8DHN612X */
                 id: string;
             };
             cookie?: never;
@@ -1771,22 +1773,22 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "conv_01M7X1V0806K27T8YN8DHN612X",
                      *       "contact": {
-                     *         "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *         "name": "Ana Souza",
-                     *         "phone": "+14155550123"
+                     *         "id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *         "name": "Marta Oliveira",
+                     *         "phone": "+5511987654321"
                      *       },
                      *       "platform": "whatsapp",
-                     *       "channel_id": "example",
+                     *       "channel_id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
                      *       "status": "active",
-                     *       "message_count": 1,
+                     *       "message_count": 2,
                      *       "last_message": {
-                     *         "content": "Hi Ana! Your order has shipped.",
-                     *         "timestamp": "2026-11-22T10:15:30.123Z"
+                     *         "content": "Yes, both are roasted this week: 250 g bags at $16.50. Shall I put two aside with a V60?",
+                     *         "timestamp": "2026-11-21T00:04:12.000Z"
                      *       },
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
-                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *       "created_at": "2026-11-20T18:00:00.000Z",
+                     *       "updated_at": "2026-11-21T00:04:12.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -1878,13 +1880,18 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example conv_01M7X1V0806K27T8YN8DHN612X */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                /** @example {} */
+                /**
+                 * @example {
+                 *       "status": "resolved"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateConversationBody"];
             };
         };
@@ -1901,21 +1908,21 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "conv_01M7X1V0806K27T8YN8DHN612X",
                      *       "contact": {
-                     *         "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *         "name": "Ana Souza",
-                     *         "phone": "+14155550123"
+                     *         "id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *         "name": "Marta Oliveira",
+                     *         "phone": "+5511987654321"
                      *       },
                      *       "platform": "whatsapp",
-                     *       "channel_id": "example",
-                     *       "status": "active",
-                     *       "message_count": 1,
+                     *       "channel_id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
+                     *       "status": "resolved",
+                     *       "message_count": 2,
                      *       "last_message": {
-                     *         "content": "Hi Ana! Your order has shipped.",
-                     *         "timestamp": "2026-11-22T10:15:30.123Z"
+                     *         "content": "Yes, both are roasted this week: 250 g bags at $16.50. Shall I put two aside with a V60?",
+                     *         "timestamp": "2026-11-21T00:04:12.000Z"
                      *       },
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "created_at": "2026-11-20T18:00:00.000Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
@@ -2003,7 +2010,10 @@ export interface operations {
     "conversations.listMessages": {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
@@ -2013,6 +2023,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example conv_01M7X1V0806K27T8YN8DHN612X */
                 id: string;
             };
             cookie?: never;
@@ -2033,29 +2044,36 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "msg_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "conversation_id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *           "id": "msg_01M7XC4K40TBQ97YYSJXBP4ZF0",
+                     *           "conversation_id": "conv_01M7X1V0806K27T8YN8DHN612X",
                      *           "direction": "inbound",
                      *           "type": "text",
-                     *           "content": "Hi Ana! Your order has shipped.",
-                     *           "status": "queued",
-                     *           "platform_message_id": "example",
-                     *           "error": {
-                     *             "code": "example",
-                     *             "message": "example"
-                     *           },
-                     *           "media": {
-                     *             "id": "example",
-                     *             "mime_type": "example"
-                     *           },
-                     *           "created_at": "2026-11-22T10:15:30.123Z",
-                     *           "updated_at": "2026-11-22T10:15:30.123Z"
+                     *           "content": "Hi! Do you still have the Ethiopia Yirgacheffe in 250 g bags?",
+                     *           "status": "delivered",
+                     *           "platform_message_id": "wamid.HBgNNTUxMTk4NzY1NDMyMRUCABIYFjNFQjBDMEE3RjU2QTk4QzVBRjZFRTMA",
+                     *           "error": null,
+                     *           "media": null,
+                     *           "created_at": "2026-11-20T21:00:00.000Z",
+                     *           "updated_at": "2026-11-20T21:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "msg_01M7XPE600WNGFYBT8R38VFZ7A",
+                     *           "conversation_id": "conv_01M7X1V0806K27T8YN8DHN612X",
+                     *           "direction": "outbound",
+                     *           "type": "text",
+                     *           "content": "Yes, both are roasted this week: 250 g bags at $16.50. Shall I put two aside with a V60?",
+                     *           "status": "read",
+                     *           "platform_message_id": "wamid.HBgNNTUxMTk4NzY1NDMyMRUCABEYEjk4QTdCNkM1RDRFM0YyQTFCMAA=",
+                     *           "error": null,
+                     *           "media": null,
+                     *           "created_at": "2026-11-21T00:04:12.000Z",
+                     *           "updated_at": "2026-11-21T00:09:40.000Z"
                      *         }
                      *       ],
-                     *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "total": 2,
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["MessageList"];
@@ -2155,8 +2173,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "conversation_id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                 *       "content": "Hi Ana! Your order has shipped."
+                 *       "conversation_id": "conv_01M7X1V0806K27T8YN8DHN612X",
+                 *       "content": "Order 1042 is packed: two Yirgacheffe bags and a V60. It ships tomorrow morning."
                  *     }
                  */
                 "application/json": components["schemas"]["SendMessageBody"];
@@ -2175,21 +2193,15 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "msg_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "conversation_id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "direction": "inbound",
+                     *       "id": "msg_01M82GY140XY0W0FMJR4Y1E752",
+                     *       "conversation_id": "conv_01M7X1V0806K27T8YN8DHN612X",
+                     *       "direction": "outbound",
                      *       "type": "text",
-                     *       "content": "Hi Ana! Your order has shipped.",
+                     *       "content": "Order 1042 is packed: two Yirgacheffe bags and a V60. It ships tomorrow morning.",
                      *       "status": "queued",
-                     *       "platform_message_id": "example",
-                     *       "error": {
-                     *         "code": "example",
-                     *         "message": "example"
-                     *       },
-                     *       "media": {
-                     *         "id": "example",
-                     *         "mime_type": "example"
-                     *       },
+                     *       "platform_message_id": null,
+                     *       "error": null,
+                     *       "media": null,
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -2283,6 +2295,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example msg_01M7XC4K40TBQ97YYSJXBP4ZF0 */
                 id: string;
             };
             cookie?: never;
@@ -2301,23 +2314,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "msg_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "conversation_id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "msg_01M7XC4K40TBQ97YYSJXBP4ZF0",
+                     *       "conversation_id": "conv_01M7X1V0806K27T8YN8DHN612X",
                      *       "direction": "inbound",
                      *       "type": "text",
-                     *       "content": "Hi Ana! Your order has shipped.",
-                     *       "status": "queued",
-                     *       "platform_message_id": "example",
-                     *       "error": {
-                     *         "code": "example",
-                     *         "message": "example"
-                     *       },
-                     *       "media": {
-                     *         "id": "example",
-                     *         "mime_type": "example"
-                     *       },
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
-                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *       "content": "Hi! Do you still have the Ethiopia Yirgacheffe in 250 g bags?",
+                     *       "status": "delivered",
+                     *       "platform_message_id": "wamid.HBgNNTUxMTk4NzY1NDMyMRUCABIYFjNFQjBDMEE3RjU2QTk4QzVBRjZFRTMA",
+                     *       "error": null,
+                     *       "media": null,
+                     *       "created_at": "2026-11-20T21:00:00.000Z",
+                     *       "updated_at": "2026-11-20T21:00:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Message"];
@@ -2404,13 +2411,19 @@ export interface operations {
     "contacts.list": {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
                 /** @description Case-insensitive substring of the name; when the search holds a digit, also a substring of the phone number's digits. */
                 search?: string;
-                /** @description Only contacts that have this tag. */
+                /**
+                 * @description Only contacts that have this tag.
+                 * @example vip
+                 */
                 tag?: string;
             };
             header?: {
@@ -2436,31 +2449,33 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "name": "Ana Souza",
-                     *           "phone": "+14155550123",
-                     *           "email": "example",
+                     *           "id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *           "name": "Marta Oliveira",
+                     *           "phone": "+5511987654321",
+                     *           "email": "marta.oliveira@example.com",
                      *           "tags": [
-                     *             "example"
+                     *             "vip",
+                     *             "wholesale"
                      *           ],
                      *           "attributes": {
-                     *             "example": "example"
+                     *             "city": "São Paulo",
+                     *             "loyalty_points": 320
                      *           },
                      *           "identities": [
                      *             {
                      *               "platform": "whatsapp",
-                     *               "channel_id": "example",
-                     *               "external_id": "example"
+                     *               "channel_id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
+                     *               "external_id": "5511987654321"
                      *             }
                      *           ],
-                     *           "created_at": "2026-11-22T10:15:30.123Z",
-                     *           "updated_at": "2026-11-22T10:15:30.123Z"
+                     *           "created_at": "2026-11-20T12:00:00.000Z",
+                     *           "updated_at": "2026-11-20T12:00:00.000Z"
                      *         }
                      *       ],
                      *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["ContactList"];
@@ -2547,7 +2562,15 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "phone": "+14155550123"
+                 *       "name": "Kenji Watanabe",
+                 *       "phone": "+819012345678",
+                 *       "email": "kenji.watanabe@example.com",
+                 *       "tags": [
+                 *         "newsletter"
+                 *       ],
+                 *       "attributes": {
+                 *         "city": "Osaka"
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["CreateContactBody"];
@@ -2566,23 +2589,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "name": "Ana Souza",
-                     *       "phone": "+14155550123",
-                     *       "email": "example",
+                     *       "id": "ct_01M835H6W0MTVY2T4VRS3GJ70J",
+                     *       "name": "Kenji Watanabe",
+                     *       "phone": "+819012345678",
+                     *       "email": "kenji.watanabe@example.com",
                      *       "tags": [
-                     *         "example"
+                     *         "newsletter"
                      *       ],
                      *       "attributes": {
-                     *         "example": "example"
+                     *         "city": "Osaka"
                      *       },
-                     *       "identities": [
-                     *         {
-                     *           "platform": "whatsapp",
-                     *           "channel_id": "example",
-                     *           "external_id": "example"
-                     *         }
-                     *       ],
+                     *       "identities": [],
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -2663,6 +2680,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example ct_01M7WD7TG00WYJ727JN2B2EHWP */
                 id: string;
             };
             cookie?: never;
@@ -2681,25 +2699,27 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "name": "Ana Souza",
-                     *       "phone": "+14155550123",
-                     *       "email": "example",
+                     *       "id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *       "name": "Marta Oliveira",
+                     *       "phone": "+5511987654321",
+                     *       "email": "marta.oliveira@example.com",
                      *       "tags": [
-                     *         "example"
+                     *         "vip",
+                     *         "wholesale"
                      *       ],
                      *       "attributes": {
-                     *         "example": "example"
+                     *         "city": "São Paulo",
+                     *         "loyalty_points": 320
                      *       },
                      *       "identities": [
                      *         {
                      *           "platform": "whatsapp",
-                     *           "channel_id": "example",
-                     *           "external_id": "example"
+                     *           "channel_id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
+                     *           "external_id": "5511987654321"
                      *         }
                      *       ],
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
-                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *       "created_at": "2026-11-20T12:00:00.000Z",
+                     *       "updated_at": "2026-11-20T12:00:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Contact"];
@@ -2791,6 +2811,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example ct_01M7WQHDC0TVBEMBB1BN6H1V6W */
                 id: string;
             };
             cookie?: never;
@@ -2894,13 +2915,22 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example ct_01M7WD7TG00WYJ727JN2B2EHWP */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                /** @example {} */
+                /**
+                 * @example {
+                 *       "email": "marta@cafeoliveira.example",
+                 *       "attributes": {
+                 *         "city": "Campinas",
+                 *         "loyalty_points": 320
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateContactBody"];
             };
         };
@@ -2917,24 +2947,26 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "name": "Ana Souza",
-                     *       "phone": "+14155550123",
-                     *       "email": "example",
+                     *       "id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *       "name": "Marta Oliveira",
+                     *       "phone": "+5511987654321",
+                     *       "email": "marta@cafeoliveira.example",
                      *       "tags": [
-                     *         "example"
+                     *         "vip",
+                     *         "wholesale"
                      *       ],
                      *       "attributes": {
-                     *         "example": "example"
+                     *         "city": "Campinas",
+                     *         "loyalty_points": 320
                      *       },
                      *       "identities": [
                      *         {
                      *           "platform": "whatsapp",
-                     *           "channel_id": "example",
-                     *           "external_id": "example"
+                     *           "channel_id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
+                     *           "external_id": "5511987654321"
                      *         }
                      *       ],
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "created_at": "2026-11-20T12:00:00.000Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
@@ -3029,6 +3061,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example ct_01M7WD7TG00WYJ727JN2B2EHWP */
                 id: string;
             };
             cookie?: never;
@@ -3037,7 +3070,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "tag": "vip"
+                 *       "tag": "subscriber"
                  *     }
                  */
                 "application/json": components["schemas"]["AddTagBody"];
@@ -3056,24 +3089,27 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "name": "Ana Souza",
-                     *       "phone": "+14155550123",
-                     *       "email": "example",
+                     *       "id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *       "name": "Marta Oliveira",
+                     *       "phone": "+5511987654321",
+                     *       "email": "marta.oliveira@example.com",
                      *       "tags": [
-                     *         "example"
+                     *         "vip",
+                     *         "wholesale",
+                     *         "subscriber"
                      *       ],
                      *       "attributes": {
-                     *         "example": "example"
+                     *         "city": "São Paulo",
+                     *         "loyalty_points": 320
                      *       },
                      *       "identities": [
                      *         {
                      *           "platform": "whatsapp",
-                     *           "channel_id": "example",
-                     *           "external_id": "example"
+                     *           "channel_id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
+                     *           "external_id": "5511987654321"
                      *         }
                      *       ],
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "created_at": "2026-11-20T12:00:00.000Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
@@ -3166,7 +3202,9 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example ct_01M7WD7TG00WYJ727JN2B2EHWP */
                 id: string;
+                /** @example wholesale */
                 tag: string;
             };
             cookie?: never;
@@ -3185,24 +3223,25 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "name": "Ana Souza",
-                     *       "phone": "+14155550123",
-                     *       "email": "example",
+                     *       "id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *       "name": "Marta Oliveira",
+                     *       "phone": "+5511987654321",
+                     *       "email": "marta.oliveira@example.com",
                      *       "tags": [
-                     *         "example"
+                     *         "vip"
                      *       ],
                      *       "attributes": {
-                     *         "example": "example"
+                     *         "city": "São Paulo",
+                     *         "loyalty_points": 320
                      *       },
                      *       "identities": [
                      *         {
                      *           "platform": "whatsapp",
-                     *           "channel_id": "example",
-                     *           "external_id": "example"
+                     *           "channel_id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
+                     *           "external_id": "5511987654321"
                      *         }
                      *       ],
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "created_at": "2026-11-20T12:00:00.000Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
@@ -3290,7 +3329,10 @@ export interface operations {
     "tags.list": {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
@@ -3318,14 +3360,22 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "name": "Ana Souza",
+                     *           "name": "newsletter",
+                     *           "contact_count": 1
+                     *         },
+                     *         {
+                     *           "name": "vip",
+                     *           "contact_count": 1
+                     *         },
+                     *         {
+                     *           "name": "wholesale",
                      *           "contact_count": 1
                      *         }
                      *       ],
-                     *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "total": 3,
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["TagList"];
@@ -3404,6 +3454,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example newsletter */
                 tag: string;
             };
             cookie?: never;
@@ -3507,6 +3558,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example wholesale */
                 tag: string;
             };
             cookie?: never;
@@ -3515,7 +3567,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "vip"
+                 *       "name": "reseller"
                  *     }
                  */
                 "application/json": components["schemas"]["UpdateTagBody"];
@@ -3534,7 +3586,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "name": "Ana Souza",
+                     *       "name": "reseller",
                      *       "contact_count": 1
                      *     }
                      */
@@ -3622,10 +3674,14 @@ export interface operations {
     "orders.list": {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
+                /** @example ct_01M7WD7TG00WYJ727JN2B2EHWP */
                 contact_id?: string;
                 status?: components["schemas"]["OrderStatus"];
             };
@@ -3652,28 +3708,33 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "ord_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "number": "1001",
+                     *           "id": "ord_01M7Y0QRW0ASWNY2QKTGP7DXV3",
+                     *           "contact_id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *           "number": "1042",
                      *           "status": "pending",
                      *           "currency": "USD",
-                     *           "total_amount": 1,
+                     *           "total_amount": 5700,
                      *           "items": [
                      *             {
-                     *               "name": "Ana Souza",
+                     *               "name": "Ethiopia Yirgacheffe, 250 g",
+                     *               "quantity": 2,
+                     *               "unit_amount": 1650
+                     *             },
+                     *             {
+                     *               "name": "Hario V60 dripper, size 02",
                      *               "quantity": 1,
-                     *               "unit_amount": 1
+                     *               "unit_amount": 2400
                      *             }
                      *           ],
-                     *           "placed_at": "2026-11-22T10:15:30.123Z",
-                     *           "created_at": "2026-11-22T10:15:30.123Z",
-                     *           "updated_at": "2026-11-22T10:15:30.123Z"
+                     *           "placed_at": "2026-11-21T03:00:00.000Z",
+                     *           "created_at": "2026-11-21T03:00:00.000Z",
+                     *           "updated_at": "2026-11-21T03:00:00.000Z"
                      *         }
                      *       ],
                      *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["OrderList"];
@@ -3760,13 +3821,18 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                 *       "contact_id": "ct_01M7WQHDC0TVBEMBB1BN6H1V6W",
                  *       "currency": "USD",
                  *       "items": [
                  *         {
-                 *           "name": "Ana Souza",
+                 *           "name": "Colombia Huila, 1 kg",
                  *           "quantity": 1,
-                 *           "unit_amount": 1
+                 *           "unit_amount": 4800
+                 *         },
+                 *         {
+                 *           "name": "Paper filters, pack of 100",
+                 *           "quantity": 2,
+                 *           "unit_amount": 650
                  *         }
                  *       ]
                  *     }
@@ -3787,17 +3853,22 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ord_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "number": "1001",
+                     *       "id": "ord_01M81WAVC0AHEHQ0EX9F8NEYRY",
+                     *       "contact_id": "ct_01M7WQHDC0TVBEMBB1BN6H1V6W",
+                     *       "number": "1043",
                      *       "status": "pending",
                      *       "currency": "USD",
-                     *       "total_amount": 1,
+                     *       "total_amount": 6100,
                      *       "items": [
                      *         {
-                     *           "name": "Ana Souza",
+                     *           "name": "Colombia Huila, 1 kg",
                      *           "quantity": 1,
-                     *           "unit_amount": 1
+                     *           "unit_amount": 4800
+                     *         },
+                     *         {
+                     *           "name": "Paper filters, pack of 100",
+                     *           "quantity": 2,
+                     *           "unit_amount": 650
                      *         }
                      *       ],
                      *       "placed_at": "2026-11-22T10:15:30.123Z",
@@ -3894,6 +3965,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example ord_01M7Y0QRW0ASWNY2QKTGP7DXV3 */
                 id: string;
             };
             cookie?: never;
@@ -3912,22 +3984,27 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ord_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "number": "1001",
+                     *       "id": "ord_01M7Y0QRW0ASWNY2QKTGP7DXV3",
+                     *       "contact_id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *       "number": "1042",
                      *       "status": "pending",
                      *       "currency": "USD",
-                     *       "total_amount": 1,
+                     *       "total_amount": 5700,
                      *       "items": [
                      *         {
-                     *           "name": "Ana Souza",
+                     *           "name": "Ethiopia Yirgacheffe, 250 g",
+                     *           "quantity": 2,
+                     *           "unit_amount": 1650
+                     *         },
+                     *         {
+                     *           "name": "Hario V60 dripper, size 02",
                      *           "quantity": 1,
-                     *           "unit_amount": 1
+                     *           "unit_amount": 2400
                      *         }
                      *       ],
-                     *       "placed_at": "2026-11-22T10:15:30.123Z",
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
-                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *       "placed_at": "2026-11-21T03:00:00.000Z",
+                     *       "created_at": "2026-11-21T03:00:00.000Z",
+                     *       "updated_at": "2026-11-21T03:00:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Order"];
@@ -4019,6 +4096,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example ord_01M7Y0QRW0ASWNY2QKTGP7DXV3 */
                 id: string;
             };
             cookie?: never;
@@ -4027,7 +4105,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "status": "pending"
+                 *       "status": "paid"
                  *     }
                  */
                 "application/json": components["schemas"]["UpdateOrderBody"];
@@ -4046,21 +4124,26 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ord_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "number": "1001",
-                     *       "status": "pending",
+                     *       "id": "ord_01M7Y0QRW0ASWNY2QKTGP7DXV3",
+                     *       "contact_id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *       "number": "1042",
+                     *       "status": "paid",
                      *       "currency": "USD",
-                     *       "total_amount": 1,
+                     *       "total_amount": 5700,
                      *       "items": [
                      *         {
-                     *           "name": "Ana Souza",
+                     *           "name": "Ethiopia Yirgacheffe, 250 g",
+                     *           "quantity": 2,
+                     *           "unit_amount": 1650
+                     *         },
+                     *         {
+                     *           "name": "Hario V60 dripper, size 02",
                      *           "quantity": 1,
-                     *           "unit_amount": 1
+                     *           "unit_amount": 2400
                      *         }
                      *       ],
-                     *       "placed_at": "2026-11-22T10:15:30.123Z",
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "placed_at": "2026-11-21T03:00:00.000Z",
+                     *       "created_at": "2026-11-21T03:00:00.000Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
@@ -4148,7 +4231,10 @@ export interface operations {
     "workflows.list": {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
@@ -4176,32 +4262,37 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "name": "Ana Souza",
+                     *           "id": "wf_01M7YB1BR02978Q99HPZKCPPCP",
+                     *           "name": "Thank buyers when their order is paid",
                      *           "steps": [
                      *             {
                      *               "type": "send_message",
-                     *               "content": "Hi Ana! Your order has shipped."
+                     *               "content": "Thank you, {{contact.name}}! Order {{data.order_number}} is paid and leaves the roastery tomorrow."
+                     *             },
+                     *             {
+                     *               "type": "add_tag",
+                     *               "tag": "customer"
                      *             }
                      *           ],
                      *           "enabled": true,
                      *           "trigger": {
-                     *             "event": "conversation.created",
+                     *             "event": "order.updated",
                      *             "conditions": [
                      *               {
-                     *                 "field": "example",
-                     *                 "op": "eq"
+                     *                 "field": "status",
+                     *                 "op": "eq",
+                     *                 "value": "paid"
                      *               }
                      *             ]
                      *           },
-                     *           "created_at": "2026-11-22T10:15:30.123Z",
-                     *           "updated_at": "2026-11-22T10:15:30.123Z"
+                     *           "created_at": "2026-11-21T06:00:00.000Z",
+                     *           "updated_at": "2026-11-21T06:00:00.000Z"
                      *         }
                      *       ],
                      *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["WorkflowList"];
@@ -4288,13 +4379,27 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Ana Souza",
+                 *       "name": "Ask for a review a week after delivery",
                  *       "steps": [
                  *         {
+                 *           "type": "wait",
+                 *           "seconds": 604800
+                 *         },
+                 *         {
                  *           "type": "send_message",
-                 *           "content": "Hi Ana! Your order has shipped."
+                 *           "content": "Hi {{contact.name}}, how is the coffee? A short review helps our small roastery a lot."
                  *         }
-                 *       ]
+                 *       ],
+                 *       "trigger": {
+                 *         "event": "order.updated",
+                 *         "conditions": [
+                 *           {
+                 *             "field": "status",
+                 *             "op": "eq",
+                 *             "value": "fulfilled"
+                 *           }
+                 *         ]
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["CreateWorkflowBody"];
@@ -4313,21 +4418,26 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "name": "Ana Souza",
+                     *       "id": "wf_01M81J18G06FH5D05YSV8DR7EJ",
+                     *       "name": "Ask for a review a week after delivery",
                      *       "steps": [
                      *         {
+                     *           "type": "wait",
+                     *           "seconds": 604800
+                     *         },
+                     *         {
                      *           "type": "send_message",
-                     *           "content": "Hi Ana! Your order has shipped."
+                     *           "content": "Hi {{contact.name}}, how is the coffee? A short review helps our small roastery a lot."
                      *         }
                      *       ],
                      *       "enabled": true,
                      *       "trigger": {
-                     *         "event": "conversation.created",
+                     *         "event": "order.updated",
                      *         "conditions": [
                      *           {
-                     *             "field": "example",
-                     *             "op": "eq"
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "fulfilled"
                      *           }
                      *         ]
                      *       },
@@ -4411,6 +4521,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example wf_01M7YB1BR02978Q99HPZKCPPCP */
                 id: string;
             };
             cookie?: never;
@@ -4429,26 +4540,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "name": "Ana Souza",
+                     *       "id": "wf_01M7YB1BR02978Q99HPZKCPPCP",
+                     *       "name": "Thank buyers when their order is paid",
                      *       "steps": [
                      *         {
                      *           "type": "send_message",
-                     *           "content": "Hi Ana! Your order has shipped."
+                     *           "content": "Thank you, {{contact.name}}! Order {{data.order_number}} is paid and leaves the roastery tomorrow."
+                     *         },
+                     *         {
+                     *           "type": "add_tag",
+                     *           "tag": "customer"
                      *         }
                      *       ],
                      *       "enabled": true,
                      *       "trigger": {
-                     *         "event": "conversation.created",
+                     *         "event": "order.updated",
                      *         "conditions": [
                      *           {
-                     *             "field": "example",
-                     *             "op": "eq"
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "paid"
                      *           }
                      *         ]
                      *       },
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
-                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *       "created_at": "2026-11-21T06:00:00.000Z",
+                     *       "updated_at": "2026-11-21T06:00:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Workflow"];
@@ -4540,6 +4656,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example wf_01M7YB1BR02978Q99HPZKCPPCP */
                 id: string;
             };
             cookie?: never;
@@ -4643,13 +4760,18 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example wf_01M7YB1BR02978Q99HPZKCPPCP */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                /** @example {} */
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateWorkflowBody"];
             };
         };
@@ -4666,25 +4788,30 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "name": "Ana Souza",
+                     *       "id": "wf_01M7YB1BR02978Q99HPZKCPPCP",
+                     *       "name": "Thank buyers when their order is paid",
                      *       "steps": [
                      *         {
                      *           "type": "send_message",
-                     *           "content": "Hi Ana! Your order has shipped."
+                     *           "content": "Thank you, {{contact.name}}! Order {{data.order_number}} is paid and leaves the roastery tomorrow."
+                     *         },
+                     *         {
+                     *           "type": "add_tag",
+                     *           "tag": "customer"
                      *         }
                      *       ],
-                     *       "enabled": true,
+                     *       "enabled": false,
                      *       "trigger": {
-                     *         "event": "conversation.created",
+                     *         "event": "order.updated",
                      *         "conditions": [
                      *           {
-                     *             "field": "example",
-                     *             "op": "eq"
+                     *             "field": "status",
+                     *             "op": "eq",
+                     *             "value": "paid"
                      *           }
                      *         ]
                      *       },
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "created_at": "2026-11-21T06:00:00.000Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
@@ -4779,6 +4906,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example wf_01M7YB1BR02978Q99HPZKCPPCP */
                 id: string;
             };
             cookie?: never;
@@ -4787,7 +4915,10 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M"
+                 *       "contact_id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                 *       "data": {
+                 *         "order_number": "1042"
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["TriggerWorkflowBody"];
@@ -4806,26 +4937,32 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "run_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "workflow_id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "run_01M7YNAYM021PFWK9YX3YSWSAF",
+                     *       "workflow_id": "wf_01M7YB1BR02978Q99HPZKCPPCP",
+                     *       "contact_id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *       "event_id": null,
                      *       "status": "queued",
                      *       "data": {
-                     *         "example": "example"
+                     *         "order_number": "1042"
                      *       },
                      *       "steps": [
                      *         {
-                     *           "index": 1,
+                     *           "index": 0,
                      *           "type": "send_message",
                      *           "status": "pending",
-                     *           "error": "example"
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "type": "add_tag",
+                     *           "status": "pending",
+                     *           "error": null
                      *         }
                      *       ],
-                     *       "error": "example",
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
-                     *       "started_at": "2026-11-22T10:15:30.123Z",
-                     *       "finished_at": "2026-11-22T10:15:30.123Z"
+                     *       "error": null,
+                     *       "created_at": "2026-11-21T09:00:00.000Z",
+                     *       "started_at": null,
+                     *       "finished_at": null
                      *     }
                      */
                     "application/json": components["schemas"]["WorkflowRun"];
@@ -4912,10 +5049,14 @@ export interface operations {
     "workflows.listRuns": {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
+                /** @example queued */
                 status?: components["schemas"]["WorkflowRunStatus"];
             };
             header?: {
@@ -4923,6 +5064,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example wf_01M7YB1BR02978Q99HPZKCPPCP */
                 id: string;
             };
             cookie?: never;
@@ -4943,32 +5085,38 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "run_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "workflow_id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *           "id": "run_01M7YNAYM021PFWK9YX3YSWSAF",
+                     *           "workflow_id": "wf_01M7YB1BR02978Q99HPZKCPPCP",
+                     *           "contact_id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *           "event_id": null,
                      *           "status": "queued",
                      *           "data": {
-                     *             "example": "example"
+                     *             "order_number": "1042"
                      *           },
                      *           "steps": [
                      *             {
-                     *               "index": 1,
+                     *               "index": 0,
                      *               "type": "send_message",
                      *               "status": "pending",
-                     *               "error": "example"
+                     *               "error": null
+                     *             },
+                     *             {
+                     *               "index": 1,
+                     *               "type": "add_tag",
+                     *               "status": "pending",
+                     *               "error": null
                      *             }
                      *           ],
-                     *           "error": "example",
-                     *           "created_at": "2026-11-22T10:15:30.123Z",
-                     *           "started_at": "2026-11-22T10:15:30.123Z",
-                     *           "finished_at": "2026-11-22T10:15:30.123Z"
+                     *           "error": null,
+                     *           "created_at": "2026-11-21T09:00:00.000Z",
+                     *           "started_at": null,
+                     *           "finished_at": null
                      *         }
                      *       ],
                      *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["WorkflowRunList"];
@@ -5060,7 +5208,9 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example wf_01M7YB1BR02978Q99HPZKCPPCP */
                 id: string;
+                /** @example run_01M7YNAYM021PFWK9YX3YSWSAF */
                 run_id: string;
             };
             cookie?: never;
@@ -5079,26 +5229,32 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "run_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "workflow_id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "run_01M7YNAYM021PFWK9YX3YSWSAF",
+                     *       "workflow_id": "wf_01M7YB1BR02978Q99HPZKCPPCP",
+                     *       "contact_id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *       "event_id": null,
                      *       "status": "queued",
                      *       "data": {
-                     *         "example": "example"
+                     *         "order_number": "1042"
                      *       },
                      *       "steps": [
                      *         {
-                     *           "index": 1,
+                     *           "index": 0,
                      *           "type": "send_message",
                      *           "status": "pending",
-                     *           "error": "example"
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "type": "add_tag",
+                     *           "status": "pending",
+                     *           "error": null
                      *         }
                      *       ],
-                     *       "error": "example",
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
-                     *       "started_at": "2026-11-22T10:15:30.123Z",
-                     *       "finished_at": "2026-11-22T10:15:30.123Z"
+                     *       "error": null,
+                     *       "created_at": "2026-11-21T09:00:00.000Z",
+                     *       "started_at": null,
+                     *       "finished_at": null
                      *     }
                      */
                     "application/json": components["schemas"]["WorkflowRun"];
@@ -5192,7 +5348,9 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example wf_01M7YB1BR02978Q99HPZKCPPCP */
                 id: string;
+                /** @example run_01M7YNAYM021PFWK9YX3YSWSAF */
                 run_id: string;
             };
             cookie?: never;
@@ -5211,25 +5369,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "run_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "workflow_id": "wf_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "contact_id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "status": "queued",
+                     *       "id": "run_01M7YNAYM021PFWK9YX3YSWSAF",
+                     *       "workflow_id": "wf_01M7YB1BR02978Q99HPZKCPPCP",
+                     *       "contact_id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *       "event_id": null,
+                     *       "status": "cancelled",
                      *       "data": {
-                     *         "example": "example"
+                     *         "order_number": "1042"
                      *       },
                      *       "steps": [
                      *         {
-                     *           "index": 1,
+                     *           "index": 0,
                      *           "type": "send_message",
-                     *           "status": "pending",
-                     *           "error": "example"
+                     *           "status": "skipped",
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "type": "add_tag",
+                     *           "status": "skipped",
+                     *           "error": null
                      *         }
                      *       ],
-                     *       "error": "example",
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
-                     *       "started_at": "2026-11-22T10:15:30.123Z",
+                     *       "error": null,
+                     *       "created_at": "2026-11-21T09:00:00.000Z",
+                     *       "started_at": null,
                      *       "finished_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
@@ -5317,10 +5481,14 @@ export interface operations {
     "events.list": {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
+                /** @example order.placed */
                 type?: components["schemas"]["EventType"];
                 /** @description An event id: list the events recorded before it (the next page, newest first). `total` then counts the events before it, and `offset` counts from it. */
                 starting_after?: string;
@@ -5350,33 +5518,38 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "type": "conversation.created",
-                     *           "created_at": "2026-11-22T10:15:30.123Z",
+                     *           "id": "evt_01M7YZMHG0MZXPFH2YPD3PE7PX",
+                     *           "type": "order.placed",
+                     *           "created_at": "2026-11-21T03:00:00.000Z",
                      *           "data": {
-                     *             "id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *             "contact": {
-                     *               "id": "ct_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *               "name": "Ana Souza",
-                     *               "phone": "+14155550123"
-                     *             },
-                     *             "platform": "whatsapp",
-                     *             "channel_id": "example",
-                     *             "status": "active",
-                     *             "message_count": 1,
-                     *             "last_message": {
-                     *               "content": "Hi Ana! Your order has shipped.",
-                     *               "timestamp": "2026-11-22T10:15:30.123Z"
-                     *             },
-                     *             "created_at": "2026-11-22T10:15:30.123Z",
-                     *             "updated_at": "2026-11-22T10:15:30.123Z"
+                     *             "id": "ord_01M7Y0QRW0ASWNY2QKTGP7DXV3",
+                     *             "contact_id": "ct_01M7WD7TG00WYJ727JN2B2EHWP",
+                     *             "number": "1042",
+                     *             "status": "pending",
+                     *             "currency": "USD",
+                     *             "total_amount": 5700,
+                     *             "items": [
+                     *               {
+                     *                 "name": "Ethiopia Yirgacheffe, 250 g",
+                     *                 "quantity": 2,
+                     *                 "unit_amount": 1650
+                     *               },
+                     *               {
+                     *                 "name": "Hario V60 dripper, size 02",
+                     *                 "quantity": 1,
+                     *                 "unit_amount": 2400
+                     *               }
+                     *             ],
+                     *             "placed_at": "2026-11-21T03:00:00.000Z",
+                     *             "created_at": "2026-11-21T03:00:00.000Z",
+                     *             "updated_at": "2026-11-21T03:00:00.000Z"
                      *           }
                      *         }
                      *       ],
                      *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["EventList"];
@@ -5463,7 +5636,10 @@ export interface operations {
     "webhookEndpoints.list": {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
@@ -5491,21 +5667,22 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "whe_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "url": "https://example.com/webhooks/convo",
+                     *           "id": "whe_01M7Z9Y4C0527SZ4JK66W5M3VM",
+                     *           "url": "https://roastery.tostado.example/webhooks/convo",
                      *           "events": [
-                     *             "order.placed"
+                     *             "order.placed",
+                     *             "order.updated"
                      *           ],
-                     *           "description": "Order notifications",
+                     *           "description": "Fulfilment: pack and ship paid orders",
                      *           "status": "enabled",
-                     *           "created_at": "2026-11-22T10:15:30.123Z",
-                     *           "updated_at": "2026-11-22T10:15:30.123Z"
+                     *           "created_at": "2026-11-20T10:00:00.000Z",
+                     *           "updated_at": "2026-11-20T10:00:00.000Z"
                      *         }
                      *       ],
                      *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpointList"];
@@ -5592,10 +5769,12 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "url": "https://example.com/webhooks/convo",
+                 *       "url": "https://crm.tostado.example/hooks/convo",
                  *       "events": [
-                 *         "order.placed"
-                 *       ]
+                 *         "contact.created",
+                 *         "contact.updated"
+                 *       ],
+                 *       "description": "CRM: keep customer records in step"
                  *     }
                  */
                 "application/json": components["schemas"]["CreateWebhookEndpointBody"];
@@ -5614,12 +5793,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "example",
-                     *       "url": "https://example.com/webhooks/convo",
+                     *       "id": "whe_01M817QNM0K73YRSMHVWQVSFDE",
+                     *       "url": "https://crm.tostado.example/hooks/convo",
                      *       "events": [
-                     *         "order.placed"
+                     *         "contact.created",
+                     *         "contact.updated"
                      *       ],
-                     *       "description": "Order notifications",
+                     *       "description": "CRM: keep customer records in step",
                      *       "status": "enabled",
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
@@ -5701,6 +5881,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example whe_01M7Z9Y4C0527SZ4JK66W5M3VM */
                 id: string;
             };
             cookie?: never;
@@ -5719,15 +5900,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "whe_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "url": "https://example.com/webhooks/convo",
+                     *       "id": "whe_01M7Z9Y4C0527SZ4JK66W5M3VM",
+                     *       "url": "https://roastery.tostado.example/webhooks/convo",
                      *       "events": [
-                     *         "order.placed"
+                     *         "order.placed",
+                     *         "order.updated"
                      *       ],
-                     *       "description": "Order notifications",
+                     *       "description": "Fulfilment: pack and ship paid orders",
                      *       "status": "enabled",
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
-                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *       "created_at": "2026-11-20T10:00:00.000Z",
+                     *       "updated_at": "2026-11-20T10:00:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -5819,6 +6001,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example whe_01M7Z9Y4C0527SZ4JK66W5M3VM */
                 id: string;
             };
             cookie?: never;
@@ -5922,13 +6105,22 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example whe_01M7Z9Y4C0527SZ4JK66W5M3VM */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                /** @example {} */
+                /**
+                 * @example {
+                 *       "events": [
+                 *         "order.placed",
+                 *         "order.updated",
+                 *         "conversation.resolved"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateWebhookEndpointBody"];
             };
         };
@@ -5945,14 +6137,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "whe_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "url": "https://example.com/webhooks/convo",
+                     *       "id": "whe_01M7Z9Y4C0527SZ4JK66W5M3VM",
+                     *       "url": "https://roastery.tostado.example/webhooks/convo",
                      *       "events": [
-                     *         "order.placed"
+                     *         "order.placed",
+                     *         "order.updated",
+                     *         "conversation.resolved"
                      *       ],
-                     *       "description": "Order notifications",
+                     *       "description": "Fulfilment: pack and ship paid orders",
                      *       "status": "enabled",
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "created_at": "2026-11-20T10:00:00.000Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
@@ -6040,10 +6234,14 @@ export interface operations {
     "webhookEndpoints.listDeliveries": {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
+                /** @example failed */
                 status?: components["schemas"]["DeliveryStatus"];
             };
             header?: {
@@ -6051,6 +6249,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example whe_01M7Z9Y4C0527SZ4JK66W5M3VM */
                 id: string;
             };
             cookie?: never;
@@ -6071,27 +6270,33 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "whd_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "event_type": "conversation.created",
-                     *           "endpoint_id": "whe_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *           "status": "pending",
+                     *           "id": "whd_01M7ZM7Q80KHPBQ8Z9DKE91YBT",
+                     *           "event_id": "evt_01M7YZMHG0MZXPFH2YPD3PE7PX",
+                     *           "event_type": "order.placed",
+                     *           "endpoint_id": "whe_01M7Z9Y4C0527SZ4JK66W5M3VM",
+                     *           "status": "failed",
                      *           "attempts": [
                      *             {
-                     *               "at": "2026-11-22T10:15:30.123Z",
-                     *               "status_code": 1,
-                     *               "duration_ms": 1,
-                     *               "error": "example"
+                     *               "at": "2026-11-21T03:00:00.412Z",
+                     *               "status_code": 503,
+                     *               "duration_ms": 118,
+                     *               "error": "HTTP 503"
+                     *             },
+                     *             {
+                     *               "at": "2026-11-21T03:00:05.530Z",
+                     *               "status_code": null,
+                     *               "duration_ms": 10000,
+                     *               "error": "timeout"
                      *             }
                      *           ],
-                     *           "next_attempt_at": "2026-11-22T10:15:30.123Z",
-                     *           "created_at": "2026-11-22T10:15:30.123Z"
+                     *           "next_attempt_at": null,
+                     *           "created_at": "2026-11-21T03:00:00.000Z"
                      *         }
                      *       ],
                      *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookDeliveryList"];
@@ -6185,7 +6390,9 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example whe_01M7Z9Y4C0527SZ4JK66W5M3VM */
                 id: string;
+                /** @example whd_01M7ZM7Q80KHPBQ8Z9DKE91YBT */
                 delivery_id: string;
             };
             cookie?: never;
@@ -6204,21 +6411,27 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "whd_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "event_type": "conversation.created",
-                     *       "endpoint_id": "whe_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "whd_01M7ZM7Q80KHPBQ8Z9DKE91YBT",
+                     *       "event_id": "evt_01M7YZMHG0MZXPFH2YPD3PE7PX",
+                     *       "event_type": "order.placed",
+                     *       "endpoint_id": "whe_01M7Z9Y4C0527SZ4JK66W5M3VM",
                      *       "status": "pending",
                      *       "attempts": [
                      *         {
-                     *           "at": "2026-11-22T10:15:30.123Z",
-                     *           "status_code": 1,
-                     *           "duration_ms": 1,
-                     *           "error": "example"
+                     *           "at": "2026-11-21T03:00:00.412Z",
+                     *           "status_code": 503,
+                     *           "duration_ms": 118,
+                     *           "error": "HTTP 503"
+                     *         },
+                     *         {
+                     *           "at": "2026-11-21T03:00:05.530Z",
+                     *           "status_code": null,
+                     *           "duration_ms": 10000,
+                     *           "error": "timeout"
                      *         }
                      *       ],
                      *       "next_attempt_at": "2026-11-22T10:15:30.123Z",
-                     *       "created_at": "2026-11-22T10:15:30.123Z"
+                     *       "created_at": "2026-11-21T03:00:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookDelivery"];
@@ -6312,6 +6525,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example whe_01M7Z9Y4C0527SZ4JK66W5M3VM */
                 id: string;
             };
             cookie?: never;
@@ -6330,20 +6544,20 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "whd_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "event_id": "evt_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "event_type": "conversation.created",
-                     *       "endpoint_id": "whe_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "status": "pending",
+                     *       "id": "whd_01M80XE2R0HJFMT8J3FXYYMJ24",
+                     *       "event_id": "evt_01M80K4FW02VHH68J6QEGSR70S",
+                     *       "event_type": "ping",
+                     *       "endpoint_id": "whe_01M7Z9Y4C0527SZ4JK66W5M3VM",
+                     *       "status": "succeeded",
                      *       "attempts": [
                      *         {
                      *           "at": "2026-11-22T10:15:30.123Z",
-                     *           "status_code": 1,
-                     *           "duration_ms": 1,
-                     *           "error": "example"
+                     *           "status_code": 200,
+                     *           "duration_ms": 84,
+                     *           "error": null
                      *         }
                      *       ],
-                     *       "next_attempt_at": "2026-11-22T10:15:30.123Z",
+                     *       "next_attempt_at": null,
                      *       "created_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
@@ -6438,6 +6652,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example whe_01M7Z9Y4C0527SZ4JK66W5M3VM */
                 id: string;
             };
             cookie?: never;
@@ -6446,8 +6661,9 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "since": "2026-11-22T10:15:30.123Z",
-                 *       "until": "2026-11-22T10:15:30.123Z"
+                 *       "since": "2026-11-21T00:00:00Z",
+                 *       "until": "2026-11-22T00:00:00Z",
+                 *       "status": "failed"
                  *     }
                  */
                 "application/json": components["schemas"]["ReplayDeliveriesBody"];
@@ -6466,9 +6682,9 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "endpoint_id": "whe_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "since": "2026-11-22T10:15:30.123Z",
-                     *       "until": "2026-11-22T10:15:30.123Z",
+                     *       "endpoint_id": "whe_01M7Z9Y4C0527SZ4JK66W5M3VM",
+                     *       "since": "2026-11-21T00:00:00.000Z",
+                     *       "until": "2026-11-22T00:00:00.000Z",
                      *       "status": "failed",
                      *       "replayed": 1
                      *     }
@@ -6557,10 +6773,14 @@ export interface operations {
     "channels.list": {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 100. */
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
                 limit?: number;
                 /** @description Zero-based position of the first record. */
                 offset?: number;
+                /** @example whatsapp */
                 platform?: components["schemas"]["Platform"];
             };
             header?: {
@@ -6586,26 +6806,22 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "ch_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *           "id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
                      *           "platform": "whatsapp",
-                     *           "name": "Ana Souza",
-                     *           "external_id": "example",
+                     *           "name": "Tostado WhatsApp",
+                     *           "external_id": "106540352242922",
                      *           "status": "active",
-                     *           "webhook_url": "example",
-                     *           "verify_token": "example",
-                     *           "last_error": {
-                     *             "code": "example",
-                     *             "message": "example",
-                     *             "at": "2026-11-22T10:15:30.123Z"
-                     *           },
-                     *           "created_at": "2026-11-22T10:15:30.123Z",
-                     *           "updated_at": "2026-11-22T10:15:30.123Z"
+                     *           "webhook_url": "http://127.0.0.1:3000/hooks/meta/ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
+                     *           "verify_token": "roast-Q8sd7f6g5h4j3k2l",
+                     *           "last_error": null,
+                     *           "created_at": "2026-11-20T09:00:00.000Z",
+                     *           "updated_at": "2026-11-20T09:00:00.000Z"
                      *         }
                      *       ],
                      *       "total": 1,
-                     *       "limit": 1,
-                     *       "offset": 1,
-                     *       "has_more": true
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": components["schemas"]["ChannelList"];
@@ -6692,10 +6908,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "platform": "whatsapp",
-                 *       "external_id": "106540352242922",
-                 *       "access_token": "example",
-                 *       "app_secret": "example"
+                 *       "platform": "instagram",
+                 *       "name": "Tostado Instagram",
+                 *       "external_id": "17841405822304914",
+                 *       "access_token": "EAAGm0PX4ZCpsBAK7ZBd2xQ9cZCfW1TnE0ZA4ZBy6ZCZAuhVwQ3XbZB",
+                 *       "app_secret": "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
                  *     }
                  */
                 "application/json": components["schemas"]["CreateChannelBody"];
@@ -6714,18 +6931,14 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ch_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "platform": "whatsapp",
-                     *       "name": "Ana Souza",
-                     *       "external_id": "example",
+                     *       "id": "ch_01M83FTSR0JZX8HW3BH2DEJNAP",
+                     *       "platform": "instagram",
+                     *       "name": "Tostado Instagram",
+                     *       "external_id": "17841405822304914",
                      *       "status": "active",
-                     *       "webhook_url": "example",
-                     *       "verify_token": "example",
-                     *       "last_error": {
-                     *         "code": "example",
-                     *         "message": "example",
-                     *         "at": "2026-11-22T10:15:30.123Z"
-                     *       },
+                     *       "webhook_url": "http://127.0.0.1:3000/hooks/meta/ch_01M83FTSR0JZX8HW3BH2DEJNAP",
+                     *       "verify_token": "grind-H7j2Kp9Xq4Lm8Vt3",
+                     *       "last_error": null,
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
@@ -6819,6 +7032,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW */
                 id: string;
             };
             cookie?: never;
@@ -6837,20 +7051,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ch_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
                      *       "platform": "whatsapp",
-                     *       "name": "Ana Souza",
-                     *       "external_id": "example",
+                     *       "name": "Tostado WhatsApp",
+                     *       "external_id": "106540352242922",
                      *       "status": "active",
-                     *       "webhook_url": "example",
-                     *       "verify_token": "example",
-                     *       "last_error": {
-                     *         "code": "example",
-                     *         "message": "example",
-                     *         "at": "2026-11-22T10:15:30.123Z"
-                     *       },
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
-                     *       "updated_at": "2026-11-22T10:15:30.123Z"
+                     *       "webhook_url": "http://127.0.0.1:3000/hooks/meta/ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
+                     *       "verify_token": "roast-Q8sd7f6g5h4j3k2l",
+                     *       "last_error": null,
+                     *       "created_at": "2026-11-20T09:00:00.000Z",
+                     *       "updated_at": "2026-11-20T09:00:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Channel"];
@@ -6942,6 +7152,7 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW */
                 id: string;
             };
             cookie?: never;
@@ -7045,13 +7256,18 @@ export interface operations {
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
             };
             path: {
+                /** @example ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                /** @example {} */
+                /**
+                 * @example {
+                 *       "name": "Tostado customer care"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateChannelBody"];
             };
         };
@@ -7068,19 +7284,15 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "ch_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
                      *       "platform": "whatsapp",
-                     *       "name": "Ana Souza",
-                     *       "external_id": "example",
+                     *       "name": "Tostado customer care",
+                     *       "external_id": "106540352242922",
                      *       "status": "active",
-                     *       "webhook_url": "example",
-                     *       "verify_token": "example",
-                     *       "last_error": {
-                     *         "code": "example",
-                     *         "message": "example",
-                     *         "at": "2026-11-22T10:15:30.123Z"
-                     *       },
-                     *       "created_at": "2026-11-22T10:15:30.123Z",
+                     *       "webhook_url": "http://127.0.0.1:3000/hooks/meta/ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
+                     *       "verify_token": "roast-Q8sd7f6g5h4j3k2l",
+                     *       "last_error": null,
+                     *       "created_at": "2026-11-20T09:00:00.000Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
                      */
@@ -7183,9 +7395,10 @@ export interface operations {
                  * @example {
                  *       "platform": "whatsapp",
                  *       "from": {
-                 *         "phone": "+14155550123"
+                 *         "phone": "+4915123456789",
+                 *         "name": "Jonas Becker"
                  *       },
-                 *       "content": "Hi Ana! Your order has shipped."
+                 *       "content": "Hallo! Do you ship whole beans to Berlin?"
                  *     }
                  */
                 "application/json": components["schemas"]["SandboxInboundBody"];
@@ -7204,21 +7417,15 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "msg_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
-                     *       "conversation_id": "conv_01JD5Q3R8Z6X4W2V0T9S7P5N3M",
+                     *       "id": "msg_01M826ME80W0T5QA3KXF1J705Y",
+                     *       "conversation_id": "conv_01M82V7M00NKTRDDRNZN09RS43",
                      *       "direction": "inbound",
                      *       "type": "text",
-                     *       "content": "Hi Ana! Your order has shipped.",
-                     *       "status": "queued",
-                     *       "platform_message_id": "example",
-                     *       "error": {
-                     *         "code": "example",
-                     *         "message": "example"
-                     *       },
-                     *       "media": {
-                     *         "id": "example",
-                     *         "mime_type": "example"
-                     *       },
+                     *       "content": "Hallo! Do you ship whole beans to Berlin?",
+                     *       "status": "delivered",
+                     *       "platform_message_id": null,
+                     *       "error": null,
+                     *       "media": null,
                      *       "created_at": "2026-11-22T10:15:30.123Z",
                      *       "updated_at": "2026-11-22T10:15:30.123Z"
                      *     }
