@@ -13,5 +13,6 @@ export * from './workflows.js';
 export * from './endpoints.js';
 export * from './openapi.js';
 export * from './story.js';
+export * from './quickstart.js';
 export * from './version.js';
 export * from './json-schema.js';

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ERROR_STATUS, ErrorBody } from './errors.js';
 import { type EndpointDefinition, type OperationId, endpoints, toOpenApiPath } from './endpoints.js';
+import { quickstart } from './quickstart.js';
 import { type OperationExample, STORY_ORIGIN, errorExamples, operationExamples } from './story.js';
 import { CONTRACT_VERSION } from './version.js';
 
@@ -253,6 +254,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       title: 'Convo API',
       version: CONTRACT_VERSION,
       description:
+        `${quickstart(server)}\n\n` +
         'Read and answer WhatsApp, Facebook and Instagram conversations, manage contacts, tags and orders. ' +
         'Authenticate with `Authorization: Bearer <key>`. Errors are `{"error": {"code", "message", "details"?}}` with one of the codes ' +
         `${Object.keys(ERROR_STATUS)
