@@ -16,7 +16,7 @@ const pnpm = process.env.npm_execpath?.includes('pnpm')
   : ['npx', '-y', 'pnpm@10.34.8'];
 
 /** Packs a workspace package as it would be published (workspace and catalog versions resolved). */
-function pack(name: 'core' | 'sdk', into: string): string {
+function pack(name: 'core' | 'sdk' | 'cli', into: string): string {
   const [command, ...args] = pnpm as [string, ...string[]];
   execFileSync(command, [...args, 'pack', '--pack-destination', into], { cwd: join(packages, name), stdio: 'pipe' });
   const file = readdirSync(into).find((f) => f.startsWith(`convo-${name}-`) && f.endsWith('.tgz'));
@@ -145,6 +145,37 @@ new Convo().contacts.list({ limit: 1 }).then((page) => console.log(JSON.stringif
       }
     } finally {
       await demo.close();
+    }
+  });
+});
+
+describe('the packed READMEs', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'convo-readmes-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  // A relative link in a README that npm shows must name a file inside the tarball: `../../README.md` does not exist
+  // in an installed package.
+  it.each(['sdk', 'cli'] as const)('of %s link only to what the tarball holds', (name) => {
+    const tarball = pack(name, dir);
+    const files = new Set(
+      execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
+        .split('\n')
+        .filter(Boolean)
+        .map((f) => f.replace(/^package\//, '')),
+    );
+    expect(files.has('README.md'), `${name}'s tarball holds its README`).toBe(true);
+    const readme = execFileSync('tar', ['-xzOf', tarball, 'package/README.md'], { encoding: 'utf8' });
+    const targets = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1] as string);
+    for (const target of targets) {
+      if (/^(https?:|mailto:|#)/.test(target)) continue;
+      const path = target.split('#')[0] as string;
+      expect(path.startsWith('..') || path.startsWith('/'), `${name} README links outside the package: ${target}`).toBe(
+        false,
+      );
+      expect(files.has(path.replace(/^\.\//, '')), `${name} README links to a missing file: ${target}`).toBe(true);
     }
   });
 });
