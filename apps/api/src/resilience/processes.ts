@@ -4,7 +4,6 @@ import { type AddressInfo, createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { vi } from 'vitest';
 import { API_DIR, BIN } from '../testing/built-bin.js';
 
 /**
@@ -32,16 +31,21 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** vi.waitUntil, its failure naming what was awaited; a check that throws fails at once. */
+/**
+ * Polls `check` until it holds; a check that throws fails at once. Not vi.waitUntil: PgBouncer's global setup
+ * (pgbouncer.ts) starts processes outside any test, where Vitest's API is not available.
+ */
 export async function waitFor(
   check: () => boolean | Promise<boolean>,
   what: string,
   timeoutMs = 20_000,
   everyMs = 50,
 ): Promise<void> {
-  await vi.waitUntil(check, { timeout: timeoutMs, interval: everyMs }).catch((error: Error) => {
-    throw new Error(`waiting for ${what}: ${error.message}`, { cause: error });
-  });
+  const start = Date.now();
+  while (!(await check())) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
