@@ -24,7 +24,7 @@ import { type Settings, defaultSettings } from '../settings.js';
 import { trpcErrorShape } from '../trpc/error-shape.js';
 import { type AppRouter, appRouter } from '../trpc/router.js';
 import { validatePart } from '../validation.js';
-import { renderDocsPage } from './docs-page.js';
+import { docsPlugin } from './docs-page.js';
 import { installDrain } from './drain.js';
 import { metaHooks, registerOperationRoutes } from './routes.js';
 
@@ -211,15 +211,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.get('/v1/openapi.json', { config: { public: true } }, async (_request, reply) =>
     reply.type('application/json; charset=utf-8').send(openApiJson),
   );
-  const docsHtml = renderDocsPage(openApi);
-  app.get('/docs', async (_request, reply) =>
-    reply
-      .type('text/html; charset=utf-8')
-      .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-      .header('X-Content-Type-Options', 'nosniff')
-      .header('Referrer-Policy', 'no-referrer')
-      .send(docsHtml),
-  );
+  await app.register(docsPlugin);
 
   await app.register(consolePlugin, { prefix: '/console', database, settings, staticDir: settings.consoleDir });
 
