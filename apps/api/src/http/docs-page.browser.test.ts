@@ -23,11 +23,13 @@ interface Layout {
 }
 
 /**
- * The page's widths, and the names of parameters, headers and fields (Redoc's `.property-name`) that take more than
- * one line: a name is one word, and a second line box means it was broken inside.
+ * The page's widths, and the names that take more than one line: those of parameters, headers and fields in Redoc's
+ * tables (`.property-name`) and the one-word inline code of descriptions (`Retry-After`). A name is one word, and a
+ * second line box means it was broken inside.
  */
 const LAYOUT = `(() => {
-  const names = [...document.querySelectorAll('.property-name')].filter((e) => e.getClientRects().length > 0);
+  const names = [...document.querySelectorAll('.property-name, :not(pre) > code')]
+    .filter((e) => e.getClientRects().length > 0 && !/\\s/.test(e.textContent));
   const broken = names.filter((e) => {
     const lineHeight = parseFloat(getComputedStyle(e).lineHeight) || parseFloat(getComputedStyle(e).fontSize) * 1.5;
     return e.getClientRects().length > 1 || e.getBoundingClientRect().height > lineHeight * 1.5;

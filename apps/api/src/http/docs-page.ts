@@ -25,9 +25,14 @@ export const DOCS_CONTENT_SECURITY_POLICY = [
 ].join('; ');
 
 /**
- * Redoc's options, as attributes of its element (it reads `theme` as JSON, the others as strings). Its default theme
- * keeps every parameter, header and field name on one line at a phone's width (docs-page.browser.test.ts checks).
+ * Redoc keeps parameter, header and field names in its tables on one line, but lets inline code in descriptions
+ * break at a hyphen (`Retry-After` over two lines on a phone), and its theme has no setting for that: the page's own
+ * rule keeps each inline code whole, scrolling within itself when wider than the column.
  */
+const PAGE_STYLE =
+  ':not(pre) > code { white-space: nowrap; display: inline-block; max-width: 100%; overflow-x: auto; vertical-align: bottom; }';
+
+/** Redoc's options, as attributes of its element (it reads `theme` as JSON, the others as strings). */
 const REDOC_ATTRIBUTES: Record<string, string> = {
   'spec-url': '/v1/openapi.json',
   'expand-responses': '200,201',
@@ -46,6 +51,7 @@ const DOCS_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Convo API reference</title>
+<style>${PAGE_STYLE}</style>
 </head>
 <body>
 <redoc ${Object.entries(REDOC_ATTRIBUTES)
