@@ -14,5 +14,6 @@ export * from './endpoints.js';
 export * from './openapi.js';
 export * from './story.js';
 export * from './quickstart.js';
+export * from './code-samples.js';
 export * from './version.js';
 export * from './json-schema.js';

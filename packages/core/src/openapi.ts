@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { codeSamples } from './code-samples.js';
 import { ERROR_STATUS, ErrorBody } from './errors.js';
 import { type EndpointDefinition, type OperationId, endpoints, toOpenApiPath } from './endpoints.js';
 import { quickstart } from './quickstart.js';
@@ -240,6 +241,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
           }
         : {}),
       responses,
+      ...(example ? { 'x-codeSamples': codeSamples(operationId as OperationId, STORY_ORIGIN) } : {}),
     };
   }
 
