@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { ErrorBody } from '@convo/core';
 import { expect, it } from 'vitest';
-import { MAX_BODY_BYTES } from '../edge/request-body.js';
+import { MAX_BODY_BYTES } from '../edge/admission.js';
 import { describeEachDialect } from '../testing/harness.js';
 
 interface Streamed {

@@ -2,7 +2,7 @@ import { type EndpointDefinition, type OperationId, endpoints, operationIds } fr
 import type { FastifyInstance, FastifyPluginAsync, preValidationHookHandler } from 'fastify';
 import * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
-import { MAX_BODY_BYTES } from '../edge/request-body.js';
+import { MAX_BODY_BYTES } from '../edge/admission.js';
 import { runOperation } from '../operations.js';
 import { channelInboundService } from '../services/channel-inbound.js';
 import type { Settings } from '../settings.js';

@@ -13,9 +13,8 @@ import Fastify, {
 import { sql } from 'kysely';
 import type * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
-import { admission } from '../edge/admission.js';
 import { RateLimits } from '../edge/rate-limits.js';
-import { MAX_BODY_BYTES, acceptJsonBodies } from '../edge/request-body.js';
+import { MAX_BODY_BYTES, acceptJsonBodies, admission } from '../edge/admission.js';
 import { consolePlugin } from '../console/plugin.js';
 import { requestEnded, requestStarted } from '../crash-policy.js';
 import { ApiError, toErrorBody } from '../errors.js';
@@ -80,7 +79,7 @@ const loggedPath = (url: string): string =>
 
 /**
  * The server. A request's path, top to bottom: `onRequest` (edge/admission.ts: key, rate limit,
- * permission) → `preParsing` and the JSON parser (edge/request-body.ts: size and depth, while
+ * permission) → `preParsing` and the JSON parser (edge/admission.ts: size and depth, while
  * the body is read) → validation against the contract (validation.ts) → the operation
  * (operations.ts, through http/routes.ts or trpc/router.ts) → the service verb. Every error leaves
  * through the one error handler below, in the shape of the transport it came by.

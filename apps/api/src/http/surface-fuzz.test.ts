@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { CSRF_HEADER } from '../console/plugin.js';
-import { MAX_BODY_BYTES } from '../edge/request-body.js';
+import { MAX_BODY_BYTES } from '../edge/admission.js';
 import { recordEscapedErrors } from '../testing/escaped-errors.js';
 import { type TestServer, describeEachDialect, testSettings } from '../testing/harness.js';
 import { signMetaPayload } from '../testing/meta-payloads.js';

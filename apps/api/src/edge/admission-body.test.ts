@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { recordEscapedErrors } from '../testing/escaped-errors.js';
 import { describeEachDialect } from '../testing/harness.js';
-import { MAX_BODY_BYTES } from './request-body.js';
+import { MAX_BODY_BYTES } from './admission.js';
 
 /** Errors that escaped every handler while this file ran: the process would have died of them. */
 const escaped = recordEscapedErrors();
