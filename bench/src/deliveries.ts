@@ -149,13 +149,16 @@ async function main(): Promise<void> {
   const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
   const accountWith = async (name: string, endpoints: number, path: string) => {
-    const account = await accountsService.createAccount(database, {
-      name,
-      plan: 'enterprise',
-      rateLimitRpm: 1_000_000_000,
-    });
-    await accountsService.createKey(database, { accountId: account.id, type: 'webhook' });
-    const { key } = await accountsService.createKey(database, { accountId: account.id, type: 'full_access' });
+    const account = await accountsService.createAccount(
+      { database },
+      {
+        name,
+        plan: 'enterprise',
+        rateLimitRpm: 1_000_000_000,
+      },
+    );
+    await accountsService.createKey({ database }, { accountId: account.id, type: 'webhook' });
+    const { key } = await accountsService.createKey({ database }, { accountId: account.id, type: 'full_access' });
     const call = async (method: string, route: string, body: unknown) => {
       const res = await fetch(`http://127.0.0.1:${SERVER_PORT}/v1${route}`, {
         method,

@@ -178,12 +178,18 @@ async function createSchemaAndAccount(url: string): Promise<{ accountId: string;
   try {
     await migrateToLatest(handle.db);
     await assertBuildMigratesSource(handle);
-    const account = await accountsService.createAccount(handle, {
-      name: 'Convo bench',
-      plan: 'enterprise',
-      rateLimitRpm: 1_000_000_000,
-    });
-    const key = await accountsService.createKey(handle, { accountId: account.id, type: 'full_access', name: 'bench' });
+    const account = await accountsService.createAccount(
+      { database: handle },
+      {
+        name: 'Convo bench',
+        plan: 'enterprise',
+        rateLimitRpm: 1_000_000_000,
+      },
+    );
+    const key = await accountsService.createKey(
+      { database: handle },
+      { accountId: account.id, type: 'full_access', name: 'bench' },
+    );
     return { accountId: account.id, key: key.key };
   } finally {
     await handle.destroy();

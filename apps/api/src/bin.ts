@@ -168,11 +168,14 @@ accounts
   .action((options: { name: string; plan: Plan; rpm?: number; json?: boolean }) =>
     withDatabase(async (database) => {
       await migrateToLatest(database.db);
-      const account = await accountsService.createAccount(database, {
-        name: options.name,
-        plan: options.plan,
-        rateLimitRpm: options.rpm,
-      });
+      const account = await accountsService.createAccount(
+        { database },
+        {
+          name: options.name,
+          plan: options.plan,
+          rateLimitRpm: options.rpm,
+        },
+      );
       if (options.json) print(account);
       else process.stdout.write(`Created account ${account.id} (${account.name}, ${account.plan})\n`);
     }),
@@ -189,11 +192,14 @@ keys
   .action((options: { account: string; type: (typeof KEY_TYPES)[number]; name?: string; json?: boolean }) =>
     withDatabase(async (database) => {
       await migrateToLatest(database.db);
-      const key = await accountsService.createKey(database, {
-        accountId: options.account,
-        type: options.type,
-        name: options.name,
-      });
+      const key = await accountsService.createKey(
+        { database },
+        {
+          accountId: options.account,
+          type: options.type,
+          name: options.name,
+        },
+      );
       if (options.json) print(key);
       else
         process.stdout.write(
@@ -208,7 +214,7 @@ keys
   .option('--json', 'print JSON')
   .action((options: { account: string; json?: boolean }) =>
     withDatabase(async (database) => {
-      const list = await accountsService.listKeys(database, options.account);
+      const list = await accountsService.listKeys({ database, accountId: options.account });
       if (options.json) return print(list);
       for (const key of list) {
         process.stdout.write(
@@ -223,7 +229,7 @@ keys
   .option('--json', 'print JSON')
   .action((keyId: string, options: { json?: boolean }) =>
     withDatabase(async (database) => {
-      const key = await accountsService.revokeKey(database, keyId);
+      const key = await accountsService.revokeKey({ database }, keyId);
       if (options.json) print(key);
       else process.stdout.write(`Revoked ${key.id}\n`);
     }),
@@ -244,13 +250,16 @@ users
       const email = Email.safeParse(options.email.trim());
       if (!email.success) throw new InvalidArgumentError(`not an e-mail address: ${options.email}`);
       const password = randomBytes(12).toString('base64url');
-      const user = await peopleService.createUser(database, {
-        email: email.data,
-        password,
-        accountId: options.account,
-        role: options.role,
-        name: options.name,
-      });
+      const user = await peopleService.createUser(
+        { database },
+        {
+          email: email.data,
+          password,
+          accountId: options.account,
+          role: options.role,
+          name: options.name,
+        },
+      );
       const result = {
         id: user.id,
         email: user.email,
@@ -273,7 +282,7 @@ users
   .option('--json', 'print the link as one JSON object')
   .action((options: { email: string; json?: boolean }) =>
     withDatabase(async (database) => {
-      const { token, expiresAt } = await peopleService.createPasswordReset(database, options.email);
+      const { token, expiresAt } = await peopleService.createPasswordReset({ database }, options.email);
       const url = `${env.publicUrl}/console/reset-password/${token}`;
       if (options.json) return print({ url, expires_at: expiresAt });
       process.stdout.write(`One-time link to set a new password (until ${expiresAt}):\n${url}\n`);

@@ -545,12 +545,18 @@ describe('the convo CLI against a real server', () => {
 
   it('says on stderr when an import waits out a 429, instead of looking stalled', async () => {
     // An account of its own with a limit of 3 requests a minute: the fourth row is refused with a Retry-After.
-    const account = await accountsService.createAccount(server.database, {
-      name: 'Slow importer',
-      plan: 'enterprise',
-      rateLimitRpm: 3,
-    });
-    const { key } = await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' });
+    const account = await accountsService.createAccount(
+      { database: server.database },
+      {
+        name: 'Slow importer',
+        plan: 'enterprise',
+        rateLimitRpm: 3,
+      },
+    );
+    const { key } = await accountsService.createKey(
+      { database: server.database },
+      { accountId: account.id, type: 'full_access' },
+    );
     const dir = mkdtempSync(join(tmpdir(), 'convo-cli-429-'));
     try {
       const csv = join(dir, 'contacts.csv');

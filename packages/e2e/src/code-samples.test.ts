@@ -62,8 +62,8 @@ describe('the request samples of /v1/openapi.json', () => {
     };
     operations = Object.values(document.paths).flatMap((methods) => Object.values(methods));
     newKey = async () => {
-      const account = await accountsService.createAccount(database, { name: 'Tostado', plan: 'business' });
-      return (await accountsService.createKey(database, { accountId: account.id, type: 'full_access' })).key;
+      const account = await accountsService.createAccount({ database }, { name: 'Tostado', plan: 'business' });
+      return (await accountsService.createKey({ database }, { accountId: account.id, type: 'full_access' })).key;
     };
     // Inside the e2e package, so that the TypeScript samples' `@convo/sdk` resolves as in a project that installed it.
     scratch = mkdtempSync(join(E2E_DIR, '.samples-'));

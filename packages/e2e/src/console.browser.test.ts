@@ -404,7 +404,7 @@ describe.skipIf(!available)('the web console in a browser', () => {
 
   it("9. sets a new password from the operator's one-time link, which then is used up", async () => {
     // What `convo-server users reset-password --email …` prints.
-    const { token } = await peopleService.createPasswordReset(database, MEMBER.email);
+    const { token } = await peopleService.createPasswordReset({ database }, MEMBER.email);
     const link = url(`/reset-password/${token}`);
     const context = await newContext();
     const reset = await context.newPage();

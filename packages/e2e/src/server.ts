@@ -23,9 +23,9 @@ export async function startServer(options: { demo?: boolean } = {}) {
   if (!address || typeof address === 'string') throw new Error('no address');
   const account = options.demo
     ? (await seedDemo(database)).account
-    : await accountsService.createAccount(database, { name: 'E2E', plan: 'business' });
+    : await accountsService.createAccount({ database }, { name: 'E2E', plan: 'business' });
   const key = async (type: 'full_access' | 'read_only' | 'webhook') =>
-    (await accountsService.createKey(database, { accountId: account.id, type })).key;
+    (await accountsService.createKey({ database }, { accountId: account.id, type })).key;
   return {
     baseUrl: `http://127.0.0.1:${address.port}/v1`,
     accountId: account.id,

@@ -183,7 +183,7 @@ describeEachDialect('console', (server) => {
 
     it("an operator's reset link sets a new password once and ends the old sessions", async () => {
       const { client, email } = await owner();
-      const { token } = await peopleService.createPasswordReset(server().database, email);
+      const { token } = await peopleService.createPasswordReset({ database: server().database }, email);
       const browser = new ConsoleClient(origin());
       const reset = await browser.mutate('session.resetPassword', { token, new_password: 'reset password 456' });
       expect(reset.status).toBe(200);

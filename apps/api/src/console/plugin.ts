@@ -68,7 +68,7 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
         return {
           database,
           settings,
-          session: await peopleService.resolve(database, token),
+          session: await peopleService.resolve({ database }, token),
           requestId: req.id,
           address: req.ip,
           reply: res,

@@ -23,7 +23,7 @@ const viewOf = (session: SessionView | undefined): SessionView | null =>
 /** After a call that set a new cookie: the session that cookie now opens. */
 async function sessionOf(ctx: ConsoleContext, token: string): Promise<SessionView | null> {
   ctx.setSessionCookie(token);
-  return viewOf(await peopleService.resolve(ctx.database, token));
+  return viewOf(await peopleService.resolve(ctx, token));
 }
 
 /** A key as the console lists it: never its value. */
@@ -62,7 +62,7 @@ export const consoleRouter = c.router({
   session: {
     get: publicProcedure.query(({ ctx }) => viewOf(ctx.session)),
     signUp: publicProcedure.input(consoleInput(SignUpInput)).mutation(async ({ ctx, input }) => {
-      const { token } = await peopleService.signUp(ctx.database, {
+      const { token } = await peopleService.signUp(ctx, {
         email: input.email,
         password: input.password,
         name: input.name,
@@ -75,7 +75,7 @@ export const consoleRouter = c.router({
       const email = input.email.trim().toLowerCase();
       await ctx.signInGuard.check(email, ctx.address);
       try {
-        const { token } = await peopleService.signIn(ctx.database, input);
+        const { token } = await peopleService.signIn(ctx, input);
         await ctx.signInGuard.succeeded(email, ctx.address);
         return await sessionOf(ctx, token);
       } catch (error) {
@@ -84,40 +84,38 @@ export const consoleRouter = c.router({
       }
     }),
     signOut: publicProcedure.mutation(async ({ ctx }) => {
-      if (ctx.session) await peopleService.signOut(ctx.database, ctx.session);
+      if (ctx.session) await peopleService.signOut({ database: ctx.database, session: ctx.session });
       ctx.setSessionCookie(null);
       return null;
     }),
     changePassword: memberProcedure.input(consoleInput(ChangePasswordInput)).mutation(async ({ ctx, input }) => {
-      const { token } = await peopleService.changePassword(ctx.database, ctx.session, {
+      const { token } = await peopleService.changePassword(ctx, {
         currentPassword: input.current_password,
         newPassword: input.new_password,
       });
       return sessionOf(ctx, token);
     }),
     resetPassword: publicProcedure.input(consoleInput(ResetPasswordInput)).mutation(async ({ ctx, input }) => {
-      const { token } = await peopleService.resetPassword(ctx.database, {
+      const { token } = await peopleService.resetPassword(ctx, {
         token: input.token,
         newPassword: input.new_password,
       });
       return sessionOf(ctx, token);
     }),
     switchAccount: memberProcedure.input(consoleInput(SwitchAccountInput)).mutation(async ({ ctx, input }) => {
-      await peopleService.switchAccount(ctx.database, ctx.session, input.account_id);
-      return viewOf(await peopleService.resolve(ctx.database, ctx.cookieToken()));
+      await peopleService.switchAccount(ctx, input.account_id);
+      return viewOf(await peopleService.resolve(ctx, ctx.cookieToken()));
     }),
   },
 
   keys: {
     /** The account's keys that still work, newest first: never their values. */
     list: memberProcedure.query(async ({ ctx }) =>
-      (await accountsService.listKeys(ctx.database, ctx.session.account.id))
-        .filter((key) => key.revoked_at === null)
-        .map(keyView),
+      (await accountsService.listKeys(ctx.service)).filter((key) => key.revoked_at === null).map(keyView),
     ),
     /** The key's value is in this answer and nowhere else, ever. */
     create: managerProcedure.input(consoleInput(CreateKeyInput)).mutation(async ({ ctx, input }) => {
-      const key = await accountsService.createKey(ctx.database, {
+      const key = await accountsService.createKey(ctx, {
         accountId: ctx.session.account.id,
         type: input.type,
         name: input.name,
@@ -125,7 +123,7 @@ export const consoleRouter = c.router({
       return { ...keyView(key), key: key.key };
     }),
     revoke: managerProcedure.input(consoleInput(ById)).mutation(async ({ ctx, input }) => {
-      const key = await accountsService.revokeAccountKey(ctx.database, ctx.session.account.id, input.id);
+      const key = await accountsService.revokeAccountKey(ctx.service, input.id);
       return { id: key.id, revoked_at: key.revoked_at };
     }),
   },
@@ -154,7 +152,7 @@ export const consoleRouter = c.router({
 
   members: {
     list: memberProcedure.query(async ({ ctx }) =>
-      (await peopleService.listMembers(ctx.database, ctx.session.account.id)).map((m) => ({
+      (await peopleService.listMembers(ctx.service)).map((m) => ({
         user_id: m.user_id,
         email: m.email,
         name: m.name,
@@ -163,14 +161,14 @@ export const consoleRouter = c.router({
       })),
     ),
     remove: managerProcedure.input(consoleInput(RemoveMemberInput)).mutation(async ({ ctx, input }) => {
-      await peopleService.removeMember(ctx.database, ctx.session, input.user_id);
+      await peopleService.removeMember(ctx, input.user_id);
       return { user_id: input.user_id, removed: true };
     }),
   },
 
   invitations: {
     list: managerProcedure.query(async ({ ctx }) =>
-      (await peopleService.listInvitations(ctx.database, ctx.session.account.id)).map((row) => ({
+      (await peopleService.listInvitations(ctx.service)).map((row) => ({
         id: row.id,
         role: row.role,
         created_at: row.created_at,
@@ -179,7 +177,7 @@ export const consoleRouter = c.router({
     ),
     /** The link carries the invitation's token: shown in this answer only. */
     create: managerProcedure.input(consoleInput(CreateInvitationInput)).mutation(async ({ ctx, input }) => {
-      const { row, token } = await peopleService.createInvitation(ctx.database, ctx.session, input.role);
+      const { row, token } = await peopleService.createInvitation(ctx, input.role);
       return {
         id: row.id,
         role: row.role,
@@ -189,15 +187,15 @@ export const consoleRouter = c.router({
       };
     }),
     revoke: managerProcedure.input(consoleInput(ById)).mutation(async ({ ctx, input }) => {
-      await peopleService.revokeInvitation(ctx.database, ctx.session.account.id, input.id);
+      await peopleService.revokeInvitation(ctx.service, input.id);
       return { id: input.id, revoked: true };
     }),
     lookup: publicProcedure
       .input(consoleInput(InvitationTokenInput))
-      .query(({ ctx, input }) => peopleService.lookupInvitation(ctx.database, input.token)),
+      .query(({ ctx, input }) => peopleService.lookupInvitation(ctx, input.token)),
     accept: memberProcedure.input(consoleInput(InvitationTokenInput)).mutation(async ({ ctx, input }) => {
-      await peopleService.acceptInvitation(ctx.database, ctx.session, input.token);
-      return viewOf(await peopleService.resolve(ctx.database, ctx.cookieToken()));
+      await peopleService.acceptInvitation(ctx, input.token);
+      return viewOf(await peopleService.resolve(ctx, ctx.cookieToken()));
     }),
   },
 });

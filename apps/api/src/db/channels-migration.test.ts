@@ -32,10 +32,13 @@ describe('migration 0013 (channels)', () => {
       const handle = openDatabase(target.url);
       try {
         await migrateTo(handle, '2026_11_25_0012_job_lanes');
-        const { id: accountId } = await accountsService.createAccount(handle, {
-          name: 'Before channels',
-          plan: 'free',
-        });
+        const { id: accountId } = await accountsService.createAccount(
+          { database: handle },
+          {
+            name: 'Before channels',
+            plan: 'free',
+          },
+        );
         await handle.db
           .insertInto('contacts')
           .values([

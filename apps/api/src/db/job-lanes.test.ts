@@ -15,7 +15,7 @@ for (const dialect of ACTIVE_DIALECTS) {
         const migrator = new Migrator({ db: database.db, provider: migrationProvider });
         expect((await migrator.migrateTo('2026_11_25_0011_job_account_indexes')).error).toBeUndefined();
         const at = '2026-01-01T00:00:00.000Z';
-        const { id: account } = await accountsService.createAccount(database, { name: 'Before', plan: 'free' });
+        const { id: account } = await accountsService.createAccount({ database }, { name: 'Before', plan: 'free' });
         await sql`insert into events (account_id, id, type, conversation_id, sequence, data, created_at)
           values (${account}, 'evt_1', 'order.placed', null, null, '{}', ${at})`.execute(database.db);
         await sql`insert into webhook_endpoints (account_id, id, url, events, description, status, created_at, updated_at)

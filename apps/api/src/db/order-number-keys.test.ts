@@ -15,7 +15,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       try {
         const migrator = new Migrator({ db: database.db, provider: migrationProvider });
         expect((await migrator.migrateTo('2026_11_23_0009_phone_digit_suffixes')).error).toBeUndefined();
-        const account = await accountsService.createAccount(database, { name: 'Before', plan: 'free' });
+        const account = await accountsService.createAccount({ database }, { name: 'Before', plan: 'free' });
         const at = '2026-01-01T00:00:00.000Z';
         await sql`insert into contacts (account_id, id, name, name_search, phone, phone_digits, email, email_search, tags, attributes, created_at, updated_at)
           values (${account.id}, 'ct_1', null, null, '+15550000001', '15550000001', null, null, '[]', '{}', ${at}, ${at})`.execute(

@@ -51,12 +51,12 @@ function operationOf(request: FastifyRequest, own: OperationId | undefined): Ope
 export function admission(deps: { database: DatabaseHandle; rateLimits: RateLimits; settings: Settings }) {
   const { database, rateLimits, settings } = deps;
   // Requests with one Authorization header share lookups of the key (coalesced).
-  const lookUp = coalesced((authorization) => accountsService.authenticate(database, authorization));
+  const lookUp = coalesced((authorization) => accountsService.authenticate({ database }, authorization));
 
   async function authenticate(request: FastifyRequest): Promise<Principal> {
     try {
       const { authorization } = request.headers;
-      if (authorization === undefined) return await accountsService.authenticate(database, undefined);
+      if (authorization === undefined) return await accountsService.authenticate({ database }, undefined);
       return (await lookUp(authorization)).result;
     } catch (error) {
       if (error instanceof ApiError && error.code === 'unauthorized') await rateLimits.authenticationFailed(request.ip);

@@ -299,13 +299,13 @@ describeEachDialect('authentication and permissions', (server) => {
   describe('revocation', () => {
     it('a key revoked while the server runs fails on the very next request', async () => {
       const { database, accountId } = server();
-      const created = await accountsService.createKey(database, { accountId, type: 'full_access' });
+      const created = await accountsService.createKey({ database }, { accountId, type: 'full_access' });
       expect(created.key).toMatch(/^convo_sk_/);
       expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
       const made = await server().request('POST', '/contacts', { key: created.key, body: { phone: '+14155559878' } });
       expect(made.status, made.text).toBe(201);
 
-      await accountsService.revokeKey(database, created.id);
+      await accountsService.revokeKey({ database }, created.id);
 
       expectExactError(await server().request('GET', '/contacts', { key: created.key }), 401, 'unauthorized');
       expectExactError(
@@ -320,7 +320,7 @@ describeEachDialect('authentication and permissions', (server) => {
 
     it('a key revoked through another connection (the operator command) fails on the very next request', async () => {
       const { database, accountId } = server();
-      const created = await accountsService.createKey(database, { accountId, type: 'full_access' });
+      const created = await accountsService.createKey({ database }, { accountId, type: 'full_access' });
       // Used a few times first: nothing the server remembers of a key may outlive its revocation.
       for (let i = 0; i < 3; i++)
         expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
@@ -331,9 +331,10 @@ describeEachDialect('authentication and permissions', (server) => {
 
     it('a key in use has its last use written down at most once a minute', async () => {
       const { database, accountId } = server();
-      const created = await accountsService.createKey(database, { accountId, type: 'read_only' });
+      const created = await accountsService.createKey({ database }, { accountId, type: 'read_only' });
       const lastUsed = async () =>
-        (await accountsService.listKeys(database, accountId)).find((k) => k.id === created.id)?.last_used_at;
+        (await accountsService.listKeys({ database, accountId: accountId })).find((k) => k.id === created.id)
+          ?.last_used_at;
       expect(await lastUsed()).toBeNull();
       expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
       const first = await lastUsed();
@@ -344,11 +345,11 @@ describeEachDialect('authentication and permissions', (server) => {
 
     it('revoking a read-only key stops it too, and revoking twice is harmless', async () => {
       const { database, accountId } = server();
-      const created = await accountsService.createKey(database, { accountId, type: 'read_only' });
+      const created = await accountsService.createKey({ database }, { accountId, type: 'read_only' });
       expect(created.key).toMatch(/^convo_rk_/);
       expectBody(await server().request('GET', '/contacts', { key: created.key }), 200, ContactList);
-      await accountsService.revokeKey(database, created.id);
-      await accountsService.revokeKey(database, created.id);
+      await accountsService.revokeKey({ database }, created.id);
+      await accountsService.revokeKey({ database }, created.id);
       expectExactError(await server().request('GET', '/contacts', { key: created.key }), 401, 'unauthorized');
     });
   });

@@ -37,14 +37,19 @@ describeEachDialect('automations', (server) => {
   let seq = 0;
   const phone = () => `+1646${String(5_100_000 + seq++)}`;
   const freshAccount = async (plan: 'free' | 'enterprise' = 'enterprise') => {
-    const account = await accountsService.createAccount(server().database, {
-      name: 'Auto',
-      plan,
-      ...(plan === 'enterprise' ? { rateLimitRpm: 1_000_000 } : {}),
-    });
+    const account = await accountsService.createAccount(
+      { database: server().database },
+      {
+        name: 'Auto',
+        plan,
+        ...(plan === 'enterprise' ? { rateLimitRpm: 1_000_000 } : {}),
+      },
+    );
     return {
       account,
-      key: (await accountsService.createKey(server().database, { accountId: account.id, type: 'full_access' })).key,
+      key: (
+        await accountsService.createKey({ database: server().database }, { accountId: account.id, type: 'full_access' })
+      ).key,
     };
   };
   const call = (key: string, method: string, path: string, body?: unknown) =>

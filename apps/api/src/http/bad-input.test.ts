@@ -184,13 +184,17 @@ describeEachDialect('bad input that is refused', (server) => {
   describe('events with a cursor', () => {
     it('counts in total only the records on the cursor side, so has_more = offset + data.length < total', async () => {
       // An account of its own: the events of the other tests do not move its counts.
-      const created = await accountsService.createAccount(server().database, {
-        name: 'Cursor totals',
-        plan: 'enterprise',
-        rateLimitRpm: 1_000_000,
-      });
-      const key = (await accountsService.createKey(server().database, { accountId: created.id, type: 'full_access' }))
-        .key;
+      const created = await accountsService.createAccount(
+        { database: server().database },
+        {
+          name: 'Cursor totals',
+          plan: 'enterprise',
+          rateLimitRpm: 1_000_000,
+        },
+      );
+      const key = (
+        await accountsService.createKey({ database: server().database }, { accountId: created.id, type: 'full_access' })
+      ).key;
       for (let i = 0; i < 9; i++)
         expect((await server().request('POST', '/contacts', { key, body: { phone: phone() } })).status).toBe(201);
       const list = async (query: Record<string, string | number>) =>

@@ -39,8 +39,8 @@ describe('channel secrets and the log', () => {
       settings: testSettings(),
       logger: { level: 'trace', stream: { write: (line) => lines.push(line) } },
     });
-    const account = await accountsService.createAccount(database, { name: 'Logged', plan: 'free' });
-    const { key } = await accountsService.createKey(database, { accountId: account.id, type: 'full_access' });
+    const account = await accountsService.createAccount({ database }, { name: 'Logged', plan: 'free' });
+    const { key } = await accountsService.createKey({ database }, { accountId: account.id, type: 'full_access' });
     const call = (method: 'POST' | 'PATCH' | 'GET', url: string, payload?: unknown) =>
       app.inject({
         method,

@@ -85,12 +85,15 @@ describe('draining and closing the server', () => {
     testDb = await createTestDatabase('sqlite');
     database = openDatabase(testDb.url);
     await migrateToLatest(database.db);
-    const account = await accountsService.createAccount(database, {
-      name: 'Drain',
-      plan: 'enterprise',
-      rateLimitRpm: 1_000_000,
-    });
-    key = (await accountsService.createKey(database, { accountId: account.id, type: 'full_access' })).key;
+    const account = await accountsService.createAccount(
+      { database },
+      {
+        name: 'Drain',
+        plan: 'enterprise',
+        rateLimitRpm: 1_000_000,
+      },
+    );
+    key = (await accountsService.createKey({ database }, { accountId: account.id, type: 'full_access' })).key;
     app = await buildServer({ database, settings: testSettings(), logger: false });
     app.server.on('connection', (socket: Socket) => serverSockets.push(socket));
     await app.listen({ port: 0, host: '127.0.0.1' });

@@ -15,14 +15,19 @@ describeEachDialect('the event log', (server) => {
 
   /** A full-access key of a new account: its log holds this test's events only. */
   const freshAccount = async () => {
-    const account = await accountsService.createAccount(server().database, {
-      name: 'Log',
-      plan: 'enterprise',
-      rateLimitRpm: 1_000_000,
-    });
+    const account = await accountsService.createAccount(
+      { database: server().database },
+      {
+        name: 'Log',
+        plan: 'enterprise',
+        rateLimitRpm: 1_000_000,
+      },
+    );
     return {
       account,
-      key: (await accountsService.createKey(server().database, { accountId: account.id, type: 'full_access' })).key,
+      key: (
+        await accountsService.createKey({ database: server().database }, { accountId: account.id, type: 'full_access' })
+      ).key,
     };
   };
   const call = (key: string, method: string, path: string, body?: unknown) =>

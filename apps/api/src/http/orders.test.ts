@@ -12,8 +12,13 @@ describeEachDialect('orders', (server) => {
 
   /** A full-access key of a new account, for tests that need an account no other test writes to. */
   const freshKey = async () => {
-    const account = await accountsService.createAccount(server().database, { name: 'Fresh', plan: 'business' });
-    return (await accountsService.createKey(server().database, { accountId: account.id, type: 'full_access' })).key;
+    const account = await accountsService.createAccount(
+      { database: server().database },
+      { name: 'Fresh', plan: 'business' },
+    );
+    return (
+      await accountsService.createKey({ database: server().database }, { accountId: account.id, type: 'full_access' })
+    ).key;
   };
 
   const createContact = async (key?: string) =>

@@ -51,8 +51,13 @@ for (const dialect of ACTIVE_DIALECTS) {
     });
 
     const freshKey = async (plan: 'free' | 'business') => {
-      const account = await accountsService.createAccount(server.database, { name: `Burst ${plan}`, plan });
-      return (await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' })).key;
+      const account = await accountsService.createAccount(
+        { database: server.database },
+        { name: `Burst ${plan}`, plan },
+      );
+      return (
+        await accountsService.createKey({ database: server.database }, { accountId: account.id, type: 'full_access' })
+      ).key;
     };
 
     it('serves every request of a burst up to the limit, and refuses the rest', async () => {

@@ -18,12 +18,23 @@ for (const dialect of ACTIVE_DIALECTS) {
     let growth: string;
     beforeAll(async () => {
       server = await startTestServer(dialect, testSettings({ authFailuresPerMinute: 5 }));
-      const account = await accountsService.createAccount(server.database, { name: 'Free', plan: 'free' });
-      free = (await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' })).key;
-      freeReadOnly = (await accountsService.createKey(server.database, { accountId: account.id, type: 'read_only' }))
-        .key;
-      const other = await accountsService.createAccount(server.database, { name: 'Growth', plan: 'growth' });
-      growth = (await accountsService.createKey(server.database, { accountId: other.id, type: 'full_access' })).key;
+      const account = await accountsService.createAccount(
+        { database: server.database },
+        { name: 'Free', plan: 'free' },
+      );
+      free = (
+        await accountsService.createKey({ database: server.database }, { accountId: account.id, type: 'full_access' })
+      ).key;
+      freeReadOnly = (
+        await accountsService.createKey({ database: server.database }, { accountId: account.id, type: 'read_only' })
+      ).key;
+      const other = await accountsService.createAccount(
+        { database: server.database },
+        { name: 'Growth', plan: 'growth' },
+      );
+      growth = (
+        await accountsService.createKey({ database: server.database }, { accountId: other.id, type: 'full_access' })
+      ).key;
     });
     afterAll(() => server.close());
 
@@ -80,12 +91,18 @@ for (const dialect of ACTIVE_DIALECTS) {
     });
 
     it('counts an account with much of its minute left exactly per request, and refuses a revoked key at once', async () => {
-      const account = await accountsService.createAccount(server.database, {
-        name: 'Busy',
-        plan: 'enterprise',
-        rateLimitRpm: 1_000_000,
-      });
-      const busy = await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' });
+      const account = await accountsService.createAccount(
+        { database: server.database },
+        {
+          name: 'Busy',
+          plan: 'enterprise',
+          rateLimitRpm: 1_000_000,
+        },
+      );
+      const busy = await accountsService.createKey(
+        { database: server.database },
+        { accountId: account.id, type: 'full_access' },
+      );
       const remaining: number[] = [];
       for (let i = 0; i < 150; i++) {
         const response = await server.request('GET', '/tags', { key: busy.key });
@@ -94,7 +111,7 @@ for (const dialect of ACTIVE_DIALECTS) {
       }
       // One number per request, in order, whichever store counts them.
       expect(remaining).toEqual(Array.from({ length: 150 }, (_, i) => 1_000_000 - 1 - i));
-      await accountsService.revokeKey(server.database, busy.id);
+      await accountsService.revokeKey({ database: server.database }, busy.id);
       // Refused as unknown (the address guard, spent by the test above, may answer first): no account headers.
       const refused = await server.request('GET', '/tags', { key: busy.key });
       expect([401, 429]).toContain(refused.status);
@@ -102,14 +119,19 @@ for (const dialect of ACTIVE_DIALECTS) {
     });
 
     it('refuses a webhook key before counting it: 403 with the headers, and nothing spent', async () => {
-      const account = await accountsService.createAccount(server.database, {
-        name: 'Signing secret misused',
-        plan: 'free',
-      });
-      const signing = (await accountsService.createKey(server.database, { accountId: account.id, type: 'webhook' }))
-        .key;
-      const api = (await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' }))
-        .key;
+      const account = await accountsService.createAccount(
+        { database: server.database },
+        {
+          name: 'Signing secret misused',
+          plan: 'free',
+        },
+      );
+      const signing = (
+        await accountsService.createKey({ database: server.database }, { accountId: account.id, type: 'webhook' })
+      ).key;
+      const api = (
+        await accountsService.createKey({ database: server.database }, { accountId: account.id, type: 'full_access' })
+      ).key;
       for (let i = 0; i < 3; i++) {
         const refused = await server.request('GET', '/contacts', { key: signing });
         expectError(refused, 403, 'forbidden');

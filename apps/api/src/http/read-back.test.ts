@@ -122,12 +122,17 @@ interface Fixtures {
 }
 
 async function createFixtures(server: TestServer, operationId: string): Promise<Fixtures> {
-  const account = await accountsService.createAccount(server.database, {
-    name: `Read back ${operationId}`,
-    plan: 'enterprise',
-    rateLimitRpm: 1_000_000,
-  });
-  const key = (await accountsService.createKey(server.database, { accountId: account.id, type: 'full_access' })).key;
+  const account = await accountsService.createAccount(
+    { database: server.database },
+    {
+      name: `Read back ${operationId}`,
+      plan: 'enterprise',
+      rateLimitRpm: 1_000_000,
+    },
+  );
+  const key = (
+    await accountsService.createKey({ database: server.database }, { accountId: account.id, type: 'full_access' })
+  ).key;
   const call = async (method: string, path: string, body: unknown) => {
     const res = await server.request(method, path, { key, body });
     if (res.status >= 300) throw new Error(`fixture ${method} ${path}: ${res.status} ${res.text}`);

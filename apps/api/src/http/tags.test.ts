@@ -9,8 +9,13 @@ describeEachDialect('tags', (server) => {
 
   /** A full-access key of a new account, so that GET /tags sees only this test's tags. */
   const freshKey = async () => {
-    const account = await accountsService.createAccount(server().database, { name: 'Fresh', plan: 'business' });
-    return (await accountsService.createKey(server().database, { accountId: account.id, type: 'full_access' })).key;
+    const account = await accountsService.createAccount(
+      { database: server().database },
+      { name: 'Fresh', plan: 'business' },
+    );
+    return (
+      await accountsService.createKey({ database: server().database }, { accountId: account.id, type: 'full_access' })
+    ).key;
   };
 
   const createContact = async (tags: string[] = [], key?: string) =>

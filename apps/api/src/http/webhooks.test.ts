@@ -516,10 +516,13 @@ describeEachDialect('webhook endpoints', (server) => {
     });
 
     it('delivers every event type, signed for each active webhook key, with the event as the body', async () => {
-      const extraKey = await accountsService.createKey(server().database, {
-        accountId: server().accountId,
-        type: 'webhook',
-      });
+      const extraKey = await accountsService.createKey(
+        { database: server().database },
+        {
+          accountId: server().accountId,
+          type: 'webhook',
+        },
+      );
       const route = receiver.route();
       const endpoint = await createEndpoint({ url: route.url, events: ['*'] });
 
@@ -599,7 +602,7 @@ describeEachDialect('webhook endpoints', (server) => {
       expect(list.data.map((d) => d.created_at)).toEqual([...list.data.map((d) => d.created_at)].sort().reverse());
 
       // A revoked key stops signing at once.
-      await accountsService.revokeKey(server().database, extraKey.id);
+      await accountsService.revokeKey({ database: server().database }, extraKey.id);
       await placeOrder(contact.id);
       const [last] = await eventually(() => receiver.at(route.path).length >= 8 && receiver.at(route.path).slice(7));
       expect((last?.headers['webhook-signature'] ?? '').split(' ')).toHaveLength(1);
@@ -849,15 +852,21 @@ describeEachDialect('webhook endpoints', (server) => {
     });
 
     it("gives an account without a webhook key its signing secret once, at an endpoint's creation", async () => {
-      const account = await accountsService.createAccount(server().database, {
-        name: 'No webhook key yet',
-        plan: 'enterprise',
-        rateLimitRpm: 1_000_000,
-      });
-      const { key } = await accountsService.createKey(server().database, {
-        accountId: account.id,
-        type: 'full_access',
-      });
+      const account = await accountsService.createAccount(
+        { database: server().database },
+        {
+          name: 'No webhook key yet',
+          plan: 'enterprise',
+          rateLimitRpm: 1_000_000,
+        },
+      );
+      const { key } = await accountsService.createKey(
+        { database: server().database },
+        {
+          accountId: account.id,
+          type: 'full_access',
+        },
+      );
       const route = receiver.route();
       const created = expectBody(
         await server().request('POST', '/webhook_endpoints', {
@@ -868,7 +877,9 @@ describeEachDialect('webhook endpoints', (server) => {
         CreatedWebhookEndpoint,
       );
       expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/);
-      const keys = (await accountsService.listKeys(server().database, account.id)).filter((k) => k.type === 'webhook');
+      const keys = (await accountsService.listKeys({ database: server().database, accountId: account.id })).filter(
+        (k) => k.type === 'webhook',
+      );
       expect(keys).toEqual([
         expect.objectContaining({ name: `Signing key, created with ${created.id}`, revoked_at: null }),
       ]);
@@ -882,7 +893,9 @@ describeEachDialect('webhook endpoints', (server) => {
       expect(second.status).toBe(201);
       expect(second.body).not.toHaveProperty('secret');
       expect(
-        (await accountsService.listKeys(server().database, account.id)).filter((k) => k.type === 'webhook'),
+        (await accountsService.listKeys({ database: server().database, accountId: account.id })).filter(
+          (k) => k.type === 'webhook',
+        ),
       ).toHaveLength(1);
 
       await placeOrder((await newContact(key)).id, key);
@@ -894,7 +907,7 @@ describeEachDialect('webhook endpoints', (server) => {
       ).not.toThrow();
 
       // With every webhook key revoked, attempts fail with no_signing_key until a key exists again.
-      await accountsService.revokeKey(server().database, keys[0]?.id as string);
+      await accountsService.revokeKey({ database: server().database }, keys[0]?.id as string);
       await placeOrder((await newContact(key)).id, key);
       const deliveryWhere = (done: (d: WebhookDelivery) => boolean) =>
         eventually(async () => (await deliveries(created.id, key)).data.find(done));
@@ -902,10 +915,13 @@ describeEachDialect('webhook endpoints', (server) => {
       expect(unsigned.attempts[0]).toMatchObject({ status_code: null, error: 'no_signing_key' });
       expect(receiver.at(route.path)).toHaveLength(1);
 
-      const replacement = await accountsService.createKey(server().database, {
-        accountId: account.id,
-        type: 'webhook',
-      });
+      const replacement = await accountsService.createKey(
+        { database: server().database },
+        {
+          accountId: account.id,
+          type: 'webhook',
+        },
+      );
       const retried = await deliveryWhere((d) => d.id === unsigned.id && d.status !== 'pending');
       expect(retried.status).toBe('succeeded');
       const request = receiver.at(route.path)[1];

@@ -50,13 +50,13 @@ const THREADS = [
  * made and the demo keys before it are revoked.
  */
 export async function seedDemo(database: DatabaseHandle, options: { storedKey?: string | undefined } = {}) {
-  let account = await accountsService.findAccountByName(database, DEMO_ACCOUNT_NAME);
+  let account = await accountsService.findAccountByName({ database }, DEMO_ACCOUNT_NAME);
   const created = !account;
   if (!account) {
-    account = await accountsService.createAccount(database, { name: DEMO_ACCOUNT_NAME, plan: 'growth' });
+    account = await accountsService.createAccount({ database }, { name: DEMO_ACCOUNT_NAME, plan: 'growth' });
     await fill({ database, accountId: account.id, settings: defaultSettings() });
   }
-  const demoKeys = (await accountsService.listKeys(database, account.id)).filter(
+  const demoKeys = (await accountsService.listKeys({ database, accountId: account.id })).filter(
     (k) => k.name === DEMO_KEY_NAME && k.type === 'full_access' && k.revoked_at === null,
   );
   const storedId = options.storedKey ? await keyIdOf(database, options.storedKey) : undefined;
@@ -66,31 +66,37 @@ export async function seedDemo(database: DatabaseHandle, options: { storedKey?: 
   if (stored && options.storedKey) key = { ...stored, key: options.storedKey };
   else {
     // One demo key at a time: one nobody kept is revoked.
-    for (const old of demoKeys) await accountsService.revokeKey(database, old.id);
+    for (const old of demoKeys) await accountsService.revokeKey({ database }, old.id);
     revoked = demoKeys.length;
-    key = await accountsService.createKey(database, {
-      accountId: account.id,
-      type: 'full_access',
-      name: DEMO_KEY_NAME,
-    });
+    key = await accountsService.createKey(
+      { database },
+      {
+        accountId: account.id,
+        type: 'full_access',
+        name: DEMO_KEY_NAME,
+      },
+    );
   }
   // The password, unlike the key, is new at each start and ends the old console sessions: it is never stored.
   const password = randomBytes(12).toString('base64url');
-  await peopleService.createUser(database, {
-    email: DEMO_EMAIL,
-    password,
-    accountId: account.id,
-    role: 'owner',
-    name: 'Demo',
-  });
-  await peopleService.setPassword(database, DEMO_EMAIL, password);
+  await peopleService.createUser(
+    { database },
+    {
+      email: DEMO_EMAIL,
+      password,
+      accountId: account.id,
+      role: 'owner',
+      name: 'Demo',
+    },
+  );
+  await peopleService.setPassword({ database }, { email: DEMO_EMAIL, password: password });
   return { account, key, created, reused: stored !== undefined, revoked, signIn: { email: DEMO_EMAIL, password } };
 }
 
 /** The id of the active key `value` is, or undefined when it no longer authenticates. */
 async function keyIdOf(database: DatabaseHandle, value: string): Promise<string | undefined> {
   try {
-    return (await accountsService.authenticate(database, `Bearer ${value}`)).key.id;
+    return (await accountsService.authenticate({ database }, `Bearer ${value}`)).key.id;
   } catch (error) {
     if (error instanceof ApiError && error.code === 'unauthorized') return undefined;
     throw error;

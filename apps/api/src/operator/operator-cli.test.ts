@@ -88,7 +88,7 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
   async function authenticates(key: string): Promise<boolean> {
     const handle = openDatabase(url);
     try {
-      await accountsService.authenticate(handle, `Bearer ${key}`);
+      await accountsService.authenticate({ database: handle }, `Bearer ${key}`);
       return true;
     } catch (error) {
       if (error instanceof ApiError && error.code === 'unauthorized') return false;
@@ -102,7 +102,7 @@ describe.each(dialects)('convo-server operator command [%s]', (dialect) => {
   async function keyIdOf(key: string): Promise<string> {
     const handle = openDatabase(url);
     try {
-      return (await accountsService.authenticate(handle, `Bearer ${key}`)).key.id;
+      return (await accountsService.authenticate({ database: handle }, `Bearer ${key}`)).key.id;
     } finally {
       await handle.destroy();
     }

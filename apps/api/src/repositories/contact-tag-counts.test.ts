@@ -126,7 +126,7 @@ describe('contact tag counts of existing data', () => {
       try {
         const migrator = new Migrator({ db: database.db, provider: migrationProvider });
         expect((await migrator.migrateTo('2026_11_26_0017_workflow_triggers')).error).toBeUndefined();
-        const account = await accountsService.createAccount(database, { name: 'Before', plan: 'free' });
+        const account = await accountsService.createAccount({ database }, { name: 'Before', plan: 'free' });
         const at = '2026-01-01T00:00:00.000Z';
         for (const [i, tags] of [['vip', 'new'], ['vip'], []].entries()) {
           const contact = contactRow(account.id, { id: `ct_${i}`, name: null, phone: `+1415555000${i}`, at, tags });

@@ -252,7 +252,7 @@ describe('conversation counts of existing data', () => {
         const migrator = new Migrator({ db: database.db, provider: migrationProvider });
         const before = await migrator.migrateTo('2026_11_22_0005_unlogged_rate_limits');
         expect(before.error).toBeUndefined();
-        const account = await accountsService.createAccount(database, { name: 'Before', plan: 'free' });
+        const account = await accountsService.createAccount({ database }, { name: 'Before', plan: 'free' });
         const at = '2026-01-01T00:00:00.000Z';
         await insertContact(database.db, account.id, at);
         const rows = [...Array(7).keys()].map((i) =>
@@ -284,7 +284,7 @@ describe('conversation counts of existing data', () => {
       const database = openDatabase(target.url);
       try {
         await migrateToLatest(database.db);
-        const account = await accountsService.createAccount(database, { name: 'Down', plan: 'free' });
+        const account = await accountsService.createAccount({ database }, { name: 'Down', plan: 'free' });
         const at = '2026-01-01T00:00:00.000Z';
         await insertContact(database.db, account.id, at);
         const migrator = new Migrator({ db: database.db, provider: migrationProvider });
@@ -316,7 +316,7 @@ describe('conversation counts of existing data', () => {
       try {
         const migrator = new Migrator({ db: database.db, provider: migrationProvider });
         expect((await migrator.migrateTo('2026_11_22_0007_contact_conversation_counts')).error).toBeUndefined();
-        const account = await accountsService.createAccount(database, { name: 'Before', plan: 'free' });
+        const account = await accountsService.createAccount({ database }, { name: 'Before', plan: 'free' });
         const at = '2026-01-01T00:00:00.000Z';
         await database.db
           .insertInto('contacts')

@@ -68,7 +68,10 @@ describe('phone digit suffixes (migration 0009, SQLite)', () => {
   it('keep every suffix of three digits or more of each phone through inserts, phone changes, other changes and deletes', async () => {
     await withDatabase('sqlite', async (handle) => {
       await migrateToLatest(handle.db);
-      const { id: accountId } = await accountsService.createAccount(handle, { name: 'Suffixes', plan: 'free' });
+      const { id: accountId } = await accountsService.createAccount(
+        { database: handle },
+        { name: 'Suffixes', plan: 'free' },
+      );
       await handle.db
         .insertInto('contacts')
         .values([
@@ -111,7 +114,10 @@ describe('phone digit suffixes (migration 0009, SQLite)', () => {
       const migrator = new Migrator({ db: handle.db, provider: migrationProvider });
       expect((await migrator.migrateTo('2026_11_22_0008_conversation_name_trigrams')).error).toBeUndefined();
       expect(await searchTableColumns(handle)).toEqual(['name_search', 'email_search', 'phone_digits']);
-      const { id: accountId } = await accountsService.createAccount(handle, { name: 'Before', plan: 'free' });
+      const { id: accountId } = await accountsService.createAccount(
+        { database: handle },
+        { name: 'Before', plan: 'free' },
+      );
       await handle.db
         .insertInto('contacts')
         .values([
@@ -163,7 +169,10 @@ describe('searches take their fragment literally', () => {
     it(`a fragment with double quotes, FTS5 syntax or LIKE wildcards finds just the names that hold it [${dialect}]`, async () => {
       await withDatabase(dialect, async (handle) => {
         await migrateToLatest(handle.db);
-        const { id: accountId } = await accountsService.createAccount(handle, { name: 'Literal', plan: 'free' });
+        const { id: accountId } = await accountsService.createAccount(
+          { database: handle },
+          { name: 'Literal', plan: 'free' },
+        );
         const names = ['Jo "Big" Ox', 'Big Ox', 'Al {name} : x', 'Ann OR Bob', 'Ann Bob'];
         await handle.db
           .insertInto('contacts')

@@ -43,7 +43,7 @@ describe.runIf(ACTIVE_DIALECTS.includes('postgres'))('webhook delivery plans on 
     target = await createTestDatabase('postgres');
     database = openDatabase(target.url);
     await migrateToLatest(database.db);
-    const { id } = await accountsService.createAccount(database, { name: 'Plans', plan: 'free' });
+    const { id } = await accountsService.createAccount({ database }, { name: 'Plans', plan: 'free' });
     scope = new TenantScope(database.db, id, database.capabilities);
     await sql`alter table webhook_deliveries set (autovacuum_enabled = false)`.execute(database.db);
     await sql`insert into webhook_endpoints (account_id, id, url, events, description, status, created_at, updated_at)

@@ -48,12 +48,15 @@ describe.skipIf(!HAVE_CLUSTER)('a Postgres restart under load', () => {
     const database = openDatabase(cluster.url('convo'));
     try {
       await migrateToLatest(database.db);
-      const account = await accountsService.createAccount(database, {
-        name: 'Restart',
-        plan: 'enterprise',
-        rateLimitRpm: 1_000_000,
-      });
-      key = (await accountsService.createKey(database, { accountId: account.id, type: 'full_access' })).key;
+      const account = await accountsService.createAccount(
+        { database },
+        {
+          name: 'Restart',
+          plan: 'enterprise',
+          rateLimitRpm: 1_000_000,
+        },
+      );
+      key = (await accountsService.createKey({ database }, { accountId: account.id, type: 'full_access' })).key;
     } finally {
       await database.destroy();
     }

@@ -37,8 +37,8 @@ async function setUp(): Promise<Setup> {
   try {
     await migrateToLatest(database.db);
     const key = async (name: string) => {
-      const account = await accountsService.createAccount(database, { name, plan: 'free' });
-      return (await accountsService.createKey(database, { accountId: account.id, type: 'full_access' })).key;
+      const account = await accountsService.createAccount({ database }, { name, plan: 'free' });
+      return (await accountsService.createKey({ database }, { accountId: account.id, type: 'full_access' })).key;
     };
     return { testDb, keys: { a: await key('Free A'), b: await key('Free B') } };
   } finally {

@@ -23,12 +23,15 @@ for (const dialect of ACTIVE_DIALECTS) {
       const database = openDatabase(testDb.url);
       try {
         await migrateToLatest(database.db);
-        const account = await accountsService.createAccount(database, {
-          name: 'Crash',
-          plan: 'enterprise',
-          rateLimitRpm: 1_000_000,
-        });
-        key = (await accountsService.createKey(database, { accountId: account.id, type: 'full_access' })).key;
+        const account = await accountsService.createAccount(
+          { database },
+          {
+            name: 'Crash',
+            plan: 'enterprise',
+            rateLimitRpm: 1_000_000,
+          },
+        );
+        key = (await accountsService.createKey({ database }, { accountId: account.id, type: 'full_access' })).key;
       } finally {
         await database.destroy();
       }

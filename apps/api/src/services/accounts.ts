@@ -4,6 +4,7 @@ import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { type KeyType, generateKey, hashKey, redactKey } from '../keys.js';
 import { type AccountRow, type ApiKeyRow, accountsRepository, apiKeysRepository } from '../repositories/accounts.js';
+import type { AccountContext, UnscopedContext } from './context.js';
 
 export type Plan = AccountTable['plan'];
 export const PLANS = ['free', 'starter', 'growth', 'business', 'enterprise'] as const satisfies readonly Plan[];
@@ -66,7 +67,7 @@ const TOUCH_INTERVAL_MS = 60_000;
 
 export const accountsService = {
   async createAccount(
-    database: DatabaseHandle,
+    { database }: UnscopedContext,
     input: { name: string; plan: Plan; rateLimitRpm?: number | undefined },
   ): Promise<AccountRow> {
     if (input.plan === 'enterprise' && input.rateLimitRpm === undefined) {
@@ -85,11 +86,14 @@ export const accountsService = {
     return row;
   },
 
-  findAccount: (database: DatabaseHandle, id: string) => accountsRepository.findById(database.db, id),
-  findAccountByName: (database: DatabaseHandle, name: string) => accountsRepository.findByName(database.db, name),
+  findAccount: ({ database }: UnscopedContext, id: string) => accountsRepository.findById(database.db, id),
+  findAccountByName: ({ database }: UnscopedContext, name: string) => accountsRepository.findByName(database.db, name),
 
   /** Creates a key and returns its value: the only time the value is ever shown. */
-  async createKey(database: DatabaseHandle, input: { accountId: string; type: KeyType; name?: string | undefined }) {
+  async createKey(
+    { database }: UnscopedContext,
+    input: { accountId: string; type: KeyType; name?: string | undefined },
+  ) {
     const account = await accountsRepository.findById(database.db, input.accountId);
     if (!account) throw new Error(`No such account: ${input.accountId}`);
     const { row, key } = newKeyRow(account.id, input.type, input.name);
@@ -97,12 +101,12 @@ export const accountsService = {
     return { ...toKeyRecord(row), key };
   },
 
-  async listKeys(database: DatabaseHandle, accountId: string): Promise<KeyRecord[]> {
+  async listKeys({ database, accountId }: AccountContext): Promise<KeyRecord[]> {
     return (await apiKeysRepository.listByAccount(database.db, accountId)).map(toKeyRecord);
   },
 
   /** Revokes a key; it stops working on the very next request (a process forgets the keys it remembered). */
-  async revokeKey(database: DatabaseHandle, keyId: string): Promise<KeyRecord> {
+  async revokeKey({ database }: UnscopedContext, keyId: string): Promise<KeyRecord> {
     const existing = await apiKeysRepository.findById(database.db, keyId);
     if (!existing) throw new Error(`No such key: ${keyId}`);
     if (existing.revoked_at === null) await revoke(database, keyId);
@@ -110,7 +114,7 @@ export const accountsService = {
   },
 
   /** Revokes a key of `accountId` (the console's revoke); another account's key is 404, as in the API. */
-  async revokeAccountKey(database: DatabaseHandle, accountId: string, keyId: string): Promise<KeyRecord> {
+  async revokeAccountKey({ database, accountId }: AccountContext, keyId: string): Promise<KeyRecord> {
     const existing = await apiKeysRepository.findById(database.db, keyId);
     if (!existing || existing.account_id !== accountId || existing.revoked_at !== null)
       throw ApiError.notFound('key', keyId);
@@ -124,7 +128,7 @@ export const accountsService = {
    * fails on the very next request on every instance. Anything else, or a key that is unknown or
    * revoked, is 401.
    */
-  async authenticate(database: DatabaseHandle, authorization: string | undefined): Promise<Principal> {
+  async authenticate({ database }: UnscopedContext, authorization: string | undefined): Promise<Principal> {
     const keyHash = hashKey(bearerKey(authorization));
     const lookUp = () => lookUpKey(database, keyHash);
     const cache = keyCacheOf(database);

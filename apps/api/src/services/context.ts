@@ -11,6 +11,12 @@ export interface ServiceContext {
   settings: Settings;
 }
 
+/** What a verb that runs before any account is known gets: authentication, sign-in, the operator's commands. */
+export type UnscopedContext = Pick<ServiceContext, 'database'>;
+
+/** What a verb of one account that needs nothing else of the request gets (the console's lists of keys and people). */
+export type AccountContext = Pick<ServiceContext, 'database' | 'accountId'>;
+
 /** Reads scoped to the context's account (inside its transaction, if it has one). */
 export const scopeOf = (ctx: ServiceContext): TenantScope =>
   new TenantScope(ctx.database.db, ctx.accountId, ctx.database.capabilities);

@@ -79,7 +79,7 @@ describe.each(ACTIVE_DIALECTS)('keys remembered on %s', (dialect) => {
     database = openDatabase(target.url);
     await migrateToLatest(database.db);
     elsewhere = openDatabase(target.url);
-    accountId = (await accountsService.createAccount(database, { name: 'Cache', plan: 'free' })).id;
+    accountId = (await accountsService.createAccount({ database }, { name: 'Cache', plan: 'free' })).id;
   });
 
   afterAll(async () => {
@@ -93,8 +93,8 @@ describe.each(ACTIVE_DIALECTS)('keys remembered on %s', (dialect) => {
       ? 'SQLite remembers a key, and drops it when another connection commits'
       : 'Postgres, shared by instances, remembers none',
     async () => {
-      const created = await accountsService.createKey(database, { accountId, type: 'full_access' });
-      const principal = await accountsService.authenticate(database, `Bearer ${created.key}`);
+      const created = await accountsService.createKey({ database }, { accountId, type: 'full_access' });
+      const principal = await accountsService.authenticate({ database }, `Bearer ${created.key}`);
       expect(principal).toEqual({
         account: { id: accountId, name: 'Cache', plan: 'free', rateLimit: 60 },
         key: { id: created.id, type: 'full_access' },
@@ -106,7 +106,7 @@ describe.each(ACTIVE_DIALECTS)('keys remembered on %s', (dialect) => {
       }
       expect(cache && (await remembered(cache, hashKey(created.key)))?.principal).toEqual(principal);
       // Any commit of another connection, here one that does not touch the key at all.
-      await accountsService.createAccount(elsewhere, { name: 'Other', plan: 'free' });
+      await accountsService.createAccount({ database: elsewhere }, { name: 'Other', plan: 'free' });
       expect(cache && (await remembered(cache, hashKey(created.key)))).toBeUndefined();
     },
   );

@@ -16,7 +16,7 @@ import {
   usersRepository,
 } from '../repositories/people.js';
 import { type Plan, rateLimitOf } from './accounts.js';
-import { transaction } from './context.js';
+import { type AccountContext, type UnscopedContext, transaction } from './context.js';
 
 /** How long a session lasts from sign-in; sign-out and a password change end it sooner. */
 export const SESSION_TTL_MS = 14 * 24 * 60 * 60 * 1000;
@@ -102,13 +102,18 @@ async function viewOf(
   };
 }
 
+/** What a verb a signed-in person calls gets: their session (the console's procedures pass their context). */
+export interface SessionContext extends UnscopedContext {
+  session: ActiveSession;
+}
+
 export const peopleService = {
   /**
    * Sign-up: a new user and either a new account on the `free` plan that they own, or, with an
    * invitation's token, a membership of the inviting account in the invitation's role.
    */
   async signUp(
-    database: DatabaseHandle,
+    { database }: UnscopedContext,
     input: {
       email: string;
       password: string;
@@ -161,7 +166,7 @@ export const peopleService = {
   },
 
   /** Sign-in with e-mail and password; 401 for either wrong, after the same work either way. */
-  async signIn(database: DatabaseHandle, input: { email: string; password: string }): Promise<{ token: string }> {
+  async signIn({ database }: UnscopedContext, input: { email: string; password: string }): Promise<{ token: string }> {
     const user = await usersRepository.findByEmail(database.db, normalizeEmail(input.email));
     const matches = await verifyPassword(input.password, user?.password_hash ?? UNKNOWN_USER_HASH);
     if (!user || !matches) throw ApiError.unauthorized('Wrong e-mail address or password');
@@ -172,7 +177,7 @@ export const peopleService = {
   },
 
   /** The session of a cookie's token, or undefined when it is unknown, expired or has no account left. */
-  async resolve(database: DatabaseHandle, token: string | undefined): Promise<ActiveSession | undefined> {
+  async resolve({ database }: UnscopedContext, token: string | undefined): Promise<ActiveSession | undefined> {
     if (!token) return undefined;
     const tokenHash = hashKey(token);
     const row = await sessionsRepository.findActive(database.db, tokenHash, now());
@@ -181,13 +186,11 @@ export const peopleService = {
     return view && { ...view, tokenHash };
   },
 
-  signOut: (database: DatabaseHandle, session: ActiveSession) =>
-    sessionsRepository.delete(database.db, session.tokenHash),
+  signOut: ({ database, session }: SessionContext) => sessionsRepository.delete(database.db, session.tokenHash),
 
   /** Changes the password and ends every session of the person; the caller gets a new one. */
   async changePassword(
-    database: DatabaseHandle,
-    session: ActiveSession,
+    { database, session }: SessionContext,
     input: { currentPassword: string; newPassword: string },
   ): Promise<{ token: string }> {
     checkPassword(input.newPassword, 'new_password');
@@ -202,14 +205,14 @@ export const peopleService = {
     });
   },
 
-  async switchAccount(database: DatabaseHandle, session: ActiveSession, accountId: string): Promise<void> {
+  async switchAccount({ database, session }: SessionContext, accountId: string): Promise<void> {
     if (!(await membershipsRepository.find(database.db, accountId, session.user.id)))
       throw ApiError.notFound('account', accountId);
     await sessionsRepository.setAccount(database.db, session.tokenHash, accountId);
   },
 
   /** A link the owner copies; the token is in it and nowhere else. */
-  async createInvitation(database: DatabaseHandle, session: ActiveSession, role: Exclude<Role, 'owner'>) {
+  async createInvitation({ database, session }: SessionContext, role: Exclude<Role, 'owner'>) {
     const token = newToken();
     const at = Date.now();
     const row = {
@@ -228,16 +231,16 @@ export const peopleService = {
     return { row, token };
   },
 
-  listInvitations: (database: DatabaseHandle, accountId: string) =>
+  listInvitations: ({ database, accountId }: AccountContext) =>
     invitationsRepository.listPending(database.db, accountId, now()),
 
-  async revokeInvitation(database: DatabaseHandle, accountId: string, id: string): Promise<void> {
+  async revokeInvitation({ database, accountId }: AccountContext, id: string): Promise<void> {
     if (!(await invitationsRepository.revoke(database.db, accountId, id, now())))
       throw ApiError.notFound('invitation', id);
   },
 
   /** What an invitation link offers, for the page that opens it; 404 once it is used, revoked or expired. */
-  async lookupInvitation(database: DatabaseHandle, token: string) {
+  async lookupInvitation({ database }: UnscopedContext, token: string) {
     const row = await invitationsRepository.findByTokenHash(database.db, hashKey(token));
     if (!row || row.accepted_at !== null || row.revoked_at !== null || row.expires_at <= now())
       throw ApiError.notFound('invitation');
@@ -245,7 +248,7 @@ export const peopleService = {
   },
 
   /** A signed-in person accepts an invitation; the session moves to that account. */
-  async acceptInvitation(database: DatabaseHandle, session: ActiveSession, token: string): Promise<void> {
+  async acceptInvitation({ database, session }: SessionContext, token: string): Promise<void> {
     await transaction({ database }, async ({ database: tx }) => {
       const trx = tx.db;
       const accountId = await acceptInvitation(tx, session.user.id, token);
@@ -253,11 +256,10 @@ export const peopleService = {
     });
   },
 
-  listMembers: (database: DatabaseHandle, accountId: string) =>
-    membershipsRepository.listByAccount(database.db, accountId),
+  listMembers: ({ database, accountId }: AccountContext) => membershipsRepository.listByAccount(database.db, accountId),
 
   /** Removes a member and ends their sessions on that account; the last owner stays. */
-  async removeMember(database: DatabaseHandle, session: ActiveSession, userId: string): Promise<void> {
+  async removeMember({ database, session }: SessionContext, userId: string): Promise<void> {
     await transaction({ database }, async ({ database: tx }) => {
       const trx = tx.db;
       const membership = await membershipsRepository.find(trx, session.account.id, userId);
@@ -274,7 +276,7 @@ export const peopleService = {
 
   /** A person with a password and a role in an existing account (or that role added to an existing person). */
   async createUser(
-    database: DatabaseHandle,
+    { database }: UnscopedContext,
     input: { email: string; password: string; accountId: string; role: Role; name?: string | undefined },
   ) {
     const email = normalizeEmail(input.email);
@@ -306,11 +308,11 @@ export const peopleService = {
     return { id: user.id, email, created: !existing };
   },
 
-  findUserByEmail: (database: DatabaseHandle, email: string) =>
+  findUserByEmail: ({ database }: UnscopedContext, email: string) =>
     usersRepository.findByEmail(database.db, normalizeEmail(email)),
 
   /** Sets a person's password (the demo's, printed at each start) and ends their sessions. */
-  async setPassword(database: DatabaseHandle, email: string, password: string): Promise<void> {
+  async setPassword({ database }: UnscopedContext, { email, password }: { email: string; password: string }) {
     checkPassword(password);
     const user = await usersRepository.findByEmail(database.db, normalizeEmail(email));
     if (!user) throw new Error(`No such user: ${email}`);
@@ -322,7 +324,10 @@ export const peopleService = {
   },
 
   /** A one-time link to set a new password; the token is in it and nowhere else. */
-  async createPasswordReset(database: DatabaseHandle, email: string): Promise<{ token: string; expiresAt: string }> {
+  async createPasswordReset(
+    { database }: UnscopedContext,
+    email: string,
+  ): Promise<{ token: string; expiresAt: string }> {
     const user = await usersRepository.findByEmail(database.db, normalizeEmail(email));
     if (!user) throw new Error(`No such user: ${email}`);
     const token = newToken();
@@ -340,7 +345,7 @@ export const peopleService = {
 
   /** Sets a new password from a reset link (once), ends every session and signs this browser in. */
   async resetPassword(
-    database: DatabaseHandle,
+    { database }: UnscopedContext,
     input: { token: string; newPassword: string },
   ): Promise<{ token: string }> {
     checkPassword(input.newPassword, 'new_password');

@@ -110,20 +110,26 @@ export async function startTestServer(
   // Only now is the port known: channels' webhook_url names it.
   settings.publicUrl = `http://127.0.0.1:${address.port}`;
 
-  const a = await accountsService.createAccount(database, {
-    name: 'Account A',
-    plan: 'enterprise',
-    rateLimitRpm: TEST_ACCOUNT_RPM,
-  });
-  const b = await accountsService.createAccount(database, {
-    name: 'Account B',
-    plan: 'enterprise',
-    rateLimitRpm: TEST_ACCOUNT_RPM,
-  });
+  const a = await accountsService.createAccount(
+    { database },
+    {
+      name: 'Account A',
+      plan: 'enterprise',
+      rateLimitRpm: TEST_ACCOUNT_RPM,
+    },
+  );
+  const b = await accountsService.createAccount(
+    { database },
+    {
+      name: 'Account B',
+      plan: 'enterprise',
+      rateLimitRpm: TEST_ACCOUNT_RPM,
+    },
+  );
   const key = async (accountId: string, type: 'full_access' | 'read_only' | 'webhook') =>
-    (await accountsService.createKey(database, { accountId, type })).key;
-  const revoked = await accountsService.createKey(database, { accountId: a.id, type: 'full_access' });
-  await accountsService.revokeKey(database, revoked.id);
+    (await accountsService.createKey({ database }, { accountId, type })).key;
+  const revoked = await accountsService.createKey({ database }, { accountId: a.id, type: 'full_access' });
+  await accountsService.revokeKey({ database }, revoked.id);
   const keys: TestKeys = {
     full: await key(a.id, 'full_access'),
     readOnly: await key(a.id, 'read_only'),

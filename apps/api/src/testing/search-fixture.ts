@@ -15,7 +15,7 @@ export async function createSearchFixture(
   const target = await createTestDatabase(dialect);
   const database = openDatabase(target.url);
   await migrateToLatest(database.db);
-  const accountId = (await accountsService.createAccount(database, { name: 'Plans', plan: 'free' })).id;
+  const accountId = (await accountsService.createAccount({ database }, { name: 'Plans', plan: 'free' })).id;
   const at = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
   for (let i = 0; i < 200; i++) {
     const name = i < 150 ? `Tinley ${i}` : `Other ${i}`;

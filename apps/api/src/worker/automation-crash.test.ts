@@ -43,11 +43,14 @@ for (const dialect of ACTIVE_DIALECTS) {
     });
 
     it('starts one run per event and does each step of it once, the interrupted request again', async () => {
-      const account = await accountsService.createAccount(database, {
-        name: 'Crash',
-        plan: 'enterprise',
-        rateLimitRpm: 1_000_000,
-      });
+      const account = await accountsService.createAccount(
+        { database },
+        {
+          name: 'Crash',
+          plan: 'enterprise',
+          rateLimitRpm: 1_000_000,
+        },
+      );
       const ctx: ServiceContext = { database, accountId: account.id, settings: testSettings() };
       const workflow = await workflowsService.create(
         ctx,

@@ -40,8 +40,8 @@ for (const dialect of ACTIVE_DIALECTS) {
     });
 
     it("loses nothing: another worker delivers once the dead one's claim expires", async () => {
-      const account = await accountsService.createAccount(database, { name: 'Crash', plan: 'free' });
-      await accountsService.createKey(database, { accountId: account.id, type: 'webhook' });
+      const account = await accountsService.createAccount({ database }, { name: 'Crash', plan: 'free' });
+      await accountsService.createKey({ database }, { accountId: account.id, type: 'webhook' });
       const ctx: ServiceContext = { database, accountId: account.id, settings: testSettings() };
       const endpoint = await webhookEndpointsService.create(ctx, {
         url: receiver.url('/hook'),
