@@ -243,6 +243,8 @@ describe.skipIf(!available)('the web console in a browser', () => {
     await row.waitFor();
     expect(await row.textContent()).toContain(`…${state.fullKey.slice(-4)}`);
     expect(await page.content()).not.toContain(state.fullKey);
+    // The call above shows as the key's last use without a reload: the page reads the list again while open.
+    await row.getByRole('cell').nth(4).filter({ hasNotText: 'Never' }).waitFor();
     await expectAccessible(page, 'API keys');
     await screenshot(page, 'console-api-keys.png');
   });
@@ -257,7 +259,17 @@ describe.skipIf(!available)('the web console in a browser', () => {
     await confirm.getByRole('button', { name: 'Revoke' }).click();
     await confirm.waitFor({ state: 'detached' });
     await page.getByText('No keys yet.').waitFor();
-    expect((await api('/conversations', state.fullKey)).status).toBe(401);
+    const refused = await api('/conversations', state.fullKey);
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+      /^This API key \(convo_sk_.+\) was revoked at /,
+    );
+    // Revoked keys stay listed under their filter, with when and by whom.
+    await page.getByRole('radio', { name: 'Revoked' }).check();
+    const revoked = page.getByRole('row', { name: /backend/ });
+    await revoked.getByText(`by ${OWNER.email}`).waitFor();
+    await expectAccessible(page, 'API keys, revoked');
+    await page.getByRole('radio', { name: 'Active' }).check();
   });
 
   it('4. generates a read-only key, which cannot write', async () => {

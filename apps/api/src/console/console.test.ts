@@ -200,7 +200,7 @@ describeEachDialect('console', (server) => {
 
   describe('API keys', () => {
     it('generates a key shown once that answers the API, lists it without its value, and revokes it for the very next request', async () => {
-      const { client } = await owner();
+      const { client, email } = await owner();
       const created = await client.mutate('keys.create', { name: 'Production', type: 'full_access' });
       expect(created.status).toBe(200);
       const { key, ...listed } = created.data;
@@ -218,12 +218,25 @@ describeEachDialect('console', (server) => {
         'last_used_at',
         'name',
         'redacted',
+        'revoked_at',
+        'revoked_by',
         'type',
       ]);
+      expect(list.data[0]).toMatchObject({ revoked_at: null, revoked_by: null });
 
-      expect((await client.mutate('keys.revoke', { id: listed.id })).status).toBe(200);
-      expect((await api(key)).status).toBe(401);
-      expect((await client.query('keys.list')).data).toEqual([]);
+      const revoked = await client.mutate('keys.revoke', { id: listed.id });
+      expect(revoked.status).toBe(200);
+      expect(revoked.data).toEqual({ id: listed.id, revoked_at: expect.any(String), revoked_by: email });
+      // The revoked key stays listed, with when and by whom; its 401 says it was revoked, an unknown key's does not.
+      const after = await client.query('keys.list');
+      expect(after.data).toEqual([{ ...listed, last_used_at: expect.any(String), ...revoked.data }]);
+      const refused = await api(key);
+      expect(refused.status).toBe(401);
+      expect(refused.body.error.message).toBe(
+        `This API key (${listed.redacted}) was revoked at ${revoked.data.revoked_at}`,
+      );
+      const unknown = await api(`${key.slice(0, -4)}0000`);
+      expect(unknown.body.error.message).toBe('Invalid API key');
       expect((await client.mutate('keys.revoke', { id: listed.id })).status).toBe(404);
     });
 

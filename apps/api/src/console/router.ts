@@ -35,6 +35,8 @@ const keyView = (key: KeyRecord) => ({
   last_four: key.redacted.slice(-4),
   created_at: key.created_at,
   last_used_at: key.last_used_at,
+  revoked_at: key.revoked_at,
+  revoked_by: key.revoked_by,
 });
 
 const publicUrlOf = (ctx: ConsoleContext, path: string) => `${ctx.settings.publicUrl.replace(/\/+$/, '')}${path}`;
@@ -109,10 +111,8 @@ export const consoleRouter = c.router({
   },
 
   keys: {
-    /** The account's keys that still work, newest first: never their values. */
-    list: memberProcedure.query(async ({ ctx }) =>
-      (await accountsService.listKeys(ctx.service)).filter((key) => key.revoked_at === null).map(keyView),
-    ),
+    /** The account's keys, revoked ones included (when and by whom), newest first: never their values. */
+    list: memberProcedure.query(async ({ ctx }) => (await accountsService.listKeys(ctx.service)).map(keyView)),
     /** The key's value is in this answer and nowhere else, ever. */
     create: managerProcedure.input(consoleInput(CreateKeyInput)).mutation(async ({ ctx, input }) => {
       const key = await accountsService.createKey(ctx, {
@@ -123,8 +123,8 @@ export const consoleRouter = c.router({
       return { ...keyView(key), key: key.key };
     }),
     revoke: managerProcedure.input(consoleInput(ById)).mutation(async ({ ctx, input }) => {
-      const key = await accountsService.revokeAccountKey(ctx.service, input.id);
-      return { id: key.id, revoked_at: key.revoked_at };
+      const key = await accountsService.revokeAccountKey(ctx.service, { id: input.id, by: ctx.session.user.email });
+      return { id: key.id, revoked_at: key.revoked_at, revoked_by: key.revoked_by };
     }),
   },
 

@@ -25,6 +25,8 @@ export interface ApiKeyTable {
   signing_secret: string | null;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** Who revoked it: a console user's e-mail address, or `operator`. */
+  revoked_by: string | null;
   created_at: string;
 }
 

@@ -67,10 +67,14 @@ export const apiKeysRepository = {
   signingSecrets: async (db: Executor, accountId: string) =>
     (await signingSecretsOf(db, accountId).execute()).map((row) => row.signing_secret as string),
 
-  revoke: (db: Executor, id: string, at: string) =>
+  /** Any key with this hash, revoked or not: what a refused key's 401 says. */
+  findByHash: (db: Executor, keyHash: string) =>
+    db.selectFrom('api_keys').select(['redacted', 'revoked_at']).where('key_hash', '=', keyHash).executeTakeFirst(),
+
+  revoke: (db: Executor, id: string, at: string, by: string) =>
     db
       .updateTable('api_keys')
-      .set({ revoked_at: at })
+      .set({ revoked_at: at, revoked_by: by })
       .where('id', '=', id)
       .where('revoked_at', 'is', null)
       .executeTakeFirst(),

@@ -30,6 +30,7 @@ export interface KeyRecord {
   redacted: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  revoked_by: string | null;
   created_at: string;
 }
 
@@ -46,6 +47,7 @@ export function newKeyRow(accountId: string, type: KeyType, name?: string | null
     signing_secret: type === 'webhook' ? key : null,
     last_used_at: null,
     revoked_at: null,
+    revoked_by: null,
     created_at: now(),
   };
   return { row, key };
@@ -59,6 +61,7 @@ const toKeyRecord = (row: ApiKeyRow): KeyRecord => ({
   redacted: row.redacted,
   last_used_at: row.last_used_at,
   revoked_at: row.revoked_at,
+  revoked_by: row.revoked_by,
   created_at: row.created_at,
 });
 
@@ -109,17 +112,20 @@ export const accountsService = {
   async revokeKey({ database }: UnscopedContext, keyId: string): Promise<KeyRecord> {
     const existing = await apiKeysRepository.findById(database.db, keyId);
     if (!existing) throw new Error(`No such key: ${keyId}`);
-    if (existing.revoked_at === null) await revoke(database, keyId);
+    if (existing.revoked_at === null) await revoke(database, keyId, 'operator');
     return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
   },
 
-  /** Revokes a key of `accountId` (the console's revoke); another account's key is 404, as in the API. */
-  async revokeAccountKey({ database, accountId }: AccountContext, keyId: string): Promise<KeyRecord> {
-    const existing = await apiKeysRepository.findById(database.db, keyId);
+  /** Revokes a key of the account for `by` (the console's revoke); another account's key is 404, as in the API. */
+  async revokeAccountKey(
+    { database, accountId }: AccountContext,
+    { id, by }: { id: string; by: string },
+  ): Promise<KeyRecord> {
+    const existing = await apiKeysRepository.findById(database.db, id);
     if (!existing || existing.account_id !== accountId || existing.revoked_at !== null)
-      throw ApiError.notFound('key', keyId);
-    await revoke(database, keyId);
-    return toKeyRecord((await apiKeysRepository.findById(database.db, keyId)) as ApiKeyRow);
+      throw ApiError.notFound('key', id);
+    await revoke(database, id, by);
+    return toKeyRecord((await apiKeysRepository.findById(database.db, id)) as ApiKeyRow);
   },
 
   /**
@@ -139,15 +145,15 @@ export const accountsService = {
 };
 
 /** Revokes a key and has this process forget the keys it remembered (KeyCache). */
-async function revoke(database: DatabaseHandle, keyId: string): Promise<void> {
-  await apiKeysRepository.revoke(database.db, keyId, now());
+async function revoke(database: DatabaseHandle, keyId: string, by: string): Promise<void> {
+  await apiKeysRepository.revoke(database.db, keyId, now(), by);
   keyCacheOf(database)?.forget();
 }
 
-/** The active key with this hash and its account; 401 when there is none. */
+/** The active key with this hash and its account; 401 when there is none, saying so when it was revoked. */
 async function lookUpKey(database: DatabaseHandle, keyHash: string): Promise<KnownKey> {
   const row = await apiKeysRepository.findActiveByHash(database.db, database.capabilities, keyHash);
-  if (!row) throw ApiError.unauthorized('Invalid API key');
+  if (!row) throw await refusal(database, keyHash);
   return {
     principal: {
       account: {
@@ -160,6 +166,16 @@ async function lookUpKey(database: DatabaseHandle, keyHash: string): Promise<Kno
     },
     lastUsedAt: row.last_used_at === null ? 0 : Date.parse(row.last_used_at),
   };
+}
+
+/**
+ * Why a key is refused: a revoked key is told so with its redacted start and when (as Stripe names an expired key),
+ * anything else stays "Invalid API key", which gives a guesser nothing.
+ */
+async function refusal(database: DatabaseHandle, keyHash: string): Promise<ApiError> {
+  const key = await apiKeysRepository.findByHash(database.db, keyHash);
+  if (key?.revoked_at) return ApiError.unauthorized(`This API key (${key.redacted}) was revoked at ${key.revoked_at}`);
+  return ApiError.unauthorized('Invalid API key');
 }
 
 /** The key of a `Bearer <key>` header; 401 for anything else. */

@@ -27,6 +27,8 @@ const server = {
       last_four: 'a1b2',
       created_at: at,
       last_used_at: at,
+      revoked_at: null,
+      revoked_by: null,
     },
   ],
   'webhookEndpoints.list': () => page([endpoint]),

@@ -12,6 +12,17 @@ const backendKey = {
   last_four: 'a1b2',
   created_at: '2026-11-20T10:00:00.000Z',
   last_used_at: null,
+  revoked_at: null,
+  revoked_by: null,
+};
+
+const oldKey = {
+  ...backendKey,
+  id: 'key_0',
+  name: 'legacy',
+  last_four: 'ffff',
+  revoked_at: '2026-11-21T09:30:00.000Z',
+  revoked_by: 'olive@example.com',
 };
 
 describe('API keys page', () => {
@@ -57,6 +68,23 @@ describe('API keys page', () => {
     expect(within(row).getByText('Full access')).toBeTruthy();
     expect(within(row).getByText('…a1b2')).toBeTruthy();
     expect(within(row).getByText('Never')).toBeTruthy();
+  });
+
+  it('keeps revoked keys listed under their filter, with when and by whom', async () => {
+    const user = userEvent.setup();
+    renderConsole('/api-keys', { 'session.get': () => sessionAs('owner'), 'keys.list': () => [backendKey, oldKey] });
+    expect(await screen.findByRole('cell', { name: 'backend' })).toBeTruthy();
+    expect(screen.queryByRole('cell', { name: 'legacy' })).toBeNull();
+
+    await user.click(screen.getByRole('radio', { name: 'Revoked' }));
+    const row = (await screen.findByRole('cell', { name: 'legacy' })).closest('tr') as HTMLElement;
+    expect(within(row).getByText(/^Revoked .+ by olive@example\.com$/)).toBeTruthy();
+    expect(within(row).queryByRole('button')).toBeNull();
+    expect(screen.queryByRole('cell', { name: 'backend' })).toBeNull();
+
+    await user.click(screen.getByRole('radio', { name: 'All' }));
+    expect(await screen.findByRole('cell', { name: 'backend' })).toBeTruthy();
+    expect(screen.getByRole('cell', { name: 'legacy' })).toBeTruthy();
   });
 
   it('revokes only after confirmation', async () => {

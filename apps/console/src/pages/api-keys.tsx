@@ -22,13 +22,24 @@ const KEY_TYPE_HINTS: Record<KeyType, string> = {
   webhook: 'Signs webhook deliveries (whsec_…); it cannot call the API.',
 };
 
+/** Which keys the page lists: those that work, the revoked ones (kept, as Stripe keeps them), or both. */
+const KEY_FILTERS = { active: 'Active', revoked: 'Revoked', all: 'All' } as const;
+type KeyFilter = keyof typeof KEY_FILTERS;
+
+/** How often the list is read again while the page is open, so that "Last used" follows the key's use. */
+const REFRESH_MS = 5_000;
+
 export function ApiKeysPage() {
   const session = useSignedIn();
   const trpc = useTRPC();
-  const keys = useQuery(trpc.keys.list.queryOptions());
+  const keys = useQuery({ ...trpc.keys.list.queryOptions(), refetchInterval: REFRESH_MS });
   const manager = canManage(session);
   const [generating, setGenerating] = useState(false);
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
+  const [filter, setFilter] = useState<KeyFilter>('active');
+  const shown = (keys.data ?? []).filter(
+    (key) => filter === 'all' || (filter === 'revoked') === (key.revoked_at !== null),
+  );
   return (
     <>
       <div className="page-header">
@@ -45,12 +56,27 @@ export function ApiKeysPage() {
         account's webhook keys.
       </p>
       {manager ? null : <p className="notice">Only owners and admins can generate and revoke keys.</p>}
+      <fieldset className="segmented">
+        <legend className="visually-hidden">Show</legend>
+        {Object.entries(KEY_FILTERS).map(([value, label]) => (
+          <label key={value}>
+            <input
+              type="radio"
+              name="key-filter"
+              value={value}
+              checked={filter === value}
+              onChange={() => setFilter(value as KeyFilter)}
+            />
+            <span>{label}</span>
+          </label>
+        ))}
+      </fieldset>
       {keys.isPending ? (
         <p role="status">Loading keys…</p>
       ) : keys.isError ? (
         <p role="alert">Could not load the keys: {consoleErrorOf(keys.error).message}</p>
-      ) : keys.data.length === 0 ? (
-        <p>No keys yet.</p>
+      ) : shown.length === 0 ? (
+        <p>{filter === 'revoked' ? 'No revoked keys.' : 'No keys yet.'}</p>
       ) : (
         <div className="table-wrap">
           <table>
@@ -62,23 +88,24 @@ export function ApiKeysPage() {
                 <th scope="col">Key</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
-                {manager ? (
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                ) : null}
+                <th scope="col">Status</th>
               </tr>
             </thead>
             <tbody>
-              {keys.data.map((key) => (
+              {shown.map((key) => (
                 <tr key={key.id}>
                   <td>{key.name}</td>
                   <td>{KEY_TYPE_LABELS[key.type]}</td>
                   <td className="mono">…{key.last_four}</td>
                   <td>{formatDateTime(key.created_at)}</td>
                   <td>{formatDateTime(key.last_used_at)}</td>
-                  {manager ? (
-                    <td className="actions">
+                  <td className="actions">
+                    {key.revoked_at !== null ? (
+                      <span>
+                        Revoked {formatDateTime(key.revoked_at)}
+                        {key.revoked_by ? ` by ${key.revoked_by}` : ''}
+                      </span>
+                    ) : manager ? (
                       <button
                         type="button"
                         className="button button-small"
@@ -87,8 +114,10 @@ export function ApiKeysPage() {
                       >
                         Revoke
                       </button>
-                    </td>
-                  ) : null}
+                    ) : (
+                      'Active'
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
