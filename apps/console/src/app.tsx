@@ -1,6 +1,6 @@
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { type TRPCLink, TRPCClientError } from '@trpc/client';
-import { useState } from 'react';
+import { type ReactNode, useState } from 'react';
 import { Redirect, Route, Router, Switch } from 'wouter';
 import { ToastProvider } from './components/toasts';
 import { consoleErrorOf } from './errors';
@@ -15,6 +15,7 @@ import { SignInPage } from './pages/sign-in';
 import { SignUpPage } from './pages/sign-up';
 import { WebhookEndpointPage } from './pages/webhook-endpoint';
 import { WebhooksPage } from './pages/webhooks';
+import { type ConsolePath, CONSOLE_ROUTES } from './routes';
 import { type ConsoleRouter, TRPCProvider, createConsoleClient } from './trpc';
 
 export function createQueryClient() {
@@ -52,24 +53,37 @@ export function App({ links, routerHook }: AppProps) {
   );
 }
 
+/** What each route of CONSOLE_ROUTES renders, given its path parameters. */
+const PAGES: Record<ConsolePath, (params: Record<string, string>) => ReactNode> = {
+  '/sign-in': () => <SignInPage />,
+  '/sign-up': () => <SignUpPage />,
+  '/invite/:token': (params) => <InvitationPage token={params.token as string} />,
+  '/reset-password/:token': (params) => <ResetPasswordPage token={params.token as string} />,
+  '/api-keys': () => <ApiKeysPage />,
+  '/webhooks': () => <WebhooksPage />,
+  '/webhooks/:id': (params) => <WebhookEndpointPage id={params.id as string} />,
+  '/channels': () => <ChannelsPage />,
+  '/account': () => <AccountPage />,
+};
+
+const routesOf = (signedIn: boolean) =>
+  CONSOLE_ROUTES.filter((route) => route.signedIn === signedIn).map(({ path }) => (
+    <Route key={path} path={path}>
+      {(params) => PAGES[path](params as Record<string, string>)}
+    </Route>
+  ));
+
 export function Routes() {
   return (
     <Switch>
-      <Route path="/sign-in" component={SignInPage} />
-      <Route path="/sign-up" component={SignUpPage} />
-      <Route path="/invite/:token">{(params) => <InvitationPage token={params.token} />}</Route>
-      <Route path="/reset-password/:token">{(params) => <ResetPasswordPage token={params.token} />}</Route>
+      {routesOf(false)}
       <Route>
         <ConsoleLayout>
           <Switch>
             <Route path="/">
               <Redirect to="/api-keys" replace />
             </Route>
-            <Route path="/api-keys" component={ApiKeysPage} />
-            <Route path="/webhooks" component={WebhooksPage} />
-            <Route path="/webhooks/:id">{(params) => <WebhookEndpointPage id={params.id} />}</Route>
-            <Route path="/channels" component={ChannelsPage} />
-            <Route path="/account" component={AccountPage} />
+            {routesOf(true)}
             <Route component={NotFoundPage} />
           </Switch>
         </ConsoleLayout>

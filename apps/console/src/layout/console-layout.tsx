@@ -1,5 +1,5 @@
 import { useMutation } from '@tanstack/react-query';
-import { type ReactNode, createContext, useContext, useId, useState } from 'react';
+import { type ReactNode, createContext, useContext, useEffect, useId, useState } from 'react';
 import { Link, Redirect, useLocation } from 'wouter';
 import { consoleErrorOf } from '../errors';
 import { useSession, useSetSession } from '../session';
@@ -27,6 +27,10 @@ const NAV = [
  */
 export function ConsoleLayout({ children }: { children: ReactNode }) {
   const session = useSession();
+  // On a phone the navigation and the person's menu fold behind one button; a page change folds them again.
+  const [menuOpen, setMenuOpen] = useState(false);
+  const [location] = useLocation();
+  useEffect(() => setMenuOpen(false), [location]);
   if (session.isPending) {
     return (
       <p className="page-loading" role="status">
@@ -45,9 +49,9 @@ export function ConsoleLayout({ children }: { children: ReactNode }) {
   if (!session.data) return <Redirect to="/sign-in" replace />;
   return (
     <SessionContext.Provider value={session.data}>
-      <div className="shell">
-        <Header session={session.data} />
-        <nav className="side-nav" aria-label="Console">
+      <div className={menuOpen ? 'shell menu-open' : 'shell'}>
+        <Header session={session.data} menuOpen={menuOpen} onMenu={() => setMenuOpen((open) => !open)} />
+        <nav className="side-nav" id="console-nav" aria-label="Console">
           <ul>
             {NAV.map((item) => (
               <li key={item.href}>
@@ -74,7 +78,7 @@ function NavLink({ href, children }: { href: string; children: ReactNode }) {
   );
 }
 
-function Header({ session }: { session: Session }) {
+function Header({ session, menuOpen, onMenu }: { session: Session; menuOpen: boolean; onMenu: () => void }) {
   const trpc = useTRPC();
   const setSession = useSetSession();
   const [, navigate] = useLocation();
@@ -117,6 +121,15 @@ function Header({ session }: { session: Session }) {
           <span className="account-name">{session.account.name}</span>
         )}
       </div>
+      <button
+        type="button"
+        className="button button-quiet menu-button"
+        aria-expanded={menuOpen}
+        aria-controls="console-nav"
+        onClick={onMenu}
+      >
+        Menu
+      </button>
       <div className="user-menu">
         <span className="user-email">{session.user.email}</span>
         <button type="button" className="button button-quiet" onClick={() => setChangingPassword(true)}>

@@ -91,13 +91,13 @@ function MembersSection() {
             <tbody>
               {members.data.map((member) => (
                 <tr key={member.user_id}>
-                  <td>
+                  <td data-label="E-mail">
                     {member.email}
                     {member.user_id === session.user.id ? <span className="muted"> (you)</span> : null}
                   </td>
-                  <td>{member.name ?? '—'}</td>
-                  <td>{ROLE_LABELS[member.role]}</td>
-                  <td>{formatDateTime(member.created_at)}</td>
+                  <td data-label="Name">{member.name ?? '—'}</td>
+                  <td data-label="Role">{ROLE_LABELS[member.role]}</td>
+                  <td data-label="Joined">{formatDateTime(member.created_at)}</td>
                   {manager ? (
                     <td className="actions">
                       {removable(member) ? (
@@ -158,7 +158,7 @@ function InvitationsSection() {
     <section aria-labelledby="invitations-heading">
       <div className="page-header">
         <h2 id="invitations-heading">Invitations</h2>
-        <button type="button" className="button button-primary" onClick={() => setInviting(true)}>
+        <button data-primary-action type="button" className="button button-primary" onClick={() => setInviting(true)}>
           Invite
         </button>
       </div>
@@ -185,9 +185,9 @@ function InvitationsSection() {
             <tbody>
               {invitations.data.map((invitation) => (
                 <tr key={invitation.id}>
-                  <td>{ROLE_LABELS[invitation.role]}</td>
-                  <td>{formatDateTime(invitation.created_at)}</td>
-                  <td>{formatDateTime(invitation.expires_at)}</td>
+                  <td data-label="Role">{ROLE_LABELS[invitation.role]}</td>
+                  <td data-label="Created">{formatDateTime(invitation.created_at)}</td>
+                  <td data-label="Expires">{formatDateTime(invitation.expires_at)}</td>
                   <td className="actions">
                     <button
                       type="button"

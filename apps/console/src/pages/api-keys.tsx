@@ -45,7 +45,12 @@ export function ApiKeysPage() {
       <div className="page-header">
         <h1>API keys</h1>
         {manager ? (
-          <button type="button" className="button button-primary" onClick={() => setGenerating(true)}>
+          <button
+            data-primary-action
+            type="button"
+            className="button button-primary"
+            onClick={() => setGenerating(true)}
+          >
             Generate key
           </button>
         ) : null}
@@ -94,12 +99,14 @@ export function ApiKeysPage() {
             <tbody>
               {shown.map((key) => (
                 <tr key={key.id}>
-                  <td>{key.name}</td>
-                  <td>{KEY_TYPE_LABELS[key.type]}</td>
-                  <td className="mono">…{key.last_four}</td>
-                  <td>{formatDateTime(key.created_at)}</td>
-                  <td>{formatDateTime(key.last_used_at)}</td>
-                  <td className="actions">
+                  <td data-label="Name">{key.name}</td>
+                  <td data-label="Type">{KEY_TYPE_LABELS[key.type]}</td>
+                  <td data-label="Key" className="mono">
+                    …{key.last_four}
+                  </td>
+                  <td data-label="Created">{formatDateTime(key.created_at)}</td>
+                  <td data-label="Last used">{formatDateTime(key.last_used_at)}</td>
+                  <td data-label="Status" className="actions">
                     {key.revoked_at !== null ? (
                       <span>
                         Revoked {formatDateTime(key.revoked_at)}

@@ -69,7 +69,12 @@ export function ChannelsPage() {
       <div className="page-header">
         <h1>Channels</h1>
         {manager ? (
-          <button type="button" className="button button-primary" onClick={() => setConnecting(true)}>
+          <button
+            data-primary-action
+            type="button"
+            className="button button-primary"
+            onClick={() => setConnecting(true)}
+          >
             Connect channel
           </button>
         ) : null}
@@ -103,10 +108,12 @@ export function ChannelsPage() {
             <tbody>
               {channels.data.data.map((channel) => (
                 <tr key={channel.id}>
-                  <td>{channel.name}</td>
-                  <td>{PLATFORMS[channel.platform].label}</td>
-                  <td className="mono">{channel.external_id}</td>
-                  <td>
+                  <td data-label="Name">{channel.name}</td>
+                  <td data-label="Platform">{PLATFORMS[channel.platform].label}</td>
+                  <td data-label="Meta id" className="mono">
+                    {channel.external_id}
+                  </td>
+                  <td data-label="Status">
                     <span className={`badge badge-${channel.status}`}>{channel.status}</span>
                     {channel.last_error ? <div className="muted">{channel.last_error.message}</div> : null}
                   </td>

@@ -60,6 +60,7 @@ export function InvitationPage({ token }: { token: string }) {
             </p>
           ) : null}
           <button
+            data-primary-action
             type="button"
             className="button button-primary"
             onClick={() => accept.mutate({ token })}

@@ -58,7 +58,7 @@ export function ResetPasswordPage({ token }: { token: string }) {
             error={errors.new_password?.message}
             {...form.register('new_password')}
           />
-          <button type="submit" className="button button-primary" disabled={reset.isPending}>
+          <button data-primary-action type="submit" className="button button-primary" disabled={reset.isPending}>
             Set password and sign in
           </button>
         </form>

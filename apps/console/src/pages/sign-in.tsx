@@ -51,7 +51,7 @@ export function SignInPage() {
           error={errors.password?.message}
           {...form.register('password')}
         />
-        <button type="submit" className="button button-primary" disabled={signIn.isPending}>
+        <button data-primary-action type="submit" className="button button-primary" disabled={signIn.isPending}>
           Sign in
         </button>
       </form>

@@ -83,7 +83,7 @@ export function SignUpForm({ invitation }: { invitation?: string }) {
           {...form.register('account_name')}
         />
       )}
-      <button type="submit" className="button button-primary" disabled={signUp.isPending}>
+      <button data-primary-action type="submit" className="button button-primary" disabled={signUp.isPending}>
         {invitation ? 'Create account and join' : 'Create account'}
       </button>
     </form>

@@ -87,15 +87,15 @@ export function WebhookEndpointPage({ id }: { id: string }) {
               <tbody>
                 {deliveries.data.data.map((delivery) => (
                   <tr key={delivery.id}>
-                    <td>
+                    <td data-label="Event">
                       <span className="mono">{delivery.event_type}</span>
                       <div className="muted mono">{delivery.event_id}</div>
                     </td>
-                    <td>
+                    <td data-label="Status">
                       <span className={`badge badge-${delivery.status}`}>{delivery.status}</span>
                     </td>
-                    <td>{formatDateTime(delivery.created_at)}</td>
-                    <td>
+                    <td data-label="Created">{formatDateTime(delivery.created_at)}</td>
+                    <td data-label="Attempts">
                       {delivery.attempts.length === 0 ? (
                         'None yet'
                       ) : (
@@ -110,7 +110,7 @@ export function WebhookEndpointPage({ id }: { id: string }) {
                         </ol>
                       )}
                     </td>
-                    <td>{formatDateTime(delivery.next_attempt_at, '—')}</td>
+                    <td data-label="Next attempt">{formatDateTime(delivery.next_attempt_at, '—')}</td>
                     {manager ? (
                       <td className="actions">
                         <button

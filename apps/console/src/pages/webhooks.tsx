@@ -85,7 +85,7 @@ export function WebhooksPage() {
       <div className="page-header">
         <h1>Webhooks</h1>
         {manager ? (
-          <button type="button" className="button button-primary" onClick={() => setCreating(true)}>
+          <button data-primary-action type="button" className="button button-primary" onClick={() => setCreating(true)}>
             Add endpoint
           </button>
         ) : null}
@@ -127,14 +127,14 @@ export function WebhooksPage() {
             <tbody>
               {endpoints.data.data.map((endpoint) => (
                 <tr key={endpoint.id}>
-                  <td>
+                  <td data-label="URL">
                     <Link href={`/webhooks/${endpoint.id}`} className="mono">
                       {endpoint.url}
                     </Link>
                     {endpoint.description ? <div className="muted">{endpoint.description}</div> : null}
                   </td>
-                  <td>{eventsLabel(endpoint.events)}</td>
-                  <td>
+                  <td data-label="Events">{eventsLabel(endpoint.events)}</td>
+                  <td data-label="Status">
                     <span className={`badge badge-${endpoint.status}`}>
                       {endpoint.status === 'enabled' ? 'Enabled' : 'Disabled'}
                     </span>
