@@ -8,6 +8,10 @@ import { ConsoleLayout } from './layout/console-layout';
 import { AccountPage } from './pages/account';
 import { ApiKeysPage } from './pages/api-keys';
 import { ChannelsPage } from './pages/channels';
+import { ContactPage, ContactsPage } from './pages/contacts';
+import { ConversationPage, ConversationsPage } from './pages/conversations';
+import { EventsPage } from './pages/events';
+import { WorkflowPage, WorkflowsPage } from './pages/workflows';
 import { InvitationPage } from './pages/invitation';
 import { NotFoundPage } from './pages/not-found';
 import { ResetPasswordPage } from './pages/reset-password';
@@ -59,6 +63,13 @@ const PAGES: Record<ConsolePath, (params: Record<string, string>) => ReactNode> 
   '/sign-up': () => <SignUpPage />,
   '/invite/:token': (params) => <InvitationPage token={params.token as string} />,
   '/reset-password/:token': (params) => <ResetPasswordPage token={params.token as string} />,
+  '/conversations': () => <ConversationsPage />,
+  '/conversations/:id': (params) => <ConversationPage id={params.id as string} />,
+  '/contacts': () => <ContactsPage />,
+  '/contacts/:id': (params) => <ContactPage id={params.id as string} />,
+  '/events': () => <EventsPage />,
+  '/workflows': () => <WorkflowsPage />,
+  '/workflows/:id': (params) => <WorkflowPage id={params.id as string} />,
   '/api-keys': () => <ApiKeysPage />,
   '/webhooks': () => <WebhooksPage />,
   '/webhooks/:id': (params) => <WebhookEndpointPage id={params.id as string} />,

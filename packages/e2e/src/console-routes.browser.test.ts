@@ -58,7 +58,7 @@ describe.skipIf(!available)('every console route at 390 and 1280 px', () => {
     await migrateToLatest(database.db);
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
-    const settings = defaultSettings({ consoleDir: CONSOLE_DIR, publicUrl: origin });
+    const settings = defaultSettings({ consoleDir: CONSOLE_DIR, publicUrl: origin, sandboxEnabled: true });
     const app = await buildServer({ database, logger: false, settings });
     await app.listen({ port, host: '127.0.0.1' });
     close = async () => {
@@ -109,11 +109,42 @@ describe.skipIf(!available)('every console route at 390 and 1280 px', () => {
       access_token: 'EAAGm0PX4ZCpsBAK7ZBd2xQ9cZCfW1TnE0ZA4ZBy6ZCZAuhVwQ3XbZB',
       app_secret: '9f8e7d6c5b4a39281706f5e4d3c2b1a0',
     });
+    const inbound = (await api('/sandbox/inbound', {
+      platform: 'whatsapp',
+      from: { phone: '+5511987654321', name: 'Marta Oliveira' },
+      content: 'Hi! Do you still have the Ethiopia Yirgacheffe in 250 g bags?',
+    })) as { id: string; conversation_id: string };
+    await api('/messages', {
+      conversation_id: inbound.conversation_id,
+      content: 'Yes, both are roasted this week: 250 g bags at $16.50. Shall I put two aside?',
+    });
+    const conversation = await (
+      await fetch(`${origin}/v1/conversations/${inbound.conversation_id}`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
+    ).json();
+    const contactId = (conversation as { contact: { id: string } }).contact.id;
+    await api('/orders', {
+      contact_id: contactId,
+      currency: 'USD',
+      items: [{ name: 'Ethiopia Yirgacheffe, 250 g', quantity: 2, unit_amount: 1650 }],
+    });
+    const workflow = await api('/workflows', {
+      name: 'Thank buyers when their order is paid',
+      steps: [
+        { type: 'send_message', content: 'Thank you, {{contact.name}}!' },
+        { type: 'add_tag', tag: 'customer' },
+      ],
+    });
+    await api(`/workflows/${workflow.id}/trigger`, { contact_id: contactId });
     const invitation = await peopleService.createInvitation({ database, session }, 'member');
     const reset = await peopleService.createPasswordReset(ctx, OWNER.email);
     values['/invite/:token'] = { token: invitation.token };
     values['/reset-password/:token'] = { token: reset.token };
     values['/webhooks/:id'] = { id: endpoint.id };
+    values['/conversations/:id'] = { id: inbound.conversation_id };
+    values['/contacts/:id'] = { id: contactId };
+    values['/workflows/:id'] = { id: workflow.id };
   }
 
   const pathOf = (route: string) =>

@@ -349,10 +349,13 @@ describe.skipIf(!available)('the web console in a browser', () => {
 
     const dialog = page.getByRole('dialog', { name: 'Generate key' });
     await dialog.waitFor();
-    expect(
-      await page.evaluate(() => document.activeElement?.closest('[role="dialog"]') != null),
-      'focus is in the dialog',
-    ).toBe(true);
+    // The dialog takes the focus once it has mounted, a moment after it shows.
+    await expect
+      .poll(() => page.evaluate(() => document.activeElement?.closest('[role="dialog"]') != null), {
+        message: 'focus is in the dialog',
+        timeout: 5_000,
+      })
+      .toBe(true);
     await tabTo(page, dialog.getByLabel('Name'));
     await page.keyboard.type('keyboard');
     await page.keyboard.press('Tab');
@@ -438,7 +441,45 @@ describe.skipIf(!available)('the web console in a browser', () => {
     await context.close();
   });
 
-  it('10. the CSP held throughout, and a violation would have been seen', async () => {
+  it('10. shows a conversation made through the API, its event, and answers it from the console', async () => {
+    const made = await api('/sandbox/inbound', state.keyboardKey, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        platform: 'whatsapp',
+        from: { phone: '+819012345678', name: 'Kenji Watanabe' },
+        content: 'Do you ship to Osaka?',
+      }),
+    });
+    expect(made.status).toBe(201);
+    const { conversation_id: conversationId } = (await made.json()) as { conversation_id: string };
+
+    await page.getByRole('link', { name: 'Conversations' }).click();
+    await heading(page, 'Conversations').waitFor();
+    await page.getByRole('link', { name: 'Kenji Watanabe' }).click();
+    await page.waitForURL(url(`/conversations/${conversationId}`));
+    await heading(page, 'Kenji Watanabe').waitFor();
+    await page.getByText('Do you ship to Osaka?').waitFor();
+    await loaded(page);
+    await expectAccessible(page, 'a conversation');
+    await page.getByLabel('Reply').fill('We do: two to three days by Yamato.');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByText('We do: two to three days by Yamato.').waitFor();
+    const messages = (await (await api(`/conversations/${conversationId}/messages`, state.keyboardKey)).json()) as {
+      data: { direction: string; content: string; status: string }[];
+    };
+    expect(messages.data).toContainEqual(
+      expect.objectContaining({ direction: 'outbound', content: 'We do: two to three days by Yamato.' }),
+    );
+
+    await page.getByRole('link', { name: 'Events' }).click();
+    await heading(page, 'Events').waitFor();
+    await page.locator('summary', { hasText: 'message.received' }).first().waitFor();
+    await loaded(page);
+    await expectAccessible(page, 'events');
+  });
+
+  it('11. the CSP held throughout, and a violation would have been seen', async () => {
     expect(problems).toEqual([]);
     // The watch works: an inline script, which the CSP refuses, is reported.
     const probe = await owner.newPage();

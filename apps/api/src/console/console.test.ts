@@ -410,6 +410,52 @@ describeEachDialect('console', (server) => {
     });
   });
 
+  describe("the account's own data", () => {
+    it('members read conversations, messages, contacts, orders, events and workflows; owners answer', async () => {
+      const { client: ownerClient } = await owner('Data');
+      const member = await invited(ownerClient, 'member');
+      const key = (await ownerClient.mutate('keys.create', { name: 'k', type: 'full_access' })).data.key;
+      const inbound = await server().request('POST', '/sandbox/inbound', {
+        key,
+        body: { platform: 'whatsapp', from: { phone: '+14155550100', name: 'Marta Oliveira' }, content: 'Hi there!' },
+      });
+      expect(inbound.status, inbound.text).toBe(201);
+      const id = inbound.body.conversation_id as string;
+
+      const listed = await member.client.query('conversations.list', { query: { status: 'active', search: 'marta' } });
+      expect(listed.data.data.map((c: { id: string }) => c.id)).toEqual([id]);
+      expect((await member.client.query('conversations.retrieve', { params: { id } })).data.id).toBe(id);
+      const contacts = await member.client.query('contacts.list', { query: { search: 'marta' } });
+      expect(contacts.data.total).toBe(1);
+      const contactId = contacts.data.data[0].id as string;
+      expect((await member.client.query('contacts.retrieve', { params: { id: contactId } })).data.id).toBe(contactId);
+      expect((await member.client.query('orders.list', { query: { contact_id: contactId } })).data.data).toEqual([]);
+      expect((await member.client.query('workflows.list', { query: {} })).status).toBe(200);
+
+      const reply = { body: { conversation_id: id, content: 'Hello Marta, how can we help?' } };
+      expect((await member.client.mutate('messages.send', reply)).status).toBe(403);
+      expect(
+        (await member.client.mutate('conversations.update', { params: { id }, body: { status: 'resolved' } })).status,
+      ).toBe(403);
+      const sent = await ownerClient.mutate('messages.send', reply);
+      expect(sent.status, JSON.stringify(sent.error)).toBe(200);
+      expect(sent.data).toMatchObject({ direction: 'outbound', status: 'queued', content: reply.body.content });
+      const messages = await member.client.query('conversations.listMessages', { params: { id }, query: {} });
+      expect(messages.data.data.map((m: { content: string }) => m.content).sort()).toEqual(
+        ['Hello Marta, how can we help?', 'Hi there!'].sort(),
+      );
+      const resolved = await ownerClient.mutate('conversations.update', {
+        params: { id },
+        body: { status: 'resolved' },
+      });
+      expect(resolved.data.status).toBe('resolved');
+      const events = await member.client.query('events.list', { query: {} });
+      expect(events.data.data.map((e: { type: string }) => e.type)).toEqual(
+        expect.arrayContaining(['message.received', 'conversation.resolved']),
+      );
+    });
+  });
+
   describe('every call, by role', () => {
     it('owners and admins run the webhook and channel operations; members only read them; signed out, nothing', async () => {
       const { client: ownerClient, session } = await owner('Roles');
@@ -459,6 +505,7 @@ describeEachDialect('console', (server) => {
         ['webhookEndpoints.update', { params: { id }, body: { status: 'enabled' } }],
         ['webhookEndpoints.delete', { params: { id } }],
         ['webhookEndpoints.retryDelivery', { params: { id, delivery_id: 'whd_nope' } }],
+        ['webhookEndpoints.test', { params: { id } }],
         [
           'channels.create',
           {

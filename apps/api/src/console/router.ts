@@ -57,8 +57,8 @@ const changeOperation = <K extends MutationId>(operationId: K) =>
 
 /**
  * The console's calls (CONTRACT: Console and people), served at /console/trpc to the session of
- * the `convo_session` cookie only: an API key opens none of them. Webhook endpoints and channels
- * are the API's own operations, run for the session's account.
+ * the `convo_session` cookie only: an API key opens none of them. Webhook endpoints, channels and
+ * the account's data are the API's own operations, run for the session's account.
  */
 export const consoleRouter = c.router({
   session: {
@@ -136,6 +136,38 @@ export const consoleRouter = c.router({
     update: changeOperation('webhookEndpoints.update'),
     delete: changeOperation('webhookEndpoints.delete'),
     retryDelivery: changeOperation('webhookEndpoints.retryDelivery'),
+    test: changeOperation('webhookEndpoints.test'),
+  },
+
+  // The account's data, read by any member and answered by owners and admins, through the API's own operations.
+  conversations: {
+    list: readOperation('conversations.list'),
+    retrieve: readOperation('conversations.retrieve'),
+    listMessages: readOperation('conversations.listMessages'),
+    update: changeOperation('conversations.update'),
+  },
+
+  messages: {
+    send: changeOperation('messages.send'),
+  },
+
+  contacts: {
+    list: readOperation('contacts.list'),
+    retrieve: readOperation('contacts.retrieve'),
+  },
+
+  orders: {
+    list: readOperation('orders.list'),
+  },
+
+  events: {
+    list: readOperation('events.list'),
+  },
+
+  workflows: {
+    list: readOperation('workflows.list'),
+    retrieve: readOperation('workflows.retrieve'),
+    listRuns: readOperation('workflows.listRuns'),
   },
 
   channels: {

@@ -16,6 +16,10 @@ export function useSignedIn(): Session {
 }
 
 const NAV = [
+  { href: '/conversations', label: 'Conversations' },
+  { href: '/contacts', label: 'Contacts' },
+  { href: '/events', label: 'Events' },
+  { href: '/workflows', label: 'Workflows' },
   { href: '/api-keys', label: 'API keys' },
   { href: '/webhooks', label: 'Webhooks' },
   { href: '/channels', label: 'Channels' },

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
+import { Pager } from '../components/pager';
 import { useToast } from '../components/toasts';
 import { consoleErrorOf } from '../errors';
 import { formatDateTime } from '../format';
@@ -31,13 +32,35 @@ export function WebhookEndpointPage({ id }: { id: string }) {
       onError: (error) => toast(consoleErrorOf(error).message),
     }),
   );
+  const sendTest = useMutation(
+    trpc.webhookEndpoints.test.mutationOptions({
+      onSuccess: async (delivery) => {
+        toast(delivery.status === 'succeeded' ? 'Test event delivered' : `Test event ${delivery.status}`);
+        await queryClient.invalidateQueries(trpc.webhookEndpoints.listDeliveries.queryFilter());
+      },
+      onError: (error) => toast(consoleErrorOf(error).message),
+    }),
+  );
   const manager = canManage(session);
   return (
     <>
       <p className="breadcrumb">
         <Link href="/webhooks">← Webhooks</Link>
       </p>
-      <h1>Webhook endpoint</h1>
+      <div className="page-header">
+        <h1>Webhook endpoint</h1>
+        {manager ? (
+          <button
+            data-primary-action
+            type="button"
+            className="button button-primary"
+            disabled={sendTest.isPending}
+            onClick={() => sendTest.mutate({ params: { id } })}
+          >
+            Send test event
+          </button>
+        ) : null}
+      </div>
       {endpoint.isPending ? (
         <p role="status">Loading…</p>
       ) : endpoint.isError ? (
@@ -129,27 +152,15 @@ export function WebhookEndpointPage({ id }: { id: string }) {
               </tbody>
             </table>
           </div>
-          <nav className="pager" aria-label="Deliveries pages">
-            <button
-              type="button"
-              className="button button-small"
-              disabled={offset === 0}
-              onClick={() => setOffset(Math.max(0, offset - PAGE_SIZE))}
-            >
-              Newer
-            </button>
-            <span>
-              {offset + 1}–{offset + deliveries.data.data.length} of {deliveries.data.total}
-            </span>
-            <button
-              type="button"
-              className="button button-small"
-              disabled={!deliveries.data.has_more}
-              onClick={() => setOffset(offset + PAGE_SIZE)}
-            >
-              Older
-            </button>
-          </nav>
+          <Pager
+            label="Deliveries pages"
+            offset={offset}
+            size={PAGE_SIZE}
+            shown={deliveries.data.data.length}
+            total={deliveries.data.total}
+            hasMore={deliveries.data.has_more}
+            onOffset={setOffset}
+          />
         </>
       )}
     </>

@@ -74,6 +74,8 @@ describe('webhooks page', () => {
       last_four: 'a1b2',
       created_at: at,
       last_used_at: null,
+      revoked_at: null,
+      revoked_by: null,
     };
     const { unmount } = renderConsole('/webhooks', {
       'session.get': () => sessionAs('owner'),
@@ -82,6 +84,14 @@ describe('webhooks page', () => {
     });
     expect((await screen.findByRole('alert')).textContent).toContain('no webhook key');
     unmount();
+    // A revoked webhook key signs nothing: still the warning.
+    const { unmount: unmountRevoked } = renderConsole('/webhooks', {
+      'session.get': () => sessionAs('owner'),
+      'webhookEndpoints.list': () => page([listed]),
+      'keys.list': () => [{ ...webhookKey, revoked_at: at, revoked_by: 'olive@example.com' }],
+    });
+    expect((await screen.findByRole('alert')).textContent).toContain('no webhook key');
+    unmountRevoked();
     renderConsole('/webhooks', {
       'session.get': () => sessionAs('owner'),
       'webhookEndpoints.list': () => page([listed]),

@@ -56,7 +56,7 @@ export function WebhooksPage() {
   const unsigned =
     (endpoints.data?.data.length ?? 0) > 0 &&
     keys.data !== undefined &&
-    !keys.data.some((key) => key.type === 'webhook');
+    !keys.data.some((key) => key.type === 'webhook' && key.revoked_at === null);
   const manager = canManage(session);
   const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<WebhookEndpoint | null>(null);

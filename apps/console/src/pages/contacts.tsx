@@ -1,0 +1,171 @@
+import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link } from 'wouter';
+import { Pager } from '../components/pager';
+import { consoleErrorOf } from '../errors';
+import { formatDateTime, formatMoney } from '../format';
+import { useTRPC } from '../trpc';
+
+const PAGE_SIZE = 20;
+
+/** `/contacts`: search and a tag, as the API filters them, newest first. */
+export function ContactsPage() {
+  const trpc = useTRPC();
+  const [search, setSearch] = useState('');
+  const [tag, setTag] = useState('');
+  const [offset, setOffset] = useState(0);
+  const query = {
+    limit: PAGE_SIZE,
+    offset,
+    ...(search.trim() ? { search: search.trim() } : {}),
+    ...(tag.trim() ? { tag: tag.trim() } : {}),
+  };
+  const contacts = useQuery(trpc.contacts.list.queryOptions({ query }));
+  return (
+    <>
+      <h1>Contacts</h1>
+      <form className="filters" onSubmit={(event) => event.preventDefault()}>
+        <label>
+          Search
+          <input
+            type="search"
+            value={search}
+            placeholder="Name, phone or e-mail"
+            onChange={(event) => {
+              setSearch(event.currentTarget.value);
+              setOffset(0);
+            }}
+          />
+        </label>
+        <label>
+          Tag
+          <input
+            value={tag}
+            onChange={(event) => {
+              setTag(event.currentTarget.value);
+              setOffset(0);
+            }}
+          />
+        </label>
+      </form>
+      {contacts.isPending ? (
+        <p role="status">Loading contacts…</p>
+      ) : contacts.isError ? (
+        <p role="alert">Could not load the contacts: {consoleErrorOf(contacts.error).message}</p>
+      ) : contacts.data.data.length === 0 ? (
+        <p>No contacts match.</p>
+      ) : (
+        <>
+          <div className="table-wrap">
+            <table>
+              <caption className="visually-hidden">Contacts</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Phone</th>
+                  <th scope="col">E-mail</th>
+                  <th scope="col">Tags</th>
+                  <th scope="col">Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                {contacts.data.data.map((contact) => (
+                  <tr key={contact.id}>
+                    <td data-label="Name">
+                      <Link href={`/contacts/${contact.id}`}>{contact.name ?? contact.id}</Link>
+                    </td>
+                    <td data-label="Phone">{contact.phone ?? '—'}</td>
+                    <td data-label="E-mail">{contact.email ?? '—'}</td>
+                    <td data-label="Tags">{contact.tags.join(', ') || '—'}</td>
+                    <td data-label="Created">{formatDateTime(contact.created_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <Pager
+            label="Contact pages"
+            offset={offset}
+            size={PAGE_SIZE}
+            shown={contacts.data.data.length}
+            total={contacts.data.total}
+            hasMore={contacts.data.has_more}
+            onOffset={setOffset}
+          />
+        </>
+      )}
+    </>
+  );
+}
+
+/** `/contacts/:id`: the contact, its tags, attributes and platform identities, and its orders. */
+export function ContactPage({ id }: { id: string }) {
+  const trpc = useTRPC();
+  const contact = useQuery(trpc.contacts.retrieve.queryOptions({ params: { id } }));
+  const orders = useQuery(trpc.orders.list.queryOptions({ query: { contact_id: id, limit: 50 } }));
+  const current = contact.data;
+  return (
+    <>
+      <p className="breadcrumb">
+        <Link href="/contacts">← Contacts</Link>
+      </p>
+      <h1>{current?.name ?? current?.phone ?? 'Contact'}</h1>
+      {contact.isPending ? (
+        <p role="status">Loading…</p>
+      ) : contact.isError ? (
+        <p role="alert">Could not load the contact: {consoleErrorOf(contact.error).message}</p>
+      ) : (
+        <dl className="facts">
+          <dt>Phone</dt>
+          <dd>{contact.data.phone ?? '—'}</dd>
+          <dt>E-mail</dt>
+          <dd>{contact.data.email ?? '—'}</dd>
+          <dt>Tags</dt>
+          <dd>{contact.data.tags.join(', ') || '—'}</dd>
+          {Object.entries(contact.data.attributes).map(([name, value]) => (
+            <div key={name} className="fact">
+              <dt>{name}</dt>
+              <dd>{String(value)}</dd>
+            </div>
+          ))}
+          <dt>Channels</dt>
+          <dd>{contact.data.identities.map((identity) => identity.platform).join(', ') || '—'}</dd>
+          <dt>Created</dt>
+          <dd>{formatDateTime(contact.data.created_at)}</dd>
+        </dl>
+      )}
+      <h2>Orders</h2>
+      {orders.isPending ? (
+        <p role="status">Loading orders…</p>
+      ) : orders.isError ? (
+        <p role="alert">Could not load the orders: {consoleErrorOf(orders.error).message}</p>
+      ) : orders.data.data.length === 0 ? (
+        <p>No orders.</p>
+      ) : (
+        <div className="table-wrap">
+          <table>
+            <caption className="visually-hidden">Orders</caption>
+            <thead>
+              <tr>
+                <th scope="col">Number</th>
+                <th scope="col">Status</th>
+                <th scope="col">Total</th>
+                <th scope="col">Placed</th>
+              </tr>
+            </thead>
+            <tbody>
+              {orders.data.data.map((order) => (
+                <tr key={order.id}>
+                  <td data-label="Number">{order.number}</td>
+                  <td data-label="Status">{order.status}</td>
+                  <td data-label="Total">{formatMoney(order.total_amount, order.currency)}</td>
+                  <td data-label="Placed">{formatDateTime(order.placed_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,274 @@
+import { ConversationStatus, Platform } from '@convo/core';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link } from 'wouter';
+import { Pager } from '../components/pager';
+import { useToast } from '../components/toasts';
+import { consoleErrorOf } from '../errors';
+import { formatDateTime } from '../format';
+import { useSignedIn } from '../layout/console-layout';
+import { canManage } from '../session';
+import { useTRPC } from '../trpc';
+import { PLATFORMS } from './channels';
+
+const PAGE_SIZE = 20;
+
+type Status = ConversationStatus;
+
+const STATUS_LABELS: Record<Status, string> = { active: 'Active', resolved: 'Resolved', archived: 'Archived' };
+
+/** `/conversations`: the account's conversations with the API's filters (status, platform, search), newest first. */
+export function ConversationsPage() {
+  const trpc = useTRPC();
+  const [status, setStatus] = useState<Status | ''>('active');
+  const [platform, setPlatform] = useState<Platform | ''>('');
+  const [search, setSearch] = useState('');
+  const [offset, setOffset] = useState(0);
+  const query = {
+    limit: PAGE_SIZE,
+    offset,
+    ...(status ? { status } : {}),
+    ...(platform ? { platform } : {}),
+    ...(search.trim() ? { search: search.trim() } : {}),
+  };
+  const conversations = useQuery(trpc.conversations.list.queryOptions({ query }));
+  const filtered =
+    <T,>(set: (value: T) => void) =>
+    (value: T) => {
+      set(value);
+      setOffset(0);
+    };
+  return (
+    <>
+      <h1>Conversations</h1>
+      <form className="filters" onSubmit={(event) => event.preventDefault()}>
+        <label>
+          Status
+          <select value={status} onChange={(event) => filtered(setStatus)(event.currentTarget.value as Status | '')}>
+            <option value="">Any</option>
+            {ConversationStatus.options.map((value) => (
+              <option key={value} value={value}>
+                {STATUS_LABELS[value]}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Platform
+          <select
+            value={platform}
+            onChange={(event) => filtered(setPlatform)(event.currentTarget.value as Platform | '')}
+          >
+            <option value="">Any</option>
+            {Platform.options.map((value) => (
+              <option key={value} value={value}>
+                {PLATFORMS[value].label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Search
+          <input
+            type="search"
+            value={search}
+            placeholder="Name, phone or e-mail"
+            onChange={(event) => filtered(setSearch)(event.currentTarget.value)}
+          />
+        </label>
+      </form>
+      {conversations.isPending ? (
+        <p role="status">Loading conversations…</p>
+      ) : conversations.isError ? (
+        <p role="alert">Could not load the conversations: {consoleErrorOf(conversations.error).message}</p>
+      ) : conversations.data.data.length === 0 ? (
+        <p>No conversations match.</p>
+      ) : (
+        <>
+          <div className="table-wrap">
+            <table>
+              <caption className="visually-hidden">Conversations</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Contact</th>
+                  <th scope="col">Platform</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Last message</th>
+                  <th scope="col">Activity</th>
+                </tr>
+              </thead>
+              <tbody>
+                {conversations.data.data.map((conversation) => (
+                  <tr key={conversation.id}>
+                    <td data-label="Contact">
+                      <Link href={`/conversations/${conversation.id}`}>
+                        {conversation.contact.name ?? conversation.contact.phone ?? conversation.contact.id}
+                      </Link>
+                    </td>
+                    <td data-label="Platform">{PLATFORMS[conversation.platform].label}</td>
+                    <td data-label="Status">{STATUS_LABELS[conversation.status]}</td>
+                    <td data-label="Last message" className="truncate">
+                      {conversation.last_message?.content ?? '—'}
+                    </td>
+                    <td data-label="Activity">
+                      {formatDateTime(conversation.last_message?.timestamp ?? conversation.created_at)}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <Pager
+            label="Conversation pages"
+            offset={offset}
+            size={PAGE_SIZE}
+            shown={conversations.data.data.length}
+            total={conversations.data.total}
+            hasMore={conversations.data.has_more}
+            onOffset={setOffset}
+          />
+        </>
+      )}
+    </>
+  );
+}
+
+/** `/conversations/:id`: the messages with their delivery status and media, a reply box, resolve and archive. */
+export function ConversationPage({ id }: { id: string }) {
+  const session = useSignedIn();
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const toast = useToast();
+  const manager = canManage(session);
+  const [offset, setOffset] = useState(0);
+  const [reply, setReply] = useState('');
+  const conversation = useQuery(trpc.conversations.retrieve.queryOptions({ params: { id } }));
+  // Read again while open: statuses move (sent, delivered, read) and contacts write back.
+  const messages = useQuery({
+    ...trpc.conversations.listMessages.queryOptions({ params: { id }, query: { limit: PAGE_SIZE, offset } }),
+    refetchInterval: 5_000,
+  });
+  const refresh = () =>
+    Promise.all([
+      queryClient.invalidateQueries(trpc.conversations.listMessages.queryFilter()),
+      queryClient.invalidateQueries(trpc.conversations.retrieve.queryFilter()),
+    ]);
+  const send = useMutation(
+    trpc.messages.send.mutationOptions({
+      onSuccess: async () => {
+        setReply('');
+        await refresh();
+      },
+      onError: (error) => toast(consoleErrorOf(error).message),
+    }),
+  );
+  const update = useMutation(
+    trpc.conversations.update.mutationOptions({
+      onSuccess: async (next) => {
+        toast(`Conversation ${STATUS_LABELS[next.status].toLowerCase()}`);
+        await refresh();
+      },
+      onError: (error) => toast(consoleErrorOf(error).message),
+    }),
+  );
+  const current = conversation.data;
+  return (
+    <>
+      <p className="breadcrumb">
+        <Link href="/conversations">← Conversations</Link>
+      </p>
+      <div className="page-header">
+        <h1>{current ? (current.contact.name ?? current.contact.phone ?? 'Conversation') : 'Conversation'}</h1>
+        {manager && current && current.status !== 'archived' ? (
+          <div className="header-actions">
+            {current.status === 'active' ? (
+              <button
+                type="button"
+                className="button"
+                disabled={update.isPending}
+                onClick={() => update.mutate({ params: { id }, body: { status: 'resolved' } })}
+              >
+                Resolve
+              </button>
+            ) : null}
+            <button
+              type="button"
+              className="button"
+              disabled={update.isPending}
+              onClick={() => update.mutate({ params: { id }, body: { status: 'archived' } })}
+            >
+              Archive
+            </button>
+          </div>
+        ) : null}
+      </div>
+      {conversation.isError ? (
+        <p role="alert">Could not load the conversation: {consoleErrorOf(conversation.error).message}</p>
+      ) : current ? (
+        <dl className="facts">
+          <dt>Platform</dt>
+          <dd>{PLATFORMS[current.platform].label}</dd>
+          <dt>Status</dt>
+          <dd>{STATUS_LABELS[current.status]}</dd>
+          <dt>Contact</dt>
+          <dd>
+            <Link href={`/contacts/${current.contact.id}`}>{current.contact.phone ?? current.contact.id}</Link>
+          </dd>
+        </dl>
+      ) : (
+        <p role="status">Loading…</p>
+      )}
+      <h2>Messages</h2>
+      {messages.isPending ? (
+        <p role="status">Loading messages…</p>
+      ) : messages.isError ? (
+        <p role="alert">Could not load the messages: {consoleErrorOf(messages.error).message}</p>
+      ) : messages.data.data.length === 0 ? (
+        <p>No messages yet.</p>
+      ) : (
+        <>
+          <ol className="messages">
+            {messages.data.data.map((message) => (
+              <li key={message.id} className={`message message-${message.direction}`}>
+                <p className="message-content">{message.content || (message.media ? `(${message.type})` : '')}</p>
+                {message.media ? (
+                  <p className="muted">
+                    {message.type}: {message.media.filename ?? message.media.mime_type}
+                  </p>
+                ) : null}
+                <p className="message-meta">
+                  {formatDateTime(message.created_at)} · {message.direction === 'inbound' ? 'received' : message.status}
+                  {message.error ? ` · ${message.error.message}` : ''}
+                </p>
+              </li>
+            ))}
+          </ol>
+          <Pager
+            label="Message pages"
+            offset={offset}
+            size={PAGE_SIZE}
+            shown={messages.data.data.length}
+            total={messages.data.total}
+            hasMore={messages.data.has_more}
+            onOffset={setOffset}
+          />
+        </>
+      )}
+      {manager && current && current.status !== 'archived' ? (
+        <form
+          className="reply"
+          onSubmit={(event) => {
+            event.preventDefault();
+            if (reply.trim()) send.mutate({ body: { conversation_id: id, content: reply } });
+          }}
+        >
+          <label htmlFor="reply">Reply</label>
+          <textarea id="reply" rows={3} value={reply} onChange={(event) => setReply(event.currentTarget.value)} />
+          <button type="submit" className="button button-primary" disabled={send.isPending || !reply.trim()}>
+            Send
+          </button>
+        </form>
+      ) : null}
+    </>
+  );
+}
