@@ -100,6 +100,9 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
             ),
           }
         : {}),
+      ...(source.CONVO_REQUEST_LOG_DAYS
+        ? { requestLogDays: positiveNumber('CONVO_REQUEST_LOG_DAYS', source.CONVO_REQUEST_LOG_DAYS) }
+        : {}),
       ...(source.CONVO_GRAPH_API_URL
         ? { graphApiUrl: httpUrl('CONVO_GRAPH_API_URL', source.CONVO_GRAPH_API_URL) }
         : {}),

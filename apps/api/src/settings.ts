@@ -43,6 +43,8 @@ export interface Settings {
    * address to the per-address guards.
    */
   trustedProxies: string | false;
+  /** How many days the request log keeps an API request (the console's Logs). */
+  requestLogDays: number;
 }
 
 /** The delivery retry schedule CONTRACT fixes (Events and webhooks). */
@@ -76,5 +78,6 @@ export const defaultSettings = (overrides: Partial<Settings> = {}): Settings => 
   keepAliveTimeoutMs: 72_000,
   idleTimeoutMs: 120_000,
   trustedProxies: false,
+  requestLogDays: 7,
   ...overrides,
 });

@@ -454,6 +454,34 @@ describeEachDialect('console', (server) => {
         expect.arrayContaining(['message.received', 'conversation.resolved']),
       );
     });
+
+    it("lists the account's API requests, a failed one with its error, and finds one by its request id", async () => {
+      const { client: ownerClient } = await owner('Logs');
+      const member = await invited(ownerClient, 'member');
+      const key = (await ownerClient.mutate('keys.create', { name: 'backend', type: 'full_access' })).data.key;
+      await server().request('GET', '/contacts', { key });
+      const refused = await server().request('POST', '/contacts', { key, body: { phone: 'nope' } });
+      expect(refused.status).toBe(400);
+      await server().flushRequestLog();
+
+      const all = await member.client.query('requestLogs.list', {});
+      expect(all.status).toBe(200);
+      expect(all.data.data.map((line: { method: string; status: number }) => [line.method, line.status])).toEqual([
+        ['POST', 400],
+        ['GET', 200],
+      ]);
+      expect(all.data.data[0].key).toMatchObject({ name: 'backend', last_four: key.slice(-4) });
+      const failed = await member.client.query('requestLogs.list', { status_class: 4 });
+      expect(failed.data.total).toBe(1);
+      const requestId = refused.headers.get('x-request-id') as string;
+      const found = await member.client.query('requestLogs.retrieve', { request_id: requestId });
+      expect(JSON.parse(found.data.error_body)).toEqual(refused.body);
+      expect(JSON.parse(found.data.request_body)).toEqual({ phone: 'nope' });
+      expect((await member.client.query('requestLogs.list', { status_class: 3 })).status).toBe(400);
+      // Another account's request ids are not found.
+      const other = await owner('Elsewhere');
+      expect((await other.client.query('requestLogs.retrieve', { request_id: requestId })).status).toBe(404);
+    });
   });
 
   describe('every call, by role', () => {

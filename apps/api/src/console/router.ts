@@ -11,8 +11,10 @@ import {
   SwitchAccountInput,
 } from '@convo/core';
 import type { OperationParsedInput, OperationResult } from '@convo/core';
+import * as z from 'zod';
 import { type KeyRecord, accountsService } from '../services/accounts.js';
 import { type SessionView, peopleService } from '../services/people.js';
+import { requestLogsService } from '../services/request-logs.js';
 import { type MutationId, type QueryId, call, operationInput } from '../trpc/init.js';
 import { type ConsoleContext, c, consoleInput, managerProcedure, memberProcedure, publicProcedure } from './init.js';
 
@@ -38,6 +40,17 @@ const keyView = (key: KeyRecord) => ({
   revoked_at: key.revoked_at,
   revoked_by: key.revoked_by,
 });
+
+/** The request log's filters: a status class, a path prefix, a key, a request id; pages of at most 100. */
+const ListRequestLogsInput = z.strictObject({
+  status_class: z.union([z.literal(2), z.literal(4), z.literal(5)]).optional(),
+  path: z.string().min(1).max(2048).optional(),
+  key_id: z.string().min(1).max(64).optional(),
+  request_id: z.string().min(1).max(128).optional(),
+  limit: z.int().min(1).max(100).default(20),
+  offset: z.int().min(0).max(1_000_000).default(0),
+});
+const RequestIdInput = z.strictObject({ request_id: z.string().min(1).max(128) });
 
 const publicUrlOf = (ctx: ConsoleContext, path: string) => `${ctx.settings.publicUrl.replace(/\/+$/, '')}${path}`;
 
@@ -180,6 +193,25 @@ export const consoleRouter = c.router({
 
   account: {
     get: memberProcedure.query(({ ctx }) => ctx.session.account),
+  },
+
+  /** The account's API requests of the last days (CONVO_REQUEST_LOG_DAYS), newest first; any member reads them. */
+  requestLogs: {
+    list: memberProcedure.input(consoleInput(ListRequestLogsInput)).query(({ ctx, input }) =>
+      requestLogsService.list(ctx.service, {
+        filter: {
+          statusClass: input.status_class,
+          path: input.path,
+          keyId: input.key_id,
+          requestId: input.request_id,
+        },
+        limit: input.limit,
+        offset: input.offset,
+      }),
+    ),
+    retrieve: memberProcedure
+      .input(consoleInput(RequestIdInput))
+      .query(({ ctx, input }) => requestLogsService.retrieve(ctx.service, input.request_id)),
   },
 
   members: {

@@ -19,6 +19,7 @@ import * as eventPositions from './migrations/2026_11_26_0016_event_positions.js
 import * as workflowTriggers from './migrations/2026_11_26_0017_workflow_triggers.js';
 import * as contactTagCounts from './migrations/2026_11_28_0018_contact_tag_counts.js';
 import * as keyRevokedBy from './migrations/2026_11_29_0019_key_revoked_by.js';
+import * as requestLogs from './migrations/2026_11_29_0020_request_logs.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_26_0017_workflow_triggers': workflowTriggers,
   '2026_11_28_0018_contact_tag_counts': contactTagCounts,
   '2026_11_29_0019_key_revoked_by': keyRevokedBy,
+  '2026_11_29_0020_request_logs': requestLogs,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

@@ -262,6 +262,21 @@ export interface ContactIdentityTable {
   created_at: string;
 }
 
+export interface RequestLogTable {
+  account_id: string;
+  id: string;
+  request_id: string;
+  key_id: string | null;
+  method: string;
+  path: string;
+  query: string | null;
+  status: number;
+  duration_ms: number;
+  request_body: string | null;
+  error_body: string | null;
+  created_at: string;
+}
+
 export interface Database {
   accounts: AccountTable;
   api_keys: ApiKeyTable;
@@ -289,6 +304,7 @@ export interface Database {
   sessions: SessionTable;
   invitations: InvitationTable;
   password_resets: PasswordResetTable;
+  request_logs: RequestLogTable;
 }
 
 export type Role = 'owner' | 'admin' | 'member';

@@ -25,6 +25,7 @@ import { type AppRouter, appRouter } from '../trpc/router.js';
 import { validatePart } from '../validation.js';
 import { docsPlugin } from './docs-page.js';
 import { installDrain } from './drain.js';
+import { installRequestLog } from './request-log.js';
 import { metaHooks, registerOperationRoutes } from './routes.js';
 
 export interface ServerOptions {
@@ -168,6 +169,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   installDrain(app);
+  installRequestLog(app, database);
   app.addHook('onRequest', admit);
   app.addHook('onSend', (request, reply, payload, done) => {
     // Whatever of a body is still unread when the answer goes (a refusal before reading, a body
@@ -258,7 +260,9 @@ function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError
     const path = (request.params as { path?: string } | undefined)?.path;
     return reply.send({ error: trpcErrorShape(error, path) });
   }
-  return reply.send(toErrorBody(error));
+  const body = toErrorBody(error);
+  request.answeredError = body;
+  return reply.send(body);
 }
 
 /**

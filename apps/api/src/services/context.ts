@@ -18,7 +18,7 @@ export type UnscopedContext = Pick<ServiceContext, 'database'>;
 export type AccountContext = Pick<ServiceContext, 'database' | 'accountId'>;
 
 /** Reads scoped to the context's account (inside its transaction, if it has one). */
-export const scopeOf = (ctx: ServiceContext): TenantScope =>
+export const scopeOf = (ctx: AccountContext): TenantScope =>
   new TenantScope(ctx.database.db, ctx.accountId, ctx.database.capabilities);
 
 /**

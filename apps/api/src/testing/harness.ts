@@ -66,6 +66,8 @@ export interface TestServer {
    * `vi.useFakeTimers({ toFake: ['Date'] })` a test moves the clock and drains instead of sleeping.
    */
   drainJobs(): Promise<number>;
+  /** Writes the request log's pending lines now (the server writes them in batches, within a second). */
+  flushRequestLog(): Promise<void>;
   /**
    * Runs jobs until `check` returns something other than undefined or false, and returns it: drains
    * the queue, and when nothing is due moves the stopped clock (`vi.useFakeTimers({ toFake: ['Date'] })`)
@@ -165,6 +167,7 @@ export async function startTestServer(
     database,
     settings,
     routes: app.routeTable,
+    flushRequestLog: () => app.requestLog.flush(),
     async startWorker(options = {}) {
       const worker = new Worker({
         database,

@@ -1,0 +1,65 @@
+import { type Insertable, type Selectable, sql } from 'kysely';
+import type { RequestLogTable } from '../db/schema.js';
+import { type Executor, type TenantScope, insertRows, withTotal } from './tenant.js';
+
+export type RequestLogRow = Selectable<RequestLogTable>;
+
+/** What the console's log filters by; every field narrows. */
+export interface RequestLogFilter {
+  /** 2, 4 or 5: the status class. */
+  statusClass?: 2 | 4 | 5 | undefined;
+  /** A path prefix (`/v1/contacts`). */
+  path?: string | undefined;
+  keyId?: string | undefined;
+  requestId?: string | undefined;
+}
+
+const filtered = (scope: TenantScope, filter: RequestLogFilter) => {
+  let query = scope.selectFrom('request_logs');
+  if (filter.statusClass)
+    query = query
+      .where('request_logs.status', '>=', filter.statusClass * 100)
+      .where('request_logs.status', '<', filter.statusClass * 100 + 100);
+  // A prefix compared as text, the same on both databases (LIKE would need an escape clause on SQLite).
+  if (filter.path) query = query.where(sql`substr(request_logs.path, 1, ${filter.path.length})`, '=', filter.path);
+  if (filter.keyId) query = query.where('request_logs.key_id', '=', filter.keyId);
+  if (filter.requestId) query = query.where('request_logs.request_id', '=', filter.requestId);
+  return query;
+};
+
+/** The columns a log line shows, with the key's name and redacted form when the key still exists. */
+const withKey = (query: ReturnType<typeof filtered>) =>
+  query
+    .leftJoin('api_keys', (join) =>
+      join
+        .onRef('api_keys.account_id', '=', 'request_logs.account_id')
+        .onRef('api_keys.id', '=', 'request_logs.key_id'),
+    )
+    .selectAll('request_logs')
+    .select(['api_keys.name as key_name', 'api_keys.redacted as key_redacted']);
+
+export const requestLogsRepository = {
+  /** Rows of many accounts at once: the writer's batch. */
+  insertMany: (db: Executor, rows: readonly Insertable<RequestLogTable>[]) => insertRows(db, 'request_logs', rows),
+
+  /** Newest first, ties by id descending. */
+  async list(scope: TenantScope, filter: RequestLogFilter, page: { limit: number; offset: number }) {
+    const base = filtered(scope, filter);
+    const rows = withKey(base)
+      .orderBy('request_logs.created_at', 'desc')
+      .orderBy('request_logs.id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
+    return withTotal(rows, base);
+  },
+
+  /** The newest line of a request id (a client may send one twice). */
+  findByRequestId: (scope: TenantScope, requestId: string) =>
+    withKey(filtered(scope, { requestId }))
+      .orderBy('request_logs.created_at', 'desc')
+      .orderBy('request_logs.id', 'desc')
+      .executeTakeFirst(),
+
+  prune: (db: Executor, before: string) => db.deleteFrom('request_logs').where('created_at', '<', before).execute(),
+};
