@@ -11,6 +11,7 @@ import { ChannelsPage } from './pages/channels';
 import { ContactPage, ContactsPage } from './pages/contacts';
 import { ConversationPage, ConversationsPage } from './pages/conversations';
 import { EventsPage } from './pages/events';
+import { LogPage, LogsPage } from './pages/logs';
 import { WorkflowPage, WorkflowsPage } from './pages/workflows';
 import { InvitationPage } from './pages/invitation';
 import { NotFoundPage } from './pages/not-found';
@@ -70,6 +71,8 @@ const PAGES: Record<ConsolePath, (params: Record<string, string>) => ReactNode> 
   '/events': () => <EventsPage />,
   '/workflows': () => <WorkflowsPage />,
   '/workflows/:id': (params) => <WorkflowPage id={params.id as string} />,
+  '/logs': () => <LogsPage />,
+  '/logs/:request_id': (params) => <LogPage requestId={params.request_id as string} />,
   '/api-keys': () => <ApiKeysPage />,
   '/webhooks': () => <WebhooksPage />,
   '/webhooks/:id': (params) => <WebhookEndpointPage id={params.id as string} />,

@@ -15,6 +15,8 @@ export const CONSOLE_ROUTES = [
   { path: '/events', signedIn: true },
   { path: '/workflows', signedIn: true },
   { path: '/workflows/:id', signedIn: true },
+  { path: '/logs', signedIn: true },
+  { path: '/logs/:request_id', signedIn: true },
   { path: '/api-keys', signedIn: true },
   { path: '/webhooks', signedIn: true },
   { path: '/webhooks/:id', signedIn: true },

@@ -47,6 +47,7 @@ describe.skipIf(!available)('every console route at 390 and 1280 px', () => {
   let database: DatabaseHandle;
   let close: () => Promise<void>;
   let sessionToken: string;
+  let flushRequestLog: () => Promise<void>;
   /** A value for each path parameter, by route. */
   const values: Record<string, Record<string, string>> = {};
 
@@ -61,6 +62,7 @@ describe.skipIf(!available)('every console route at 390 and 1280 px', () => {
     const settings = defaultSettings({ consoleDir: CONSOLE_DIR, publicUrl: origin, sandboxEnabled: true });
     const app = await buildServer({ database, logger: false, settings });
     await app.listen({ port, host: '127.0.0.1' });
+    flushRequestLog = () => app.requestLog.flush();
     close = async () => {
       await app.close();
       await database.destroy();
@@ -141,6 +143,14 @@ describe.skipIf(!available)('every console route at 390 and 1280 px', () => {
     const reset = await peopleService.createPasswordReset(ctx, OWNER.email);
     values['/invite/:token'] = { token: invitation.token };
     values['/reset-password/:token'] = { token: reset.token };
+    const refused = await fetch(`${origin}/v1/contacts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ phone: 'not a phone' }),
+    });
+    expect(refused.status).toBe(400);
+    await flushRequestLog();
+    values['/logs/:request_id'] = { request_id: refused.headers.get('x-request-id') as string };
     values['/webhooks/:id'] = { id: endpoint.id };
     values['/conversations/:id'] = { id: inbound.conversation_id };
     values['/contacts/:id'] = { id: contactId };

@@ -477,6 +477,22 @@ describe.skipIf(!available)('the web console in a browser', () => {
     await page.locator('summary', { hasText: 'message.received' }).first().waitFor();
     await loaded(page);
     await expectAccessible(page, 'events');
+
+    // The call is in the request log, and a failed one opens from its request id with its error.
+    const refused = await api('/contacts', state.keyboardKey, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ phone: 'not a phone' }),
+    });
+    expect(refused.status).toBe(400);
+    await page.getByRole('link', { name: 'Logs' }).click();
+    await heading(page, 'Logs').waitFor();
+    await page.getByRole('link', { name: 'POST /v1/sandbox/inbound' }).waitFor();
+    await expectAccessible(page, 'logs');
+    const requestId = refused.headers.get('x-request-id') as string;
+    await page.goto(url(`/logs/${requestId}`));
+    await heading(page, `Request ${requestId}`).waitFor();
+    await page.getByText('"field": "phone"').waitFor();
   });
 
   it('11. the CSP held throughout, and a violation would have been seen', async () => {

@@ -455,6 +455,24 @@ describeEachDialect('console', (server) => {
       );
     });
 
+    it('shows the deliveries an event caused, with their attempts', async () => {
+      const { client: ownerClient } = await owner('Deliveries');
+      const endpoint = await ownerClient.mutate('webhookEndpoints.create', {
+        body: { url: 'http://127.0.0.1:9/hook', events: ['contact.created'] },
+      });
+      expect(endpoint.status, JSON.stringify(endpoint.error)).toBe(200);
+      const key = (await ownerClient.mutate('keys.create', { name: 'k', type: 'full_access' })).data.key;
+      expect((await server().request('POST', '/contacts', { key, body: { phone: '+14155550123' } })).status).toBe(201);
+      const events = await ownerClient.query('events.list', { query: { type: 'contact.created' } });
+      const eventId = events.data.data[0].id as string;
+      const deliveries = await ownerClient.query('events.deliveries', { event_id: eventId });
+      expect(deliveries.data).toEqual([
+        expect.objectContaining({ endpoint_id: endpoint.data.id, event_id: eventId, status: 'pending', attempts: [] }),
+      ]);
+      const other = await owner('Not theirs');
+      expect((await other.client.query('events.deliveries', { event_id: eventId })).data).toEqual([]);
+    });
+
     it("lists the account's API requests, a failed one with its error, and finds one by its request id", async () => {
       const { client: ownerClient } = await owner('Logs');
       const member = await invited(ownerClient, 'member');

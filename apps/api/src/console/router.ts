@@ -15,6 +15,7 @@ import * as z from 'zod';
 import { type KeyRecord, accountsService } from '../services/accounts.js';
 import { type SessionView, peopleService } from '../services/people.js';
 import { requestLogsService } from '../services/request-logs.js';
+import { webhookEndpointsService } from '../services/webhooks.js';
 import { type MutationId, type QueryId, call, operationInput } from '../trpc/init.js';
 import { type ConsoleContext, c, consoleInput, managerProcedure, memberProcedure, publicProcedure } from './init.js';
 
@@ -51,6 +52,7 @@ const ListRequestLogsInput = z.strictObject({
   offset: z.int().min(0).max(1_000_000).default(0),
 });
 const RequestIdInput = z.strictObject({ request_id: z.string().min(1).max(128) });
+const EventIdInput = z.strictObject({ event_id: z.string().min(1).max(64) });
 
 const publicUrlOf = (ctx: ConsoleContext, path: string) => `${ctx.settings.publicUrl.replace(/\/+$/, '')}${path}`;
 
@@ -175,6 +177,10 @@ export const consoleRouter = c.router({
 
   events: {
     list: readOperation('events.list'),
+    /** The deliveries an event caused, with their attempts. */
+    deliveries: memberProcedure
+      .input(consoleInput(EventIdInput))
+      .query(({ ctx, input }) => webhookEndpointsService.listEventDeliveries(ctx.service, input.event_id)),
   },
 
   workflows: {

@@ -65,7 +65,8 @@ describeEachDialect('the request log', (server) => {
     await server().request('GET', '/events');
     await server().flushRequestLog();
     expect((await list({ path: '/v1/events' })).total).toBe(1);
-    await requestLogsService.prune({ database: server().database }, 0);
+    // A retention that ends a minute from now takes every line there is.
+    await requestLogsService.prune({ database: server().database }, -1 / 1_440);
     expect((await list({ path: '/v1/events' })).total).toBe(0);
   });
 });

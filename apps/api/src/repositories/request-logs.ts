@@ -45,21 +45,20 @@ export const requestLogsRepository = {
   /** Newest first, ties by id descending. */
   async list(scope: TenantScope, filter: RequestLogFilter, page: { limit: number; offset: number }) {
     const base = filtered(scope, filter);
-    const rows = withKey(base)
-      .orderBy('request_logs.created_at', 'desc')
-      .orderBy('request_logs.id', 'desc')
-      .limit(page.limit)
-      .offset(page.offset)
-      .execute();
+    // Ids are ULIDs: their order is the order the requests were logged in.
+    const rows = withKey(base).orderBy('request_logs.id', 'desc').limit(page.limit).offset(page.offset).execute();
     return withTotal(rows, base);
   },
 
   /** The newest line of a request id (a client may send one twice). */
   findByRequestId: (scope: TenantScope, requestId: string) =>
-    withKey(filtered(scope, { requestId }))
-      .orderBy('request_logs.created_at', 'desc')
-      .orderBy('request_logs.id', 'desc')
-      .executeTakeFirst(),
+    withKey(filtered(scope, { requestId })).orderBy('request_logs.id', 'desc').executeTakeFirst(),
 
-  prune: (db: Executor, before: string) => db.deleteFrom('request_logs').where('created_at', '<', before).execute(),
+  /** Lines logged before the time of `beforeId` (a ULID id), of every account, through the key's index. */
+  prune: (db: Executor, beforeId: string) =>
+    db
+      .deleteFrom('request_logs')
+      .where('account_id', 'in', db.selectFrom('accounts').select('id'))
+      .where('id', '<', beforeId)
+      .execute(),
 };

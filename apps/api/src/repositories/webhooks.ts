@@ -141,6 +141,9 @@ export function updateIfUnchangedStatement(scope: TenantScope, changes: readonly
     .returning('webhook_deliveries.id');
 }
 
+/** More than an event can have deliveries (one per endpoint, and an account has at most 16). */
+const MAX_WEBHOOK_ENDPOINTS_EVER = 100;
+
 export const webhookDeliveriesRepository = {
   insert: (
     scope: TenantScope,
@@ -172,6 +175,17 @@ export const webhookDeliveriesRepository = {
       .execute();
     return withTotal(rows, base);
   },
+
+  /** The deliveries an event caused, one per endpoint it went to, oldest first. */
+  listByEvent: (scope: TenantScope, eventId: string) =>
+    scope
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('webhook_deliveries.event_id', '=', eventId)
+      .orderBy('webhook_deliveries.created_at')
+      .orderBy('webhook_deliveries.id')
+      .limit(MAX_WEBHOOK_ENDPOINTS_EVER)
+      .execute(),
 
   update: (scope: TenantScope, id: string, patch: Updateable<WebhookDeliveryTable>) =>
     scope.updateTable('webhook_deliveries').set(patch).where('webhook_deliveries.id', '=', id).execute(),

@@ -1,4 +1,5 @@
 import type { Insertable } from 'kysely';
+import { encodeTime } from 'ulid';
 import type { RequestLogTable } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { type RequestLogFilter, type RequestLogRow, requestLogsRepository } from '../repositories/request-logs.js';
@@ -42,5 +43,5 @@ export const requestLogsService = {
 
   /** Lines older than `days`, of every account (the worker's prune job). */
   prune: (ctx: UnscopedContext, days: number) =>
-    requestLogsRepository.prune(ctx.database.db, new Date(Date.now() - days * 86_400_000).toISOString()),
+    requestLogsRepository.prune(ctx.database.db, `rl_${encodeTime(Date.now() - days * 86_400_000, 10)}`),
 };

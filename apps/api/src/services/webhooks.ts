@@ -24,7 +24,7 @@ import {
 import { webhookUrlProblem } from '../webhook-addresses.js';
 import { type NewJob, endpointLane, enqueue, enqueueAll } from '../repositories/jobs.js';
 import { newKeyRow } from './accounts.js';
-import { type Change, type ServiceContext, transaction, page, scopeOf } from './context.js';
+import { type AccountContext, type Change, type ServiceContext, transaction, page, scopeOf } from './context.js';
 
 /**
  * An attempt as stored: the public record plus whether it was a manual retry (manual attempts do
@@ -157,6 +157,11 @@ export const webhookEndpointsService = {
     await findEndpointOrThrow(scope, endpointId);
     const { rows, total } = await webhookDeliveriesRepository.list(scope, endpointId, { status: query.status }, query);
     return page(rows.map(toWebhookDelivery), total, query.limit, query.offset);
+  },
+
+  /** The deliveries an event caused and their attempts (the console's event log). */
+  async listEventDeliveries(ctx: AccountContext, eventId: string): Promise<WebhookDelivery[]> {
+    return (await webhookDeliveriesRepository.listByEvent(scopeOf(ctx), eventId)).map(toWebhookDelivery);
   },
 
   /**

@@ -20,6 +20,7 @@ const NAV = [
   { href: '/contacts', label: 'Contacts' },
   { href: '/events', label: 'Events' },
   { href: '/workflows', label: 'Workflows' },
+  { href: '/logs', label: 'Logs' },
   { href: '/api-keys', label: 'API keys' },
   { href: '/webhooks', label: 'Webhooks' },
   { href: '/channels', label: 'Channels' },

@@ -1,6 +1,7 @@
 import { EVENT_TYPES } from '@convo/core';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
+import { Link } from 'wouter';
 import { Pager } from '../components/pager';
 import { consoleErrorOf } from '../errors';
 import { formatDateTime } from '../format';
@@ -9,6 +10,56 @@ import { useTRPC } from '../trpc';
 const PAGE_SIZE = 20;
 
 type EventType = (typeof EVENT_TYPES)[number];
+
+interface ListedEvent {
+  id: string;
+  type: string;
+  created_at: string;
+}
+
+/** An event: its JSON, and once opened the deliveries it caused with their attempts. */
+function EventDetails({ event }: { event: ListedEvent }) {
+  const trpc = useTRPC();
+  const [open, setOpen] = useState(false);
+  const deliveries = useQuery({
+    ...trpc.events.deliveries.queryOptions({ event_id: event.id }),
+    enabled: open,
+  });
+  return (
+    <details onToggle={(toggled) => setOpen(toggled.currentTarget.open)}>
+      <summary>
+        <span className="mono">{event.type}</span> <span className="muted">{event.id}</span>{' '}
+        {formatDateTime(event.created_at)}
+      </summary>
+      <pre className="json">{JSON.stringify(event, null, 2)}</pre>
+      <h3>Deliveries</h3>
+      {!open ? null : deliveries.isPending ? (
+        <p role="status">Loading deliveries…</p>
+      ) : deliveries.isError ? (
+        <p role="alert">Could not load the deliveries: {consoleErrorOf(deliveries.error).message}</p>
+      ) : deliveries.data.length === 0 ? (
+        <p>No endpoint took this event.</p>
+      ) : (
+        <ul className="deliveries">
+          {deliveries.data.map((delivery) => (
+            <li key={delivery.id}>
+              <Link href={`/webhooks/${delivery.endpoint_id}`}>{delivery.endpoint_id}</Link>{' '}
+              <span className={`badge badge-${delivery.status}`}>{delivery.status}</span>
+              <ol>
+                {delivery.attempts.map((attempt) => (
+                  <li key={attempt.at}>
+                    {formatDateTime(attempt.at)}: {attempt.status_code ?? 'no response'} in {attempt.duration_ms} ms
+                    {attempt.error ? ` (${attempt.error})` : ''}
+                  </li>
+                ))}
+              </ol>
+            </li>
+          ))}
+        </ul>
+      )}
+    </details>
+  );
+}
 
 /** `/events`: the account's event log, newest first, by type; each event opens to its JSON as webhooks carry it. */
 export function EventsPage() {
@@ -51,13 +102,7 @@ export function EventsPage() {
           <ul className="event-list">
             {events.data.data.map((event) => (
               <li key={event.id}>
-                <details>
-                  <summary>
-                    <span className="mono">{event.type}</span> <span className="muted">{event.id}</span>{' '}
-                    {formatDateTime(event.created_at)}
-                  </summary>
-                  <pre className="json">{JSON.stringify(event, null, 2)}</pre>
-                </details>
+                <EventDetails event={event} />
               </li>
             ))}
           </ul>

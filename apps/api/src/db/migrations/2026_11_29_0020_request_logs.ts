@@ -24,16 +24,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('request_logs_pk', ['account_id', 'id'])
     .execute();
   await db.schema
-    .createIndex('request_logs_created_idx')
-    .on('request_logs')
-    .columns(['account_id', 'created_at', 'id'])
-    .execute();
-  await db.schema
     .createIndex('request_logs_request_idx')
     .on('request_logs')
     .columns(['account_id', 'request_id'])
     .execute();
-  await db.schema.createIndex('request_logs_prune_idx').on('request_logs').column('created_at').execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
