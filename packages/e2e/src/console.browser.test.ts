@@ -487,9 +487,11 @@ describe.skipIf(!available)('the web console in a browser', () => {
     expect(refused.status).toBe(400);
     await page.getByRole('link', { name: 'Logs' }).click();
     await heading(page, 'Logs').waitFor();
-    await page.getByRole('link', { name: 'POST /v1/sandbox/inbound' }).waitFor();
-    await expectAccessible(page, 'logs');
+    await page.getByRole('link', { name: 'POST /v1/sandbox/inbound' }).waitFor({ timeout: 20_000 });
+    // The page reads the log again every few seconds: the refused call shows up without a reload.
     const requestId = refused.headers.get('x-request-id') as string;
+    await page.locator(`a[href$="/logs/${requestId}"]`).waitFor({ timeout: 20_000 });
+    await expectAccessible(page, 'logs');
     await page.goto(url(`/logs/${requestId}`));
     await heading(page, `Request ${requestId}`).waitFor();
     await page.getByText('"field": "phone"').waitFor();

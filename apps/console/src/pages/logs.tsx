@@ -141,7 +141,13 @@ export function LogsPage() {
 /** `/logs/:request_id`: one request, reachable from any error's request id, with what failed and what was sent. */
 export function LogPage({ requestId }: { requestId: string }) {
   const trpc = useTRPC();
-  const line = useQuery(trpc.requestLogs.retrieve.queryOptions({ request_id: requestId }));
+  // A request of a moment ago may not be written yet (the server writes the log in batches, within a second):
+  // a 404 is asked again a few times before the page says so.
+  const line = useQuery({
+    ...trpc.requestLogs.retrieve.queryOptions({ request_id: requestId }),
+    retry: (failures, error) => failures < 5 && consoleErrorOf(error).httpStatus === 404,
+    retryDelay: 1_000,
+  });
   const pretty = (text: string | null) => {
     if (text === null) return null;
     try {
