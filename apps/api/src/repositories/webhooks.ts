@@ -176,7 +176,11 @@ export const webhookDeliveriesRepository = {
     return withTotal(rows, base);
   },
 
-  /** The deliveries an event caused, one per endpoint it went to, oldest first. */
+  /**
+   * The deliveries an event caused, one per endpoint it went to, oldest first. No index leads to them: one on
+   * (account_id, event_id) took Postgres' plans of the delivery batches off the primary key, and this is read only
+   * when someone opens an event in the console.
+   */
   listByEvent: (scope: TenantScope, eventId: string) =>
     scope
       .selectFrom('webhook_deliveries')
