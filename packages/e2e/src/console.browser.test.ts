@@ -1,5 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +12,7 @@ import {
 } from '@convo/api';
 import { type Browser, type BrowserContext, type Locator, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, axeFindings, chromiumAvailable } from './browser.js';
 import { freePort } from './server.js';
 
 /**
@@ -22,18 +22,12 @@ import { freePort } from './server.js';
  * and the CSP never tripped. The steps run in order and share the server, browser and state.
  */
 
-/** Debian's chromium (`.ci/run` installs it when missing); playwright downloads no browser here. */
-const CHROMIUM = '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI === 'true')
-  throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
-if (!available) console.warn(`skipping the console browser test: no ${CHROMIUM}`);
+const available = chromiumAvailable('the console browser test');
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CONSOLE_DIR = join(ROOT, 'apps/console/dist');
 const SCREENSHOTS = join(ROOT, 'docs/screenshots');
 const VIEWPORT = { width: 1280, height: 800 };
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 const OWNER = { email: 'ada@example.com', password: 'correct horse battery', account: 'Acme Robotics' };
 const MEMBER = { email: 'grace@example.com', password: 'another horse battery' };
@@ -137,28 +131,9 @@ describe.skipIf(!available)('the web console in a browser', () => {
   const api = (path: string, key: string, init: RequestInit = {}) =>
     fetch(`${origin}/v1${path}`, { ...init, headers: { authorization: `Bearer ${key}`, ...init.headers } });
 
-  /**
-   * axe-core on the page as it is, color contrast included (a real layout): serious and critical
-   * findings fail, with their rule and where. The source goes in through page.evaluate, which
-   * the page's CSP (`script-src 'self'`) does not govern; a <script> tag would be refused.
-   */
+  /** axe-core on the page: serious and critical findings fail (browser.ts). */
   async function expectAccessible(on: Page, label: string) {
-    if (!(await on.evaluate(() => 'axe' in window))) await on.evaluate(AXE_SOURCE);
-    const { passed, violations } = await on.evaluate(async () => {
-      const { axe } = window as unknown as {
-        axe: { run: (context: Document) => Promise<{ passes: unknown[]; violations: AxeViolation[] }> };
-      };
-      const results = await axe.run(document);
-      return {
-        passed: results.passes.length,
-        violations: results.violations
-          .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-          .map(
-            (violation) =>
-              `${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
-          ),
-      };
-    });
+    const { passed, violations } = await axeFindings(on);
     expect(passed, `axe ran its rules on ${label}`).toBeGreaterThan(0);
     expect(violations, `axe on ${label}`).toEqual([]);
   }
@@ -516,9 +491,3 @@ describe.skipIf(!available)('the web console in a browser', () => {
     await probe.close();
   });
 });
-
-interface AxeViolation {
-  id: string;
-  impact?: string | null;
-  nodes: { target: string[] }[];
-}
