@@ -33,6 +33,7 @@ export type ConversationList = z.infer<typeof ConversationList>;
 export const ListConversationsQuery = z.strictObject({
   status: ConversationStatus.optional(),
   platform: Platform.optional(),
+  contact_id: Id.optional().meta({ description: "Only this contact's conversations." }),
   search: Search.optional(),
   ...pagination,
 });

@@ -447,6 +447,14 @@ describe.skipIf(!available)('the web console in a browser', () => {
       expect.objectContaining({ direction: 'outbound', content: 'We do: two to three days by Yamato.' }),
     );
 
+    // The contact's page lists its conversations, each a way back to it.
+    await page.getByRole('link', { name: 'Contacts' }).click();
+    await heading(page, 'Contacts').waitFor();
+    await page.getByRole('link', { name: 'Kenji Watanabe' }).click();
+    await heading(page, 'Kenji Watanabe').waitFor();
+    await page.getByRole('table', { name: 'Conversations' }).getByRole('link', { name: 'Kenji Watanabe' }).click();
+    await page.waitForURL(url(`/conversations/${conversationId}`));
+
     await page.getByRole('link', { name: 'Events' }).click();
     await heading(page, 'Events').waitFor();
     await page.locator('summary', { hasText: 'message.received' }).first().waitFor();

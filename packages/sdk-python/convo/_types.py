@@ -823,6 +823,8 @@ class ListConversationsQuery(TypedDict, total=False):
 
     status: ConversationStatus
     platform: Platform
+    contact_id: str
+    """Only this contact's conversations."""
     search: str
     """Case-insensitive substring of the name; when the search holds a digit, also a substring of the phone number's digits."""
     limit: int

@@ -373,6 +373,31 @@ describeEachDialect('conversations', (server) => {
       expect(combined.total).toBe(combined.data.length);
     });
 
+    it("filters by contact: its conversations only; an unknown or another account's contact selects none", async () => {
+      const key = server().keys.otherFull;
+      const t = token();
+      const contact = await createContact({ name: `Contact ${t}` }, key);
+      const first = await open(contact.id, 'whatsapp', key);
+      await setStatus(first.id, 'archived', key);
+      const second = await open(contact.id, 'whatsapp', key);
+      const third = await open(contact.id, 'instagram', key);
+      await openWith(`Contact ${t} other`, 'whatsapp', key);
+
+      const all = await list({ contact_id: contact.id }, key);
+      expect(ids(all)).toEqual([third.id, second.id, first.id]);
+      expect(all.total).toBe(3);
+      expect(ids(await list({ contact_id: contact.id, status: 'active' }, key))).toEqual([third.id, second.id]);
+      expect(ids(await list({ contact_id: contact.id, platform: 'instagram' }, key))).toEqual([third.id]);
+      expect(ids(await list({ contact_id: contact.id, search: t }, key))).toEqual([third.id, second.id, first.id]);
+      expect((await list({ contact_id: contact.id, search: `${t}x` }, key)).total).toBe(0);
+      const paged = await list({ contact_id: contact.id, limit: 1, offset: 1 }, key);
+      expect(paged).toMatchObject({ total: 3, has_more: true });
+      expect(ids(paged)).toEqual([second.id]);
+
+      expect((await list({ contact_id: 'ct_unknown' }, key)).total).toBe(0);
+      expect((await list({ contact_id: contact.id })).total).toBe(0);
+    });
+
     it("never shows another account's conversations", async () => {
       const t = token();
       const mine = await openWith(`Tenant ${t}`);

@@ -51,7 +51,7 @@ export async function findConversationOrThrow(scope: TenantScope, id: string): P
 
 export const conversationsService = {
   async list(ctx: ServiceContext, query: z.output<typeof ListConversationsQuery>) {
-    const filter = { ...filtersOf(query), ...foldedSearch(query.search) };
+    const filter = { ...filtersOf(query), contactId: query.contact_id, ...foldedSearch(query.search) };
     const { rows, total } = await conversationsRepository.list(scopeOf(ctx), filter, query);
     return page(rows.map(toConversation), total, query.limit, query.offset);
   },

@@ -5,6 +5,7 @@ import { Pager } from '../components/pager';
 import { consoleErrorOf } from '../errors';
 import { formatDateTime, formatMoney } from '../format';
 import { useTRPC } from '../trpc';
+import { ConversationTable } from './conversations';
 
 const PAGE_SIZE = 20;
 
@@ -98,10 +99,11 @@ export function ContactsPage() {
   );
 }
 
-/** `/contacts/:id`: the contact, its tags, attributes and platform identities, and its orders. */
+/** `/contacts/:id`: the contact, its tags, attributes and platform identities, its conversations and its orders. */
 export function ContactPage({ id }: { id: string }) {
   const trpc = useTRPC();
   const contact = useQuery(trpc.contacts.retrieve.queryOptions({ params: { id } }));
+  const conversations = useQuery(trpc.conversations.list.queryOptions({ query: { contact_id: id, limit: 50 } }));
   const orders = useQuery(trpc.orders.list.queryOptions({ query: { contact_id: id, limit: 50 } }));
   const current = contact.data;
   return (
@@ -133,6 +135,16 @@ export function ContactPage({ id }: { id: string }) {
           <dt>Created</dt>
           <dd>{formatDateTime(contact.data.created_at)}</dd>
         </dl>
+      )}
+      <h2>Conversations</h2>
+      {conversations.isPending ? (
+        <p role="status">Loading conversations…</p>
+      ) : conversations.isError ? (
+        <p role="alert">Could not load the conversations: {consoleErrorOf(conversations.error).message}</p>
+      ) : conversations.data.data.length === 0 ? (
+        <p>No conversations.</p>
+      ) : (
+        <ConversationTable conversations={conversations.data.data} />
       )}
       <h2>Orders</h2>
       {orders.isPending ? (

@@ -1,4 +1,4 @@
-import { ConversationStatus, Platform } from '@convo/core';
+import { type Conversation, ConversationStatus, Platform } from '@convo/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
@@ -85,39 +85,7 @@ export function ConversationsPage() {
         <p>No conversations match.</p>
       ) : (
         <>
-          <div className="table-wrap">
-            <table>
-              <caption className="visually-hidden">Conversations</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Contact</th>
-                  <th scope="col">Platform</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Last message</th>
-                  <th scope="col">Activity</th>
-                </tr>
-              </thead>
-              <tbody>
-                {conversations.data.data.map((conversation) => (
-                  <tr key={conversation.id}>
-                    <td data-label="Contact">
-                      <Link href={`/conversations/${conversation.id}`}>
-                        {conversation.contact.name ?? conversation.contact.phone ?? conversation.contact.id}
-                      </Link>
-                    </td>
-                    <td data-label="Platform">{PLATFORMS[conversation.platform].label}</td>
-                    <td data-label="Status">{STATUS_LABELS[conversation.status]}</td>
-                    <td data-label="Last message" className="truncate">
-                      {conversation.last_message?.content ?? '—'}
-                    </td>
-                    <td data-label="Activity">
-                      {formatDateTime(conversation.last_message?.timestamp ?? conversation.created_at)}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <ConversationTable conversations={conversations.data.data} />
           <Pager
             label="Conversation pages"
             offset={offset}
@@ -130,6 +98,45 @@ export function ConversationsPage() {
         </>
       )}
     </>
+  );
+}
+
+/** Conversations as a table (cards on a phone): each links to its page. */
+export function ConversationTable({ conversations }: { conversations: Conversation[] }) {
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption className="visually-hidden">Conversations</caption>
+        <thead>
+          <tr>
+            <th scope="col">Contact</th>
+            <th scope="col">Platform</th>
+            <th scope="col">Status</th>
+            <th scope="col">Last message</th>
+            <th scope="col">Activity</th>
+          </tr>
+        </thead>
+        <tbody>
+          {conversations.map((conversation) => (
+            <tr key={conversation.id}>
+              <td data-label="Contact">
+                <Link href={`/conversations/${conversation.id}`}>
+                  {conversation.contact.name ?? conversation.contact.phone ?? conversation.contact.id}
+                </Link>
+              </td>
+              <td data-label="Platform">{PLATFORMS[conversation.platform].label}</td>
+              <td data-label="Status">{STATUS_LABELS[conversation.status]}</td>
+              <td data-label="Last message" className="truncate">
+                {conversation.last_message?.content ?? '—'}
+              </td>
+              <td data-label="Activity">
+                {formatDateTime(conversation.last_message?.timestamp ?? conversation.created_at)}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 

@@ -1489,6 +1489,8 @@ export interface operations {
                 /** @example active */
                 status?: components["schemas"]["ConversationStatus"];
                 platform?: components["schemas"]["Platform"];
+                /** @description Only this contact's conversations. */
+                contact_id?: string;
                 /** @description Case-insensitive substring of the name; when the search holds a digit, also a substring of the phone number's digits. */
                 search?: string;
                 /**

@@ -11,8 +11,10 @@ export const FILTER_COLUMNS = ['status', 'platform'] as const satisfies readonly
   keyof ConversationCountTable)[];
 export type FilterColumn = (typeof FILTER_COLUMNS)[number];
 
-/** What a conversation list selects: the declared filters, and a search of the contacts. */
+/** What a conversation list selects: the declared filters, one contact's conversations, and a search of the contacts. */
 export type ConversationFilter = { [K in FilterColumn]?: ConversationTable[K] | undefined } & {
+  /** Only this contact's conversations (the contact plan). */
+  contactId?: string | undefined;
   /** Lower-cased search text. */
   search?: string | undefined;
   /** Digits of the search, when it holds any. */

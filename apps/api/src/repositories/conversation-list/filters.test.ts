@@ -68,32 +68,41 @@ describeEachDialect('conversation list filters', (server) => {
         ? 1
         : -1;
 
-  const searches: { search: string | undefined; plan: ListPlan; contacts?: number }[] = [
+  // A Pellum contact: six conversations, over every status and platform.
+  const pellum = contacts[FEW_CONTACTS + 30]?.id as string;
+  const searches: { search: string | undefined; contactId?: string; plan: ListPlan; contacts?: number }[] = [
     { search: undefined, plan: 'counters' },
     { search: 'pellum', plan: 'given', contacts: 4 },
     { search: 'jorvak', plan: 'probe', contacts: FEW_CONTACTS + 30 },
+    { search: undefined, contactId: pellum, plan: 'contact' },
+    { search: 'pellum', contactId: pellum, plan: 'contact' },
+    { search: 'jorvak', contactId: pellum, plan: 'contact' },
   ];
 
   for (const column of FILTER_COLUMNS) {
-    for (const { search, plan, contacts: matching } of searches) {
-      it(`applies ${column} in the ${plan} plan`, async () => {
+    for (const { search, contactId, plan, contacts: matching } of searches) {
+      const named = `${plan} plan${contactId ? `, searching ${search ?? 'nothing'}` : ''}`;
+      it(`applies ${column} in the ${named}`, async () => {
         await seed();
         const nameOf = new Map(contacts.map((contact) => [contact.id, contact.name_search ?? '']));
         for (const value of VALUES[column]) {
-          const filter: ConversationFilter = { [column]: value, search };
+          const filter: ConversationFilter = { [column]: value, search, contactId };
           expect(planList(filter, { contacts: matching })).toBe(plan);
           const expected = conversations
             .filter(
-              (row) => row[column] === value && (search === undefined || nameOf.get(row.contact_id)?.includes(search)),
+              (row) =>
+                row[column] === value &&
+                (contactId === undefined || row.contact_id === contactId) &&
+                (search === undefined || nameOf.get(row.contact_id)?.includes(search)),
             )
             .sort(byActivity);
-          for (const offset of [0, 20, expected.length]) {
-            const { rows, total } = await listConversations(scope(), filter, { limit: 20, offset });
+          for (const offset of [0, 1, 20, expected.length]) {
+            const { rows, total } = await listConversations(scope(), filter, { limit: contactId ? 1 : 20, offset });
             expect(total, `${value} at ${offset}`).toBe(expected.length);
             expect(
               rows.map((row) => row.id),
               `${value} at ${offset}`,
-            ).toEqual(expected.slice(offset, offset + 20).map((row) => row.id));
+            ).toEqual(expected.slice(offset, offset + (contactId ? 1 : 20)).map((row) => row.id));
           }
         }
       });

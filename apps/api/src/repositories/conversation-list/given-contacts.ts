@@ -25,7 +25,7 @@ import {
   pageShape,
   rowsWithIdsIn,
 } from './rows.js';
-import type { ConversationWithContact, Page } from './types.js';
+import type { ConversationWithContact, ListResult, Page } from './types.js';
 
 /**
  * A search whose contacts are few, for `search_phone` (≥ 0.7× the expert floor): the contacts are
@@ -110,6 +110,30 @@ const givenPageQuery = preparedByShape(
 /** The number of conversations of a few contacts that the filter selects. */
 export const givenCount = (scope: TenantScope, filter: ConversationFilter, contactIds: string[] | string) =>
   countOf(whereFiltered(conversationsWith(scope, 'contact_id', contactIds), 'conversations', filter));
+
+/**
+ * One contact's conversations (`contact_id`), filtered, from `conversations_contact_idx`: a contact
+ * has few. A search keeps them when the contact matches it and selects none otherwise.
+ */
+export async function contactPage(
+  scope: TenantScope,
+  filter: ConversationFilter,
+  contactId: string,
+  page: Page,
+): Promise<ListResult> {
+  if (filter.search !== undefined) {
+    const terms = conversationSearchTerms(scope.dialect, { ...filter, search: filter.search });
+    const matched = await contactsMatching(scope, terms)
+      .select('contacts.id')
+      .where('contacts.id', '=', contactId)
+      .executeTakeFirst();
+    if (!matched) return { rows: [], total: 0 };
+  }
+  const ids = scope.dialect.boundList([contactId]);
+  const total = await givenCount(scope, filter, ids);
+  if (total <= page.offset) return { rows: [], total };
+  return { rows: await givenPage(scope, filter, ids, page), total };
+}
 
 /** What decides the summary's SQL: its terms' columns and whether each is indexed, and its page's shape. */
 interface SummaryShape {

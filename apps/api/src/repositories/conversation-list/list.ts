@@ -1,7 +1,7 @@
 import type { TenantScope } from '../tenant.js';
 import { countersPage } from './counters-page.js';
 import { type ConversationFilter, isNarrowed } from './filter.js';
-import { givenCount, givenPage, searchContacts } from './given-contacts.js';
+import { contactPage, givenCount, givenPage, searchContacts } from './given-contacts.js';
 import { planList } from './plan.js';
 import { probePage } from './probe.js';
 import { trigramPage } from './trigram.js';
@@ -14,6 +14,7 @@ export async function listConversations(
   page: Page,
 ): Promise<ListResult> {
   const { search } = filter;
+  if (planList(filter) === 'contact') return contactPage(scope, filter, filter.contactId as string, page);
   if (planList(filter) === 'counters' || search === undefined) return countersPage(scope, filter, page);
   const searched = { ...filter, search };
   let trigramDeclined = false;

@@ -15,6 +15,12 @@ describe('planList', () => {
     expect(planList({ status: 'active', platform: 'facebook' })).toBe('counters');
   });
 
+  it("answers one contact's conversations by the contact plan, whatever else it selects", () => {
+    expect(planList({ contactId: 'ct_1' })).toBe('contact');
+    expect(planList({ contactId: 'ct_1', search: 'tin' })).toBe('contact');
+    expect(planList({ contactId: 'ct_1', search: 'tina', status: 'active' }, { contacts: 1 })).toBe('contact');
+  });
+
   it('takes the trigram plan for three characters of a name, with no digits and no filter', () => {
     expect(planList({ search: 'tin' })).toBe('trigram');
     expect(planList({ search: 'müß' })).toBe('trigram');

@@ -3,6 +3,7 @@ import type { Page } from './types.js';
 
 /**
  * The plans that answer a conversation list, one file each:
+ * - `contact`: one contact's conversations, whatever else the list selects;
  * - `counters`: no search; the total from the counters, the page's ids from a status/platform index;
  * - `trigram`: a three-character name search, no filter; the total from the trigram counts, the page
  *   walked along the activity index;
@@ -10,7 +11,7 @@ import type { Page } from './types.js';
  * - `probe`: any other search; the matching contacts' conversations, sorted.
  * `contacts` is not a plan but the step before `given` or `probe`: read the search's contacts.
  */
-export type ListPlan = 'counters' | 'trigram' | 'contacts' | 'given' | 'probe';
+export type ListPlan = 'contact' | 'counters' | 'trigram' | 'contacts' | 'given' | 'probe';
 
 /** What the list found so far: whether the trigram plan found walking too costly, how many contacts match. */
 export type ListFacts = { trigramDeclined?: boolean; contacts?: number };
@@ -35,6 +36,7 @@ export const isTrigramSearch = (filter: ConversationFilter): filter is Conversat
 
 /** Which plan answers `filter` given what was found so far (pure: no database). */
 export function planList(filter: ConversationFilter, facts: ListFacts = {}): ListPlan {
+  if (filter.contactId !== undefined) return 'contact';
   if (!filter.search) return 'counters';
   if (isTrigramSearch(filter) && !facts.trigramDeclined) return 'trigram';
   if (facts.contacts === undefined) return 'contacts';
