@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ipaddr from 'ipaddr.js';
 import { parseDatabaseUrl } from './db/database.js';
@@ -103,6 +103,7 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
       ...(source.CONVO_REQUEST_LOG_DAYS
         ? { requestLogDays: positiveNumber('CONVO_REQUEST_LOG_DAYS', source.CONVO_REQUEST_LOG_DAYS) }
         : {}),
+      ...(source.CONVO_FILES_DIR ? { filesDir: resolve(source.CONVO_FILES_DIR) } : {}),
       ...(source.CONVO_GRAPH_API_URL
         ? { graphApiUrl: httpUrl('CONVO_GRAPH_API_URL', source.CONVO_GRAPH_API_URL) }
         : {}),

@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import { type OperationId, type OperationParsedInput, type OperationResult, endpoints } from '@convo/core';
+import {
+  type EndpointDefinition,
+  type OperationId,
+  type OperationParsedInput,
+  type OperationResult,
+  endpoints,
+} from '@convo/core';
 import { ReferenceGone } from './db/transactions.js';
 import { ApiError, toErrorBody } from './errors.js';
 import type { IdempotencyClaim, StoredResponse } from './repositories/idempotency.js';
@@ -12,6 +18,7 @@ import { contactsService } from './services/contacts.js';
 import { type ServiceContext, transaction } from './services/context.js';
 import { conversationsService } from './services/conversations.js';
 import { eventsService } from './services/events.js';
+import { type StoredUpload, filesService } from './services/files.js';
 import { messagesService } from './services/messages.js';
 import { ordersService } from './services/orders.js';
 import { tagsService } from './services/tags.js';
@@ -44,6 +51,11 @@ export const handlers: Handlers = {
     conversationsService.listMessages(ctx, { id: input.params.id, query: input.query }),
   'messages.send': (ctx, input) => messagesService.send(ctx, input.body),
   'messages.retrieve': (ctx, input) => messagesService.retrieve(ctx, input.params.id),
+  // The route streamed the part into storage first (http/file-routes.ts): the body holds what it stored.
+  'files.create': (ctx, input) => filesService.create(ctx, (input.body as unknown as { file: StoredUpload }).file),
+  'files.retrieve': (ctx, input) => filesService.retrieve(ctx, input.params.id),
+  // The route streams the bytes (http/file-routes.ts); as an operation, it answers the file's record.
+  'files.content': (ctx, input) => filesService.retrieve(ctx, input.params.id),
   'contacts.list': (ctx, input) => contactsService.list(ctx, input.query),
   'contacts.create': (ctx, input) => contactsService.create(ctx, input.body),
   'contacts.retrieve': (ctx, input) => contactsService.retrieve(ctx, input.params.id),
@@ -134,8 +146,20 @@ export async function runOperation(operationId: OperationId, call: OperationCall
   };
   const key = operation.method === 'POST' ? call.idempotencyKey : undefined;
   if (key === undefined) return response(await execute(call.service), false);
-  const claim = { accountId: call.service.accountId, key, requestHash: requestHashOf(operationId, call.input) };
+  const claim = {
+    accountId: call.service.accountId,
+    key,
+    requestHash: requestHashOf(operationId, hashedInput(operation, call.input)),
+  };
   return idempotently(call.service, claim, execute);
+}
+
+/** An upload's input without the id its bytes were stored under, which is new at every request. */
+function hashedInput(operation: EndpointDefinition, input: unknown): unknown {
+  if (!operation.upload) return input;
+  const { body, ...rest } = input as { body: Record<string, { id?: string }> };
+  const { id: _, ...upload } = body[operation.upload.part] ?? {};
+  return { ...rest, body: { [operation.upload.part]: upload } };
 }
 
 /** What makes two requests "the same" for a key: the operation and its whole input. */

@@ -45,6 +45,8 @@ export interface Settings {
   trustedProxies: string | false;
   /** How many days the request log keeps an API request (the console's Logs). */
   requestLogDays: number;
+  /** A folder for new files' bytes (CONVO_FILES_DIR); without it they are kept in the database. */
+  filesDir: string | undefined;
 }
 
 /** The delivery retry schedule CONTRACT fixes (Events and webhooks). */
@@ -79,5 +81,6 @@ export const defaultSettings = (overrides: Partial<Settings> = {}): Settings => 
   idleTimeoutMs: 120_000,
   trustedProxies: false,
   requestLogDays: 7,
+  filesDir: undefined,
   ...overrides,
 });

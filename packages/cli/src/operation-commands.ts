@@ -1,4 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { createWriteStream, openAsBlob, readFileSync } from 'node:fs';
+import { basename, extname } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Convo, OperationId } from '@convo/sdk';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { openClient } from './client.js';
@@ -109,6 +112,12 @@ export function addOperationCommand(
       ).helpGroup('Body options:'),
     );
   }
+  if (spec.upload) {
+    command.argument('<path>', 'the file to upload');
+    command.addOption(new Option('--filename <name>', "the name to keep; by default the path's last part"));
+    command.addOption(new Option('--type <mime-type>', 'its media type; by default guessed from its extension'));
+  }
+  if (spec.download) command.addOption(new Option('--output <path>', 'where to write the bytes; by default stdout'));
   if (spec.list)
     command.addOption(
       new Option('--all', 'page through every record and print JSON Lines').helpGroup('Filters and paging:'),
@@ -116,7 +125,7 @@ export function addOperationCommand(
   addCommonOptions(command);
 
   command.action(async (...args: unknown[]) => {
-    const values = args.slice(0, spec.pathParams.length + positional.length) as string[];
+    const values = args.slice(0, spec.pathParams.length + positional.length + (spec.upload ? 1 : 0)) as string[];
     const options = (args[values.length] ?? {}) as CommonOptions & { all?: boolean; body?: string } & Record<
         string,
         unknown
@@ -140,6 +149,7 @@ export function addOperationCommand(
 
     // The SDK's convention: path parameters, then positional body fields, then the query or body object.
     const callArgs: unknown[] = [...values];
+    if (spec.upload) callArgs.splice(0, callArgs.length, await fileUpload(values[0] as string, options));
     if (spec.query.length > 0) callArgs.push(query);
     if (body !== undefined) callArgs.push(body);
 
@@ -150,6 +160,14 @@ export function addOperationCommand(
     const method = sdkMethod(client, methodPath);
     const result = method(...callArgs);
 
+    if (spec.download) {
+      await writeBytes(
+        await (result as Promise<ReadableStream<Uint8Array>>),
+        options.output as string | undefined,
+        terminal,
+      );
+      return;
+    }
     if (spec.list && options.all) {
       await writeJsonLines(terminal.stdout, result as AsyncIterable<unknown>);
       return;
@@ -162,6 +180,41 @@ export function addOperationCommand(
     });
   });
   return command;
+}
+
+/** Media types of common extensions, for an upload without `--type` (the server's default is octet-stream). */
+const MEDIA_TYPES: Record<string, string> = {
+  pdf: 'application/pdf',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  mp4: 'video/mp4',
+  mp3: 'audio/mpeg',
+  ogg: 'audio/ogg',
+  aac: 'audio/aac',
+  txt: 'text/plain',
+  csv: 'text/csv',
+  json: 'application/json',
+};
+
+/** The file at `path` as the SDK uploads it, read as it is sent. */
+async function fileUpload(path: string, options: Record<string, unknown>) {
+  const filename = (options.filename as string | undefined) ?? basename(path);
+  const type = (options.type as string | undefined) ?? MEDIA_TYPES[extname(path).slice(1).toLowerCase()] ?? '';
+  try {
+    return { file: await openAsBlob(path, { type }), filename };
+  } catch (error) {
+    throw new UsageError(`cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** A download's bytes to `output` (a path) or to stdout. */
+async function writeBytes(bytes: ReadableStream<Uint8Array>, output: string | undefined, terminal: Terminal) {
+  const chunks = Readable.fromWeb(bytes as import('node:stream/web').ReadableStream<Uint8Array>);
+  if (output && output !== '-') await pipeline(chunks, createWriteStream(output));
+  else for await (const chunk of chunks) terminal.stdout.write(chunk);
 }
 
 /** `contacts.tags.add` → `client.contacts.tags.add`, bound to its resource. */

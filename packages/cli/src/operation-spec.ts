@@ -18,6 +18,10 @@ export interface OperationSpec {
   query: FieldSpec[];
   /** Options of the body; undefined when the operation takes no body. */
   body: FieldSpec[] | undefined;
+  /** An upload: the multipart part the file at the command's path goes in (its body has no options). */
+  upload?: string;
+  /** A download: the answer is bytes, written to `--output` or stdout. */
+  download?: boolean;
 }
 
 /**
@@ -93,7 +97,7 @@ export function describeOperations(
 }
 
 export function describeOperation(id: OperationId, definition: EndpointDefinition): OperationSpec {
-  const body = definition.body ? fieldsOf(toJsonSchema(definition.body, 'input')) : undefined;
+  const body = definition.body && !definition.upload ? fieldsOf(toJsonSchema(definition.body, 'input')) : undefined;
   const query = definition.query ? fieldsOf(toJsonSchema(definition.query, 'input')) : [];
   const taken = new Set<string>();
   for (const field of [...query, ...(body ?? [])]) {
@@ -112,6 +116,8 @@ export function describeOperation(id: OperationId, definition: EndpointDefinitio
     list: Boolean(response?.properties?.data && response.properties.has_more),
     query,
     body,
+    ...(definition.upload ? { upload: definition.upload.part } : {}),
+    ...(definition.download ? { download: true } : {}),
   };
 }
 

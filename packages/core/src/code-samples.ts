@@ -1,4 +1,4 @@
-import { type OperationId, endpoints, fillPath } from './endpoints.js';
+import { type EndpointDefinition, type OperationId, endpoints, fillPath } from './endpoints.js';
 import { DEFAULT_ORIGIN } from './quickstart.js';
 import { type RequestExample, operationExamples } from './story.js';
 
@@ -37,6 +37,9 @@ export const CLI_COMMANDS: Record<OperationId, string> = {
   'conversations.listMessages': 'conversations messages',
   'messages.send': 'messages send',
   'messages.retrieve': 'messages get',
+  'files.create': 'files upload',
+  'files.retrieve': 'files get',
+  'files.content': 'files download',
   'contacts.list': 'contacts list',
   'contacts.create': 'contacts create',
   'contacts.retrieve': 'contacts get',
@@ -77,6 +80,9 @@ export const CLI_COMMANDS: Record<OperationId, string> = {
   'channels.delete': 'channels delete',
   'sandbox.inbound': 'sandbox inbound',
 };
+
+/** Where the download samples write a file's bytes. */
+const DOWNLOADED_AS = 'receipt.pdf';
 
 /** Body fields both SDKs and the CLI take as positional arguments after the path's (the CLI's `positionalBody`). */
 const POSITIONAL_BODY: Partial<Record<OperationId, readonly string[]>> = { 'contacts.tags.add': ['tag'] };
@@ -141,7 +147,10 @@ function curl(id: OperationId, request: RequestExample, base: string): string {
   const query = pairs.length > 0 ? `?${pairs.join('&')}` : '';
   const lines = [`curl${method === 'GET' ? '' : ` -X ${method}`} "${base}${fillPath(path, request.params)}${query}"`];
   lines.push('-H "Authorization: Bearer $CONVO_API_KEY"');
-  if (request.body) {
+  const { upload, download } = endpoints[id] as EndpointDefinition;
+  if (upload) lines.push(`-F ${shellWord(`${upload.part}=@${request.body?.[upload.part]}`)}`);
+  else if (download) lines.push(`--output ${shellWord(DOWNLOADED_AS)}`);
+  else if (request.body) {
     lines.push('-H "Content-Type: application/json"');
     lines.push(`-d ${shellWord(JSON.stringify(request.body))}`);
   }
@@ -149,6 +158,29 @@ function curl(id: OperationId, request: RequestExample, base: string): string {
 }
 
 function typescript(id: OperationId, request: RequestExample, base: string): string {
+  const { upload, download } = endpoints[id] as EndpointDefinition;
+  const head = [
+    "import { Convo } from '@convo/sdk';",
+    '',
+    `const convo = new Convo({ baseUrl: '${base}' }); // the key from CONVO_API_KEY`,
+  ];
+  if (upload) {
+    const path = String(request.body?.[upload.part]);
+    return [
+      "import { openAsBlob } from 'node:fs';",
+      ...head,
+      `const result = await convo.${sdkMethodOf(id)}({ ${upload.part}: await openAsBlob(${jsLiteral(path)}), filename: ${jsLiteral(path)} });`,
+      'console.log(result);',
+    ].join('\n');
+  }
+  if (download)
+    return [
+      "import { writeFile } from 'node:fs/promises';",
+      ...head,
+      `await writeFile(${jsLiteral(DOWNLOADED_AS)}, await convo.${sdkMethodOf(id)}(${Object.values(request.params ?? {})
+        .map(jsLiteral)
+        .join(', ')}));`,
+    ].join('\n');
   const { args, body, query } = split(id, request);
   const object = body ?? query;
   const sdkCall = call(`convo.${sdkMethodOf(id)}`, [...args, ...(object ? [object] : [])].map(jsLiteral));
@@ -162,6 +194,23 @@ function typescript(id: OperationId, request: RequestExample, base: string): str
 }
 
 function python(id: OperationId, request: RequestExample, base: string): string {
+  const { upload, download } = endpoints[id] as EndpointDefinition;
+  const head = ['import convo', '', `client = convo.Client(base_url="${base}")  # the key from CONVO_API_KEY`];
+  if (upload)
+    return [
+      ...head,
+      `with open(${JSON.stringify(String(request.body?.[upload.part]))}, "rb") as ${upload.part}:`,
+      `    result = client.${pythonMethodOf(id)}(${upload.part}=${upload.part})`,
+      'print(result)',
+    ].join('\n');
+  if (download)
+    return [
+      ...head,
+      `with open(${JSON.stringify(DOWNLOADED_AS)}, "wb") as out:`,
+      `    out.write(client.${pythonMethodOf(id)}(${Object.values(request.params ?? {})
+        .map((v) => JSON.stringify(v))
+        .join(', ')}))`,
+    ].join('\n');
   const { args, body, query } = split(id, request);
   const keywords = Object.entries(body ?? query ?? {}).map(
     ([key, value]) => `${PYTHON_KEYWORDS.has(key) ? `${key}_` : key}=${pythonLiteral(value)}`,
@@ -182,8 +231,11 @@ function python(id: OperationId, request: RequestExample, base: string): string 
 
 /** Scalars become options; a body with anything else goes whole as `--body` JSON. */
 function cli(id: OperationId, request: RequestExample, base: string): string {
+  const { upload, download } = endpoints[id] as EndpointDefinition;
+  if (upload) return `convo ${CLI_COMMANDS[id]} ${shellWord(String(request.body?.[upload.part]))} --base-url ${base}`;
   const { args, body, query } = split(id, request);
   const words = ['convo', CLI_COMMANDS[id], ...args.map(shellWord)];
+  if (download) words.push(`--output ${shellWord(DOWNLOADED_AS)}`);
   const scalar = (value: unknown) => ['string', 'number', 'boolean'].includes(typeof value);
   for (const [key, value] of Object.entries(query ?? {}))
     words.push(`--${cliOptionOf(key)} ${shellWord(String(value))}`);

@@ -14,6 +14,7 @@ export const ID_PREFIXES = {
   webhookEndpoint: 'whe',
   webhookDelivery: 'whd',
   channel: 'ch',
+  file: 'file',
 } as const;
 export type IdKind = keyof typeof ID_PREFIXES;
 

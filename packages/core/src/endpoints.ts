@@ -28,6 +28,7 @@ import {
   UpdateChannelBody,
 } from './channels.js';
 import { EventList, ListEventsQuery, SandboxInboundBody } from './events.js';
+import { CreateFileBody, File, FileIdParams, MAX_FILE_BYTES } from './files.js';
 import { ListTagsQuery, Tag, TagList, TagParams, UpdateTagBody } from './tags.js';
 import {
   CreateWebhookEndpointBody,
@@ -75,6 +76,13 @@ export interface EndpointDefinition {
   /** Success status; 204 has no body. */
   status: 200 | 201 | 202 | 204;
   response?: z.ZodType;
+  /**
+   * The body is `multipart/form-data` (the one exception to JSON bodies): the part `part`, at most
+   * `maxBytes`, streamed to storage before the operation runs.
+   */
+  upload?: { part: string; maxBytes: number };
+  /** The answer is a file's bytes (with its own Content-Type), not JSON; `response` describes the file. */
+  download?: true;
 }
 
 const endpoint = <const E extends EndpointDefinition>(definition: E): E => definition;
@@ -157,6 +165,39 @@ export const endpoints = {
     params: MessageIdParams,
     status: 200,
     response: Message,
+  }),
+  'files.create': endpoint({
+    method: 'POST',
+    path: '/files',
+    permission: 'write',
+    summary: 'Upload a file',
+    description:
+      "Takes `multipart/form-data` with one part, `file` (at most 100 MiB), and keeps its bytes: send it as a message's media (`media: {file_id}`) or read it back. Inbound media is stored the same way.",
+    body: CreateFileBody,
+    upload: { part: 'file', maxBytes: MAX_FILE_BYTES },
+    status: 201,
+    response: File,
+  }),
+  'files.retrieve': endpoint({
+    method: 'GET',
+    path: '/files/:id',
+    permission: 'read',
+    summary: 'Retrieve a file',
+    params: FileIdParams,
+    status: 200,
+    response: File,
+  }),
+  'files.content': endpoint({
+    method: 'GET',
+    path: '/files/:id/content',
+    permission: 'read',
+    summary: "Download a file's bytes",
+    description:
+      'The bytes with their `Content-Type`, `Content-Length`, `Content-Disposition` (`inline` for images, `attachment` otherwise, with the filename when known) and `ETag` (the SHA-256); `If-None-Match` with that ETag answers 304.',
+    params: FileIdParams,
+    status: 200,
+    response: File,
+    download: true,
   }),
   'contacts.list': endpoint({
     method: 'GET',

@@ -6,6 +6,7 @@ export * from './messages.js';
 export * from './orders.js';
 export * from './tags.js';
 export * from './events.js';
+export * from './files.js';
 export * from './webhooks.js';
 export * from './channels.js';
 export * from './console.js';

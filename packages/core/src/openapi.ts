@@ -185,20 +185,35 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
     if (exclude.has(operationId)) continue;
     const example: OperationExample | undefined = operationExamples[operationId as OperationId];
     const responses: Record<string, unknown> = {
-      [op.status]: op.response
+      [op.status]: op.download
         ? {
             description: op.summary,
-            headers: headersOf(op.status),
-            content: {
-              'application/json': {
-                schema: collector.convert(op.response, 'output'),
-                ...(example ? { example: example.response } : {}),
+            headers: {
+              ...headersOf(op.status),
+              ETag: { description: "The file's SHA-256, quoted.", schema: { type: 'string' } },
+              'Content-Disposition': {
+                description: '`inline` for images, `attachment` otherwise, with the filename when known.',
+                schema: { type: 'string' },
               },
             },
+            content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
           }
-        : { description: `${op.summary}: no content.`, headers: headersOf(op.status) },
+        : op.response
+          ? {
+              description: op.summary,
+              headers: headersOf(op.status),
+              content: {
+                'application/json': {
+                  schema: collector.convert(op.response, 'output'),
+                  ...(example ? { example: example.response } : {}),
+                },
+              },
+            }
+          : { description: `${op.summary}: no content.`, headers: headersOf(op.status) },
     };
     const body = op.body ? collector.convert(op.body, 'input') : undefined;
+    if (op.download)
+      responses[304] = { description: 'Not modified: `If-None-Match` named its ETag.', headers: headersOf(304) };
     const errorStatuses = [
       400,
       401,
@@ -234,9 +249,9 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
         ? {
             requestBody: {
               required: true,
-              content: {
-                'application/json': { schema: body, ...(example ? { example: example.request.body } : {}) },
-              },
+              content: op.upload
+                ? { 'multipart/form-data': { schema: body, encoding: { [op.upload.part]: { contentType: '*/*' } } } }
+                : { 'application/json': { schema: body, ...(example ? { example: example.request.body } : {}) } },
             },
           }
         : {}),

@@ -9,6 +9,7 @@ import type { Conversation } from './conversations.js';
 import type { OperationId } from './endpoints.js';
 import type { ErrorBody } from './errors.js';
 import type { Event } from './events.js';
+import type { File } from './files.js';
 import type { Message } from './messages.js';
 import type { Order } from './orders.js';
 import type { Tag } from './tags.js';
@@ -39,6 +40,7 @@ export const STORY_IDS = {
   orderPlacedDelivery: 'whd_01M7ZM7Q80KHPBQ8Z9DKE91YBT',
   pingDelivery: 'whd_01M80XE2R0HJFMT8J3FXYYMJ24',
   ping: 'evt_01M80K4FW02VHH68J6QEGSR70S',
+  receipt: 'file_01M7Y2K3E0Q8R6S5T4V3W2X1Y0',
 } as const;
 const ID = STORY_IDS;
 
@@ -214,7 +216,18 @@ const tags: Tag[] = [
 ];
 
 /** The story's records as they stand before any example request changes them. */
+/** The receipt Tostado sends Marta for her order. */
+const receipt: File = {
+  id: ID.receipt,
+  filename: 'receipt-1042.pdf',
+  mime_type: 'application/pdf',
+  size: 48213,
+  sha256: '3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b',
+  created_at: '2026-11-21T16:05:00.000Z',
+};
+
 export const story = {
+  files: [receipt],
   channels: [whatsappChannel],
   contacts: [jonas, marta],
   conversations: [martaConversation],
@@ -296,6 +309,10 @@ export const operationExamples: Record<OperationId, OperationExample> = {
     } satisfies Message,
   },
   'messages.retrieve': { request: { params: { id: ID.martaQuestion } }, response: martaQuestion },
+  // The path of a file on the caller's machine: every client sends its bytes as the `file` part.
+  'files.create': { request: { body: { file: 'receipt-1042.pdf' } }, response: receipt },
+  'files.retrieve': { request: { params: { id: ID.receipt } }, response: receipt },
+  'files.content': { request: { params: { id: ID.receipt } }, response: receipt },
   'contacts.list': { request: { query: { tag: 'vip', limit: 20 } }, response: page([marta]) },
   'contacts.create': {
     request: {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
+  File as FileRecord,
   Channel,
   ChannelList,
   Contact,
@@ -172,6 +173,19 @@ describe('the convo CLI against a real server', () => {
     );
     expect(message).toMatchObject({ direction: 'outbound', content: 'Olá Ana!' });
     expect(await operation('messages.retrieve', ['messages', 'get', message.id], Message)).toEqual(message);
+
+    // A file: uploaded from a path (its type from the extension), read back by id, written to --output.
+    const folder = mkdtempSync(join(tmpdir(), 'convo-cli-files-'));
+    const bytes = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 13) % 256));
+    writeFileSync(join(folder, 'recibo 7.pdf'), bytes);
+    const file = await operation('files.create', ['files', 'upload', join(folder, 'recibo 7.pdf')], FileRecord);
+    expect(file).toMatchObject({ filename: 'recibo 7.pdf', mime_type: 'application/pdf', size: bytes.length });
+    expect(await operation('files.retrieve', ['files', 'get', file.id], FileRecord)).toEqual(file);
+    const downloaded = await convo(['files', 'download', file.id, '--output', join(folder, 'back.pdf')]);
+    expect(downloaded, downloaded.stderr).toMatchObject({ code: 0, stdout: '' });
+    expect(readFileSync(join(folder, 'back.pdf')).equals(bytes)).toBe(true);
+    called.add('files.content');
+    rmSync(folder, { recursive: true, force: true });
     expect(
       await operation('conversations.retrieve', ['conversations', 'get', conversation.id], Conversation),
     ).toMatchObject({

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { accountsService, buildServer, defaultSettings, migrateToLatest, openDatabase } from '@convo/api';
-import { STORY_IDS, story } from '@convo/core';
+import { STORY_IDS, operationExamples, story } from '@convo/core';
 import { Convo } from '@convo/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from './server.js';
@@ -27,6 +27,9 @@ interface Operation {
   'x-codeSamples'?: Sample[];
 }
 type StoryKey = keyof typeof STORY_IDS;
+
+/** The bytes of the story's receipt, as the upload samples send and the seeded account holds them. */
+const RECEIPT = Buffer.from('%PDF-1.4\n% Tostado receipt 1042\n');
 
 /**
  * Every request sample of the served OpenAPI document (`x-codeSamples`: curl, the TypeScript SDK, the Python library
@@ -67,6 +70,8 @@ describe('the request samples of /v1/openapi.json', () => {
     };
     // Inside the e2e package, so that the TypeScript samples' `@convo/sdk` resolves as in a project that installed it.
     scratch = mkdtempSync(join(E2E_DIR, '.samples-'));
+    // The file the upload samples send, in the folder every sample runs in.
+    writeFileSync(join(scratch, String(operationExamples['files.create'].request.body?.file)), RECEIPT);
     close = async () => {
       await new Promise((resolve) => proxy.close(resolve));
       await app.close();
@@ -116,19 +121,21 @@ describe('the request samples of /v1/openapi.json', () => {
 
   async function runSample(sample: Sample, source: string, key: string) {
     const env = { PATH: process.env.PATH ?? '', HOME: scratch, CONVO_API_KEY: key };
+    const cwd = scratch;
     if (sample.label === 'curl') {
-      const { stdout } = await run('sh', ['-c', `${source} --silent --show-error --output /dev/null`], { env });
+      const output = source.includes('--output') ? '' : ' --output /dev/null';
+      const { stdout } = await run('sh', ['-c', `${source} --silent --show-error${output}`], { env, cwd });
       return { stdout };
     }
     if (sample.label === 'CLI') {
       const command = source.replace(/^convo /, `"${process.execPath}" "${CLI_BIN}" `);
-      return await run('sh', ['-c', command], { env });
+      return await run('sh', ['-c', command], { env, cwd });
     }
     if (sample.label === 'Python')
-      return await run('python3', ['-c', source], { env: { ...env, PYTHONPATH: PYTHON_SDK } });
+      return await run('python3', ['-c', source], { env: { ...env, PYTHONPATH: PYTHON_SDK }, cwd });
     const file = join(scratch, `${key.slice(-12)}.mjs`);
     writeFileSync(file, source);
-    return await run(process.execPath, [file], { env });
+    return await run(process.execPath, [file], { env, cwd });
   }
 });
 
@@ -180,6 +187,10 @@ async function seedStory(baseUrl: string, apiKey: string): Promise<Partial<Recor
     trigger: JSON.parse(JSON.stringify(workflowRecord.trigger)),
   });
   const workflowRun = await convo.workflows.trigger(workflow.id, { contact_id: marta.id, data: { ...runRecord.data } });
+  const receipt = await convo.files.create({
+    file: new Blob([RECEIPT], { type: story.files[0].mime_type }),
+    filename: story.files[0].filename as string,
+  });
   const deliveries = await convo.webhookEndpoints.deliveries(endpoint.id);
   const delivery = deliveries.data.find((d) => d.event_type === 'order.placed');
   if (!delivery) throw new Error('the order.placed delivery was not made');
@@ -194,6 +205,7 @@ async function seedStory(baseUrl: string, apiKey: string): Promise<Partial<Recor
     thankYouRun: workflowRun.id,
     fulfilmentEndpoint: endpoint.id,
     orderPlacedDelivery: delivery.id,
+    receipt: receipt.id,
   };
 }
 

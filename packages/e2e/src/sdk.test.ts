@@ -231,6 +231,20 @@ describe('the SDK against a real server', () => {
     await expect(convo.channels.del(channel.id)).resolves.toBeUndefined();
     called.add('channels.delete');
 
+    // A file: uploaded from a Blob, read back as a stream, byte for byte.
+    const bytes = new Uint8Array(700_000).map((_, i) => (i * 7) % 256);
+    const file = await convo.files.create({
+      file: new Blob([bytes], { type: 'application/pdf' }),
+      filename: 'recibo.pdf',
+    });
+    expect(file).toMatchObject({ filename: 'recibo.pdf', mime_type: 'application/pdf', size: bytes.length });
+    called.add('files.create');
+    expect(await convo.files.retrieve(file.id)).toEqual(file);
+    called.add('files.retrieve');
+    const read = new Uint8Array(await new Response(await convo.files.content(file.id)).arrayBuffer());
+    expect(Buffer.from(read).equals(Buffer.from(bytes))).toBe(true);
+    called.add('files.content');
+
     await expect(convo.contacts.del(ana.id)).resolves.toBeUndefined();
     called.add('contacts.delete');
     expect((await convo.orders.retrieve(order.id)).contact_id).toBeNull();

@@ -8,7 +8,7 @@ from typing import Callable, Optional, Type
 
 from ._request_sender import RequestSender, RetryEvent
 from ._transport import Transport, UrllibTransport
-from .resources import Channels, Contacts, Conversations, Events, Messages, Orders, Sandbox, Tags, WebhookEndpoints, Workflows
+from .resources import Channels, Contacts, Conversations, Events, Files, Messages, Orders, Sandbox, Tags, WebhookEndpoints, Workflows
 
 DEFAULT_BASE_URL = "http://127.0.0.1:3000/v1"
 
@@ -23,6 +23,7 @@ class Client:
 
     conversations: Conversations
     messages: Messages
+    files: Files
     contacts: Contacts
     tags: Tags
     orders: Orders
@@ -70,6 +71,7 @@ class Client:
         )
         self.conversations = Conversations(self._sender)
         self.messages = Messages(self._sender)
+        self.files = Files(self._sender)
         self.contacts = Contacts(self._sender)
         self.tags = Tags(self._sender)
         self.orders = Orders(self._sender)

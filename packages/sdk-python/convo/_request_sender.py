@@ -5,12 +5,14 @@ timeouts, retries with exponential backoff and jitter (network errors, 429, 5xx;
 from __future__ import annotations
 
 import json
+import mimetypes
+import os
 import random
 import time
 import urllib.parse
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional, TypedDict
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypedDict
 
 from ._errors import ConnectionError, ConvoError, RateLimitedError, ServerError, TimeoutError, error_from_response
 from ._routes import ROUTES
@@ -95,7 +97,11 @@ class RequestSender:
             "User-Agent": self.user_agent,
         }
         data: Optional[bytes] = None
-        if route.method in ("POST", "PATCH"):
+        if route.download:
+            headers["Accept"] = "*/*"
+        if route.upload:
+            headers["Content-Type"], data = encode_multipart(route.upload, body or {})
+        elif route.method in ("POST", "PATCH"):
             headers["Content-Type"] = "application/json"
             data = json.dumps(dict(body or {}), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         if route.method == "POST":
@@ -107,6 +113,8 @@ class RequestSender:
         while True:
             try:
                 response = self.transport.request(route.method, url, headers, data, timeout)
+                if 200 <= response.status < 300 and route.download:
+                    return response.body
                 if 200 <= response.status < 300:
                     return json.loads(response.body) if response.status != 204 and response.body else None
                 error = error_from_response(response.status, parse_json(response.body), response.headers)
@@ -159,6 +167,23 @@ def encode_query(query: Mapping[str, Any]) -> str:
     """Skips None; booleans as `true`/`false` (as the wire and the TypeScript SDK write them)."""
     pairs = [(name, ("true" if value else "false") if isinstance(value, bool) else str(value)) for name, value in query.items() if value is not None]
     return urllib.parse.urlencode(pairs)
+
+
+def encode_multipart(part: str, upload: Mapping[str, Any]) -> Tuple[str, bytes]:
+    """An upload's body as `multipart/form-data` with one part, read whole: (its Content-Type, its bytes).
+    `upload` holds `file` (bytes, or a binary file object) and optionally `filename` and `mime_type`."""
+    file = upload["file"]
+    content = file if isinstance(file, (bytes, bytearray)) else file.read()
+    filename = upload.get("filename") or os.path.basename(str(getattr(file, "name", "") or "")) or "file"
+    mime_type = upload.get("mime_type") or mimetypes.guess_type(filename)[0] or "application/octet-stream"
+    boundary = "convo-" + uuid.uuid4().hex
+    quoted = filename.replace("\\", "\\\\").replace('"', '\\"').replace("\r", " ").replace("\n", " ")
+    head = (
+        f"--{boundary}\r\n"
+        f'Content-Disposition: form-data; name="{part}"; filename="{quoted}"\r\n'
+        f"Content-Type: {mime_type}\r\n\r\n"
+    ).encode("utf-8")
+    return f"multipart/form-data; boundary={boundary}", head + bytes(content) + f"\r\n--{boundary}--\r\n".encode("ascii")
 
 
 def parse_json(body: bytes) -> Any:

@@ -173,6 +173,24 @@ class SendMessageBody(_SendMessageBodyRequired, total=False):
     """Required for `template` (WhatsApp only); not allowed otherwise."""
 
 
+class File(TypedDict):
+    id: str
+    filename: Optional[str]
+    """The name the file was uploaded with; `null` when it had none."""
+    mime_type: str
+    """The media type it was uploaded with (`application/octet-stream` by default)."""
+    size: int
+    """In bytes."""
+    sha256: str
+    """The SHA-256 of its bytes, in hex: also the `ETag` of its content."""
+    created_at: str
+
+
+class CreateFileBody(TypedDict):
+    file: str
+    """The file: at most 100 MiB."""
+
+
 class ContactIdentity(TypedDict):
     platform: Platform
     channel_id: str
@@ -963,6 +981,7 @@ __all__ = [
     "CreateChannelBody",
     "CreateContactBody",
     "CreateConversationBody",
+    "CreateFileBody",
     "CreateOrderBody",
     "CreateOrderBodyItemsItem",
     "CreateWebhookEndpointBody",
@@ -991,6 +1010,7 @@ __all__ = [
     "EventType",
     "EventWorkflowRunFailed",
     "EventWorkflowRunSucceeded",
+    "File",
     "ListChannelsQuery",
     "ListContactsQuery",
     "ListConversationsQuery",

@@ -175,7 +175,9 @@ class Generator:
         for method, path, operation in api_operations(self.document):
             operation_id = operation["operationId"]
             status = min(int(code) for code in operation["responses"] if code.startswith("2"))
-            routes.append((operation_id, method, path, status))
+            upload = next(iter(operation.get("requestBody", {}).get("content", {}).get("multipart/form-data", {}).get("encoding", {})), None)
+            download = "*/*" in operation["responses"][str(status)].get("content", {})
+            routes.append((operation_id, method, path, status, upload, download))
             params = [p for p in operation.get("parameters", []) if p.get("in") == "query"]
             if params:
                 name = query_type_name(operation_id)
@@ -224,23 +226,28 @@ class Generator:
         return "\n".join(lines) + "\n"
 
 
-def render_routes(routes: List[Tuple[str, str, str, int]]) -> str:
+def render_routes(routes: List[Tuple[str, str, str, int, Optional[str], bool]]) -> str:
     lines = [
         HEADER,
-        '"""The method, path (under the base URL, with `{name}` parameters) and success status of every /v1 operation."""',
+        '"""The method, path (under the base URL, with `{name}` parameters) and success status of every /v1 operation;',
+        '`upload` names the multipart part of an upload, `download` marks an answer of bytes."""',
         "",
-        "from typing import Dict, NamedTuple",
+        "from typing import Dict, NamedTuple, Optional",
         "",
         "",
         "class Route(NamedTuple):",
         "    method: str",
         "    path: str",
         "    status: int",
+        "    upload: Optional[str] = None",
+        "    download: bool = False",
         "",
         "",
         "ROUTES: Dict[str, Route] = {",
     ]
-    lines.extend(f'    "{operation_id}": Route("{method}", "{path}", {status}),' for operation_id, method, path, status in routes)
+    for operation_id, method, path, status, upload, download in routes:
+        extra = (f', upload="{upload}"' if upload else "") + (", download=True" if download else "")
+        lines.append(f'    "{operation_id}": Route("{method}", "{path}", {status}{extra}),')
     lines.append("}")
     return "\n".join(lines) + "\n"
 

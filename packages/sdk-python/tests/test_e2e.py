@@ -3,11 +3,14 @@ pagination across pages, every error class, and a webhook delivery verified with
 
 from __future__ import annotations
 
+import hashlib
 import http.server
 import json
+import os
 import queue
 import random
 import socket
+import tempfile
 import threading
 import time
 import unittest
@@ -121,6 +124,22 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(c.channels.update(channel["id"], name="Support line")["name"], "Support line")
         self.assertIn(channel["id"], [x["id"] for x in c.channels.list(platform="whatsapp")])
         self.assertIsNone(c.channels.delete(channel["id"]))
+
+    def test_2_files(self) -> None:
+        c = self.client
+        data = bytes(range(256)) * 1000
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "receipt 1042.pdf")
+            with open(path, "wb") as out:
+                out.write(data)
+            with open(path, "rb") as source:
+                made = c.files.create(file=source)
+        self.assertEqual((made["filename"], made["mime_type"], made["size"]), ("receipt 1042.pdf", "application/pdf", len(data)))
+        self.assertEqual(made["sha256"], hashlib.sha256(data).hexdigest())
+        self.assertEqual(c.files.retrieve(made["id"]), made)
+        self.assertEqual(c.files.content(made["id"]), data)
+        named = c.files.create(file=b"hello", filename="note.txt", mime_type="text/plain")
+        self.assertEqual((named["filename"], named["mime_type"], named["size"]), ("note.txt", "text/plain", 5))
 
     def test_3_pagination_across_pages(self) -> None:
         first = self.client.conversations.list(limit=3)

@@ -5,6 +5,7 @@ import { Conversations } from './resources/conversations.js';
 import { Messages } from './resources/messages.js';
 import { Orders } from './resources/orders.js';
 import { Events } from './resources/events.js';
+import { Files } from './resources/files.js';
 import { Sandbox } from './resources/sandbox.js';
 import { Tags } from './resources/tags.js';
 import { WebhookEndpoints } from './resources/webhook-endpoints.js';
@@ -50,6 +51,7 @@ const envVar = (name: string): string | undefined =>
 export class Convo {
   readonly conversations: Conversations;
   readonly messages: Messages;
+  readonly files: Files;
   readonly contacts: Contacts;
   readonly tags: Tags;
   readonly orders: Orders;
@@ -75,6 +77,7 @@ export class Convo {
     });
     this.conversations = new Conversations(sender);
     this.messages = new Messages(sender);
+    this.files = new Files(sender);
     this.contacts = new Contacts(sender);
     this.tags = new Tags(sender);
     this.orders = new Orders(sender);

@@ -18,6 +18,7 @@ export type { Channels } from './resources/channels.js';
 export type { Contacts, ContactTags } from './resources/contacts.js';
 export type { Conversations } from './resources/conversations.js';
 export type { Messages } from './resources/messages.js';
+export type { FileUpload, Files } from './resources/files.js';
 export type { Orders } from './resources/orders.js';
 export type { Tags } from './resources/tags.js';
 export type { Events } from './resources/events.js';

@@ -75,11 +75,18 @@ export class RequestSender {
       authorization: `Bearer ${this.config.apiKey}`,
       accept: 'application/json',
     };
-    let body: string | undefined;
-    if (operation.method === 'POST' || operation.method === 'PATCH') {
+    let body: string | FormData | undefined;
+    const route = operation as { upload?: string; download?: boolean };
+    if (route.upload) {
+      // fetch writes the multipart Content-Type with its boundary, and reads a Blob again on a retry.
+      const { file, filename } = (parts.body ?? {}) as { file: Blob; filename?: string };
+      body = new FormData();
+      body.append(route.upload, file, filename ?? (file as { name?: string }).name ?? 'file');
+    } else if (operation.method === 'POST' || operation.method === 'PATCH') {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(parts.body ?? {});
     }
+    if (route.download) headers.accept = '*/*';
     if (operation.method === 'POST')
       headers['idempotency-key'] = options.idempotencyKey ?? globalThis.crypto.randomUUID();
 
@@ -91,6 +98,7 @@ export class RequestSender {
         const response = await this.attempt(url, operation.method, headers, body, options);
         if (response.ok) {
           if (response.status === 204) return undefined as OperationResult<K>;
+          if (route.download) return response.body as unknown as OperationResult<K>;
           return (await response.json()) as OperationResult<K>;
         }
         const text = await response.text();
@@ -123,7 +131,7 @@ export class RequestSender {
     url: URL,
     method: string,
     headers: Record<string, string>,
-    body: string | undefined,
+    body: string | FormData | undefined,
     options: RequestOptions,
   ): Promise<Response> {
     const timeoutMs = options.timeoutMs ?? this.config.timeoutMs;

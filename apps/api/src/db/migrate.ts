@@ -20,6 +20,7 @@ import * as workflowTriggers from './migrations/2026_11_26_0017_workflow_trigger
 import * as contactTagCounts from './migrations/2026_11_28_0018_contact_tag_counts.js';
 import * as keyRevokedBy from './migrations/2026_11_29_0019_key_revoked_by.js';
 import * as requestLogs from './migrations/2026_11_29_0020_request_logs.js';
+import * as files from './migrations/2026_11_29_0021_files.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_28_0018_contact_tag_counts': contactTagCounts,
   '2026_11_29_0019_key_revoked_by': keyRevokedBy,
   '2026_11_29_0020_request_logs': requestLogs,
+  '2026_11_29_0021_files': files,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

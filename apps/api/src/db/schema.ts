@@ -277,6 +277,26 @@ export interface RequestLogTable {
   created_at: string;
 }
 
+export interface FileTable {
+  account_id: string;
+  id: string;
+  filename: string | null;
+  mime_type: string;
+  /** A bigint column: Postgres' driver reads it as a string, SQLite's as a number. */
+  size: number | string;
+  sha256: string;
+  store: 'database' | 'filesystem';
+  created_at: string;
+}
+
+/** A file's bytes in the database store, in order of `seq`. */
+export interface FileChunkTable {
+  account_id: string;
+  file_id: string;
+  seq: number;
+  data: Buffer;
+}
+
 export interface Database {
   accounts: AccountTable;
   api_keys: ApiKeyTable;
@@ -305,6 +325,8 @@ export interface Database {
   invitations: InvitationTable;
   password_resets: PasswordResetTable;
   request_logs: RequestLogTable;
+  files: FileTable;
+  file_chunks: FileChunkTable;
 }
 
 export type Role = 'owner' | 'admin' | 'member';

@@ -12,6 +12,7 @@ import { accountsService } from '../services/accounts.js';
 import {
   type RequestOptions,
   TRANSPORTS,
+  transportsOf,
   type TestResponse,
   type Transport,
   describeEachDialect,
@@ -60,83 +61,86 @@ describeEachDialect('authentication and permissions', (server) => {
   });
 
   for (const transport of TRANSPORTS)
-    describe.each(operations)(`%s (${transport})`, (_operationId: OperationId, op) => {
-      const call = (op: EndpointDefinition, options: RequestOptions = {}) => callBy(transport, op, options);
-      it('401 without an Authorization header', async () => {
-        expectExactError(await call(op, { key: null }), 401, 'unauthorized');
-      });
-
-      it('401 with an unknown key', async () => {
-        expectExactError(await call(op, { key: 'wrong' }), 401, 'unauthorized');
-      });
-
-      it('401 with a revoked key', async () => {
-        expectExactError(await call(op, { key: server().keys.revoked }), 401, 'unauthorized');
-      });
-
-      it('401 with another scheme (Basic, Token, none) even around a valid key', async () => {
-        const full = server().keys.full;
-        for (const authorization of [
-          `Basic ${Buffer.from(`${full}:`).toString('base64')}`,
-          `Basic ${full}`,
-          `Token ${full}`,
-          full,
-        ]) {
-          expectExactError(await call(op, { key: null, headers: { authorization } }), 401, 'unauthorized');
-        }
-      });
-
-      it('401 with "Bearer " and an empty key', async () => {
-        for (const authorization of ['Bearer ', 'Bearer', 'Bearer    ']) {
-          expectExactError(await call(op, { key: null, headers: { authorization } }), 401, 'unauthorized');
-        }
-      });
-
-      it('accepts the scheme in any case', async () => {
-        for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
-          const res = await call(op, { key: null, headers: { authorization: `${scheme} ${server().keys.full}` } });
-          expect(res.status, res.text).not.toBe(401);
-          expect(res.status, res.text).not.toBe(500);
-        }
-      });
-
-      it('403 forbidden with a webhook key', async () => {
-        expectExactError(await call(op, { key: server().keys.webhook }), 403, 'forbidden');
-      });
-
-      if (op.permission === 'write') {
-        it('403 forbidden with a read-only key', async () => {
-          expectExactError(await call(op, { key: server().keys.readOnly }), 403, 'forbidden');
+    describe.each(operations.filter(([, op]) => transportsOf(op).includes(transport)))(
+      `%s (${transport})`,
+      (_operationId: OperationId, op) => {
+        const call = (op: EndpointDefinition, options: RequestOptions = {}) => callBy(transport, op, options);
+        it('401 without an Authorization header', async () => {
+          expectExactError(await call(op, { key: null }), 401, 'unauthorized');
         });
-      } else {
-        it('is allowed with a read-only key', async () => {
-          const res = await call(op, { key: server().keys.readOnly });
+
+        it('401 with an unknown key', async () => {
+          expectExactError(await call(op, { key: 'wrong' }), 401, 'unauthorized');
+        });
+
+        it('401 with a revoked key', async () => {
+          expectExactError(await call(op, { key: server().keys.revoked }), 401, 'unauthorized');
+        });
+
+        it('401 with another scheme (Basic, Token, none) even around a valid key', async () => {
+          const full = server().keys.full;
+          for (const authorization of [
+            `Basic ${Buffer.from(`${full}:`).toString('base64')}`,
+            `Basic ${full}`,
+            `Token ${full}`,
+            full,
+          ]) {
+            expectExactError(await call(op, { key: null, headers: { authorization } }), 401, 'unauthorized');
+          }
+        });
+
+        it('401 with "Bearer " and an empty key', async () => {
+          for (const authorization of ['Bearer ', 'Bearer', 'Bearer    ']) {
+            expectExactError(await call(op, { key: null, headers: { authorization } }), 401, 'unauthorized');
+          }
+        });
+
+        it('accepts the scheme in any case', async () => {
+          for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
+            const res = await call(op, { key: null, headers: { authorization: `${scheme} ${server().keys.full}` } });
+            expect(res.status, res.text).not.toBe(401);
+            expect(res.status, res.text).not.toBe(500);
+          }
+        });
+
+        it('403 forbidden with a webhook key', async () => {
+          expectExactError(await call(op, { key: server().keys.webhook }), 403, 'forbidden');
+        });
+
+        if (op.permission === 'write') {
+          it('403 forbidden with a read-only key', async () => {
+            expectExactError(await call(op, { key: server().keys.readOnly }), 403, 'forbidden');
+          });
+        } else {
+          it('is allowed with a read-only key', async () => {
+            const res = await call(op, { key: server().keys.readOnly });
+            expect(res.status, res.text).not.toBe(401);
+            expect(res.status, res.text).not.toBe(403);
+            expect(res.status, res.text).not.toBe(500);
+          });
+        }
+
+        it('is allowed with a full-access key', async () => {
+          const res = await call(op);
           expect(res.status, res.text).not.toBe(401);
           expect(res.status, res.text).not.toBe(403);
           expect(res.status, res.text).not.toBe(500);
         });
-      }
 
-      it('is allowed with a full-access key', async () => {
-        const res = await call(op);
-        expect(res.status, res.text).not.toBe(401);
-        expect(res.status, res.text).not.toBe(403);
-        expect(res.status, res.text).not.toBe(500);
-      });
-
-      it('checks the key before the query: 401 without a key, 403 with a webhook key, 400 with a full key', async () => {
-        const query = { bogus_param: '1' };
-        expectExactError(await call(op, { key: null, query }), 401, 'unauthorized');
-        expectExactError(await call(op, { key: server().keys.webhook, query }), 403, 'forbidden');
-        if (op.permission === 'write')
-          expectExactError(await call(op, { key: server().keys.readOnly, query }), 403, 'forbidden');
-        // Validation (an unknown query parameter, or the empty body's problems, which are checked
-        // first) comes before existence (the fake id).
-        const body = expectExactError(await call(op, { query }), 400, 'bad_request');
-        if (op.body === undefined)
-          expect(body.error.details).toMatchObject({ field: 'bogus_param', constraint: 'unknown' });
-      });
-    });
+        it('checks the key before the query: 401 without a key, 403 with a webhook key, 400 with a full key', async () => {
+          const query = { bogus_param: '1' };
+          expectExactError(await call(op, { key: null, query }), 401, 'unauthorized');
+          expectExactError(await call(op, { key: server().keys.webhook, query }), 403, 'forbidden');
+          if (op.permission === 'write')
+            expectExactError(await call(op, { key: server().keys.readOnly, query }), 403, 'forbidden');
+          // Validation (an unknown query parameter, or the empty body's problems, which are checked
+          // first) comes before existence (the fake id).
+          const body = expectExactError(await call(op, { query }), 400, 'bad_request');
+          if (op.body === undefined)
+            expect(body.error.details).toMatchObject({ field: 'bogus_param', constraint: 'unknown' });
+        });
+      },
+    );
 
   describe('order of checks on bodies', () => {
     const invalidBodies: [string, RequestOptions][] = [
@@ -147,27 +151,30 @@ describeEachDialect('authentication and permissions', (server) => {
     ];
 
     for (const transport of TRANSPORTS)
-      describe.each(withBody)(`%s (${transport})`, (_operationId: OperationId, op) => {
-        const call = (op: EndpointDefinition, options: RequestOptions = {}) => callBy(transport, op, options);
-        it.each(invalidBodies)('without a key, %s is 401 (not 400)', async (_name, options) => {
-          expectExactError(await call(op, { ...options, key: null }), 401, 'unauthorized');
-          expectExactError(await call(op, { ...options, key: 'wrong' }), 401, 'unauthorized');
-        });
-
-        it.each(invalidBodies)('with a webhook key, %s is 403 (not 400)', async (_name, options) => {
-          expectExactError(await call(op, { ...options, key: server().keys.webhook }), 403, 'forbidden');
-        });
-
-        if (op.permission === 'write') {
-          it.each(invalidBodies)('with a read-only key, %s is 403 (not 400)', async (_name, options) => {
-            expectExactError(await call(op, { ...options, key: server().keys.readOnly }), 403, 'forbidden');
+      describe.each(withBody.filter(([, op]) => transportsOf(op).includes(transport)))(
+        `%s (${transport})`,
+        (_operationId: OperationId, op) => {
+          const call = (op: EndpointDefinition, options: RequestOptions = {}) => callBy(transport, op, options);
+          it.each(invalidBodies)('without a key, %s is 401 (not 400)', async (_name, options) => {
+            expectExactError(await call(op, { ...options, key: null }), 401, 'unauthorized');
+            expectExactError(await call(op, { ...options, key: 'wrong' }), 401, 'unauthorized');
           });
-        }
 
-        it.each(invalidBodies)('with a full key, %s is 400 even on a missing resource', async (_name, options) => {
-          expectExactError(await call(op, options), 400, 'bad_request');
-        });
-      });
+          it.each(invalidBodies)('with a webhook key, %s is 403 (not 400)', async (_name, options) => {
+            expectExactError(await call(op, { ...options, key: server().keys.webhook }), 403, 'forbidden');
+          });
+
+          if (op.permission === 'write') {
+            it.each(invalidBodies)('with a read-only key, %s is 403 (not 400)', async (_name, options) => {
+              expectExactError(await call(op, { ...options, key: server().keys.readOnly }), 403, 'forbidden');
+            });
+          }
+
+          it.each(invalidBodies)('with a full key, %s is 400 even on a missing resource', async (_name, options) => {
+            expectExactError(await call(op, options), 400, 'bad_request');
+          });
+        },
+      );
 
     it('names the validation problem on a missing resource rather than answering 404', async () => {
       expectExactError(

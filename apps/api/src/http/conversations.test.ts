@@ -516,7 +516,7 @@ describeEachDialect('conversations', (server) => {
       [{ status: 'ACTIVE' }, 'status', 'enum'],
       [{ platform: 'sms' }, 'platform', 'enum'],
       [{ sort: 'created_at' }, 'sort', 'unknown'],
-      [{ contact_id: 'ct_x' }, 'contact_id', 'unknown'],
+      [{ contact: 'ct_x' }, 'contact', 'unknown'],
     ])('rejects query %j: %s %s', async (query, field, constraint) => {
       expectError(await server().request('GET', '/conversations', { query }), 400, 'bad_request', {
         field,

@@ -257,7 +257,11 @@ describeEachDialect('what is accepted can be read back', (server) => {
     const writes = Object.entries(endpoints)
       .filter(
         ([, e]: [string, EndpointDefinition]) =>
-          (e.method === 'POST' || e.method === 'PATCH') && e.body !== undefined && e.response !== undefined,
+          // An upload is read back byte for byte by files.test.ts.
+          (e.method === 'POST' || e.method === 'PATCH') &&
+          e.body !== undefined &&
+          e.response !== undefined &&
+          !e.upload,
       )
       .map(([id]) => id);
     expect(Object.keys(WRITES).sort()).toEqual([...writes, 'contacts.tags.remove'].sort());

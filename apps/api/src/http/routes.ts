@@ -4,6 +4,7 @@ import * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
 import { MAX_BODY_BYTES } from '../edge/admission.js';
 import { runOperation } from '../operations.js';
+import { registerDownloadRoute, registerUploadRoute } from './file-routes.js';
 import { channelInboundService } from '../services/channel-inbound.js';
 import type { Settings } from '../settings.js';
 import { querySchemaOf } from '../validation.js';
@@ -54,6 +55,14 @@ export function registerOperationRoutes(app: FastifyInstance, deps: { disabled: 
   for (const operationId of operationIds) {
     if (deps.disabled.has(operationId)) continue;
     const operation: EndpointDefinition = endpoints[operationId];
+    if (operation.upload) {
+      registerUploadRoute(app, operationId, operation);
+      continue;
+    }
+    if (operation.download) {
+      registerDownloadRoute(app, operationId, operation);
+      continue;
+    }
     const preValidation = prepareInput(operation);
     app.route({
       method: operation.method,

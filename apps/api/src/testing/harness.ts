@@ -366,6 +366,10 @@ export function describeDialect(
 export type Transport = 'rest' | 'trpc';
 export const TRANSPORTS: readonly Transport[] = ['rest', 'trpc'];
 
+/** The transports of an operation: tRPC carries JSON, so an upload or a download is REST's alone. */
+export const transportsOf = (op: EndpointDefinition): readonly Transport[] =>
+  op.upload || op.download ? ['rest'] : TRANSPORTS;
+
 /**
  * Calls an operation through /trpc with what a REST call would send (the `params` its path names
  * as the input's, `query`, `body` or `rawBody` as the whole input) and reads the answer as REST's: the

@@ -7,6 +7,7 @@ import { type ClaimedJob, type JobKind, type JobPayloads, enqueue, jobsRepositor
 import { channelInboundService } from '../services/channel-inbound.js';
 import type { ServiceContext } from '../services/context.js';
 import { EVENT_RETENTION_MS } from '../services/events.js';
+import { filesService } from '../services/files.js';
 import { requestLogsService } from '../services/request-logs.js';
 import { messagesService } from '../services/messages.js';
 import { deliverWebhooks } from '../services/webhook-deliveries.js';
@@ -418,6 +419,7 @@ export function jobHandlers(deps: Deps): JobHandlers {
       await eventsRepository.prune(deps.database.db, new Date(Date.now() - EVENT_RETENTION_MS).toISOString());
       await idempotencyKeysRepository.prune(deps.database.db);
       await requestLogsService.prune(deps, deps.settings.requestLogDays);
+      await filesService.pruneUnclaimed(deps);
       return { retryAt: new Date(Date.now() + PRUNE_INTERVAL_MS).toISOString() };
     },
   };

@@ -2,6 +2,7 @@ from .channels import Channels
 from .contacts import Contacts, ContactTags
 from .conversations import Conversations
 from .events import Events
+from .files import Files
 from .messages import Messages
 from .orders import Orders
 from .sandbox import Sandbox
@@ -15,6 +16,7 @@ __all__ = [
     "Contacts",
     "Conversations",
     "Events",
+    "Files",
     "Messages",
     "Orders",
     "Sandbox",

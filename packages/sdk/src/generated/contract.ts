@@ -103,6 +103,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file
+         * @description Takes `multipart/form-data` with one part, `file` (at most 100 MiB), and keeps its bytes: send it as a message's media (`media: {file_id}`) or read it back. Inbound media is stored the same way.
+         */
+        post: operations["files.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a file */
+        get: operations["files.retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a file's bytes
+         * @description The bytes with their `Content-Type`, `Content-Length`, `Content-Disposition` (`inline` for images, `attachment` otherwise, with the filename when known) and `ETag` (the SHA-256); `If-None-Match` with that ETag answers 304.
+         */
+        get: operations["files.content"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts": {
         parameters: {
             query?: never;
@@ -774,6 +831,30 @@ export interface components {
                     [key: string]: string | number | boolean;
                 };
             }[];
+        };
+        File: {
+            /** @example file_01JDQ2F3G4H5J6K7M8N9P0Q1R2 */
+            id: string;
+            /** @description The name the file was uploaded with; `null` when it had none. */
+            filename: string | null;
+            /** @description The media type it was uploaded with (`application/octet-stream` by default). */
+            mime_type: string;
+            /** @description In bytes. */
+            size: number;
+            /** @description The SHA-256 of its bytes, in hex: also the `ETag` of its content. */
+            sha256: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+        };
+        CreateFileBody: {
+            /**
+             * Format: binary
+             * @description The file: at most 100 MiB.
+             */
+            file: string;
         };
         ContactList: {
             data: components["schemas"]["Contact"][];
@@ -2331,6 +2412,349 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Message"];
                 };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "files.create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a POST safe to retry: for 24 hours the same key with the same body replays the first response byte for byte; with another body it is a 400 (`idempotency_key`). A duplicate that arrives while the first runs waits for it. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["CreateFileBody"];
+            };
+        };
+        responses: {
+            /** @description Upload a file */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file_01M7Y2K3E0Q8R6S5T4V3W2X1Y0",
+                     *       "filename": "receipt-1042.pdf",
+                     *       "mime_type": "application/pdf",
+                     *       "size": 48213,
+                     *       "sha256": "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b",
+                     *       "created_at": "2026-11-21T16:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["File"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "files.retrieve": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @example file_01M7Y2K3E0Q8R6S5T4V3W2X1Y0 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Retrieve a file */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file_01M7Y2K3E0Q8R6S5T4V3W2X1Y0",
+                     *       "filename": "receipt-1042.pdf",
+                     *       "mime_type": "application/pdf",
+                     *       "size": 48213,
+                     *       "sha256": "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b",
+                     *       "created_at": "2026-11-21T16:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["File"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "files.content": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @example file_01M7Y2K3E0Q8R6S5T4V3W2X1Y0 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Download a file's bytes */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description The file's SHA-256, quoted. */
+                    ETag?: string;
+                    /** @description `inline` for images, `attachment` otherwise, with the filename when known. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Not modified: `If-None-Match` named its ETag. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
             400: {
@@ -7502,7 +7926,7 @@ export interface operations {
     };
 }
 
-/** The method and path of every operation. */
+/** The method and path of every operation; `upload` names the multipart part of a file, `download` answers bytes. */
 export const ROUTES = {
   "conversations.list": {
     "method": "GET",
@@ -7531,6 +7955,20 @@ export const ROUTES = {
   "messages.retrieve": {
     "method": "GET",
     "path": "/messages/:id"
+  },
+  "files.create": {
+    "method": "POST",
+    "path": "/files",
+    "upload": "file"
+  },
+  "files.retrieve": {
+    "method": "GET",
+    "path": "/files/:id"
+  },
+  "files.content": {
+    "method": "GET",
+    "path": "/files/:id/content",
+    "download": true
   },
   "contacts.list": {
     "method": "GET",
@@ -7711,6 +8149,8 @@ export type SendMessageBody = components['schemas']['SendMessageBody'];
 export type SendableMessageType = components['schemas']['SendableMessageType'];
 export type MessageTemplate = components['schemas']['MessageTemplate'];
 export type TemplateComponent = components['schemas']['TemplateComponent'];
+export type File = components['schemas']['File'];
+export type CreateFileBody = components['schemas']['CreateFileBody'];
 export type ContactList = components['schemas']['ContactList'];
 export type Contact = components['schemas']['Contact'];
 export type ContactIdentity = components['schemas']['ContactIdentity'];

@@ -1,0 +1,118 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Insertable, Selectable } from 'kysely';
+import type { FileTable } from '../db/schema.js';
+import type { Executor, TenantScope } from './tenant.js';
+
+export type FileRow = Selectable<FileTable>;
+
+export const filesRepository = {
+  insert: (scope: TenantScope, row: Omit<Insertable<FileTable>, 'account_id'>) => scope.insert('files', row),
+
+  findById: (scope: TenantScope, id: string) =>
+    scope.selectFrom('files').selectAll().where('files.id', '=', id).executeTakeFirst(),
+
+  /**
+   * Chunks no file record claimed whose upload began before `beforeId` (a file id, ULID: its time), of
+   * every account: uploads that failed or whose server died mid-way (the worker's prune job).
+   */
+  pruneUnclaimedChunks: (db: Executor, beforeId: string) =>
+    db
+      .deleteFrom('file_chunks')
+      .where('file_chunks.file_id', '<', beforeId)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('files')
+              .select('files.id')
+              .whereRef('files.account_id', '=', 'file_chunks.account_id')
+              .whereRef('files.id', '=', 'file_chunks.file_id'),
+          ),
+        ),
+      )
+      .executeTakeFirst(),
+};
+
+/**
+ * Where a file's bytes are kept: written a chunk at a time as they arrive, read back the same way, so
+ * that no file sits whole in memory. Which store new files go to is configuration (CONVO_FILES_DIR);
+ * each file's record names its store, so files stay readable when that changes.
+ */
+export interface FileStore {
+  readonly name: FileTable['store'];
+  write(scope: TenantScope, fileId: string, bytes: AsyncIterable<Buffer>): Promise<void>;
+  read(scope: TenantScope, fileId: string): Readable;
+  remove(scope: TenantScope, fileId: string): Promise<void>;
+}
+
+/** The size of a chunk in the database store: small enough to hold a few, large enough for few rows. */
+const CHUNK_BYTES = 512 * 1024;
+
+/** The default store: chunks in `file_chunks`, so every instance of a fleet serves them and a backup holds them. */
+export const databaseFileStore: FileStore = {
+  name: 'database',
+
+  async write(scope, fileId, bytes) {
+    let seq = 0;
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    const flush = async () => {
+      const data = Buffer.concat(pending, pendingBytes);
+      pending = [];
+      pendingBytes = 0;
+      await scope.insert('file_chunks', [{ file_id: fileId, seq: seq++, data }]);
+    };
+    for await (const piece of bytes) {
+      let rest = piece;
+      while (pendingBytes + rest.length >= CHUNK_BYTES) {
+        const taken = CHUNK_BYTES - pendingBytes;
+        pending.push(rest.subarray(0, taken));
+        pendingBytes += taken;
+        rest = rest.subarray(taken);
+        await flush();
+      }
+      if (rest.length > 0) {
+        pending.push(rest);
+        pendingBytes += rest.length;
+      }
+    }
+    if (pendingBytes > 0) await flush();
+  },
+
+  read(scope, fileId) {
+    async function* chunks() {
+      for (let seq = 0; ; seq++) {
+        const chunk = await scope
+          .selectFrom('file_chunks')
+          .select('file_chunks.data')
+          .where('file_chunks.file_id', '=', fileId)
+          .where('file_chunks.seq', '=', seq)
+          .executeTakeFirst();
+        if (!chunk) return;
+        yield chunk.data;
+      }
+    }
+    return Readable.from(chunks(), { objectMode: false });
+  },
+
+  async remove(scope, fileId) {
+    await scope.deleteFrom('file_chunks').where('file_chunks.file_id', '=', fileId).execute();
+  },
+};
+
+/** A folder of the server's (CONVO_FILES_DIR): one folder per account, one file per file id. */
+export function filesystemFileStore(dir: string): FileStore {
+  const pathOf = (scope: TenantScope, fileId: string) => join(dir, scope.accountId, fileId);
+  return {
+    name: 'filesystem',
+    async write(scope, fileId, bytes) {
+      await mkdir(join(dir, scope.accountId), { recursive: true, mode: 0o700 });
+      await pipeline(Readable.from(bytes), createWriteStream(pathOf(scope, fileId), { mode: 0o600 }));
+    },
+    read: (scope, fileId) => createReadStream(pathOf(scope, fileId)),
+    remove: (scope, fileId) => rm(pathOf(scope, fileId), { force: true }),
+  };
+}
