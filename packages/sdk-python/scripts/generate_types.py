@@ -171,7 +171,7 @@ class Generator:
             self.component(name)
         queries: List[str] = []
         body_params: Dict[str, str] = {}
-        routes: List[Tuple[str, str, str, int]] = []
+        routes: List[Tuple[str, str, str, int, Optional[str], bool]] = []
         for method, path, operation in api_operations(self.document):
             operation_id = operation["operationId"]
             status = min(int(code) for code in operation["responses"] if code.startswith("2"))

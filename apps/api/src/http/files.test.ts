@@ -98,6 +98,7 @@ function filesSuite(server: () => TestServer) {
     });
     expect(text.status).toBe(400);
     expect(text.body.error.details).toMatchObject({ field: 'body', constraint: 'content_type' });
+    expect(text.body.error.message).toContain('multipart/form-data');
     const malformed = await server().request('POST', '/files', {
       rawBody: '--zz\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nabc',
       headers: { 'content-type': 'multipart/form-data; boundary=zz' },

@@ -1,4 +1,4 @@
-import { type OperationId, buildOpenApiDocument } from '@convo/core';
+import { type EndpointDefinition, type OperationId, buildOpenApiDocument, endpoints } from '@convo/core';
 import { type FastifyTRPCPluginOptions, fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import { maxHeaderSize } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -242,7 +242,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 /** Whatever was thrown, as the contract's error; the cause of an unexpected one goes to the log. */
 function apiErrorOf(error: unknown, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
-  const known = fromFrameworkError(error as FastifyError);
+  const known = fromFrameworkError(error as FastifyError, uploadPartOf(request));
   if (known) return known;
   request.log.error({ err: error, requestId: request.id }, 'unexpected error');
   return ApiError.serverError(request.id);
@@ -297,13 +297,25 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 }
 
 /** Fastify's own errors (body reading, content types, malformed URLs) in the contract's terms. */
-function fromFrameworkError(error: FastifyError): ApiError | undefined {
+/** The multipart part of the upload route a request reached, if it reached one. */
+function uploadPartOf(request: FastifyRequest): string | undefined {
+  const operationId = (request.routeOptions.config as { operationId?: OperationId } | undefined)?.operationId;
+  return operationId ? (endpoints[operationId] as EndpointDefinition).upload?.part : undefined;
+}
+
+function fromFrameworkError(error: FastifyError, uploadPart?: string): ApiError | undefined {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return ApiError.badRequest('body', 'max_bytes', `The body is larger than ${MAX_BODY_BYTES} bytes`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_TYPE':
-      return ApiError.badRequest('body', 'content_type', 'Send the body as JSON with "Content-Type: application/json"');
+      return ApiError.badRequest(
+        'body',
+        'content_type',
+        uploadPart
+          ? `Send the body as multipart/form-data with one part, "${uploadPart}"`
+          : 'Send the body as JSON with "Content-Type: application/json"',
+      );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
