@@ -69,8 +69,15 @@ const message = fc.record({
   error: fc.option(fc.record({ code: text, message: text }), { nil: null }),
   media: fc.option(
     fc.record(
-      { id: text, mime_type: text, filename: fc.option(text, { nil: undefined }) },
-      { requiredKeys: ['id', 'mime_type'] },
+      {
+        id: text,
+        mime_type: text,
+        filename: fc.option(text, { nil: undefined }),
+        file_id: nullableText,
+        status: fc.constantFrom('pending', 'stored', 'failed', 'too_large'),
+        error: fc.option(fc.record({ code: text, message: text }), { nil: null }),
+      },
+      { requiredKeys: ['id', 'mime_type', 'file_id', 'status', 'error'] },
     ),
     {
       nil: null,

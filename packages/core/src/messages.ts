@@ -10,22 +10,44 @@ export const SendableMessageType = z.enum(['text', 'template']).meta({ id: 'Send
 export const MessageDirection = z.enum(['inbound', 'outbound']);
 export const MessageStatus = z.enum(['queued', 'sent', 'delivered', 'read', 'failed']);
 
-/** The platform's reference to a picture, a recording or a file; fetch it with the channel's token. */
+/** Why the platform did not take or deliver a message: the Graph API error's code (as a string) and message. */
+export const MessageError = z.object({ code: z.string(), message: z.string() }).meta({ id: 'MessageError' });
+
+/** The platform's reference to a picture, a recording or a file, as its webhook gave it. */
+export const PlatformMedia = z.object({
+  id: z.string().meta({
+    description: "WhatsApp's media id; for Messenger and Instagram, which send a link, the attachment's URL.",
+  }),
+  mime_type: z
+    .string()
+    .meta({ description: 'As the platform gave it; for Messenger and Instagram the kind of media (`image/*`, …).' }),
+  filename: z.string().optional(),
+});
+export type PlatformMedia = z.infer<typeof PlatformMedia>;
+
+/** Where Convo's copy of a message's media stands: fetched from the platform after the message arrived. */
+export const MediaStatus = z.enum(['pending', 'stored', 'failed', 'too_large']).meta({ id: 'MediaStatus' });
+
+/**
+ * A message's media: the platform's reference, and the file Convo keeps of it once downloaded. The
+ * optional `filename` comes last, where the hot routes' compiled serializer writes it too.
+ */
 export const MessageMedia = z
   .object({
-    id: z.string().meta({
-      description: "WhatsApp's media id; for Messenger and Instagram, which send a link, the attachment's URL.",
+    id: PlatformMedia.shape.id,
+    mime_type: PlatformMedia.shape.mime_type,
+    file_id: Id.nullable().meta({
+      description: 'The file Convo keeps of it (`GET /v1/files/{id}/content`); `null` until `status` is `stored`.',
     }),
-    mime_type: z
-      .string()
-      .meta({ description: 'As the platform gave it; for Messenger and Instagram the kind of media (`image/*`, …).' }),
-    filename: z.string().optional(),
+    status: MediaStatus.meta({
+      description:
+        '`pending` while the worker downloads it (a `message.updated` event follows), then `stored`, `too_large` (over 100 MiB) or `failed`.',
+    }),
+    error: MessageError.nullable().meta({ description: "Why it could not be stored: the platform's error." }),
+    filename: PlatformMedia.shape.filename,
   })
   .meta({ id: 'MessageMedia' });
 export type MessageMedia = z.infer<typeof MessageMedia>;
-
-/** Why the platform did not take or deliver a message: the Graph API error's code (as a string) and message. */
-export const MessageError = z.object({ code: z.string(), message: z.string() }).meta({ id: 'MessageError' });
 
 export const Message = z
   .object({

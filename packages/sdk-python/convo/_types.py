@@ -99,11 +99,20 @@ class MessageError(TypedDict):
     message: str
 
 
+MediaStatus = Literal["pending", "stored", "failed", "too_large"]
+
+
 class _MessageMediaRequired(TypedDict):
     id: str
     """WhatsApp's media id; for Messenger and Instagram, which send a link, the attachment's URL."""
     mime_type: str
     """As the platform gave it; for Messenger and Instagram the kind of media (`image/*`, …)."""
+    file_id: Optional[str]
+    """The file Convo keeps of it (`GET /v1/files/{id}/content`); `null` until `status` is `stored`."""
+    status: MediaStatus
+    """`pending` while the worker downloads it (a `message.updated` event follows), then `stored`, `too_large` (over 100 MiB) or `failed`."""
+    error: Optional[MessageError]
+    """Why it could not be stored: the platform's error."""
 
 
 class MessageMedia(_MessageMediaRequired, total=False):
@@ -1022,6 +1031,7 @@ __all__ = [
     "ListTagsQuery",
     "ListWebhookEndpointsQuery",
     "ListWorkflowsQuery",
+    "MediaStatus",
     "Message",
     "MessageError",
     "MessageList",

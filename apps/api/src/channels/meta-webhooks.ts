@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { MessageMedia, MessageType, Platform } from '@convo/core';
+import type { MessageType, PlatformMedia, Platform } from '@convo/core';
 import * as z from 'zod';
 
 /**
@@ -29,7 +29,7 @@ export interface ChannelMessage {
   platformMessageId: string;
   type: MessageType;
   content: string;
-  media: MessageMedia | null;
+  media: PlatformMedia | null;
   /** When the contact sent it, by the platform's clock. */
   sentAt?: Date | undefined;
 }
@@ -470,7 +470,7 @@ function attachmentBody(attachment: Attachment, text: string, sticker: boolean):
   const payload = attachment.payload ?? undefined;
   const kind = sticker ? MESSAGING_MEDIA.sticker : MESSAGING_MEDIA[attachment.type];
   if (kind && payload?.url) {
-    const media: MessageMedia = { id: payload.url, mime_type: kind.mime_type };
+    const media: PlatformMedia = { id: payload.url, mime_type: kind.mime_type };
     return { type: kind.type, content: text, media };
   }
   if (attachment.type === 'location' && payload?.coordinates) {

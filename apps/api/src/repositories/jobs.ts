@@ -15,6 +15,12 @@ export interface SendJob {
   tries?: number;
 }
 
+/** What a media download job carries (services/media.ts): after failed tries, how many so far. */
+export interface MediaJob {
+  messageId: string;
+  tries?: number;
+}
+
 /** The kinds of background work and what each job carries. */
 export interface JobPayloads {
   /** One attempt of a webhook delivery. `manual` is a retry asked for through the API. */
@@ -27,6 +33,8 @@ export interface JobPayloads {
   send_message: SendJob;
   /** Processes a webhook body Meta posted to a channel (worker/process-channel-payload.ts). */
   process_channel_payload: { payloadId: string };
+  /** Downloads an inbound message's media from the platform and keeps it as a file (services/media.ts). */
+  download_media: MediaJob;
 }
 export type JobKind = keyof JobPayloads;
 

@@ -117,6 +117,15 @@ export const messagesRepository = {
       .where('messages.platform_message_id', '=', platformMessageId)
       .executeTakeFirst(),
 
+  /** Replaces a message's media (its download's outcome); the row as it is now, or undefined when it is gone. */
+  setMedia: (scope: TenantScope, id: string, media: string, at: string) =>
+    scope
+      .updateTable('messages')
+      .set({ media, updated_at: at })
+      .where('messages.id', '=', id)
+      .returningAll()
+      .executeTakeFirst() as Promise<MessageRow | undefined>,
+
   /**
    * Changes a message only while it is in one of `from` (statuses move forward only, so a late or
    * repeated status finds it moved on and changes nothing). The row as it is now, or undefined.

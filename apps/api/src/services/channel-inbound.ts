@@ -37,6 +37,7 @@ import { contactsService, toContact } from './contacts.js';
 import { toMessage } from './conversations.js';
 import { conversationsService } from './conversations.js';
 import { emitEvent, emitEvents } from './events.js';
+import { pendingMedia, queueMediaDownloads } from './media.js';
 import { messagesService } from './messages.js';
 
 /**
@@ -382,11 +383,15 @@ async function storeReceived(
     status: 'delivered',
     platform_message_id: message.platformMessageId,
     error: null,
-    media: message.media ? JSON.stringify(message.media) : null,
+    media: message.media ? JSON.stringify(pendingMedia(message.media)) : null,
     created_at: at,
     updated_at: at,
   }));
   await messagesRepository.insert(scope, rows);
+  await queueMediaDownloads(
+    scope,
+    rows.filter((row) => row.media !== null).map((row) => row.id),
+  );
 
   const recorded = new Map<string, { conversation_id: string; added: number; content: string; at: string }>();
   for (const row of rows) {

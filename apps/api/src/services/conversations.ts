@@ -1,4 +1,10 @@
-import { CONVERSATION_TRANSITIONS, type Conversation, type Message } from '@convo/core';
+import {
+  CONVERSATION_TRANSITIONS,
+  type Conversation,
+  type Message,
+  type MessageMedia,
+  type PlatformMedia,
+} from '@convo/core';
 import type {
   CreateConversationBody,
   ListConversationsQuery,
@@ -28,6 +34,19 @@ export const toConversation = (row: ConversationWithContact): Conversation => ({
   created_at: row.created_at,
   updated_at: row.updated_at,
 });
+
+/** A message's media as stored; a message stored before media were kept reads as never downloaded. */
+export function mediaOf(row: Pick<MessageRow, 'media'>): MessageMedia | null {
+  if (row.media === null) return null;
+  const stored = JSON.parse(row.media) as PlatformMedia & Partial<MessageMedia>;
+  if (stored.status !== undefined) return stored as MessageMedia;
+  return {
+    ...stored,
+    file_id: null,
+    status: 'failed',
+    error: { code: 'not_downloaded', message: 'The message arrived before Convo kept media' },
+  };
+}
 
 export const toMessage = (row: MessageRow): Message => ({
   id: row.id,

@@ -1,7 +1,7 @@
 import type {
   ConversationStatus,
   Message,
-  MessageMedia,
+  PlatformMedia,
   MessageTemplate,
   MessageType,
   SendMessageBody,
@@ -24,6 +24,7 @@ import { channelsService } from './channels.js';
 import { type ServiceContext, transaction, scopeOf } from './context.js';
 import { findConversationOrThrow, toConversation, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
+import { pendingMedia, queueMediaDownloads } from './media.js';
 
 /**
  * Free-form messages reach a contact only this long after their last message on the channel (Meta's customer service
@@ -48,7 +49,7 @@ export interface InboundMessage {
   conversationStatus?: ConversationStatus;
   content: string;
   type?: MessageType;
-  media?: MessageMedia | null;
+  media?: PlatformMedia | null;
   /** The platform's id: the same id twice is one message (Meta redelivers). */
   platformMessageId?: string | null;
 }
@@ -92,11 +93,12 @@ export const messagesService = {
         status: 'delivered' as const,
         platform_message_id: input.platformMessageId ?? null,
         error: null,
-        media: input.media ? JSON.stringify(input.media) : null,
+        media: input.media ? JSON.stringify(pendingMedia(input.media)) : null,
         created_at: at,
         updated_at: at,
       };
       await messagesRepository.insert(scope, row);
+      if (input.media) await queueMediaDownloads(scope, [row.id]);
       // The message's event takes its sequence number in the statement that records the message,
       // which also tells the status as it is now: a resolve or archive committed since the read above counts.
       const { sequence, status } = await conversationsRepository.recordMessage(scope, conversation.id, {

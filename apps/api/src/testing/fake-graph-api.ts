@@ -3,7 +3,7 @@
  * Convo points `CONVO_GRAPH_API_URL` at it; it answers sends in Meta's formats, records every request, fails on demand,
  * and posts signed webhooks back to Convo the way Meta does. It checks only what Meta would reject, nothing more.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   type IncomingHttpHeaders,
   type IncomingMessage,
@@ -125,6 +125,15 @@ export interface FakeGraphApi {
   failNext(count: number, error: FakeFailure, options?: { externalId?: string }): void;
   /** Delay before answering every Graph request. */
   setDelay(ms: number): void;
+  /**
+   * Media a customer sent: WhatsApp's `GET /{media-id}` answers its record (with the channel's token), its
+   * URL the bytes (with the token); `url` is also what Messenger and Instagram webhooks carry (no token).
+   */
+  addMedia(media: { id: string; bytes: Buffer; mimeType: string; accessToken?: string; declaredSize?: number }): {
+    url: string;
+  };
+  /** The next `count` media requests (record or bytes) fail with `error`, one each. */
+  failMedia(count: number, error: FakeFailure): void;
   autoStatuses(externalId: string, statuses: AutoStatus[]): void;
   postWebhook(
     externalId: string,
@@ -515,6 +524,8 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
   const accepted: AcceptedSend[] = [];
   const webhooks: PostedWebhook[] = [];
   let failures: Array<{ error: FakeFailure; externalId?: string }> = [];
+  const media = new Map<string, { bytes: Buffer; mimeType: string; accessToken?: string; declaredSize?: number }>();
+  let mediaFailures: FakeFailure[] = [];
   let delayMs = 0;
   const pending = new Set<Promise<void>>();
   const aborter = new AbortController();
@@ -621,6 +632,49 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     if (index === -1) return undefined;
     const [failure] = failures.splice(index, 1);
     return failure?.error;
+  }
+
+  /** WhatsApp's media record (`GET /{media-id}`), or a media's bytes (`GET /_media/{id}`). */
+  function handleMedia(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    token: string | undefined,
+    recordId: string | undefined,
+  ): void {
+    const failure = mediaFailures.shift();
+    if (failure === 'network') {
+      req.socket.destroy();
+      return;
+    }
+    if (failure) {
+      sendJson(res, failure.httpStatus, graphErrorBody(failure));
+      return;
+    }
+    const bytesId = path.startsWith('/_media/') ? decodeURIComponent(path.slice('/_media/'.length)) : undefined;
+    const id = bytesId ?? (recordId as string);
+    const found = media.get(id);
+    if (!found) {
+      sendJson(res, bytesId === undefined ? 400 : 404, graphErrorBody(unknownObjectError(id, 'get')));
+      return;
+    }
+    if (found.accessToken !== undefined && token !== found.accessToken) {
+      sendJson(res, 401, graphErrorBody(META_ERRORS.invalidToken));
+      return;
+    }
+    if (bytesId === undefined) {
+      sendJson(res, 200, {
+        messaging_product: 'whatsapp',
+        url: `${api.url}/_media/${encodeURIComponent(id)}`,
+        mime_type: found.mimeType,
+        sha256: createHash('sha256').update(found.bytes).digest('hex'),
+        file_size: found.declaredSize ?? found.bytes.length,
+        id,
+      });
+      return;
+    }
+    res.writeHead(200, { 'content-type': found.mimeType, 'content-length': String(found.bytes.length) });
+    res.end(found.bytes);
   }
 
   async function handleSend(
@@ -789,6 +843,13 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     requests.push(record);
     if (delayMs > 0) await sleep(delayMs);
 
+    // A WhatsApp token's GET of an object is a media record's (WhatsApp has no profiles to look up).
+    const whatsappToken = [...channels.values()].some((c) => c.platform === 'whatsapp' && c.accessToken === token);
+    if (
+      req.method === 'GET' &&
+      (path.startsWith('/_media/') || (rawId !== undefined && (media.has(decodeURIComponent(rawId)) || whatsappToken)))
+    )
+      return handleMedia(req, res, path, token, rawId === undefined ? undefined : decodeURIComponent(rawId));
     if (sendMatch && rawId !== undefined) return handleSend(req, res, record, decodeURIComponent(rawId));
     if (objectMatch && externalId !== undefined) return handleProfile(res, record, externalId, token);
     sendJson(res, 400, graphErrorBody({ httpStatus: 400, code: 2500, message: `Unknown path components: ${path}` }));
@@ -835,6 +896,14 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     setDelay(ms) {
       delayMs = ms;
     },
+    addMedia(input) {
+      const { id, ...rest } = input;
+      media.set(id, rest);
+      return { url: `${api.url}/_media/${encodeURIComponent(id)}` };
+    },
+    failMedia(count, error) {
+      for (let i = 0; i < count; i++) mediaFailures.push(error);
+    },
     autoStatuses(externalId, statuses) {
       channelFor(externalId).statusesAfterSend = [...statuses];
     },
@@ -857,6 +926,7 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
       accepted.length = 0;
       webhooks.length = 0;
       failures = [];
+      mediaFailures = [];
       delayMs = 0;
       profiles.clear();
     },

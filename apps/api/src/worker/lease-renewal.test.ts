@@ -17,6 +17,7 @@ function gatedHandlers(started: string[], gate: Promise<void>, startedAt: number
     deliver_webhook: async () => {},
     send_message: async () => {},
     process_channel_payload: async () => {},
+    download_media: async () => {},
     prune_events: async () => ({ retryAt: new Date(Date.now() + 3_600_000).toISOString() }),
   };
 }

@@ -24,6 +24,7 @@ function recordingHandlers(runs: string[], delayMs = 5): JobHandlers {
     deliver_webhook: async () => {},
     send_message: async () => {},
     process_channel_payload: async () => {},
+    download_media: async () => {},
     prune_events: async () => ({ retryAt: new Date(Date.now() + 3_600_000).toISOString() }),
   };
 }

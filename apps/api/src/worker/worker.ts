@@ -8,6 +8,7 @@ import { channelInboundService } from '../services/channel-inbound.js';
 import type { ServiceContext } from '../services/context.js';
 import { EVENT_RETENTION_MS } from '../services/events.js';
 import { filesService } from '../services/files.js';
+import { mediaService } from '../services/media.js';
 import { requestLogsService } from '../services/request-logs.js';
 import { messagesService } from '../services/messages.js';
 import { deliverWebhooks } from '../services/webhook-deliveries.js';
@@ -413,6 +414,8 @@ export function jobHandlers(deps: Deps): JobHandlers {
     }),
     send_message: async ({ accountId, payload }) =>
       accountId === null ? undefined : messagesService.deliver({ ...deps, accountId }, payload),
+    download_media: async ({ accountId, payload }) =>
+      accountId === null ? undefined : mediaService.download({ ...deps, accountId }, payload),
     run_workflow: async ({ accountId, payload }) =>
       accountId === null ? undefined : runWorkflow({ ...deps, accountId }, payload),
     prune_events: async () => {

@@ -1,4 +1,4 @@
-import { type Conversation, ConversationStatus, Platform } from '@convo/core';
+import { type Conversation, ConversationStatus, type MessageMedia, Platform } from '@convo/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
@@ -16,6 +16,14 @@ const PAGE_SIZE = 20;
 type Status = ConversationStatus;
 
 const STATUS_LABELS: Record<Status, string> = { active: 'Active', resolved: 'Resolved', archived: 'Archived' };
+
+/** Where Convo's copy of a message's media stands. */
+const MEDIA_STATUS: Record<MessageMedia['status'], string> = {
+  pending: 'downloading',
+  stored: 'kept',
+  failed: 'could not be kept',
+  too_large: 'too large to keep (over 100 MiB)',
+};
 
 /** `/conversations`: the account's conversations with the API's filters (status, platform, search), newest first. */
 export function ConversationsPage() {
@@ -240,7 +248,9 @@ export function ConversationPage({ id }: { id: string }) {
                 <p className="message-content">{message.content || (message.media ? `(${message.type})` : '')}</p>
                 {message.media ? (
                   <p className="muted">
-                    {message.type}: {message.media.filename ?? message.media.mime_type}
+                    {message.type}: {message.media.filename ?? message.media.mime_type} ·{' '}
+                    {MEDIA_STATUS[message.media.status]}
+                    {message.media.error ? `: ${message.media.error.message}` : ''}
                   </p>
                 ) : null}
                 <p className="message-meta">

@@ -794,8 +794,16 @@ export interface components {
             id: string;
             /** @description As the platform gave it; for Messenger and Instagram the kind of media (`image/*`, …). */
             mime_type: string;
+            /** @description The file Convo keeps of it (`GET /v1/files/{id}/content`); `null` until `status` is `stored`. */
+            file_id: string | null;
+            /** @description `pending` while the worker downloads it (a `message.updated` event follows), then `stored`, `too_large` (over 100 MiB) or `failed`. */
+            status: components["schemas"]["MediaStatus"];
+            /** @description Why it could not be stored: the platform's error. */
+            error: components["schemas"]["MessageError"] | null;
             filename?: string;
         };
+        /** @enum {string} */
+        MediaStatus: "pending" | "stored" | "failed" | "too_large";
         SendMessageBody: {
             conversation_id: string;
             /** @description Required for `text`. */
@@ -8145,6 +8153,7 @@ export type Message = components['schemas']['Message'];
 export type MessageType = components['schemas']['MessageType'];
 export type MessageError = components['schemas']['MessageError'];
 export type MessageMedia = components['schemas']['MessageMedia'];
+export type MediaStatus = components['schemas']['MediaStatus'];
 export type SendMessageBody = components['schemas']['SendMessageBody'];
 export type SendableMessageType = components['schemas']['SendableMessageType'];
 export type MessageTemplate = components['schemas']['MessageTemplate'];
