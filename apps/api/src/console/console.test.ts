@@ -649,6 +649,37 @@ describeEachDialect('console', (server) => {
     });
   });
 
+  describe("the account's files", () => {
+    it('serves a file to its account signed in, 404 to another account and 401 signed out', async () => {
+      const mine = await owner('Files');
+      const key = (await mine.client.mutate('keys.create', { name: 'Uploads', type: 'full_access' })).data.key;
+      const form = new FormData();
+      const bytes = Buffer.from('\x89PNG fake image bytes');
+      form.append('file', new Blob([bytes], { type: 'image/png' }), 'photo.png');
+      const uploaded = await fetch(`${server().baseUrl}/files`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: form,
+      });
+      const file = (await uploaded.json()) as { id: string; sha256: string };
+      const url = `${origin()}/console/files/${file.id}/content`;
+
+      const got = await fetch(url, { headers: { cookie: mine.client.cookie as string } });
+      expect(got.status).toBe(200);
+      expect(got.headers.get('content-type')).toBe('image/png');
+      expect(got.headers.get('content-disposition')).toMatch(/^inline; filename="photo.png"/);
+      expect(Buffer.from(await got.arrayBuffer()).equals(bytes)).toBe(true);
+      const cached = await fetch(url, {
+        headers: { cookie: mine.client.cookie as string, 'if-none-match': `"${file.sha256}"` },
+      });
+      expect(cached.status).toBe(304);
+
+      const theirs = await owner('Not files');
+      expect((await fetch(url, { headers: { cookie: theirs.client.cookie as string } })).status).toBe(404);
+      expect((await fetch(url)).status).toBe(401);
+    });
+  });
+
   describe('signed out', () => {
     it('every call but sign-up, sign-in, sign-out, reset and an invitation lookup is 401', async () => {
       const client = new ConsoleClient(origin());

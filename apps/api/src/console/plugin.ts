@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { DatabaseHandle } from '../db/database.js';
 import { ApiError } from '../errors.js';
+import { replyWithFile } from '../http/file-routes.js';
+import { filesService } from '../services/files.js';
 import { SESSION_TTL_MS, peopleService } from '../services/people.js';
 import type { Settings } from '../settings.js';
 import type { ConsoleContext } from './init.js';
@@ -92,6 +94,14 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
           req.log.error({ err: error.cause ?? error, requestId: req.id }, 'unexpected error');
       },
     } satisfies FastifyTRPCPluginOptions<ConsoleRouter>['trpcOptions'],
+  });
+
+  // A file's bytes for the signed-in account's pages (a message's image, a document to download): tRPC carries JSON.
+  app.get<{ Params: { id: string } }>('/files/:id/content', async (request, reply) => {
+    const session = await peopleService.resolve({ database }, request.cookies[SESSION_COOKIE]);
+    if (!session) throw ApiError.unauthorized('Sign in to the console first');
+    const ctx = { database, settings, accountId: session.account.id };
+    return replyWithFile(request, reply, await filesService.content(ctx, request.params.id));
   });
 
   const index = options.staticDir && join(options.staticDir, 'index.html');

@@ -119,23 +119,35 @@ export function registerDownloadRoute(app: FastifyInstance, operationId: Operati
     config: { operationId },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const call = admitted(request);
-      const { file, bytes } = await filesService.content(call.service, (request.params as { id: string }).id);
-      const etag = `"${file.sha256}"`;
-      // What a browser opens from here runs nothing: uploaded HTML or SVG stays inert on our origin.
-      reply
-        .header('etag', etag)
-        .header('cache-control', 'private')
-        .header('content-security-policy', "default-src 'none'; sandbox")
-        .header('x-content-type-options', 'nosniff');
-      if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send();
-      return reply
-        .code(200)
-        .header('content-type', file.mime_type)
-        .header('content-length', file.size)
-        .header('content-disposition', dispositionOf(file))
-        .send(bytes());
+      return replyWithFile(
+        request,
+        reply,
+        await filesService.content(call.service, (request.params as { id: string }).id),
+      );
     },
   });
+}
+
+/** A file's bytes as the answer (the API's download and the console's): its headers, or 304 for its ETag. */
+export function replyWithFile(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  { file, bytes }: Awaited<ReturnType<typeof filesService.content>>,
+) {
+  const etag = `"${file.sha256}"`;
+  // What a browser opens from here runs nothing: uploaded HTML or SVG stays inert on our origin.
+  reply
+    .header('etag', etag)
+    .header('cache-control', 'private')
+    .header('content-security-policy', "default-src 'none'; sandbox")
+    .header('x-content-type-options', 'nosniff');
+  if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send();
+  return reply
+    .code(200)
+    .header('content-type', file.mime_type)
+    .header('content-length', file.size)
+    .header('content-disposition', dispositionOf(file))
+    .send(bytes());
 }
 
 /** `If-None-Match`: `*`, or a list of ETags, weak ones compared by their value (RFC 9110, 13.1.2). */

@@ -109,6 +109,19 @@ export function ConversationsPage() {
   );
 }
 
+/** A message's kept media: an image shown, anything else a link to download it. */
+function MediaFile({ fileId, mimeType, type }: { fileId: string; mimeType: string; type: string }) {
+  const href = `/console/files/${encodeURIComponent(fileId)}/content`;
+  if (mimeType.startsWith('image/')) return <img className="message-media" src={href} alt={`The ${type} sent`} />;
+  return (
+    <p>
+      <a href={href} download>
+        Download the {type}
+      </a>
+    </p>
+  );
+}
+
 /** Conversations as a table (cards on a phone): each links to its page. */
 export function ConversationTable({ conversations }: { conversations: Conversation[] }) {
   return (
@@ -246,6 +259,9 @@ export function ConversationPage({ id }: { id: string }) {
             {messages.data.data.map((message) => (
               <li key={message.id} className={`message message-${message.direction}`}>
                 <p className="message-content">{message.content || (message.media ? `(${message.type})` : '')}</p>
+                {message.media?.status === 'stored' && message.media.file_id ? (
+                  <MediaFile fileId={message.media.file_id} mimeType={message.media.mime_type} type={message.type} />
+                ) : null}
                 {message.media ? (
                   <p className="muted">
                     {message.type}: {message.media.filename ?? message.media.mime_type} ·{' '}
