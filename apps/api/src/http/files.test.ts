@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { File as FileRecord } from '@convo/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { filesRepository } from '../repositories/files.js';
+import { filesService } from '../services/files.js';
 import { describeEachDialect, expectBody, testSettings, type TestServer } from '../testing/harness.js';
 
 /** POST /v1/files with `parts` as multipart/form-data (fetch writes the boundary). */
@@ -55,7 +55,9 @@ function filesSuite(server: () => TestServer) {
     const again = await content(server(), file.id, { 'if-none-match': `W/"x", "${file.sha256}"` });
     expect(again.status).toBe(304);
     expect(await again.text()).toBe('');
-    expect((await content(server(), file.id, { 'if-none-match': '"other"' })).status).toBe(200);
+    const other = await content(server(), file.id, { 'if-none-match': '"other"' });
+    expect(other.status).toBe(200);
+    await other.arrayBuffer();
   });
 
   it('shows images inline, and a file without a name or type as an attachment of octet-stream', async () => {
@@ -144,16 +146,25 @@ function filesSuite(server: () => TestServer) {
     expect(unclaimed).toEqual([]);
   });
 
-  it('deletes, in the prune job, chunks of uploads no record claimed once a day old', async () => {
+  it("deletes, in the prune job, the bytes of uploads no record claimed once a day old, in the server's stores", async () => {
     const stale = 'file_00000000000000000000000000';
     await server()
       .database.db.insertInto('file_chunks')
       .values({ account_id: server().accountId, file_id: stale, seq: 0, data: Buffer.from('x') })
       .execute();
-    await filesRepository.pruneUnclaimedChunks(server().database.db, `file_${'0'.repeat(9)}1${'0'.repeat(16)}`);
+    const dir = server().settings.filesDir;
+    if (dir) {
+      mkdirSync(join(dir, server().accountId), { recursive: true });
+      writeFileSync(join(dir, server().accountId, stale), 'x');
+    }
+    const kept = expectBody(await upload(server(), [['file', new Blob(['kept']), 'k.txt']]), 201, FileRecord);
+    await filesService.pruneUnclaimed(server());
     expect(
       await server().database.db.selectFrom('file_chunks').select('seq').where('file_id', '=', stale).execute(),
     ).toEqual([]);
+    if (dir) expect(readdirSync(join(dir, server().accountId))).not.toContain(stale);
+    // A claimed file, however old the prune, keeps its bytes.
+    expect(Buffer.from(await (await content(server(), kept.id)).arrayBuffer()).toString()).toBe('kept');
   });
 }
 

@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -15,25 +15,14 @@ export const filesRepository = {
   findById: (scope: TenantScope, id: string) =>
     scope.selectFrom('files').selectAll().where('files.id', '=', id).executeTakeFirst(),
 
-  /**
-   * Chunks no file record claimed whose upload began before `beforeId` (a file id, ULID: its time), of
-   * every account: uploads that failed or whose server died mid-way (the worker's prune job).
-   */
-  pruneUnclaimedChunks: (db: Executor, beforeId: string) =>
-    db
-      .deleteFrom('file_chunks')
-      .where('file_chunks.file_id', '<', beforeId)
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('files')
-              .select('files.id')
-              .whereRef('files.account_id', '=', 'file_chunks.account_id')
-              .whereRef('files.id', '=', 'file_chunks.file_id'),
-          ),
-        ),
-      )
-      .executeTakeFirst(),
+  /** Whether a file record names this id in this account (a stored file's bytes are claimed). */
+  claimed: async (db: Executor, accountId: string, id: string) =>
+    (await db
+      .selectFrom('files')
+      .select('files.id')
+      .where('files.account_id', '=', accountId)
+      .where('files.id', '=', id)
+      .executeTakeFirst()) !== undefined,
 };
 
 /**
@@ -44,8 +33,14 @@ export const filesRepository = {
 export interface FileStore {
   readonly name: FileTable['store'];
   write(scope: TenantScope, fileId: string, bytes: AsyncIterable<Buffer>): Promise<void>;
-  read(scope: TenantScope, fileId: string): Readable;
+  /** The bytes of a file of `size` bytes, read as the stream is read, ending with its last byte. */
+  read(scope: TenantScope, fileId: string, size: number): Readable;
   remove(scope: TenantScope, fileId: string): Promise<void>;
+  /**
+   * Deletes the bytes no file record claimed whose upload began before `beforeId` (a file id, a ULID:
+   * its time), of every account: uploads whose server died mid-way (the worker's prune job).
+   */
+  pruneUnclaimed(db: Executor, beforeId: string): Promise<void>;
 }
 
 /** The size of a chunk in the database store: small enough to hold a few, large enough for few rows. */
@@ -82,16 +77,18 @@ export const databaseFileStore: FileStore = {
     if (pendingBytes > 0) await flush();
   },
 
-  read(scope, fileId) {
+  read(scope, fileId, size) {
+    // Every chunk but the last holds CHUNK_BYTES: their number is known, so no read follows the last byte.
+    const count = Math.ceil(size / CHUNK_BYTES);
     async function* chunks() {
-      for (let seq = 0; ; seq++) {
+      for (let seq = 0; seq < count; seq++) {
         const chunk = await scope
           .selectFrom('file_chunks')
           .select('file_chunks.data')
           .where('file_chunks.file_id', '=', fileId)
           .where('file_chunks.seq', '=', seq)
           .executeTakeFirst();
-        if (!chunk) return;
+        if (!chunk) throw new Error(`File ${fileId} lacks its chunk ${seq}`);
         yield chunk.data;
       }
     }
@@ -100,6 +97,23 @@ export const databaseFileStore: FileStore = {
 
   async remove(scope, fileId) {
     await scope.deleteFrom('file_chunks').where('file_chunks.file_id', '=', fileId).execute();
+  },
+
+  async pruneUnclaimed(db, beforeId) {
+    await db
+      .deleteFrom('file_chunks')
+      .where('file_chunks.file_id', '<', beforeId)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('files')
+              .select('files.id')
+              .whereRef('files.account_id', '=', 'file_chunks.account_id')
+              .whereRef('files.id', '=', 'file_chunks.file_id'),
+          ),
+        ),
+      )
+      .execute();
   },
 };
 
@@ -114,5 +128,14 @@ export function filesystemFileStore(dir: string): FileStore {
     },
     read: (scope, fileId) => createReadStream(pathOf(scope, fileId)),
     remove: (scope, fileId) => rm(pathOf(scope, fileId), { force: true }),
+    async pruneUnclaimed(db, beforeId) {
+      const accounts = await readdir(dir).catch(() => [] as string[]);
+      for (const accountId of accounts) {
+        for (const fileId of await readdir(join(dir, accountId)).catch(() => [] as string[])) {
+          if (fileId < beforeId && !(await filesRepository.claimed(db, accountId, fileId)))
+            await rm(join(dir, accountId, fileId), { force: true });
+        }
+      }
+    },
   };
 }

@@ -93,11 +93,15 @@ export const filesService = {
   },
 
   /**
-   * Deletes the database store's chunks of uploads that began over a day ago and that no file claimed (a
-   * server that died mid-upload): the worker's prune job.
+   * Deletes, in every store this server knows, the bytes of uploads that began over a day ago and that
+   * no file claimed (a server that died mid-upload): the worker's prune job.
    */
-  pruneUnclaimed: (ctx: UnscopedContext) =>
-    filesRepository.pruneUnclaimedChunks(ctx.database.db, `file_${encodeTime(Date.now() - 86_400_000, 10)}`),
+  async pruneUnclaimed(ctx: UnscopedContext & Pick<ServiceContext, 'settings'>): Promise<void> {
+    const beforeId = `file_${encodeTime(Date.now() - 86_400_000, 10)}`;
+    await databaseFileStore.pruneUnclaimed(ctx.database.db, beforeId);
+    if (ctx.settings.filesDir)
+      await filesystemFileStore(ctx.settings.filesDir).pruneUnclaimed(ctx.database.db, beforeId);
+  },
 
   async retrieve(ctx: ServiceContext, id: string): Promise<File> {
     const row = await filesRepository.findById(scopeOf(ctx), id);
@@ -110,6 +114,7 @@ export const filesService = {
     const row = await filesRepository.findById(scopeOf(ctx), id);
     if (!row) throw ApiError.notFound('file', id);
     const store = storeNamed(ctx.settings, row.store);
-    return { file: toFile(row), bytes: () => store.read(scopeOf(ctx), id) };
+    const file = toFile(row);
+    return { file, bytes: () => store.read(scopeOf(ctx), id, file.size) };
   },
 };
