@@ -219,13 +219,13 @@ function platformMessageIdOf(platform: Platform, json: unknown): string | undefi
 }
 
 /** Whatever Meta or the network said, the token never reaches a message, a log line or a record. */
-const redact = (text: string, token: string): string =>
+export const redact = (text: string, token: string): string =>
   token.length > 0 ? text.replaceAll(token, '[redacted]') : text;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function parseJson(text: string): unknown {
+export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -316,7 +316,7 @@ function postJson(url: string, accessToken: string, body: string, timeoutMs: num
   });
 }
 
-const networkFailure = (kind: GraphErrorKind, code: string, message: string): GraphError => ({
+export const networkFailure = (kind: GraphErrorKind, code: string, message: string): GraphError => ({
   ok: false,
   kind,
   code,

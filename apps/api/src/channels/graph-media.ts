@@ -1,6 +1,13 @@
 import type { Platform } from '@convo/core';
 import type { Settings } from '../settings.js';
-import { GRAPH_TIMEOUT_MS, type GraphError, classifyGraphError } from './graph-api.js';
+import {
+  GRAPH_TIMEOUT_MS,
+  type GraphError,
+  classifyGraphError,
+  networkFailure,
+  parseJson,
+  redact,
+} from './graph-api.js';
 
 // Fetches an inbound message's media from Meta, as each platform documents it.
 
@@ -38,7 +45,10 @@ export async function openMedia(
   if (!record.ok) return record;
   const { url, file_size: size } = record.json as { url?: unknown; file_size?: unknown };
   if (typeof url !== 'string')
-    return failure('permanent', 'unexpected_response', "The Graph API's media record has no URL", 200);
+    return {
+      ...networkFailure('permanent', 'unexpected_response', "The Graph API's media record has no URL"),
+      httpStatus: 200,
+    };
   if (typeof size === 'number' && size > maxBytes) return { ok: true, bytes: null, size, mimeType: null };
   return fetchBytes(url, accessToken, typeof size === 'number' ? size : null);
 }
@@ -46,13 +56,7 @@ export async function openMedia(
 async function fetchJson(url: string, accessToken: string): Promise<{ ok: true; json: unknown } | GraphError> {
   const answer = await request(url, accessToken, GRAPH_TIMEOUT_MS);
   if (!answer.ok) return answer;
-  const text = await answer.response.text().catch(() => '');
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
+  const json = parseJson(await answer.response.text().catch(() => ''));
   const error = (json as { error?: unknown } | undefined)?.error;
   if (!answer.response.ok || (error && typeof error === 'object'))
     return errorOf(answer.response.status, error, accessToken);
@@ -64,14 +68,8 @@ async function fetchBytes(url: string, accessToken: string | undefined, size: nu
   if (!answer.ok) return answer;
   const { response } = answer;
   if (!response.ok || !response.body) {
-    const text = await response.text().catch(() => '');
-    let error: unknown;
-    try {
-      error = (JSON.parse(text) as { error?: unknown }).error;
-    } catch {
-      error = undefined;
-    }
-    return errorOf(response.status, error, accessToken);
+    const json = parseJson(await response.text().catch(() => ''));
+    return errorOf(response.status, (json as { error?: unknown } | undefined)?.error, accessToken);
   }
   const length = Number(response.headers.get('content-length'));
   return {
@@ -96,7 +94,11 @@ async function request(
   } catch (error) {
     const reason = (error as Error).name === 'TimeoutError' ? 'timeout' : 'network_error';
     const cause = (error as { cause?: { code?: string } }).cause?.code;
-    return failure('retryable', reason, redact(`${(error as Error).message}${cause ? `: ${cause}` : ''}`, accessToken));
+    return networkFailure(
+      'retryable',
+      reason,
+      redactIf(`${(error as Error).message}${cause ? `: ${cause}` : ''}`, accessToken),
+    );
   }
 }
 
@@ -104,17 +106,16 @@ function errorOf(status: number, error: unknown, accessToken: string | undefined
   const classified =
     error && typeof error === 'object'
       ? classifyGraphError(status, error as Parameters<typeof classifyGraphError>[1])
-      : failure(
-          status >= 500 || status === 429 || status === 408 ? 'retryable' : 'permanent',
-          `http_${status}`,
-          `The media download answered HTTP ${status}`,
-          status,
-        );
-  return { ...classified, message: redact(classified.message, accessToken) };
+      : {
+          ...networkFailure(
+            status >= 500 || status === 429 || status === 408 ? 'retryable' : 'permanent',
+            `http_${status}`,
+            `The media download answered HTTP ${status}`,
+          ),
+          httpStatus: status,
+        };
+  return { ...classified, message: redactIf(classified.message, accessToken) };
 }
 
-const failure = (kind: GraphError['kind'], code: string, message: string, httpStatus: number | null = null) =>
-  ({ ok: false, kind, code, message, httpStatus }) satisfies GraphError;
-
-const redact = (text: string, token: string | undefined) =>
-  token && token.length > 0 ? text.replaceAll(token, '[redacted]') : text;
+/** Messenger's and Instagram's attachment URLs are fetched without a token: nothing to redact then. */
+const redactIf = (text: string, token: string | undefined) => (token ? redact(text, token) : text);

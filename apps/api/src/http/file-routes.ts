@@ -15,7 +15,8 @@ import { querySchemaOf } from '../validation.js';
 /** The parts an upload may have at most: one is expected, a few more are read to name what was unexpected. */
 const MAX_PARTS = 10;
 
-const admitted = (request: FastifyRequest) => {
+/** The call the edge admitted (edge/admission.ts): every /v1 route runs with one. */
+export const admitted = (request: FastifyRequest) => {
   const call = request.call;
   if (!call) throw new Error('An API call ran without admission');
   return call;

@@ -4,7 +4,7 @@ import * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
 import { MAX_BODY_BYTES } from '../edge/admission.js';
 import { runOperation } from '../operations.js';
-import { registerDownloadRoute, registerUploadRoute } from './file-routes.js';
+import { admitted, registerDownloadRoute, registerUploadRoute } from './file-routes.js';
 import { channelInboundService } from '../services/channel-inbound.js';
 import type { Settings } from '../settings.js';
 import { querySchemaOf } from '../validation.js';
@@ -82,8 +82,7 @@ export function registerOperationRoutes(app: FastifyInstance, deps: { disabled: 
           query: request.query,
           body: operation.body ? request.body : undefined,
         };
-        const call = request.call;
-        if (!call) throw new Error('An API call ran without admission');
+        const call = admitted(request);
         const response = await runOperation(operationId, {
           service: call.service,
           input,

@@ -4,7 +4,7 @@ import type * as z from 'zod';
 import { ApiError } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { type ChannelRow, channelsRepository } from '../repositories/channels.js';
-import { sealSecret } from '../secret-box.js';
+import { openSecret, sealSecret } from '../secret-box.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import type { Settings } from '../settings.js';
 import { type Change, type ServiceContext, transaction, page, scopeOf } from './context.js';
@@ -40,6 +40,19 @@ async function findOrThrow(scope: TenantScope, id: string): Promise<ChannelRow> 
   const row = await channelsRepository.findById(scope, id);
   if (!row) throw ApiError.notFound('channel', id);
   return row;
+}
+
+/** A channel's access token in clear, or the error when this server's key cannot open it (sends and downloads). */
+export function openChannelToken(settings: Settings, channel: ChannelRow): string | { code: string; message: string } {
+  try {
+    return openSecret(settings.secretKey(), channel.access_token_sealed);
+  } catch {
+    return {
+      code: 'channel_token_unreadable',
+      message:
+        "The channel's access token cannot be opened with this server's secret key; set it again with PATCH /v1/channels/:id",
+    };
+  }
 }
 
 export const channelsService = {

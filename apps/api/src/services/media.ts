@@ -8,7 +8,7 @@ import { conversationsRepository } from '../repositories/conversations.js';
 import { type MediaJob, enqueueAll } from '../repositories/jobs.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
-import { openSecret } from '../secret-box.js';
+import { openChannelToken } from './channels.js';
 import { type ServiceContext, scopeOf, transaction } from './context.js';
 import { mediaOf, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
@@ -64,15 +64,8 @@ export const mediaService = {
         status: 'failed',
         error: { code: 'channel_deleted', message: "The conversation's channel is gone: its media cannot be fetched" },
       });
-    let token: string;
-    try {
-      token = openSecret(ctx.settings.secretKey(), channel.access_token_sealed);
-    } catch {
-      return settle(ctx, row, media, {
-        status: 'failed',
-        error: { code: 'channel_token_unreadable', message: "The channel's access token cannot be opened" },
-      });
-    }
+    const token = openChannelToken(ctx.settings, channel);
+    if (typeof token !== 'string') return settle(ctx, row, media, { status: 'failed', error: token });
 
     const opened = await openMedia(ctx.settings, channel.platform, token, media.id, MAX_FILE_BYTES);
     if (!opened.ok) return failedTry(ctx, row, media, job, opened);

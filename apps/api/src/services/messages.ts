@@ -18,9 +18,7 @@ import { conversationsRepository } from '../repositories/conversations.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { type SendJob, channelLane, enqueue } from '../repositories/jobs.js';
-import { openSecret } from '../secret-box.js';
-import type { Settings } from '../settings.js';
-import { channelsService } from './channels.js';
+import { channelsService, openChannelToken } from './channels.js';
 import { type ServiceContext, transaction, scopeOf } from './context.js';
 import { findConversationOrThrow, toConversation, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
@@ -188,7 +186,7 @@ export const messagesService = {
     if (target === undefined) return;
     if ('code' in target) return fail(ctx, input.messageId, target);
 
-    const token = openToken(ctx.settings, target.channel);
+    const token = openChannelToken(ctx.settings, target.channel);
     if (typeof token !== 'string') return fail(ctx, input.messageId, token);
 
     const waitMs = await takeSendSlot(ctx, target.channel.id);
@@ -299,19 +297,6 @@ async function loadTarget(scope: TenantScope, messageId: string): Promise<SendTa
     (channel.platform === 'whatsapp' ? conversation.contact_phone?.replace(/^\+/, '') : undefined);
   if (!recipient) return { code: 'no_recipient', message: 'The contact has no address on this channel' };
   return { message, channel, recipient };
-}
-
-/** The channel's token in clear, or the error when this server's key cannot open it. */
-function openToken(settings: Settings, channel: ChannelRow): string | MessageError {
-  try {
-    return openSecret(settings.secretKey(), channel.access_token_sealed);
-  } catch {
-    return {
-      code: 'channel_token_unreadable',
-      message:
-        "The channel's access token cannot be opened with this server's secret key; set it again with PATCH /v1/channels/:id",
-    };
-  }
 }
 
 const errorOf = (error: GraphError): MessageError => ({ code: error.code, message: error.message });
