@@ -425,7 +425,8 @@ describeEachDialect(
       const channel = await openChannel('facebook');
       const page = channel.external_id;
       const psid = newGraphId();
-      const url = (name: string) => `https://lookaside.fbsbx.com/ig_messaging_cdn/?asset_id=${name}`;
+      // Attachment URLs the fake serves, so that their downloads succeed at once (inbound-media.test.ts).
+      const url = (name: string) => fake.addMedia({ id: name, bytes: Buffer.from(name), mimeType: 'text/plain' }).url;
       const reactedTo = newMid();
       const events: MessagingEvent[] = [
         messagingText({ from: psid, to: page, text: 'Hi, do you ship to Belgium?' }),
@@ -532,7 +533,8 @@ describeEachDialect(
       const channel = await openChannel('instagram');
       const account = channel.external_id;
       const igsid = newGraphId();
-      const url = (name: string) => `https://lookaside.fbsbx.com/ig_messaging_cdn/?asset_id=${name}`;
+      // Attachment URLs the fake serves, so that their downloads succeed at once (inbound-media.test.ts).
+      const url = (name: string) => fake.addMedia({ id: name, bytes: Buffer.from(name), mimeType: 'text/plain' }).url;
       const first = messagingText({ from: igsid, to: account, text: 'Is this still available?' });
       const events: MessagingEvent[] = [
         first,
@@ -627,8 +629,8 @@ describeEachDialect(
             from: psid,
             to: messenger.external_id,
             attachments: [
-              { type: 'image', url: 'https://x.test/1' },
-              { type: 'image', url: 'https://x.test/2' },
+              { type: 'image', url: fake.addMedia({ id: 'x1', bytes: Buffer.from('1'), mimeType: 'image/png' }).url },
+              { type: 'image', url: fake.addMedia({ id: 'x2', bytes: Buffer.from('2'), mimeType: 'image/png' }).url },
             ],
           }),
         ],
