@@ -93,3 +93,14 @@ export function publicOnlyLookup(hostname: string, options: LookupOptions, callb
     return callback(null, first.address, first.family);
   });
 }
+
+/** Why this URL may not be requested at all under these settings. */
+export function requestRefusal(url: URL, allowPrivate: boolean): string | undefined {
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return `unsupported protocol ${url.protocol}`;
+  if (allowPrivate) return undefined;
+  if (url.protocol !== 'https:') return 'plain http is not allowed (https only)';
+  // An IP literal is connected to without a DNS look-up, so it is checked here.
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  if (isIpAddress(host) && !isPublicAddress(host)) return `refused non-public address ${host}`;
+  return undefined;
+}

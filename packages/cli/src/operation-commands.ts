@@ -26,6 +26,11 @@ export interface OperationCommand {
   columns?: readonly string[];
   /** Printed on a terminal when the operation answers no content (204). */
   done?: string;
+  /**
+   * Message types sent from a file: `--image PATH` uploads PATH (`POST /v1/files`) and sends it as the
+   * body's `type` with `media.file_id`.
+   */
+  mediaFiles?: readonly string[];
 }
 
 export interface CommandContext {
@@ -118,6 +123,12 @@ export function addOperationCommand(
     command.addOption(new Option('--type <mime-type>', 'its media type; by default guessed from its extension'));
   }
   if (spec.download) command.addOption(new Option('--output <path>', 'where to write the bytes; by default stdout'));
+  for (const type of naming.mediaFiles ?? [])
+    command.addOption(
+      new Option(`--${type} <path>`, `upload the file at PATH and send it as the message's ${type}`).helpGroup(
+        'Body options:',
+      ),
+    );
   if (spec.list)
     command.addOption(
       new Option('--all', 'page through every record and print JSON Lines').helpGroup('Filters and paging:'),
@@ -153,7 +164,20 @@ export function addOperationCommand(
     if (spec.query.length > 0) callArgs.push(query);
     if (body !== undefined) callArgs.push(body);
 
+    const media = (naming.mediaFiles ?? []).filter((type) => options[type] !== undefined);
+    if (media.length > 1) throw new UsageError(`give one of ${media.map((type) => `--${type}`).join(', ')}`);
+
     const client = await openClient(options, terminal);
+    const [mediaType] = media;
+    if (mediaType !== undefined && body !== undefined) {
+      const path = options[mediaType] as string;
+      // An .mp4 or .ogg holds sound or pictures: the flag says which.
+      const extension = extname(path).slice(1).toLowerCase();
+      const type = mediaType === 'audio' && extension === 'mp4' ? { type: 'audio/mp4' } : {};
+      const file = await client.files.create(await fileUpload(path, type));
+      body.type = mediaType;
+      body.media = { file_id: file.id };
+    }
     const { SDK_METHODS } = await import('@convo/sdk');
     const methodPath = (SDK_METHODS as Partial<Record<OperationId, string>>)[id];
     if (!methodPath) throw new CliError(`this version of @convo/sdk cannot call ${id}`);
@@ -191,9 +215,15 @@ const MEDIA_TYPES: Record<string, string> = {
   gif: 'image/gif',
   webp: 'image/webp',
   mp4: 'video/mp4',
+  '3gp': 'video/3gpp',
+  mov: 'video/quicktime',
+  webm: 'video/webm',
   mp3: 'audio/mpeg',
+  m4a: 'audio/mp4',
   ogg: 'audio/ogg',
   aac: 'audio/aac',
+  amr: 'audio/amr',
+  wav: 'audio/wav',
   txt: 'text/plain',
   csv: 'text/csv',
   json: 'application/json',

@@ -1,12 +1,20 @@
 import * as z from 'zod';
-import { Id, Timestamp, listOf, pagination, text } from './common.js';
+import { Id, type Platform, Timestamp, listOf, pagination, text } from './common.js';
+import { WebhookUrl } from './webhooks.js';
 
-/** What a message holds. Inbound messages may have any type; `text` and `template` can be sent. */
+/** What a message holds. Inbound messages may have any type; text, templates and the four media types can be sent. */
 export const MessageType = z
   .enum(['text', 'template', 'image', 'video', 'audio', 'document', 'sticker', 'location', 'reaction', 'unsupported'])
   .meta({ id: 'MessageType' });
 export type MessageType = z.infer<typeof MessageType>;
-export const SendableMessageType = z.enum(['text', 'template']).meta({ id: 'SendableMessageType' });
+export const SendableMessageType = z
+  .enum(['text', 'template', 'image', 'video', 'audio', 'document'])
+  .meta({ id: 'SendableMessageType' });
+/** The types a message with a file or a link goes out as. */
+export const MEDIA_MESSAGE_TYPES = ['image', 'video', 'audio', 'document'] as const;
+export type MediaMessageType = (typeof MEDIA_MESSAGE_TYPES)[number];
+const isMediaType = (type: string): type is MediaMessageType =>
+  (MEDIA_MESSAGE_TYPES as readonly string[]).includes(type);
 export const MessageDirection = z.enum(['inbound', 'outbound']);
 export const MessageStatus = z.enum(['queued', 'sent', 'delivered', 'read', 'failed']);
 
@@ -117,6 +125,106 @@ export const MessageTemplate = z
   .meta({ id: 'MessageTemplate' });
 export type MessageTemplate = z.infer<typeof MessageTemplate>;
 
+/** What a media message sends: a file kept by Convo (`POST /v1/files`), or a link the worker fetches. */
+export const OutboundMedia = z
+  .strictObject({
+    file_id: Id.optional().meta({ description: 'A file uploaded with `POST /v1/files`.' }),
+    url: WebhookUrl.optional().meta({
+      description: 'An https address on the public internet; the worker fetches it, keeps it as a file and sends that.',
+    }),
+  })
+  .check((ctx) => {
+    const { file_id, url } = ctx.value;
+    if (file_id === undefined && url === undefined)
+      ctx.issues.push({
+        code: 'invalid_type',
+        expected: 'string',
+        path: ['file_id'],
+        input: undefined,
+        message: 'media needs file_id or url',
+      });
+    else if (file_id !== undefined && url !== undefined)
+      ctx.issues.push({
+        code: 'unrecognized_keys',
+        keys: ['url'],
+        input: ctx.value,
+        message: 'media takes file_id or url, not both',
+      });
+  })
+  .meta({
+    id: 'OutboundMedia',
+    oneOf: [
+      { required: ['file_id'], not: { required: ['url'] } },
+      { required: ['url'], not: { required: ['file_id'] } },
+    ],
+  });
+export type OutboundMedia = z.infer<typeof OutboundMedia>;
+
+const MiB = 1024 * 1024;
+
+/** How large, and of which media types, a platform takes each kind of media; `null`: any type. */
+export interface MediaRule {
+  maxBytes: number;
+  mimeTypes: readonly string[] | null;
+}
+
+/**
+ * What each platform takes (CONTRACT: Files and media), checked before a media message is accepted.
+ * WhatsApp: https://developers.facebook.com/documentation/business-messaging/whatsapp/business-phone-numbers/media
+ * Messenger: https://developers.facebook.com/docs/messenger-platform/send-messages#sending_attachments
+ * Instagram: https://developers.facebook.com/docs/messenger-platform/instagram/features/send-message
+ */
+export const MEDIA_RULES: Record<Platform, Record<MediaMessageType, MediaRule>> = {
+  whatsapp: {
+    image: { maxBytes: 5 * MiB, mimeTypes: ['image/jpeg', 'image/png'] },
+    video: { maxBytes: 16 * MiB, mimeTypes: ['video/mp4', 'video/3gpp'] },
+    audio: { maxBytes: 16 * MiB, mimeTypes: ['audio/aac', 'audio/mp4', 'audio/mpeg', 'audio/amr', 'audio/ogg'] },
+    document: { maxBytes: 100 * MiB, mimeTypes: null },
+  },
+  facebook: {
+    image: { maxBytes: 25 * MiB, mimeTypes: ['image/jpeg', 'image/png', 'image/gif'] },
+    video: {
+      maxBytes: 25 * MiB,
+      mimeTypes: ['video/mp4', 'video/ogg', 'video/quicktime', 'video/webm', 'video/x-msvideo'],
+    },
+    audio: { maxBytes: 25 * MiB, mimeTypes: ['audio/aac', 'audio/mp4', 'audio/x-m4a', 'audio/mpeg', 'audio/wav'] },
+    document: { maxBytes: 25 * MiB, mimeTypes: null },
+  },
+  instagram: {
+    image: { maxBytes: 8 * MiB, mimeTypes: ['image/jpeg', 'image/png', 'image/gif'] },
+    video: {
+      maxBytes: 25 * MiB,
+      mimeTypes: ['video/mp4', 'video/ogg', 'video/quicktime', 'video/webm', 'video/x-msvideo'],
+    },
+    audio: { maxBytes: 25 * MiB, mimeTypes: ['audio/aac', 'audio/mp4', 'audio/x-m4a', 'audio/wav'] },
+    document: { maxBytes: 25 * MiB, mimeTypes: ['application/pdf'] },
+  },
+};
+
+/** A media type as the rules compare it: lower case, without parameters (`audio/ogg; codecs=opus` is `audio/ogg`). */
+export const bareMimeType = (mimeType: string): string => (mimeType.split(';')[0] ?? '').trim().toLowerCase();
+
+/** Why a platform refuses this media, or undefined when it takes it. */
+export function mediaProblem(
+  platform: Platform,
+  type: MediaMessageType,
+  media: { mime_type: string; size: number | null },
+): { constraint: 'format' | 'max'; message: string } | undefined {
+  const rule = MEDIA_RULES[platform][type];
+  const mime = bareMimeType(media.mime_type);
+  if (rule.mimeTypes && !rule.mimeTypes.includes(mime))
+    return {
+      constraint: 'format',
+      message: `${platform} sends ${type} only as ${rule.mimeTypes.join(', ')}; this is ${mime}`,
+    };
+  if (media.size !== null && media.size > rule.maxBytes)
+    return {
+      constraint: 'max',
+      message: `${platform} sends ${type} of at most ${rule.maxBytes / MiB} MiB; this is ${media.size} bytes`,
+    };
+  return undefined;
+}
+
 /**
  * `message` is the deprecated alias of `content`; both may be sent only when equal.
  * The parsed body always carries `content` (a template's name for `template`).
@@ -124,48 +232,29 @@ export type MessageTemplate = z.infer<typeof MessageTemplate>;
 export const SendMessageBody = z
   .strictObject({
     conversation_id: Id,
-    content: MessageContent.optional().meta({ description: 'Required for `text`.' }),
+    content: MessageContent.optional().meta({
+      description: "Required for `text`; a media message's caption (not for `audio`); not for `template`.",
+    }),
     message: MessageContent.optional().meta({ deprecated: true, description: 'Deprecated alias of `content`.' }),
     type: SendableMessageType.default('text'),
     template: MessageTemplate.optional().meta({
       description: 'Required for `template` (WhatsApp only); not allowed otherwise.',
     }),
+    media: OutboundMedia.optional().meta({
+      description:
+        "Required for `image`, `video`, `audio` and `document`; not allowed otherwise. Checked against the platform's type and size rules before the message is accepted.",
+    }),
   })
   .check((ctx) => {
-    const { content, message, type, template } = ctx.value;
-    if (type === 'template') {
-      if (template === undefined) {
-        ctx.issues.push({
-          code: 'invalid_type',
-          expected: 'object',
-          path: ['template'],
-          input: undefined,
-          message: 'template is required',
-        });
-      } else if (content !== undefined || message !== undefined) {
-        ctx.issues.push({
-          code: 'unrecognized_keys',
-          keys: [content !== undefined ? 'content' : 'message'],
-          input: ctx.value,
-          message: 'A template message takes no content',
-        });
-      }
-    } else if (template !== undefined) {
-      ctx.issues.push({
-        code: 'unrecognized_keys',
-        keys: ['template'],
-        input: ctx.value,
-        message: 'template goes only with type "template"',
-      });
-    } else if (content === undefined && message === undefined) {
-      ctx.issues.push({
-        code: 'invalid_type',
-        expected: 'string',
-        path: ['content'],
-        input: undefined,
-        message: 'content is required',
-      });
-    } else if (content !== undefined && message !== undefined && content !== message) {
+    const { content, message, type, template, media } = ctx.value;
+    const missing = (field: string, expected: 'object' | 'string', text: string): void => {
+      ctx.issues.push({ code: 'invalid_type', expected, path: [field], input: undefined, message: text });
+    };
+    const extra = (key: string, text: string): void => {
+      ctx.issues.push({ code: 'unrecognized_keys', keys: [key], input: ctx.value, message: text });
+    };
+    const caption = content ?? message;
+    if (content !== undefined && message !== undefined && content !== message) {
       ctx.issues.push({
         code: 'custom',
         path: ['message'],
@@ -173,24 +262,52 @@ export const SendMessageBody = z
         input: message,
         message: 'content and its alias message differ; send one of them',
       });
+      return;
     }
+    if (type !== 'template' && template !== undefined)
+      return extra('template', 'template goes only with type "template"');
+    if (!isMediaType(type) && media !== undefined)
+      return extra('media', 'media goes only with type image, video, audio or document');
+    if (type === 'template') {
+      if (template === undefined) missing('template', 'object', 'template is required');
+      else if (caption !== undefined)
+        extra(content !== undefined ? 'content' : 'message', 'A template message takes no content');
+    } else if (isMediaType(type)) {
+      if (media === undefined) missing('media', 'object', `media is required for type "${type}"`);
+      else if (type === 'audio' && caption !== undefined)
+        extra(content !== undefined ? 'content' : 'message', 'An audio message takes no caption');
+    } else if (caption === undefined) missing('content', 'string', 'content is required');
   })
-  .transform(({ conversation_id, content, message, type, template }) =>
-    type === 'template'
-      ? { conversation_id, type, content: (template as MessageTemplate).name, template: template as MessageTemplate }
-      : { conversation_id, type, content: (content ?? message) as string },
-  )
+  // Runs after a failed check too (its issues do not abort), so it reads nothing the check may have found missing.
+  .transform(({ conversation_id, content, message, type, template, media }) => {
+    if (type === 'template')
+      return { conversation_id, type, content: template?.name ?? '', template: template as MessageTemplate };
+    if (isMediaType(type))
+      return { conversation_id, type, content: content ?? message ?? '', media: media as OutboundMedia };
+    return { conversation_id, type, content: (content ?? message) as string };
+  })
   // The check above in JSON Schema terms, so the document does not call `{conversation_id}` alone valid.
   .meta({
     id: 'SendMessageBody',
-    anyOf: [{ required: ['content'] }, { required: ['message'] }, { required: ['template'] }],
-    // `template` goes with `type: "template"` and nothing else does: the rest of the check above.
+    anyOf: [{ required: ['content'] }, { required: ['message'] }, { required: ['template'] }, { required: ['media'] }],
+    // `template` goes with `type: "template"` and `media` with the media types, and nothing else does.
     allOf: [
       {
         if: { properties: { type: { const: 'template' } }, required: ['type'] },
         // biome-ignore lint/suspicious/noThenProperty: JSON Schema's own keyword, not a thenable.
         then: { required: ['template'], properties: { content: false, message: false } },
         else: { properties: { template: false } },
+      },
+      {
+        if: { properties: { type: { enum: [...MEDIA_MESSAGE_TYPES] } }, required: ['type'] },
+        // biome-ignore lint/suspicious/noThenProperty: JSON Schema's own keyword, not a thenable.
+        then: { required: ['media'] },
+        else: { properties: { media: false } },
+      },
+      {
+        if: { properties: { type: { const: 'audio' } }, required: ['type'] },
+        // biome-ignore lint/suspicious/noThenProperty: JSON Schema's own keyword, not a thenable.
+        then: { properties: { content: false, message: false } },
       },
     ],
   });

@@ -37,6 +37,48 @@ describe('SendMessageBody', () => {
   });
 });
 
+describe('SendMessageBody with media and templates', () => {
+  const fields = {
+    content: 'A caption',
+    message: 'Another',
+    template: { name: 'order_update', language: 'en_US' },
+    media: { file_id: 'file_1' },
+  };
+  const subsets = <T>(items: T[]): T[][] => {
+    const all: T[][] = [[]];
+    for (const item of items) for (const subset of [...all]) all.push([...subset, item]);
+    return all;
+  };
+
+  it('answers every mix of type and fields with a result or issues, never a throw', () => {
+    for (const type of [undefined, 'text', 'template', 'image', 'video', 'audio', 'document', 'sticker'])
+      for (const present of subsets(Object.keys(fields) as (keyof typeof fields)[])) {
+        const body = { conversation_id: 'conv_1', ...(type ? { type } : {}) };
+        for (const name of present) Object.assign(body, { [name]: fields[name] });
+        const result = SendMessageBody.safeParse(body);
+        expect(result.success || result.error.issues.length > 0, JSON.stringify(body)).toBe(true);
+      }
+  });
+
+  it('takes a media message with a file or a link and a caption, except audio', () => {
+    expect(
+      SendMessageBody.parse({ conversation_id: 'c', type: 'image', content: 'Hi', media: { file_id: 'file_1' } }),
+    ).toEqual({ conversation_id: 'c', type: 'image', content: 'Hi', media: { file_id: 'file_1' } });
+    expect(
+      SendMessageBody.parse({ conversation_id: 'c', type: 'document', media: { url: 'https://x.example/a.pdf' } }),
+    ).toEqual({ conversation_id: 'c', type: 'document', content: '', media: { url: 'https://x.example/a.pdf' } });
+    const issueOf = (body: object) => SendMessageBody.safeParse({ conversation_id: 'c', ...body }).error?.issues[0];
+    expect(issueOf({ type: 'audio', content: 'x', media: { file_id: 'f' } })).toMatchObject({ keys: ['content'] });
+    expect(issueOf({ type: 'video' })).toMatchObject({ path: ['media'], code: 'invalid_type' });
+    expect(issueOf({ type: 'video', media: {} })).toMatchObject({ path: ['media', 'file_id'] });
+    expect(issueOf({ type: 'video', media: { file_id: 'f', url: 'https://x.example/v.mp4' } })).toMatchObject({
+      path: ['media'],
+      keys: ['url'],
+    });
+    expect(issueOf({ content: 'x', media: { file_id: 'f' } })).toMatchObject({ keys: ['media'] });
+  });
+});
+
 describe('formats', () => {
   it('reports phone and currency syntax as invalid_format with their names', () => {
     expect(CreateContactBody.safeParse({ phone: '555' }).error?.issues[0]).toMatchObject({

@@ -185,6 +185,24 @@ describe('the convo CLI against a real server', () => {
     expect(downloaded, downloaded.stderr).toMatchObject({ code: 0, stdout: '' });
     expect(readFileSync(join(folder, 'back.pdf')).equals(bytes)).toBe(true);
     called.add('files.content');
+    // A photo: --image uploads it and sends its file.
+    writeFileSync(join(folder, 'beans.png'), bytes.subarray(0, 20_000));
+    const other = await operation(
+      'conversations.create',
+      ['conversations', 'create', '--contact', ana.id, '--platform', 'facebook'],
+      Conversation,
+    );
+    const photo = await operation(
+      'messages.send',
+      ['messages', 'send', '--conversation', other.id, '--image', join(folder, 'beans.png')],
+      Message,
+    );
+    expect(photo).toMatchObject({
+      type: 'image',
+      media: { mime_type: 'image/png', status: 'stored', filename: 'beans.png' },
+    });
+    const sentFile = await operation('files.retrieve', ['files', 'get', photo.media?.file_id as string], FileRecord);
+    expect(sentFile.size).toBe(20_000);
     rmSync(folder, { recursive: true, force: true });
     expect(
       await operation('conversations.retrieve', ['conversations', 'get', conversation.id], Conversation),

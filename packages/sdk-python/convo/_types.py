@@ -143,7 +143,7 @@ class MessageList(TypedDict):
     has_more: bool
 
 
-SendableMessageType = Literal["text", "template"]
+SendableMessageType = Literal["text", "template", "image", "video", "audio", "document"]
 
 
 class _TemplateComponentRequired(TypedDict):
@@ -168,18 +168,27 @@ class MessageTemplate(_MessageTemplateRequired, total=False):
     """The values of the template's variables, passed to WhatsApp as they are."""
 
 
+class OutboundMedia(TypedDict, total=False):
+    file_id: str
+    """A file uploaded with `POST /v1/files`."""
+    url: str
+    """An https address on the public internet; the worker fetches it, keeps it as a file and sends that."""
+
+
 class _SendMessageBodyRequired(TypedDict):
     conversation_id: str
 
 
 class SendMessageBody(_SendMessageBodyRequired, total=False):
     content: str
-    """Required for `text`."""
+    """Required for `text`; a media message's caption (not for `audio`); not for `template`."""
     message: str
     """Deprecated alias of `content`."""
     type: SendableMessageType
     template: MessageTemplate
     """Required for `template` (WhatsApp only); not allowed otherwise."""
+    media: OutboundMedia
+    """Required for `image`, `video`, `audio` and `document`; not allowed otherwise. Checked against the platform's type and size rules before the message is accepted."""
 
 
 class File(TypedDict):
@@ -1042,6 +1051,7 @@ __all__ = [
     "OrderItem",
     "OrderList",
     "OrderStatus",
+    "OutboundMedia",
     "Platform",
     "ReplayDeliveriesBody",
     "SandboxInboundBody",

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
+import { Readable } from 'node:stream';
 import type { MessageTemplate, Platform } from '@convo/core';
 import type { Settings } from '../settings.js';
 
@@ -33,7 +35,24 @@ export interface OutboundMessage {
   type: string;
   content: string;
   template?: MessageTemplate | undefined;
+  /** A media message's file as WhatsApp's media upload named it. */
+  mediaId?: string;
+  filename?: string | null;
 }
+
+/** A file's bytes as a request streams them. */
+export interface OutboundFile {
+  filename: string | null;
+  mimeType: string;
+  size: number;
+  bytes: AsyncIterable<Buffer>;
+}
+
+/** An upload has this long in all: 100 MiB over a slow link, not a stalled one. */
+const UPLOAD_TIMEOUT_MS = 10 * 60_000;
+
+/** The attachment type Messenger and Instagram call each media type. */
+const ATTACHMENT_TYPES: Record<string, string> = { image: 'image', video: 'video', audio: 'audio', document: 'file' };
 
 export interface GraphAccepted {
   ok: true;
@@ -107,7 +126,7 @@ interface GraphErrorBody {
  * The token goes only into the Authorization header, never into a result.
  */
 export async function sendToPlatform(
-  settings: Pick<Settings, 'graphApiUrl' | 'graphApiVersion'>,
+  settings: GraphSettings,
   channel: GraphChannel,
   accessToken: string,
   recipient: string,
@@ -117,12 +136,101 @@ export async function sendToPlatform(
   const body = requestBody(channel.platform, recipient, message);
   if (typeof body === 'string')
     return { ok: false, kind: 'permanent', code: 'unsupported', message: body, httpStatus: null };
-  const base = settings.graphApiUrl.replace(/\/+$/, '');
-  const url = `${base}/${settings.graphApiVersion}/${encodeURIComponent(channel.external_id)}/messages`;
-  const response = await postJson(url, accessToken, JSON.stringify(body), options.timeoutMs ?? GRAPH_TIMEOUT_MS);
-  const result =
-    'failure' in response ? response.failure : resultOf(channel.platform, response.statusCode, response.text);
+  const json = JSON.stringify(body);
+  const request = { contentType: 'application/json', length: Buffer.byteLength(json), data: json };
+  const response = await post(graphUrl(settings, channel, 'messages'), accessToken, request, options.timeoutMs);
+  return sendResultOf(channel.platform, response, accessToken);
+}
+
+/**
+ * Sends a file as a Messenger or Instagram attachment: uploaded and sent in one multipart request.
+ * https://developers.facebook.com/docs/messenger-platform/send-messages#sending_attachments
+ * https://developers.facebook.com/docs/messenger-platform/instagram/features/attachment-upload
+ */
+export async function sendAttachment(
+  settings: GraphSettings,
+  channel: GraphChannel,
+  accessToken: string,
+  recipient: string,
+  type: string,
+  file: OutboundFile,
+): Promise<GraphSendResult> {
+  const attachment = { type: ATTACHMENT_TYPES[type] ?? 'file', payload: { is_reusable: false } };
+  const fields = {
+    recipient: JSON.stringify({ id: recipient }),
+    messaging_type: 'RESPONSE',
+    message: JSON.stringify({ attachment }),
+  };
+  const request = multipart(fields, 'filedata', file);
+  const response = await post(graphUrl(settings, channel, 'messages'), accessToken, request, UPLOAD_TIMEOUT_MS);
+  return sendResultOf(channel.platform, response, accessToken);
+}
+
+/**
+ * Uploads a file to a WhatsApp number's media, for a message that names it by the id this answers.
+ * https://developers.facebook.com/documentation/business-messaging/whatsapp/business-phone-numbers/media
+ */
+export async function uploadWhatsAppMedia(
+  settings: GraphSettings,
+  channel: GraphChannel,
+  accessToken: string,
+  file: OutboundFile,
+): Promise<{ ok: true; id: string } | GraphError> {
+  const request = multipart({ messaging_product: 'whatsapp', type: file.mimeType }, 'file', file);
+  const response = await post(graphUrl(settings, channel, 'media'), accessToken, request, UPLOAD_TIMEOUT_MS);
+  if ('failure' in response) return response.failure;
+  const json = parseJson(response.text);
+  const error = isRecord(json) && isRecord(json.error) ? (json.error as GraphErrorBody) : undefined;
+  const id = isRecord(json) && typeof json.id === 'string' && json.id.length > 0 ? json.id : undefined;
+  if (!error && id && response.statusCode < 300) return { ok: true, id };
+  const failed = error
+    ? classifyGraphError(response.statusCode, error)
+    : {
+        ...networkFailure('permanent', 'unexpected_response', 'The media upload answered without an id'),
+        httpStatus: response.statusCode,
+      };
+  return { ...failed, message: redact(failed.message, accessToken) };
+}
+
+type GraphSettings = Pick<Settings, 'graphApiUrl' | 'graphApiVersion'>;
+
+const graphUrl = (settings: GraphSettings, channel: GraphChannel, edge: string) =>
+  `${settings.graphApiUrl.replace(/\/+$/, '')}/${settings.graphApiVersion}/${encodeURIComponent(channel.external_id)}/${edge}`;
+
+function sendResultOf(platform: Platform, response: PostOutcome, accessToken: string): GraphSendResult {
+  const result = 'failure' in response ? response.failure : resultOf(platform, response.statusCode, response.text);
   return result.ok ? result : { ...result, message: redact(result.message, accessToken) };
+}
+
+/** A request body: its type, its length, and its bytes as a string or as a stream. */
+interface PostBody {
+  contentType: string;
+  length: number;
+  data: string | AsyncIterable<Buffer>;
+}
+
+/** A `multipart/form-data` body of text fields and one file, streamed: the file is never held whole. */
+function multipart(fields: Record<string, string>, fileField: string, file: OutboundFile): PostBody {
+  const boundary = `convo-${randomBytes(16).toString('hex')}`;
+  // A quote or a line break would end the header; Meta reads the name only for display.
+  const filename = (file.filename ?? 'file').replace(/["\r\n\\]/g, '_');
+  const head = Buffer.from(
+    `${Object.entries(fields)
+      .map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`)
+      .join('')}--${boundary}\r\nContent-Disposition: form-data; name="${fileField}"; filename="${filename}"\r\n` +
+      `Content-Type: ${file.mimeType}\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  async function* data() {
+    yield head;
+    yield* file.bytes;
+    yield tail;
+  }
+  return {
+    contentType: `multipart/form-data; boundary=${boundary}`,
+    length: head.length + file.size + tail.length,
+    data: data(),
+  };
 }
 
 /** The Graph request body of a message, or why it cannot be sent on this platform. */
@@ -144,6 +252,11 @@ export function requestBody(
         type: 'template',
         template: { name, language: { code: language }, ...(components ? { components } : {}) },
       };
+    }
+    if (message.mediaId !== undefined && ATTACHMENT_TYPES[message.type]) {
+      const caption = message.type !== 'audio' && message.content.length > 0 ? { caption: message.content } : {};
+      const filename = message.type === 'document' && message.filename ? { filename: message.filename } : {};
+      return { ...envelope, type: message.type, [message.type]: { id: message.mediaId, ...caption, ...filename } };
     }
     return `Messages of type ${message.type} cannot be sent`;
   }
@@ -236,10 +349,10 @@ export function parseJson(text: string): unknown {
 type PostOutcome = { statusCode: number; text: string } | { failure: GraphError };
 
 /**
- * POSTs JSON under one deadline for the whole exchange and reads at most MAX_RESPONSE_BYTES of the answer.
+ * POSTs a body under one deadline for the whole exchange and reads at most MAX_RESPONSE_BYTES of the answer.
  * Redirects are not followed: the Graph API does not redirect sends.
  */
-function postJson(url: string, accessToken: string, body: string, timeoutMs: number): Promise<PostOutcome> {
+function post(url: string, accessToken: string, body: PostBody, timeoutMs = GRAPH_TIMEOUT_MS): Promise<PostOutcome> {
   let target: URL;
   try {
     target = new URL(url);
@@ -270,9 +383,9 @@ function postJson(url: string, accessToken: string, body: string, timeoutMs: num
       agent: secure ? agents.https : agents.http,
       headers: {
         authorization: `Bearer ${accessToken}`,
-        'content-type': 'application/json',
+        'content-type': body.contentType,
         accept: 'application/json',
-        'content-length': String(Buffer.byteLength(body)),
+        'content-length': String(body.length),
       },
     });
     const deadline = setTimeout(
@@ -312,7 +425,15 @@ function postJson(url: string, accessToken: string, body: string, timeoutMs: num
         finish({ failure: networkFailure('retryable', 'network_error', 'The answer was cut off') }),
       );
     });
-    req.end(body);
+    if (typeof body.data === 'string') req.end(body.data);
+    else
+      Readable.from(body.data)
+        .on('error', (error) =>
+          finish({
+            failure: networkFailure('retryable', 'network_error', `Reading the file failed: ${error.message}`),
+          }),
+        )
+        .pipe(req);
   });
 }
 

@@ -155,7 +155,8 @@ describeEachDialect('messages', (server) => {
 
     it.each([
       [{ content: 'Hi' }, 'conversation_id', 'required'],
-      [{ conversation_id: 'conv_x', content: 'Hi', type: 'image' }, 'type', 'enum'],
+      [{ conversation_id: 'conv_x', content: 'Hi', type: 'sticker' }, 'type', 'enum'],
+      [{ conversation_id: 'conv_x', content: 'Hi', type: 'image' }, 'media', 'required'],
       [{ conversation_id: 'conv_x', content: 'Hi', type: 'TEXT' }, 'type', 'enum'],
       [{ conversation_id: 'conv_x', content: 'Hi', type: 1 }, 'type', 'type'],
       [{ conversation_id: 'conv_x', content: 42 }, 'content', 'type'],

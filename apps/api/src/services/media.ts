@@ -113,16 +113,19 @@ async function failedTry(
   return settle(ctx, row, media, { status: 'failed', error: reason });
 }
 
-/** Records how the download ended (with its file, once stored) and emits `message.updated`, together. */
-async function settle(
+/**
+ * Records how a download ended (with its file, once stored) and emits `message.updated`, together:
+ * the message as it is now, or undefined when it was deleted meanwhile.
+ */
+export async function settleMedia(
   ctx: ServiceContext,
   row: MessageRow,
   media: MessageMedia,
   outcome: Pick<MessageMedia, 'status' | 'error'>,
   upload?: StoredUpload,
-): Promise<undefined> {
+): Promise<Message | undefined> {
   try {
-    await transaction(ctx, async (tx) => {
+    return await transaction(ctx, async (tx) => {
       const scope = scopeOf(tx);
       const file = upload ? await filesService.create(tx, upload) : undefined;
       const updated: MessageMedia = { ...media, ...outcome, file_id: file?.id ?? null };
@@ -131,21 +134,28 @@ async function settle(
       if (!changed) throw new MessageGone();
       const message: Message = toMessage(changed);
       await emitEvent(scope, 'message.updated', message, changed.conversation_id);
+      return message;
     });
   } catch (error) {
     if (upload) await filesService.discard(ctx, upload);
     if (!(error instanceof MessageGone)) throw error;
+    return undefined;
   }
+}
+
+/** Records how the download ended; the job has nothing more to do. */
+async function settle(...args: Parameters<typeof settleMedia>): Promise<undefined> {
+  await settleMedia(...args);
   return undefined;
 }
 
 class MessageGone extends Error {}
 
-async function* buffers(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Buffer> {
+export async function* buffers(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Buffer> {
   for await (const chunk of chunks) yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
 }
 
 /** Stops a download whose bytes are not wanted. */
-async function cancel(bytes: AsyncIterable<Uint8Array>): Promise<void> {
+export async function cancel(bytes: AsyncIterable<Uint8Array>): Promise<void> {
   await (bytes as unknown as ReadableStream).cancel?.().catch(() => undefined);
 }

@@ -1,9 +1,11 @@
 import type {
   ConversationStatus,
+  MediaMessageType,
   Message,
   PlatformMedia,
   MessageTemplate,
   MessageType,
+  OutboundMedia,
   SendMessageBody,
 } from '@convo/core';
 import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
@@ -20,9 +22,10 @@ import type { TenantScope } from '../repositories/tenant.js';
 import { type SendJob, channelLane, enqueue } from '../repositories/jobs.js';
 import { channelsService, openChannelToken } from './channels.js';
 import { type ServiceContext, transaction, scopeOf } from './context.js';
-import { findConversationOrThrow, toConversation, toMessage } from './conversations.js';
+import { findConversationOrThrow, mediaOf, toConversation, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
 import { pendingMedia, queueMediaDownloads } from './media.js';
+import { outboundMediaOf, sendMedia } from './outbound-media.js';
 
 /**
  * Free-form messages reach a contact only this long after their last message on the channel (Meta's customer service
@@ -128,6 +131,7 @@ export const messagesService = {
    */
   async send(ctx: ServiceContext, body: z.output<typeof SendMessageBody>): Promise<Message> {
     const at = now();
+    const media = body.media ? await outboundMediaFor(ctx, { ...body, media: body.media }) : null;
     const row = {
       id: newId('message'),
       conversation_id: body.conversation_id,
@@ -137,7 +141,7 @@ export const messagesService = {
       status: 'queued' as const,
       platform_message_id: null,
       error: null,
-      media: null,
+      media: media ? JSON.stringify(media) : null,
       created_at: at,
       updated_at: at,
     };
@@ -193,11 +197,15 @@ export const messagesService = {
     if (waitMs !== undefined) return { retryAt: new Date(Date.now() + waitMs).toISOString() };
 
     const { message, channel, recipient } = target;
-    const result = await sendToPlatform(ctx.settings, channel, token, recipient, {
-      type: message.type,
-      content: message.content,
-      template: input.template,
-    });
+    const media = mediaOf(message);
+    const finalTry = ctx.settings.channelSendRetryScheduleMs[triesSoFar(input)] === undefined;
+    const result = media
+      ? await sendMedia(ctx, { message, media, channel, recipient, token, finalTry })
+      : await sendToPlatform(ctx.settings, channel, token, recipient, {
+          type: message.type,
+          content: message.content,
+          template: input.template,
+        });
     if (result.ok) {
       await messagesService.advance(ctx, {
         messageId: message.id,
@@ -211,6 +219,16 @@ export const messagesService = {
     return fail(ctx, message.id, errorOf(result));
   },
 };
+
+/** A media message's media, after the rules of its conversation's platform. */
+async function outboundMediaFor(
+  ctx: ServiceContext,
+  body: { conversation_id: string; type: string; content: string; media: OutboundMedia },
+) {
+  const conversation = await findConversationOrThrow(scopeOf(ctx), body.conversation_id);
+  const type = body.type as MediaMessageType;
+  return outboundMediaOf(ctx, { platform: conversation.platform, type, media: body.media, caption: body.content });
+}
 
 const archived = () =>
   ApiError.badRequest('conversation_id', 'transition', 'The conversation is archived; messages cannot be sent into it');

@@ -15,7 +15,7 @@ import {
 } from '../repositories/webhooks.js';
 import { type ServiceContext, transaction, scopeOf } from './context.js';
 import { toEvent } from './events.js';
-import { isIpAddress, isPublicAddress, publicOnlyLookup } from '../webhook-addresses.js';
+import { publicOnlyLookup, requestRefusal } from '../webhook-addresses.js';
 import { type StoredDeliveryAttempt, parseAttempts, toWebhookDelivery, webhookEndpointsService } from './webhooks.js';
 
 export const WEBHOOK_USER_AGENT = 'Convo-Webhooks/1';
@@ -351,7 +351,7 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookResponse> {
   } catch {
     return Promise.resolve({ statusCode: null, error: 'invalid URL', durationMs: elapsed() });
   }
-  const refusal = refusalOf(url, request.allowPrivate);
+  const refusal = requestRefusal(url, request.allowPrivate);
   if (refusal) return Promise.resolve({ statusCode: null, error: refusal, durationMs: elapsed() });
 
   return new Promise((resolve) => {
@@ -391,17 +391,6 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookResponse> {
     });
     req.end(request.body);
   });
-}
-
-/** Why this URL may not be requested at all under these settings. */
-function refusalOf(url: URL, allowPrivate: boolean): string | undefined {
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return `unsupported protocol ${url.protocol}`;
-  if (allowPrivate) return undefined;
-  if (url.protocol !== 'https:') return 'plain http is not allowed (https only)';
-  // An IP literal is connected to without a DNS look-up, so it is checked here.
-  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  if (isIpAddress(host) && !isPublicAddress(host)) return `refused non-public address ${host}`;
-  return undefined;
 }
 
 function errorForStatus(statusCode: number | null, statusMessage: string | undefined): string | null {

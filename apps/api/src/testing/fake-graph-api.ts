@@ -78,6 +78,15 @@ export interface RecordedRequest {
   externalId?: string;
   /** True for `POST …/messages`, the requests scripted failures and rate checks count. */
   isSend: boolean;
+  /** The files of a multipart body, by part name (the body shows each as `{filename, mime_type, size}`). */
+  files?: Record<string, FakeFile>;
+}
+
+/** A file a client uploaded: to WhatsApp's media, or as a Messenger or Instagram attachment. */
+export interface FakeFile {
+  bytes: Buffer;
+  mimeType: string;
+  filename: string | null;
 }
 
 export interface AcceptedSend {
@@ -91,6 +100,8 @@ export interface AcceptedSend {
   type: string;
   body: unknown;
   at: number;
+  /** The file the message carries: uploaded to WhatsApp's media and named by id, or sent as an attachment. */
+  file?: FakeFile;
 }
 
 export interface PostedWebhook {
@@ -163,6 +174,14 @@ const trace = (): string => randomBytes(9).toString('base64url');
  * statuses are not a reliable retry signal, and some throttling and temporary errors arrive as Bad Request.
  */
 export const META_ERRORS = {
+  // https://developers.facebook.com/documentation/business-messaging/whatsapp/support/error-codes
+  /** A media message names a media id the number never uploaded, or one expired. */
+  unknownMedia: {
+    httpStatus: 400,
+    code: 131053,
+    message: 'Media upload error',
+    details: 'Unable to retrieve the media: the id is unknown or has expired.',
+  },
   // https://developers.facebook.com/docs/graph-api/guides/error-handling
   /** Unknown, malformed or revoked token. */
   invalidToken: {
@@ -304,8 +323,29 @@ function parseFormValue(value: string): unknown {
   return value;
 }
 
-function parseBody(raw: string, contentType: string | undefined): unknown {
-  if (raw.length === 0) return undefined;
+/** A multipart body's text fields (JSON-looking ones parsed) and its files. */
+async function parseMultipart(
+  raw: Buffer,
+  contentType: string,
+): Promise<{ body: Record<string, unknown>; files: Record<string, FakeFile> }> {
+  const form = await new Response(raw, { headers: { 'content-type': contentType } }).formData();
+  const body: Record<string, unknown> = {};
+  const files: Record<string, FakeFile> = {};
+  for (const [name, value] of form.entries()) {
+    if (typeof value === 'string') {
+      body[name] = parseFormValue(value);
+      continue;
+    }
+    const file = { bytes: Buffer.from(await value.arrayBuffer()), mimeType: value.type, filename: value.name || null };
+    files[name] = file;
+    body[name] = { filename: file.filename, mime_type: file.mimeType, size: file.bytes.length };
+  }
+  return { body, files };
+}
+
+function parseBody(buffer: Buffer, contentType: string | undefined): unknown {
+  if (buffer.length === 0) return undefined;
+  const raw = buffer.toString('utf8');
   if (contentType?.includes('application/x-www-form-urlencoded')) {
     return Object.fromEntries([...new URLSearchParams(raw)].map(([k, v]) => [k, parseFormValue(v)]));
   }
@@ -316,9 +356,10 @@ function parseBody(raw: string, contentType: string | undefined): unknown {
   }
 }
 
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Room for the largest media Meta takes (WhatsApp documents, 100 MB). */
+const MAX_BODY_BYTES = 110 * 1024 * 1024;
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -326,7 +367,7 @@ function readBody(req: IncomingMessage): Promise<string> {
       size += chunk.length;
       if (size <= MAX_BODY_BYTES) chunks.push(chunk);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
@@ -452,6 +493,7 @@ function validateMessaging(body: unknown, platform: 'facebook' | 'instagram'): V
 // The server ----------------------------------------------------------------------------------------------------------
 
 const SEND_PATH = /^\/(?:v\d+\.\d+\/)?([^/]+)\/messages\/?$/;
+const UPLOAD_PATH = /^\/(?:v\d+\.\d+\/)?([^/]+)\/media\/?$/;
 const OBJECT_PATH = /^\/(?:v\d+\.\d+\/)?([^/]+)\/?$/;
 const WEBHOOK_TIMEOUT_MS = 10_000;
 
@@ -526,6 +568,8 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
   let failures: Array<{ error: FakeFailure; externalId?: string }> = [];
   const media = new Map<string, { bytes: Buffer; mimeType: string; accessToken?: string; declaredSize?: number }>();
   let mediaFailures: FakeFailure[] = [];
+  /** Files uploaded to WhatsApp numbers' media, by the id the upload answered. */
+  const uploads = new Map<string, FakeFile & { externalId: string }>();
   let delayMs = 0;
   const pending = new Set<Promise<void>>();
   const aborter = new AbortController();
@@ -704,6 +748,8 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
         : validateMessaging(record.body, channel.platform);
     if (!validation.ok)
       return sendJson(res, validation.error.httpStatus, graphErrorBody(validation.error, channel.platform));
+    const file = attachedFile(channel, validation.type, record);
+    if (file === 'unknown') return sendJson(res, 400, graphErrorBody(META_ERRORS.unknownMedia, channel.platform));
 
     if (validation.type === 'sender_action') return sendJson(res, 200, { recipient_id: validation.to });
     const platformId = channel.platform === 'whatsapp' ? newWamid() : newMid();
@@ -715,6 +761,7 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
       type: validation.type,
       body: record.body,
       at: record.at,
+      ...(file ? { file } : {}),
     };
     accepted.push(send);
     if (channel.statusesAfterSend.length > 0) res.on('finish', () => schedule(() => postStatuses(channel, send)));
@@ -733,6 +780,45 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
       ...(nonEmptyString(recipient.id) ? { recipient_id: recipient.id } : {}),
       message_id: platformId,
     });
+  }
+
+  /**
+   * The file a send carries: a WhatsApp media message names an upload by id (an unknown id is refused); a
+   * Messenger or Instagram attachment may come as the request's `filedata` part.
+   */
+  function attachedFile(channel: Channel, type: string, record: RecordedRequest): FakeFile | 'unknown' | undefined {
+    if (channel.platform !== 'whatsapp') return record.files?.filedata;
+    const content = isRecord(record.body) ? record.body[type] : undefined;
+    if (!WHATSAPP_MEDIA.includes(type) || !isRecord(content) || !nonEmptyString(content.id)) return undefined;
+    const upload = uploads.get(content.id);
+    if (!upload || upload.externalId !== channel.externalId) return 'unknown';
+    const { externalId: _, ...file } = upload;
+    return file;
+  }
+
+  // https://developers.facebook.com/documentation/business-messaging/whatsapp/business-phone-numbers/media
+  /** `POST /{phone_number_id}/media`: a multipart `file` with `messaging_product` and `type`; answers its id. */
+  function handleUpload(res: ServerResponse, record: RecordedRequest, externalId: string, token: string | undefined) {
+    const channel = channels.get(externalId);
+    if (channel?.platform !== 'whatsapp' || token !== channel.accessToken)
+      return sendJson(res, 401, graphErrorBody(META_ERRORS.invalidToken));
+    const body = isRecord(record.body) ? record.body : {};
+    const file = record.files?.file;
+    if (body.messaging_product !== 'whatsapp')
+      return sendJson(
+        res,
+        400,
+        graphErrorBody({ httpStatus: 400, code: 100, message: '(#100) The parameter messaging_product is required.' }),
+      );
+    if (!file)
+      return sendJson(
+        res,
+        400,
+        graphErrorBody({ httpStatus: 400, code: 100, message: '(#100) The parameter file is required.' }),
+      );
+    const id = String(1_000_000_000_000_000n + BigInt(uploads.size + 1) * 7919n);
+    uploads.set(id, { ...file, mimeType: typeof body.type === 'string' ? body.type : file.mimeType, externalId });
+    sendJson(res, 200, { id });
   }
 
   // https://developers.facebook.com/docs/messenger-platform/identity/user-profile
@@ -822,12 +908,16 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     const url = new URL(req.url ?? '/', 'http://fake.invalid');
     const path = url.pathname;
     const query = Object.fromEntries(url.searchParams);
-    const body = parseBody(await readBody(req), req.headers['content-type']);
+    const raw = await readBody(req);
+    const contentType = req.headers['content-type'];
+    const form = contentType?.startsWith('multipart/form-data') ? await parseMultipart(raw, contentType) : undefined;
+    const body = form ? form.body : parseBody(raw, contentType);
     if (path.startsWith('/_fake/')) return handleControl(req, res, path, body);
 
     const sendMatch = req.method === 'POST' ? SEND_PATH.exec(path) : null;
+    const uploadMatch = req.method === 'POST' ? UPLOAD_PATH.exec(path) : null;
     const objectMatch = req.method === 'GET' ? OBJECT_PATH.exec(path) : null;
-    const rawId = sendMatch?.[1] ?? objectMatch?.[1];
+    const rawId = sendMatch?.[1] ?? uploadMatch?.[1] ?? objectMatch?.[1];
     const token = bearer(req, query, body);
     const externalId = rawId === undefined ? undefined : resolveId(decodeURIComponent(rawId), token);
     const record: RecordedRequest = {
@@ -839,6 +929,7 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
       at,
       ...(externalId !== undefined ? { externalId } : {}),
       isSend: sendMatch !== null,
+      ...(form ? { files: form.files } : {}),
     };
     requests.push(record);
     if (delayMs > 0) await sleep(delayMs);
@@ -851,6 +942,7 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     )
       return handleMedia(req, res, path, token, rawId === undefined ? undefined : decodeURIComponent(rawId));
     if (sendMatch && rawId !== undefined) return handleSend(req, res, record, decodeURIComponent(rawId));
+    if (uploadMatch && externalId !== undefined) return handleUpload(res, record, externalId, token);
     if (objectMatch && externalId !== undefined) return handleProfile(res, record, externalId, token);
     sendJson(res, 400, graphErrorBody({ httpStatus: 400, code: 2500, message: `Unknown path components: ${path}` }));
   }
@@ -927,6 +1019,7 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
       webhooks.length = 0;
       failures = [];
       mediaFailures = [];
+      uploads.clear();
       delayMs = 0;
       profiles.clear();
     },

@@ -29,7 +29,7 @@ export const OPERATION_COMMANDS = {
     command: 'conversations messages',
     columns: ['id', 'created_at', 'direction', 'status', 'content'],
   },
-  'messages.send': { command: 'messages send' },
+  'messages.send': { command: 'messages send', mediaFiles: ['image', 'video', 'audio', 'document'] },
   'messages.retrieve': { command: 'messages get' },
   'files.create': { command: 'files upload' },
   'files.retrieve': { command: 'files get' },

@@ -806,7 +806,7 @@ export interface components {
         MediaStatus: "pending" | "stored" | "failed" | "too_large";
         SendMessageBody: {
             conversation_id: string;
-            /** @description Required for `text`. */
+            /** @description Required for `text`; a media message's caption (not for `audio`); not for `template`. */
             content?: string;
             /**
              * @deprecated
@@ -817,9 +817,11 @@ export interface components {
             type?: components["schemas"]["SendableMessageType"];
             /** @description Required for `template` (WhatsApp only); not allowed otherwise. */
             template?: components["schemas"]["MessageTemplate"];
+            /** @description Required for `image`, `video`, `audio` and `document`; not allowed otherwise. Checked against the platform's type and size rules before the message is accepted. */
+            media?: components["schemas"]["OutboundMedia"];
         };
         /** @enum {string} */
-        SendableMessageType: "text" | "template";
+        SendableMessageType: "text" | "template" | "image" | "video" | "audio" | "document";
         MessageTemplate: {
             name: string;
             /** @example en_US */
@@ -840,6 +842,15 @@ export interface components {
                 };
             }[];
         };
+        OutboundMedia: {
+            /** @description A file uploaded with `POST /v1/files`. */
+            file_id?: string;
+            /**
+             * Format: uri
+             * @description An https address on the public internet; the worker fetches it, keeps it as a file and sends that.
+             */
+            url?: string;
+        } & (unknown | unknown);
         File: {
             /** @example file_01JDQ2F3G4H5J6K7M8N9P0Q1R2 */
             id: string;
@@ -8158,6 +8169,7 @@ export type SendMessageBody = components['schemas']['SendMessageBody'];
 export type SendableMessageType = components['schemas']['SendableMessageType'];
 export type MessageTemplate = components['schemas']['MessageTemplate'];
 export type TemplateComponent = components['schemas']['TemplateComponent'];
+export type OutboundMedia = components['schemas']['OutboundMedia'];
 export type File = components['schemas']['File'];
 export type CreateFileBody = components['schemas']['CreateFileBody'];
 export type ContactList = components['schemas']['ContactList'];
