@@ -1,5 +1,6 @@
-import { createWriteStream, openAsBlob, readFileSync } from 'node:fs';
-import { basename, extname } from 'node:path';
+import { constants, createWriteStream, readFileSync } from 'node:fs';
+import { access } from 'node:fs/promises';
+import { extname } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Convo, OperationId } from '@convo/sdk';
@@ -206,38 +207,15 @@ export function addOperationCommand(
   return command;
 }
 
-/** Media types of common extensions, for an upload without `--type` (the server's default is octet-stream). */
-const MEDIA_TYPES: Record<string, string> = {
-  pdf: 'application/pdf',
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  jpeg: 'image/jpeg',
-  gif: 'image/gif',
-  webp: 'image/webp',
-  mp4: 'video/mp4',
-  '3gp': 'video/3gpp',
-  mov: 'video/quicktime',
-  webm: 'video/webm',
-  mp3: 'audio/mpeg',
-  m4a: 'audio/mp4',
-  ogg: 'audio/ogg',
-  aac: 'audio/aac',
-  amr: 'audio/amr',
-  wav: 'audio/wav',
-  txt: 'text/plain',
-  csv: 'text/csv',
-  json: 'application/json',
-};
-
-/** The file at `path` as the SDK uploads it, read as it is sent. */
+/** The file at `path` as the SDK uploads it (read as it is sent; its type, unless given, from its extension). */
 async function fileUpload(path: string, options: Record<string, unknown>) {
-  const filename = (options.filename as string | undefined) ?? basename(path);
-  const type = (options.type as string | undefined) ?? MEDIA_TYPES[extname(path).slice(1).toLowerCase()] ?? '';
   try {
-    return { file: await openAsBlob(path, { type }), filename };
+    await access(path, constants.R_OK);
   } catch (error) {
     throw new UsageError(`cannot read ${path}: ${(error as Error).message}`);
   }
+  const { filename, type } = options as { filename?: string; type?: string };
+  return { file: path, ...(filename ? { filename } : {}), ...(type ? { type } : {}) };
 }
 
 /** A download's bytes to `output` (a path) or to stdout. */

@@ -71,7 +71,13 @@ describe('options derived from the contract', () => {
   it('marks nullable fields and leaves deprecated ones out', () => {
     expect(field('contacts.update', 'body', 'email')).toMatchObject({ nullable: true, required: false });
     expect(field('contacts.create', 'body', 'phone').nullable).toBe(false);
-    expect(specs['messages.send'].body?.map((f) => f.name)).toEqual(['conversation_id', 'content', 'type', 'template', 'media']);
+    expect(specs['messages.send'].body?.map((f) => f.name)).toEqual([
+      'conversation_id',
+      'content',
+      'type',
+      'template',
+      'media',
+    ]);
   });
 
   it('knows path parameters, lists and bodies', () => {

@@ -1,3 +1,6 @@
+import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   Channel,
   ChannelList,
@@ -244,6 +247,17 @@ describe('the SDK against a real server', () => {
     const read = new Uint8Array(await new Response(await convo.files.content(file.id)).arrayBuffer());
     expect(Buffer.from(read).equals(Buffer.from(bytes))).toBe(true);
     called.add('files.content');
+    // The same bytes from a path, a Buffer and a Node stream: one file each, the type from the name.
+    const folder = mkdtempSync(join(tmpdir(), 'convo-sdk-files-'));
+    const path = join(folder, 'recibo 2.pdf');
+    writeFileSync(path, bytes);
+    const fromPath = await convo.files.create({ file: path });
+    const fromBuffer = await convo.files.create({ file: Buffer.from(bytes), filename: 'recibo.pdf' });
+    const fromStream = await convo.files.create({ file: createReadStream(path), filename: 'recibo.pdf' });
+    rmSync(folder, { recursive: true, force: true });
+    expect(fromPath).toMatchObject({ filename: 'recibo 2.pdf', mime_type: 'application/pdf', sha256: file.sha256 });
+    for (const other of [fromBuffer, fromStream])
+      expect(other).toMatchObject({ filename: 'recibo.pdf', mime_type: 'application/pdf', sha256: file.sha256 });
 
     await expect(convo.contacts.del(ana.id)).resolves.toBeUndefined();
     called.add('contacts.delete');

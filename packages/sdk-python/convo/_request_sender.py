@@ -12,7 +12,7 @@ import time
 import urllib.parse
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypedDict
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypedDict, Union, cast
 
 from ._errors import ConnectionError, ConvoError, RateLimitedError, ServerError, TimeoutError, error_from_response
 from ._routes import ROUTES
@@ -171,9 +171,15 @@ def encode_query(query: Mapping[str, Any]) -> str:
 
 def encode_multipart(part: str, upload: Mapping[str, Any]) -> Tuple[str, bytes]:
     """An upload's body as `multipart/form-data` with one part, read whole: (its Content-Type, its bytes).
-    `upload` holds `file` (bytes, or a binary file object) and optionally `filename` and `mime_type`."""
+    `upload` holds `file` (a path, bytes, or a binary file object) and optionally `filename` and `mime_type`."""
     file = upload["file"]
-    content = file if isinstance(file, (bytes, bytearray)) else file.read()
+    if isinstance(file, (str, os.PathLike)):
+        path: str = os.fspath(cast("Union[str, os.PathLike[str]]", file))
+        with open(path, "rb") as opened:
+            content = opened.read()
+        file = opened
+    else:
+        content = file if isinstance(file, (bytes, bytearray)) else file.read()
     filename = upload.get("filename") or os.path.basename(str(getattr(file, "name", "") or "")) or "file"
     mime_type = upload.get("mime_type") or mimetypes.guess_type(filename)[0] or "application/octet-stream"
     boundary = "convo-" + uuid.uuid4().hex

@@ -134,6 +134,8 @@ class EndToEnd(unittest.TestCase):
                 out.write(data)
             with open(path, "rb") as source:
                 made = c.files.create(file=source)
+            by_path = c.files.create(file=path)
+        self.assertEqual((by_path["filename"], by_path["sha256"]), ("receipt 1042.pdf", made["sha256"]))
         self.assertEqual((made["filename"], made["mime_type"], made["size"]), ("receipt 1042.pdf", "application/pdf", len(data)))
         self.assertEqual(made["sha256"], hashlib.sha256(data).hexdigest())
         self.assertEqual(c.files.retrieve(made["id"]), made)

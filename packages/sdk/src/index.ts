@@ -19,6 +19,8 @@ export type { Contacts, ContactTags } from './resources/contacts.js';
 export type { Conversations } from './resources/conversations.js';
 export type { Messages } from './resources/messages.js';
 export type { FileUpload, Files } from './resources/files.js';
+export { mediaTypeOf } from './resources/files.js';
+export type { ByteStream } from './request-sender.js';
 export type { Orders } from './resources/orders.js';
 export type { Tags } from './resources/tags.js';
 export type { Events } from './resources/events.js';

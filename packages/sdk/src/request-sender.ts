@@ -75,13 +75,19 @@ export class RequestSender {
       authorization: `Bearer ${this.config.apiKey}`,
       accept: 'application/json',
     };
-    let body: string | FormData | undefined;
+    let body: RequestBody | undefined;
     const route = operation as { upload?: string; download?: boolean };
     if (route.upload) {
-      // fetch writes the multipart Content-Type with its boundary, and reads a Blob again on a retry.
-      const { file, filename } = (parts.body ?? {}) as { file: Blob; filename?: string };
-      body = new FormData();
-      body.append(route.upload, file, filename ?? (file as { name?: string }).name ?? 'file');
+      const upload = parts.body as PreparedUpload;
+      if ('stream' in upload) {
+        const multipart = multipartStream(route.upload, upload);
+        headers['content-type'] = multipart.contentType;
+        body = multipart.body;
+      } else {
+        // fetch writes the multipart Content-Type with its boundary, and reads a Blob again on a retry.
+        body = new FormData();
+        body.append(route.upload, upload.file, upload.filename);
+      }
     } else if (operation.method === 'POST' || operation.method === 'PATCH') {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(parts.body ?? {});
@@ -131,7 +137,7 @@ export class RequestSender {
     url: URL,
     method: string,
     headers: Record<string, string>,
-    body: string | FormData | undefined,
+    body: RequestBody | undefined,
     options: RequestOptions,
   ): Promise<Response> {
     const timeoutMs = options.timeoutMs ?? this.config.timeoutMs;
@@ -140,7 +146,10 @@ export class RequestSender {
     const onAbort = () => controller.abort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      return await this.config.fetch(url, { method, headers, body, signal: controller.signal });
+      // A stream body must say so to fetch (`duplex`), which sends it as it is read.
+      const init: RequestInit & { duplex?: 'half' } = { method, headers, body, signal: controller.signal };
+      if (body instanceof ReadableStream) init.duplex = 'half';
+      return await this.config.fetch(url, init);
     } catch (cause) {
       if (options.signal?.aborted) throw cause;
       if (controller.signal.aborted) {
@@ -174,4 +183,53 @@ export class RequestSender {
       return jittered;
     return undefined;
   }
+}
+
+type RequestBody = string | FormData | ReadableStream<Uint8Array>;
+
+/** Bytes a stream yields: a web ReadableStream, or any async iterable such as a Node stream. */
+export type ByteStream = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+
+/** An upload as `files.create` hands it over: a Blob goes as FormData, a stream as a multipart body written by hand. */
+export type PreparedUpload = { file: Blob; filename: string } | { stream: ByteStream; filename: string; type: string };
+
+/**
+ * A streamed upload as one `multipart/form-data` part, written by hand because FormData takes only
+ * Blobs. The name is quoted as the HTML standard's form encoding does (`"`, CR and LF escaped).
+ */
+function multipartStream(
+  part: string,
+  upload: { stream: ByteStream; filename: string; type: string },
+): { contentType: string; body: ReadableStream<Uint8Array> } {
+  const boundary = `convo-${globalThis.crypto.randomUUID()}`;
+  const encoder = new TextEncoder();
+  const name = upload.filename.replaceAll('"', '%22').replaceAll('\r', '%0D').replaceAll('\n', '%0A');
+  const head = encoder.encode(
+    `--${boundary}\r\nContent-Disposition: form-data; name="${part}"; filename="${name}"\r\n` +
+      `Content-Type: ${upload.type}\r\n\r\n`,
+  );
+  const tail = encoder.encode(`\r\n--${boundary}--\r\n`);
+  async function* chunks(): AsyncGenerator<Uint8Array> {
+    yield head;
+    const source = upload.stream;
+    if ('getReader' in source) {
+      const reader = source.getReader();
+      for (let read = await reader.read(); !read.done; read = await reader.read()) yield read.value;
+    } else {
+      for await (const chunk of source) yield typeof chunk === 'string' ? encoder.encode(chunk) : chunk;
+    }
+    yield tail;
+  }
+  const iterator = chunks();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await iterator.next();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    async cancel() {
+      await iterator.return(undefined);
+    },
+  });
+  return { contentType: `multipart/form-data; boundary=${boundary}`, body };
 }

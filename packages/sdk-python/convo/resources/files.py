@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, BinaryIO, Optional, Union
 
 from .._request_sender import RequestOptions
@@ -13,13 +14,13 @@ class Files(Resource):
     def create(
         self,
         *,
-        file: Union[bytes, BinaryIO],
+        file: Union[bytes, BinaryIO, str, os.PathLike[str]],
         filename: Optional[str] = None,
         mime_type: Optional[str] = None,
         request_options: Optional[RequestOptions] = None,
     ) -> File:
-        """Uploads a file (at most 100 MiB; read whole into memory): `file` is bytes or a file opened in binary mode.
-        The name defaults to the file object's own, the type to what the name suggests."""
+        """Uploads a file (at most 100 MiB; read whole into memory): `file` is a path, bytes, or a file opened in
+        binary mode. The name defaults to the path's or the file object's own, the type to what the name suggests."""
         upload = {"file": file, "filename": filename, "mime_type": mime_type}
         return self._sender.send("files.create", body=upload, options=request_options)
 

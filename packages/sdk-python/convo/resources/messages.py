@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 class Messages(Resource):
     def send(self, *, request_options: Optional[RequestOptions] = None, **params: Unpack[SendMessageBody]) -> Message:
-        """Sends a message into a conversation (outbound): `content` for text, or a WhatsApp `template`."""
+        """Sends a message into a conversation (outbound): `content` for text, a WhatsApp `template`, or `media`
+        (`{"file_id": …}` or `{"url": …}`) for an image, video, audio or document, with `content` as its caption."""
         return self._request("messages.send", body=params, options=request_options)
 
     def retrieve(self, id: str, *, request_options: Optional[RequestOptions] = None) -> Message:

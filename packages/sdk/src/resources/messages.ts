@@ -3,7 +3,7 @@ import type { RequestOptions } from '../request-sender.js';
 import { Resource } from './resource.js';
 
 export class Messages extends Resource {
-  /** Sends a text message into a conversation (outbound). */
+  /** Sends a message into a conversation (outbound): text, a WhatsApp template, or a file or link as media. */
   send(body: SendMessageBody, options?: RequestOptions): Promise<Message> {
     return this.request('messages.send', { body }, options);
   }
