@@ -446,6 +446,25 @@ describe.skipIf(!available)('the web console in a browser', () => {
     expect(messages.data).toContainEqual(
       expect.objectContaining({ direction: 'outbound', content: 'We do: two to three days by Yamato.' }),
     );
+    // A photo attached to a reply: uploaded, sent by its file id, shown inline from the kept file.
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+      'base64',
+    );
+    await page.getByLabel('Reply').fill('The box we ship in');
+    await page.getByLabel(/Attach a file/).setInputFiles({ name: 'box.png', mimeType: 'image/png', buffer: png });
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByRole('img', { name: 'The image sent' }).waitFor();
+    const withPhoto = (await (await api(`/conversations/${conversationId}/messages`, state.keyboardKey)).json()) as {
+      data: { type: string; content: string; media: { status: string; filename?: string } | null }[];
+    };
+    expect(withPhoto.data).toContainEqual(
+      expect.objectContaining({
+        type: 'image',
+        content: 'The box we ship in',
+        media: expect.objectContaining({ status: 'stored', filename: 'box.png' }),
+      }),
+    );
 
     // The contact's page lists its conversations, each a way back to it.
     await page.getByRole('link', { name: 'Contacts' }).click();

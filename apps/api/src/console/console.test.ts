@@ -678,6 +678,28 @@ describeEachDialect('console', (server) => {
       expect((await fetch(url, { headers: { cookie: theirs.client.cookie as string } })).status).toBe(404);
       expect((await fetch(url)).status).toBe(401);
     });
+
+    it("uploads the reply box's file for its account, from its own pages only", async () => {
+      const mine = await owner('Attachments');
+      const bytes = Buffer.from('%PDF-1.7 a receipt');
+      const post = (headers: Record<string, string>) => {
+        const form = new FormData();
+        form.append('file', new Blob([bytes], { type: 'application/pdf' }), 'receipt.pdf');
+        return fetch(`${origin()}/console/files`, { method: 'POST', headers, body: form });
+      };
+      const sameSite = { origin: new URL(server().settings.publicUrl).origin, 'x-convo-csrf': '1' };
+      const made = await post({ ...sameSite, cookie: mine.client.cookie as string });
+      expect(made.status).toBe(201);
+      const file = (await made.json()) as { id: string; filename: string; size: number };
+      expect(file).toMatchObject({ filename: 'receipt.pdf', size: bytes.length });
+      const back = await fetch(`${origin()}/console/files/${file.id}/content`, {
+        headers: { cookie: mine.client.cookie as string },
+      });
+      expect(Buffer.from(await back.arrayBuffer()).equals(bytes)).toBe(true);
+
+      expect((await post({ cookie: mine.client.cookie as string })).status).toBe(403);
+      expect((await post(sameSite)).status).toBe(401);
+    });
   });
 
   describe('signed out', () => {

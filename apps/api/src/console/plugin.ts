@@ -1,4 +1,5 @@
 import fastifyCookie from '@fastify/cookie';
+import multipart from '@fastify/multipart';
 import fastifyStatic from '@fastify/static';
 import { type FastifyTRPCPluginOptions, fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import { existsSync } from 'node:fs';
@@ -6,9 +7,10 @@ import { join } from 'node:path';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { DatabaseHandle } from '../db/database.js';
 import { ApiError } from '../errors.js';
-import { replyWithFile } from '../http/file-routes.js';
+import { MAX_FILE_BYTES } from '@convo/core';
+import { multipartOptions, readUpload, replyWithFile } from '../http/file-routes.js';
 import { filesService } from '../services/files.js';
-import { SESSION_TTL_MS, peopleService } from '../services/people.js';
+import { MANAGER_ROLES, SESSION_TTL_MS, peopleService } from '../services/people.js';
 import type { Settings } from '../settings.js';
 import type { ConsoleContext } from './init.js';
 import { type ConsoleRouter, consoleRouter } from './router.js';
@@ -102,6 +104,24 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
     if (!session) throw ApiError.unauthorized('Sign in to the console first');
     const ctx = { database, settings, accountId: session.account.id };
     return replyWithFile(request, reply, await filesService.content(ctx, request.params.id));
+  });
+
+  // A file for the reply box to send (`POST /v1/files` for the session's account), in a scope that reads multipart.
+  await app.register(async (scope) => {
+    await scope.register(multipart, multipartOptions(MAX_FILE_BYTES));
+    scope.post('/files', async (request, reply) => {
+      const session = await peopleService.resolve({ database }, request.cookies[SESSION_COOKIE]);
+      if (!session) throw ApiError.unauthorized('Sign in to the console first');
+      if (!MANAGER_ROLES.includes(session.role))
+        throw ApiError.forbidden(`A ${session.role} cannot send files; ask an owner or admin of the account`);
+      const ctx = { database, settings, accountId: session.account.id };
+      const upload = await readUpload(request, ctx, 'file', MAX_FILE_BYTES);
+      const file = await filesService.create(ctx, upload).catch(async (error: unknown) => {
+        await filesService.discard(ctx, upload);
+        throw error;
+      });
+      return reply.code(201).send(file);
+    });
   });
 
   const index = options.staticDir && join(options.staticDir, 'index.html');

@@ -3,6 +3,7 @@ import type { EndpointDefinition, OperationId } from '@convo/core';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
 import { runOperation } from '../operations.js';
+import type { ServiceContext } from '../services/context.js';
 import { type StoredUpload, filesService } from '../services/files.js';
 import { querySchemaOf } from '../validation.js';
 
@@ -49,7 +50,7 @@ const uploadRoute: FastifyPluginAsync<{ operationId: OperationId; operation: End
   { operationId, operation },
 ) => {
   const { part: name, maxBytes } = operation.upload as NonNullable<EndpointDefinition['upload']>;
-  await scope.register(multipart, { limits: { fileSize: maxBytes, parts: MAX_PARTS }, throwFileSizeLimit: true });
+  await scope.register(multipart, multipartOptions(maxBytes));
   scope.route({
     method: operation.method,
     url: `/v1${operation.path}`,
@@ -57,39 +58,7 @@ const uploadRoute: FastifyPluginAsync<{ operationId: OperationId; operation: End
     config: { operationId },
     handler: async (request, reply) => {
       const call = admitted(request);
-      if (!request.isMultipart())
-        throw ApiError.badRequest(
-          'body',
-          'content_type',
-          `Send the body as multipart/form-data with one part, "${name}"`,
-        );
-      let upload: StoredUpload | undefined;
-      let unexpected: string | undefined;
-      try {
-        for await (const part of request.parts()) {
-          if (part.type === 'file' && part.fieldname === name && !upload) {
-            upload = await filesService.store(call.service, {
-              filename: part.filename || null,
-              mimeType: part.mimetype || 'application/octet-stream',
-              bytes: partBytes(part.file, name, maxBytes),
-              maxBytes,
-            });
-          } else {
-            unexpected ??= part.fieldname || 'body';
-            if (part.type === 'file') for await (const _ of partBytes(part.file, name, maxBytes));
-          }
-        }
-      } catch (error) {
-        if (upload) await filesService.discard(call.service, upload);
-        throw uploadError(error, name, maxBytes);
-      }
-      if (unexpected !== undefined || !upload) {
-        if (upload) await filesService.discard(call.service, upload);
-        throw unexpected !== undefined
-          ? ApiError.badRequest(unexpected, 'unknown', `Unexpected part "${unexpected}": send one part, "${name}"`)
-          : ApiError.badRequest(name, 'required', `Send the file as the part "${name}"`);
-      }
-      const stored = upload;
+      const stored = await readUpload(request, call.service, name, maxBytes);
       const response = await runOperation(operationId, {
         service: call.service,
         input: { query: request.query, body: { [name]: stored } },
@@ -107,6 +76,54 @@ const uploadRoute: FastifyPluginAsync<{ operationId: OperationId; operation: End
     },
   });
 };
+
+/**
+ * Streams a multipart body's one file part, `name`, into the file store: the bytes kept, which no
+ * file record names yet. Another part, a second file or none is a 400, and nothing is kept.
+ * Needs @fastify/multipart registered in the route's scope.
+ */
+export async function readUpload(
+  request: FastifyRequest,
+  ctx: ServiceContext,
+  name: string,
+  maxBytes: number,
+): Promise<StoredUpload> {
+  if (!request.isMultipart())
+    throw ApiError.badRequest('body', 'content_type', `Send the body as multipart/form-data with one part, "${name}"`);
+  let upload: StoredUpload | undefined;
+  let unexpected: string | undefined;
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'file' && part.fieldname === name && !upload) {
+        upload = await filesService.store(ctx, {
+          filename: part.filename || null,
+          mimeType: part.mimetype || 'application/octet-stream',
+          bytes: partBytes(part.file, name, maxBytes),
+          maxBytes,
+        });
+      } else {
+        unexpected ??= part.fieldname || 'body';
+        if (part.type === 'file') for await (const _ of partBytes(part.file, name, maxBytes));
+      }
+    }
+  } catch (error) {
+    if (upload) await filesService.discard(ctx, upload);
+    throw uploadError(error, name, maxBytes);
+  }
+  if (unexpected !== undefined || !upload) {
+    if (upload) await filesService.discard(ctx, upload);
+    throw unexpected !== undefined
+      ? ApiError.badRequest(unexpected, 'unknown', `Unexpected part "${unexpected}": send one part, "${name}"`)
+      : ApiError.badRequest(name, 'required', `Send the file as the part "${name}"`);
+  }
+  return upload;
+}
+
+/** Options of @fastify/multipart for an upload of one part of at most `maxBytes`. */
+export const multipartOptions = (maxBytes: number) => ({
+  limits: { fileSize: maxBytes, parts: MAX_PARTS },
+  throwFileSizeLimit: true,
+});
 
 export function registerUploadRoute(app: FastifyInstance, operationId: OperationId, operation: EndpointDefinition) {
   app.register(uploadRoute, { operationId, operation });

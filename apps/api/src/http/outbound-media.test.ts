@@ -142,6 +142,23 @@ describeEachDialect(
       expect(sent.platform_message_id).toBe(accepted?.platformId);
     });
 
+    it('keeps the media of a message in a conversation without a channel, which stays queued', async () => {
+      const phone = `+3166${String(1_000_000 + ++sequence).padStart(7, '0')}`;
+      const contact = expectBody(await server().request('POST', '/contacts', { body: { phone } }), 201, Contact);
+      const conversation = (
+        await server().request('POST', '/conversations', { body: { contact_id: contact.id, platform: 'whatsapp' } })
+      ).body as Conversation;
+      const file = await upload(server(), randomBytes(500), 'image/jpeg', 'cup.jpg');
+      const sent = expectBody(
+        await send({ conversation_id: conversation.id, type: 'image', media: { file_id: file.id } }),
+        201,
+        Message,
+      );
+      const read = expectBody(await server().request('GET', `/messages/${sent.id}`), 200, Message);
+      expect(read).toEqual(sent);
+      expect(read).toMatchObject({ status: 'queued', media: { file_id: file.id, status: 'stored' } });
+    });
+
     it('fetches a linked document, keeps it as a file and sends it to WhatsApp with its name', async () => {
       const { channel, conversation } = await openWindow('whatsapp');
       const bytes = randomBytes(70_000);

@@ -16,6 +16,8 @@ type MessageValues = [
   content: string,
   status: MessageRow['status'],
   createdAt: string,
+  /** The media's JSON, for a media message; null otherwise. */
+  media: string | null,
 ];
 
 /**
@@ -33,7 +35,7 @@ const insertMessage = prepared(
   (
     db: Executor,
     _dialect: Dialect,
-    ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues
+    ...[accountId, id, conversationId, direction, type, content, status, createdAt, media]: MessageValues
   ) =>
     db.insertInto('messages').values({
       account_id: accountId,
@@ -45,6 +47,7 @@ const insertMessage = prepared(
       status,
       created_at: createdAt,
       updated_at: createdAt,
+      media,
     }),
 );
 
@@ -53,7 +56,7 @@ const sendIntoOpenConversation = prepared(
   (
     db: Executor,
     dialect: Dialect,
-    ...[accountId, id, conversationId, direction, type, content, status, createdAt]: MessageValues
+    ...[accountId, id, conversationId, direction, type, content, status, createdAt, media]: MessageValues
   ) =>
     db
       .with('recorded', () =>
@@ -73,6 +76,7 @@ const sendIntoOpenConversation = prepared(
         'status',
         'created_at',
         'updated_at',
+        'media',
       ])
       .expression((eb) =>
         eb
@@ -87,6 +91,7 @@ const sendIntoOpenConversation = prepared(
             eb.val(status).as('status'),
             eb.val(createdAt).as('created_at'),
             eb.val(createdAt).as('updated_at'),
+            eb.val(media).as('media'),
           ]),
       )
       .returning('messages.id'),
@@ -166,6 +171,7 @@ export const messagesRepository = {
       row.content,
       row.status,
       row.created_at,
+      row.media,
     ] as const;
     let done: boolean;
     if (scope.dialect.dataModifyingCtes) {

@@ -1,5 +1,6 @@
 import { screen } from '@testing-library/react';
-import { describe, expect, it } from 'vitest';
+import userEvent from '@testing-library/user-event';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sessionAs } from '../testing/fake-server';
 import { renderConsole } from '../testing/render';
 
@@ -55,5 +56,44 @@ describe('a conversation page', () => {
     );
     expect(screen.getByText(/video\/mp4 · could not be kept: Media expired/)).toBeTruthy();
     expect(screen.queryByRole('link', { name: 'Download the video' })).toBeNull();
+  });
+
+  afterEach(() => vi.unstubAllGlobals());
+
+  it('uploads an attached file and sends it by id, with the reply as its caption', async () => {
+    const uploads: FormData[] = [];
+    vi.stubGlobal(
+      'fetch',
+      vi.fn(async (url: string, init: RequestInit) => {
+        expect(url).toBe('/console/files');
+        expect(init.headers).toMatchObject({ 'x-convo-csrf': '1' });
+        uploads.push(init.body as FormData);
+        const file = {
+          id: 'file_new',
+          filename: 'mug.png',
+          mime_type: 'image/png',
+          size: 4,
+          sha256: 'x',
+          created_at: at,
+        };
+        return new Response(JSON.stringify(file), { status: 201, headers: { 'content-type': 'application/json' } });
+      }),
+    );
+    const { server } = renderConsole('/conversations/conv_1', {
+      'session.get': () => sessionAs('owner'),
+      'conversations.retrieve': () => conversation,
+      'conversations.listMessages': () => ({ data: [], total: 0, limit: 20, offset: 0, has_more: false }),
+      'messages.send': () => message('msg_9', 'image', { direction: 'outbound', status: 'queued' }),
+    });
+    const user = userEvent.setup();
+    await user.type(await screen.findByLabelText('Reply'), 'Is this the one?');
+    await user.upload(screen.getByLabelText(/Attach a file/), new File(['\x89PNG'], 'mug.png', { type: 'image/png' }));
+    await user.click(screen.getByRole('button', { name: 'Send' }));
+
+    await vi.waitFor(() => expect(server.callsOf('messages.send')).toHaveLength(1));
+    expect(uploads[0]?.get('file')).toMatchObject({ name: 'mug.png' });
+    expect(server.callsOf('messages.send')[0]).toEqual({
+      body: { conversation_id: 'conv_1', type: 'image', media: { file_id: 'file_new' }, content: 'Is this the one?' },
+    });
   });
 });

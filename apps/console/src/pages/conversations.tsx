@@ -1,10 +1,11 @@
 import { type Conversation, ConversationStatus, type MessageMedia, Platform } from '@convo/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useRef, useState } from 'react';
 import { Link } from 'wouter';
 import { Pager } from '../components/pager';
 import { useToast } from '../components/toasts';
 import { consoleErrorOf } from '../errors';
+import { messageTypeOf, uploadFile } from '../files';
 import { formatDateTime } from '../format';
 import { useSignedIn } from '../layout/console-layout';
 import { canManage } from '../session';
@@ -170,6 +171,8 @@ export function ConversationPage({ id }: { id: string }) {
   const manager = canManage(session);
   const [offset, setOffset] = useState(0);
   const [reply, setReply] = useState('');
+  const [attachment, setAttachment] = useState<File | null>(null);
+  const attachmentInput = useRef<HTMLInputElement>(null);
   const conversation = useQuery(trpc.conversations.retrieve.queryOptions({ params: { id } }));
   // Read again while open: statuses move (sent, delivered, read) and contacts write back.
   const messages = useQuery({
@@ -185,11 +188,24 @@ export function ConversationPage({ id }: { id: string }) {
     trpc.messages.send.mutationOptions({
       onSuccess: async () => {
         setReply('');
+        setAttachment(null);
+        if (attachmentInput.current) attachmentInput.current.value = '';
         await refresh();
       },
       onError: (error) => toast(consoleErrorOf(error).message),
     }),
   );
+  // A reply with a file: the file is uploaded first, then sent by its id with the text as its caption.
+  const attach = useMutation({
+    mutationFn: uploadFile,
+    onSuccess: (file) => {
+      const type = messageTypeOf(file.mime_type);
+      const caption = reply.trim() && type !== 'audio' ? { content: reply } : {};
+      send.mutate({ body: { conversation_id: id, type, media: { file_id: file.id }, ...caption } });
+    },
+    onError: (error) => toast(consoleErrorOf(error).message),
+  });
+  const sending = send.isPending || attach.isPending;
   const update = useMutation(
     trpc.conversations.update.mutationOptions({
       onSuccess: async (next) => {
@@ -292,13 +308,21 @@ export function ConversationPage({ id }: { id: string }) {
           className="reply"
           onSubmit={(event) => {
             event.preventDefault();
-            if (reply.trim()) send.mutate({ body: { conversation_id: id, content: reply } });
+            if (attachment) attach.mutate(attachment);
+            else if (reply.trim()) send.mutate({ body: { conversation_id: id, content: reply } });
           }}
         >
           <label htmlFor="reply">Reply</label>
           <textarea id="reply" rows={3} value={reply} onChange={(event) => setReply(event.currentTarget.value)} />
-          <button type="submit" className="button button-primary" disabled={send.isPending || !reply.trim()}>
-            Send
+          <label htmlFor="attachment">Attach a file (sent with the text as its caption)</label>
+          <input
+            id="attachment"
+            ref={attachmentInput}
+            type="file"
+            onChange={(event) => setAttachment(event.currentTarget.files?.[0] ?? null)}
+          />
+          <button type="submit" className="button button-primary" disabled={sending || (!reply.trim() && !attachment)}>
+            {attach.isPending ? 'Uploading…' : 'Send'}
           </button>
         </form>
       ) : null}
