@@ -14,6 +14,7 @@ import type { Executor } from './repositories/tenant.js';
 import { serializeResponse } from './serializers.js';
 import { receiveInbound } from './services/channel-inbound.js';
 import { channelsService } from './services/channels.js';
+import { templatesService } from './services/templates.js';
 import { contactsService } from './services/contacts.js';
 import { type ServiceContext, transaction } from './services/context.js';
 import { conversationsService } from './services/conversations.js';
@@ -101,6 +102,7 @@ export const handlers: Handlers = {
   'channels.create': (ctx, input) => channelsService.create(ctx, input.body),
   'channels.retrieve': (ctx, input) => channelsService.retrieve(ctx, input.params.id),
   'channels.update': (ctx, input) => channelsService.update(ctx, { id: input.params.id, body: input.body }),
+  'channels.listTemplates': (ctx, input) => templatesService.list(ctx, { id: input.params.id, query: input.query }),
   'channels.delete': (ctx, input) => noContent(channelsService.delete(ctx, input.params.id)),
   'sandbox.inbound': (ctx, input) => {
     // Also refused through /trpc when the sandbox is off (REST does not route it at all).

@@ -77,6 +77,7 @@ export const CLI_COMMANDS: Record<OperationId, string> = {
   'channels.create': 'channels create',
   'channels.retrieve': 'channels get',
   'channels.update': 'channels update',
+  'channels.listTemplates': 'channels templates',
   'channels.delete': 'channels delete',
   'sandbox.inbound': 'sandbox inbound',
 };

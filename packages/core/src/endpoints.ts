@@ -25,7 +25,9 @@ import {
   ChannelList,
   CreateChannelBody,
   ListChannelsQuery,
+  ListTemplatesQuery,
   UpdateChannelBody,
+  WhatsAppTemplateList,
 } from './channels.js';
 import { EventList, ListEventsQuery, SandboxInboundBody } from './events.js';
 import { CreateFileBody, File, FileIdParams, MAX_FILE_BYTES } from './files.js';
@@ -585,6 +587,19 @@ export const endpoints = {
     body: UpdateChannelBody,
     status: 200,
     response: Channel,
+  }),
+  'channels.listTemplates': endpoint({
+    method: 'GET',
+    path: '/channels/:id/templates',
+    permission: 'read',
+    summary: "List a WhatsApp channel's message templates",
+    description:
+      "The templates of the channel's `business_account_id`, as the Graph API lists them (every page of `/{business_account_id}/message_templates`, kept for a minute per channel), by name then language. " +
+      'A channel of another platform or without `business_account_id` is a 400 (`business_account_id`, `required`); when the Graph API cannot be asked, a 500.',
+    params: ChannelIdParams,
+    query: ListTemplatesQuery,
+    status: 200,
+    response: WhatsAppTemplateList,
   }),
   'channels.delete': endpoint({
     method: 'DELETE',

@@ -3,7 +3,7 @@
  * Its records are typed by the contract's own types, so an example that drifts from its schema fails the build;
  * openapi.test.ts also checks them against the contract's invariants.
  */
-import type { Channel } from './channels.js';
+import type { Channel, WhatsAppTemplate } from './channels.js';
 import type { Contact } from './contacts.js';
 import type { Conversation } from './conversations.js';
 import type { OperationId } from './endpoints.js';
@@ -55,12 +55,37 @@ const whatsappChannel: Channel = {
   name: 'Tostado WhatsApp',
   external_id: '106540352242922',
   status: 'active',
+  business_account_id: '102290129340398',
   webhook_url: `${STORY_ORIGIN}/hooks/meta/${ID.whatsappChannel}`,
   verify_token: 'roast-Q8sd7f6g5h4j3k2l',
   last_error: null,
   created_at: '2026-11-20T09:00:00.000Z',
   updated_at: '2026-11-20T09:00:00.000Z',
 };
+
+/** The roaster's approved WhatsApp templates, as Meta lists them: a shipping notice in English and Portuguese. */
+export const STORY_TEMPLATES: WhatsAppTemplate[] = [
+  {
+    name: 'order_shipped',
+    language: 'en_US',
+    status: 'APPROVED',
+    category: 'UTILITY',
+    components: [
+      { type: 'BODY', text: 'Hi {{1}}, order {{2}} has left the roastery and arrives in two days.' },
+      { type: 'FOOTER', text: 'Tostado Coffee Roasters' },
+    ],
+  },
+  {
+    name: 'order_shipped',
+    language: 'pt_BR',
+    status: 'APPROVED',
+    category: 'UTILITY',
+    components: [
+      { type: 'BODY', text: 'Olá {{1}}, o pedido {{2}} saiu da torrefação e chega em dois dias.' },
+      { type: 'FOOTER', text: 'Tostado Coffee Roasters' },
+    ],
+  },
+];
 
 const marta: Contact = {
   id: ID.marta,
@@ -539,6 +564,7 @@ export const operationExamples: Record<OperationId, OperationExample> = {
       name: 'Tostado Instagram',
       external_id: '17841405822304914',
       status: 'active',
+      business_account_id: null,
       webhook_url: `${STORY_ORIGIN}/hooks/meta/${ID.instagramChannel}`,
       verify_token: 'grind-H7j2Kp9Xq4Lm8Vt3',
       last_error: null,
@@ -550,6 +576,10 @@ export const operationExamples: Record<OperationId, OperationExample> = {
   'channels.update': {
     request: { params: { id: ID.whatsappChannel }, body: { name: 'Tostado customer care' } },
     response: { ...whatsappChannel, name: 'Tostado customer care', updated_at: NOW } satisfies Channel,
+  },
+  'channels.listTemplates': {
+    request: { params: { id: ID.whatsappChannel }, query: { status: 'APPROVED', limit: 20 } },
+    response: page(STORY_TEMPLATES),
   },
   'channels.delete': { request: { params: { id: ID.whatsappChannel } } },
   'sandbox.inbound': {

@@ -25,6 +25,8 @@ import {
   Workflow,
   WorkflowList,
   WorkflowRun,
+  STORY_TEMPLATES,
+  WhatsAppTemplateList,
   WorkflowRunList,
   endpoints,
 } from '@convo/core';
@@ -406,6 +408,33 @@ describe('the convo CLI against a real server', () => {
     ]);
     expect(await convo(['channels', 'delete', channel.id, '--json'])).toEqual({ code: 0, stdout: '', stderr: '' });
     called.add('channels.delete');
+
+    // A WhatsApp number's templates, from its business account.
+    const number = await operation(
+      'channels.create',
+      [
+        'channels',
+        'create',
+        '--platform',
+        'whatsapp',
+        '--external-id',
+        '106540352242922',
+        '--access-token',
+        'cli-token',
+        '--app-secret',
+        'cli-secret',
+        '--business-account',
+        '102290129340398',
+      ],
+      Channel,
+    );
+    server.graph.setTemplates('102290129340398', STORY_TEMPLATES, { accessToken: 'cli-token' });
+    const templates = await operation(
+      'channels.listTemplates',
+      ['channels', 'templates', number.id, '--status', 'APPROVED'],
+      WhatsAppTemplateList,
+    );
+    expect(templates.data).toEqual(STORY_TEMPLATES);
 
     // 204: no JSON to print.
     expect(await convo(['contacts', 'delete', ana.id, '--json'])).toEqual({ code: 0, stdout: '', stderr: '' });

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { accountsService, buildServer, defaultSettings, migrateToLatest, openDatabase } from '@convo/api';
-import { STORY_IDS, operationExamples, story } from '@convo/core';
+import { startFakeGraphApi } from '@convo/api/testing';
+import { STORY_IDS, STORY_TEMPLATES, operationExamples, story } from '@convo/core';
 import { Convo } from '@convo/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from './server.js';
@@ -27,6 +28,9 @@ interface Operation {
   'x-codeSamples'?: Sample[];
 }
 type StoryKey = keyof typeof STORY_IDS;
+
+/** The token the seeded WhatsApp channel holds, which the fake Graph API lists the story's templates to. */
+const CHANNEL_TOKEN = 'EAAGm0PX4ZCpsBAK7ZBd2xQ9cZCfW1TnE0ZA4ZBy6ZCZAuhVwQ3XbZB';
 
 /** The bytes of the story's receipt, as the upload samples send and the seeded account holds them. */
 const RECEIPT = Buffer.from('%PDF-1.4\n% Tostado receipt 1042\n');
@@ -52,10 +56,14 @@ describe('the request samples of /v1/openapi.json', () => {
     await migrateToLatest(database.db);
     const proxyPort = await freePort();
     origin = `http://127.0.0.1:${proxyPort}`;
+    // The channel's templates come from a fake Graph API: the story's, to the seeded channel's token.
+    const graph = await startFakeGraphApi();
+    const waba = story.channels[0].business_account_id as string;
+    graph.setTemplates(waba, STORY_TEMPLATES, { accessToken: CHANNEL_TOKEN });
     const app = await buildServer({
       database,
       logger: false,
-      settings: defaultSettings({ sandboxEnabled: true }),
+      settings: defaultSettings({ sandboxEnabled: true, graphApiUrl: graph.url }),
       publicUrl: origin,
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -75,6 +83,7 @@ describe('the request samples of /v1/openapi.json', () => {
     close = async () => {
       await new Promise((resolve) => proxy.close(resolve));
       await app.close();
+      await graph.close();
       await database.destroy();
       rmSync(dir, { recursive: true, force: true });
       rmSync(scratch, { recursive: true, force: true });
@@ -153,8 +162,9 @@ async function seedStory(baseUrl: string, apiKey: string): Promise<Partial<Recor
     platform: channelRecord.platform,
     name: channelRecord.name,
     external_id: channelRecord.external_id,
-    access_token: 'EAAGm0PX4ZCpsBAK7ZBd2xQ9cZCfW1TnE0ZA4ZBy6ZCZAuhVwQ3XbZB',
+    access_token: CHANNEL_TOKEN,
     app_secret: '9f8e7d6c5b4a39281706f5e4d3c2b1a0',
+    business_account_id: channelRecord.business_account_id ?? undefined,
   });
   const contact = ({ name, phone, email, tags, attributes }: typeof martaRecord | typeof jonasRecord) =>
     convo.contacts.create({

@@ -21,6 +21,7 @@ import {
   Workflow,
   WorkflowList,
   WorkflowRun,
+  STORY_TEMPLATES,
   WorkflowRunList,
   endpoints,
 } from '@convo/core';
@@ -219,10 +220,14 @@ describe('the SDK against a real server', () => {
         external_id: '106540352242922',
         access_token: 'sdk-token',
         app_secret: 'sdk-secret',
+        business_account_id: '102290129340398',
       }),
     );
     expect(channel).toMatchObject({ platform: 'whatsapp', status: 'active', last_error: null });
     called.add('channels.create');
+    server.graph.setTemplates('102290129340398', STORY_TEMPLATES, { accessToken: 'sdk-token' });
+    expect(await convo.channels.listTemplates(channel.id, { status: 'APPROVED' }).toArray()).toEqual(STORY_TEMPLATES);
+    called.add('channels.listTemplates');
     expect(Channel.parse(await convo.channels.retrieve(channel.id))).toEqual(channel);
     called.add('channels.retrieve');
     expect(Channel.parse(await convo.channels.update(channel.id, { status: 'disabled' })).status).toBe('disabled');

@@ -2,21 +2,24 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startFakeGraphApi } from '@convo/api/testing';
 import { accountsService, buildServer, defaultSettings, migrateToLatest, openDatabase, seedDemo } from '@convo/api';
 
 /**
  * A real Convo server on a fresh SQLite file, with one account and keys of each type; with `demo`,
- * the account is `pnpm start`'s demo account and its data.
+ * the account is `pnpm start`'s demo account and its data. It talks to a fake Graph API of its own
+ * (`graph`: give it channels and templates).
  */
 export async function startServer(options: { demo?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'convo-e2e-'));
+  const graph = await startFakeGraphApi();
   const database = openDatabase(`file:${join(dir, 'convo.db')}`);
   await migrateToLatest(database.db);
   // As in development: the sandbox is on and webhooks may point at this machine.
   const app = await buildServer({
     database,
     logger: false,
-    settings: defaultSettings({ sandboxEnabled: true, allowPrivateWebhooks: true }),
+    settings: defaultSettings({ sandboxEnabled: true, allowPrivateWebhooks: true, graphApiUrl: graph.url }),
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
@@ -31,8 +34,10 @@ export async function startServer(options: { demo?: boolean } = {}) {
     accountId: account.id,
     keys: { full: await key('full_access'), readOnly: await key('read_only'), webhook: await key('webhook') },
     database,
+    graph,
     async close() {
       await app.close();
+      await graph.close();
       await database.destroy();
       rmSync(dir, { recursive: true, force: true });
     },

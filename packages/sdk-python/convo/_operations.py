@@ -52,6 +52,7 @@ SDK_METHODS: Dict[str, str] = {
     "channels.create": "channels.create",
     "channels.retrieve": "channels.retrieve",
     "channels.update": "channels.update",
+    "channels.listTemplates": "channels.list_templates",
     "channels.delete": "channels.delete",
     "sandbox.inbound": "sandbox.inbound",
 }

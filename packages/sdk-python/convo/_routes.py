@@ -64,5 +64,6 @@ ROUTES: Dict[str, Route] = {
     "channels.retrieve": Route("GET", "/channels/{id}", 200),
     "channels.update": Route("PATCH", "/channels/{id}", 200),
     "channels.delete": Route("DELETE", "/channels/{id}", 204),
+    "channels.listTemplates": Route("GET", "/channels/{id}/templates", 200),
     "sandbox.inbound": Route("POST", "/sandbox/inbound", 201),
 }

@@ -3,7 +3,7 @@
 
 """The /v1 contract as Python types: every schema of the OpenAPI document and the query of every list."""
 
-from typing import Dict, List, Literal, Optional, TypedDict, Union
+from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
 
 ErrorCode = Literal["bad_request", "unauthorized", "forbidden", "not_found", "rate_limited", "server_error"]
@@ -798,6 +798,8 @@ class Channel(TypedDict):
     external_id: str
     """The WhatsApp phone number id, the Facebook Page id or the Instagram account id."""
     status: ChannelStatus
+    business_account_id: Optional[str]
+    """The WhatsApp Business Account that owns the number, whose message templates `GET /channels/{id}/templates` lists; `null` when not given (and on Messenger and Instagram)."""
     webhook_url: str
     """The callback URL to enter in the Meta app's webhook settings."""
     verify_token: str
@@ -829,6 +831,8 @@ class CreateChannelBody(_CreateChannelBodyRequired, total=False):
     """Defaults to the platform and the external id."""
     verify_token: str
     """Generated when not given."""
+    business_account_id: str
+    """WhatsApp only: the WhatsApp Business Account id, for its message templates."""
 
 
 class UpdateChannelBody(TypedDict, total=False):
@@ -839,8 +843,33 @@ class UpdateChannelBody(TypedDict, total=False):
     """The Meta app's secret, which signs its webhooks. Write-only: never returned."""
     verify_token: str
     """Generated when not given."""
+    business_account_id: Optional[str]
+    """`null` removes it."""
     status: Literal["active", "disabled"]
     """`disabled` stops sending and receiving; `active` re-enables a disabled channel or one in `error`."""
+
+
+class WhatsAppTemplate(TypedDict):
+    name: str
+    language: str
+    """As WhatsApp writes it: `en_US`, `pt_BR`."""
+    status: str
+    """`APPROVED`, `PENDING`, `REJECTED`, `PAUSED`, … as Meta gives it."""
+    category: str
+    """`MARKETING`, `UTILITY` or `AUTHENTICATION`."""
+    components: List[Dict[str, Any]]
+    """Meta's own: `{type: "BODY", text: "Hi {{1}}"}`, a `HEADER` with a `format`, `FOOTER`, `BUTTONS`. Each `{{n}}` is a parameter a send must fill."""
+
+
+class WhatsAppTemplateList(TypedDict):
+    data: List[WhatsAppTemplate]
+    total: int
+    limit: int
+    offset: int
+    has_more: bool
+
+
+TemplateStatus = Literal["APPROVED", "PENDING", "REJECTED", "PAUSED", "DISABLED", "IN_APPEAL", "PENDING_DELETION", "DELETED", "LIMIT_EXCEEDED", "ARCHIVED"]
 
 
 class _SandboxInboundBodyFromRequired(TypedDict):
@@ -973,6 +1002,16 @@ class ListChannelsQuery(TypedDict, total=False):
     platform: Platform
 
 
+class ListTemplatesQuery(TypedDict, total=False):
+    """The query of `channels.listTemplates`."""
+
+    limit: int
+    """Page size, 1 to 100."""
+    offset: int
+    """Zero-based position of the first record."""
+    status: TemplateStatus
+
+
 class SandboxInboundParams(TypedDict):
     """`SandboxInboundBody` as keyword arguments: Python keywords take a trailing underscore."""
 
@@ -1038,6 +1077,7 @@ __all__ = [
     "ListOrdersQuery",
     "ListRunsQuery",
     "ListTagsQuery",
+    "ListTemplatesQuery",
     "ListWebhookEndpointsQuery",
     "ListWorkflowsQuery",
     "MediaStatus",
@@ -1063,6 +1103,7 @@ __all__ = [
     "TagList",
     "TagName",
     "TemplateComponent",
+    "TemplateStatus",
     "TriggerWorkflowBody",
     "UpdateChannelBody",
     "UpdateContactBody",
@@ -1077,6 +1118,8 @@ __all__ = [
     "WebhookEndpoint",
     "WebhookEndpointList",
     "WebhookEndpointStatus",
+    "WhatsAppTemplate",
+    "WhatsAppTemplateList",
     "Workflow",
     "WorkflowCondition",
     "WorkflowList",

@@ -13,6 +13,20 @@ import { fileURLToPath } from 'node:url';
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const repoRoot = join(packageDir, '..', '..');
 const apiBin = join(repoRoot, 'apps', 'api', 'dist', 'bin.js');
+const fakeGraphBin = join(repoRoot, 'apps', 'api', 'dist', 'fake-graph-api.js');
+/** The business account and token the fake Graph API lists templates to (tests/test_e2e.py reads them). */
+const WABA = '102290129340398';
+const WABA_TOKEN = 'python-e2e-token';
+const TEMPLATES = [
+  {
+    name: 'order_shipped',
+    language: 'en_US',
+    status: 'APPROVED',
+    category: 'UTILITY',
+    components: [{ type: 'BODY', text: 'Hi {{1}}, order {{2}} is on its way.' }],
+  },
+  { name: 'spring_sale', language: 'en_US', status: 'PENDING', category: 'MARKETING', components: [] },
+];
 const python = process.env.PYTHON || 'python3';
 const ci = /^(1|true)$/i.test(process.env.CI ?? '');
 
@@ -47,9 +61,33 @@ async function waitUntilServing(baseUrl, server) {
   throw new Error('the server did not answer within 30 s');
 }
 
+/** The fake Graph API (`dist/fake-graph-api.js`) on a free port, holding the business account's templates. */
+async function startFakeGraph() {
+  const port = await freePort();
+  const fake = spawn(process.execPath, [fakeGraphBin, '--port', String(port)], { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const body = JSON.stringify({ business_account_id: WABA, access_token: WABA_TOKEN, templates: TEMPLATES });
+      const response = await fetch(`${url}/_fake/templates`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
+      if (response.ok) return { url, stop: () => fake.kill('SIGTERM') };
+    } catch {
+      // not listening yet
+    }
+    if (fake.exitCode !== null || Date.now() > deadline) throw new Error('the fake Graph API did not start');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 async function startServer() {
   if (!existsSync(apiBin)) throw new Error(`${apiBin} is missing: build @convo/api first`);
   const dir = mkdtempSync(join(tmpdir(), 'convo-sdk-python-'));
+  const graph = await startFakeGraph();
   const port = await freePort();
   const env = {
     ...process.env,
@@ -59,6 +97,7 @@ async function startServer() {
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
     CONVO_WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s',
+    CONVO_GRAPH_API_URL: graph.url,
   };
   delete env.CONVO_PUBLIC_URL;
   const demo = operator(env, 'seed', '--demo');
@@ -70,6 +109,7 @@ async function startServer() {
   const baseUrl = `http://127.0.0.1:${port}/v1`;
   const stop = () => {
     server.kill('SIGTERM');
+    graph.stop();
     rmSync(dir, { recursive: true, force: true });
   };
   try {
@@ -86,6 +126,8 @@ async function startServer() {
       CONVO_TEST_READ_ONLY_KEY: readOnly.key,
       CONVO_TEST_WEBHOOK_SECRET: webhook.key,
       CONVO_TEST_LIMITED_KEY: limitedKey.key,
+      CONVO_TEST_WABA: WABA,
+      CONVO_TEST_WABA_TOKEN: WABA_TOKEN,
     },
     stop,
   };

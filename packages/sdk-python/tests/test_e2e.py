@@ -124,6 +124,15 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(c.channels.update(channel["id"], name="Support line")["name"], "Support line")
         self.assertIn(channel["id"], [x["id"] for x in c.channels.list(platform="whatsapp")])
         self.assertIsNone(c.channels.delete(channel["id"]))
+        number = c.channels.create(
+            platform="whatsapp",
+            external_id=str(random.randrange(10**9, 10**10)),
+            access_token=os.environ["CONVO_TEST_WABA_TOKEN"],
+            app_secret="secret",
+            business_account_id=os.environ["CONVO_TEST_WABA"],
+        )
+        approved = list(c.channels.list_templates(number["id"], status="APPROVED"))
+        self.assertEqual([(t["name"], t["language"], t["status"]) for t in approved], [("order_shipped", "en_US", "APPROVED")])
 
     def test_2_files(self) -> None:
         c = self.client

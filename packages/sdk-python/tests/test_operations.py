@@ -61,6 +61,7 @@ CALLS: Dict[str, Callable[[convo.Client], Any]] = {
     "channels.create": lambda c: c.channels.create(platform="whatsapp", external_id="1065", access_token="t", app_secret="s"),
     "channels.retrieve": lambda c: c.channels.retrieve("P1"),
     "channels.update": lambda c: c.channels.update("P1", name="Support"),
+    "channels.listTemplates": lambda c: c.channels.list_templates("P1", status="APPROVED"),
     "channels.delete": lambda c: c.channels.delete("P1"),
     "sandbox.inbound": lambda c: c.sandbox.inbound(platform="whatsapp", from_={"phone": "+5511912345678"}, content="Oi"),
 }

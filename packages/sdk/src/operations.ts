@@ -53,6 +53,7 @@ export const SDK_METHODS: Record<OperationId, string> = {
   'channels.create': 'channels.create',
   'channels.retrieve': 'channels.retrieve',
   'channels.update': 'channels.update',
+  'channels.listTemplates': 'channels.listTemplates',
   'channels.delete': 'channels.del',
   'sandbox.inbound': 'sandbox.inbound',
 };

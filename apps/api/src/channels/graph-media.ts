@@ -53,7 +53,8 @@ export async function openMedia(
   return fetchBytes(url, accessToken, typeof size === 'number' ? size : null);
 }
 
-async function fetchJson(url: string, accessToken: string): Promise<{ ok: true; json: unknown } | GraphError> {
+/** A Graph API object read with the channel's token: its JSON, or the error Meta (or the network) gave. */
+export async function fetchJson(url: string, accessToken: string): Promise<{ ok: true; json: unknown } | GraphError> {
   const answer = await request(url, accessToken, GRAPH_TIMEOUT_MS);
   if (!answer.ok) return answer;
   const json = parseJson(await answer.response.text().catch(() => ''));

@@ -21,6 +21,7 @@ import * as contactTagCounts from './migrations/2026_11_28_0018_contact_tag_coun
 import * as keyRevokedBy from './migrations/2026_11_29_0019_key_revoked_by.js';
 import * as requestLogs from './migrations/2026_11_29_0020_request_logs.js';
 import * as files from './migrations/2026_11_29_0021_files.js';
+import * as businessAccounts from './migrations/2026_11_29_0022_business_accounts.js';
 
 /** Migrations in date order. Imported statically so the bundled server carries them. */
 const migrations: Record<string, Migration> = {
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_29_0019_key_revoked_by': keyRevokedBy,
   '2026_11_29_0020_request_logs': requestLogs,
   '2026_11_29_0021_files': files,
+  '2026_11_29_0022_business_accounts': businessAccounts,
 };
 
 /** The migrations, for the migrator (and tests that stop at one of them). */

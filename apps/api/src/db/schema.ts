@@ -229,6 +229,8 @@ export interface ChannelTable {
   name: string;
   external_id: string;
   status: 'active' | 'error' | 'disabled';
+  /** WhatsApp only: the WhatsApp Business Account, for its message templates. */
+  business_account_id: string | null;
   verify_token: string;
   /** Sealed by secret-box.ts; never the plain token. */
   access_token_sealed: string;

@@ -24,6 +24,7 @@ export const toChannel = (row: ChannelRow, settings: Settings): Channel => ({
   name: row.name,
   external_id: row.external_id,
   status: row.status,
+  business_account_id: row.business_account_id,
   webhook_url: channelWebhookUrl(settings, row.id),
   verify_token: row.verify_token,
   last_error: row.last_error === null ? null : (JSON.parse(row.last_error) as Channel['last_error']),
@@ -35,6 +36,13 @@ const externalIdTaken = (existingId: string) =>
   ApiError.badRequest('external_id', 'unique', 'This account already has a channel for this id on this platform', {
     existing_id: existingId,
   });
+
+const onlyWhatsApp = () =>
+  ApiError.badRequest(
+    'business_account_id',
+    'unknown',
+    'Only WhatsApp channels belong to a WhatsApp Business Account; Messenger and Instagram have no templates',
+  );
 
 async function findOrThrow(scope: TenantScope, id: string): Promise<ChannelRow> {
   const row = await channelsRepository.findById(scope, id);
@@ -79,6 +87,7 @@ export const channelsService = {
       name: body.name ?? `${PLATFORM_NAMES[body.platform]} ${body.external_id}`,
       external_id: body.external_id,
       status: 'active',
+      business_account_id: body.business_account_id ?? null,
       verify_token: body.verify_token ?? randomBytes(24).toString('base64url'),
       access_token_sealed: sealSecret(key, body.access_token),
       app_secret_sealed: sealSecret(key, body.app_secret),
@@ -113,6 +122,10 @@ export const channelsService = {
       if (body.name !== undefined && body.name !== current.name) patch.name = body.name;
       if (body.verify_token !== undefined && body.verify_token !== current.verify_token)
         patch.verify_token = body.verify_token;
+      if (body.business_account_id !== undefined && body.business_account_id !== current.business_account_id) {
+        if (current.platform !== 'whatsapp' && body.business_account_id !== null) throw onlyWhatsApp();
+        patch.business_account_id = body.business_account_id;
+      }
       if (body.access_token !== undefined)
         patch.access_token_sealed = sealSecret(ctx.settings.secretKey(), body.access_token);
       if (body.app_secret !== undefined)

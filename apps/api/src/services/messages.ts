@@ -26,6 +26,7 @@ import { findConversationOrThrow, mediaOf, toConversation, toMessage } from './c
 import { emitEvent } from './events.js';
 import { pendingMedia, queueMediaDownloads } from './media.js';
 import { outboundMediaOf, sendMedia } from './outbound-media.js';
+import { templatesService } from './templates.js';
 
 /**
  * Free-form messages reach a contact only this long after their last message on the channel (Meta's customer service
@@ -132,6 +133,10 @@ export const messagesService = {
   async send(ctx: ServiceContext, body: z.output<typeof SendMessageBody>): Promise<Message> {
     const at = now();
     const media = body.media ? await outboundMediaFor(ctx, { ...body, media: body.media }) : null;
+    if (body.template) {
+      const conversation = await findConversationOrThrow(scopeOf(ctx), body.conversation_id);
+      await templatesService.checkSend(ctx, { channelId: conversation.channel_id, template: body.template });
+    }
     const row = {
       id: newId('message'),
       conversation_id: body.conversation_id,

@@ -27,6 +27,11 @@ Control API:
   Have a customer write to it (posts the signed inbound webhook; answers with Convo's status):
     curl -s -X POST ${url}/_fake/inbound -H 'content-type: application/json' \\
       -d '{"external_id": "106540352242922", "from": "16505551234", "name": "Sheena Nelson", "text": "Hello"}'
+  Give a WhatsApp Business Account its message templates (GET /{waba}/message_templates pages them):
+    curl -s -X POST ${url}/_fake/templates -H 'content-type: application/json' -d '{
+      "business_account_id": "102290129340398", "access_token": "test-token",
+      "templates": [{"name": "order_shipped", "language": "en_US", "status": "APPROVED",
+                     "category": "UTILITY", "components": [{"type": "BODY", "text": "Hi {{1}}"}]}] }'
   See what Convo sent:
     curl -s ${url}/_fake/sent
 `;

@@ -145,6 +145,13 @@ export interface FakeGraphApi {
   };
   /** The next `count` media requests (record or bytes) fail with `error`, one each. */
   failMedia(count: number, error: FakeFailure): void;
+  /**
+   * A WhatsApp Business Account's message templates, as `GET /{waba-id}/message_templates` pages them (Meta's
+   * shape: name, language, status, category, components), to a WhatsApp channel's token (or only `accessToken`).
+   */
+  setTemplates(businessAccountId: string, templates: object[], options?: { accessToken?: string }): void;
+  /** The next `count` template list requests fail with `error`, one each. */
+  failTemplates(count: number, error: FakeFailure): void;
   autoStatuses(externalId: string, statuses: AutoStatus[]): void;
   postWebhook(
     externalId: string,
@@ -328,10 +335,14 @@ async function parseMultipart(
   raw: Buffer,
   contentType: string,
 ): Promise<{ body: Record<string, unknown>; files: Record<string, FakeFile> }> {
-  const form = await new Response(raw, { headers: { 'content-type': contentType } }).formData();
+  const form = await new Response(new Uint8Array(raw), { headers: { 'content-type': contentType } }).formData();
   const body: Record<string, unknown> = {};
   const files: Record<string, FakeFile> = {};
-  for (const [name, value] of form.entries()) {
+  const entries: [string, string | (Blob & { name?: string })][] = [];
+  form.forEach((value, name) => {
+    entries.push([name, value]);
+  });
+  for (const [name, value] of entries) {
     if (typeof value === 'string') {
       body[name] = parseFormValue(value);
       continue;
@@ -494,6 +505,7 @@ function validateMessaging(body: unknown, platform: 'facebook' | 'instagram'): V
 
 const SEND_PATH = /^\/(?:v\d+\.\d+\/)?([^/]+)\/messages\/?$/;
 const UPLOAD_PATH = /^\/(?:v\d+\.\d+\/)?([^/]+)\/media\/?$/;
+const TEMPLATES_PATH = /^\/(?:v\d+\.\d+\/)?([^/]+)\/message_templates\/?$/;
 const OBJECT_PATH = /^\/(?:v\d+\.\d+\/)?([^/]+)\/?$/;
 const WEBHOOK_TIMEOUT_MS = 10_000;
 
@@ -558,7 +570,14 @@ function parseChannelInput(body: unknown): FakeChannelInput | string {
   };
 }
 
-export async function startFakeGraphApi(options: { port?: number; host?: string } = {}): Promise<FakeGraphApi> {
+export interface FakeGraphOptions {
+  port?: number;
+  host?: string;
+  /** Templates every business account lists to any token, for suites (the route fuzz) that make up their own. */
+  templatesForAnyAccount?: object[];
+}
+
+export async function startFakeGraphApi(options: FakeGraphOptions = {}): Promise<FakeGraphApi> {
   const channels = new Map<string, Channel>();
   /** Names customers gave through `sendInbound`, served by the Messenger and Instagram profile lookups. */
   const profiles = new Map<string, { name: string; platform: MetaPlatform }>();
@@ -568,6 +587,8 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
   let failures: Array<{ error: FakeFailure; externalId?: string }> = [];
   const media = new Map<string, { bytes: Buffer; mimeType: string; accessToken?: string; declaredSize?: number }>();
   let mediaFailures: FakeFailure[] = [];
+  const templateSets = new Map<string, { templates: object[]; accessToken?: string }>();
+  let templateFailures: FakeFailure[] = [];
   /** Files uploaded to WhatsApp numbers' media, by the id the upload answered. */
   const uploads = new Map<string, FakeFile & { externalId: string }>();
   let delayMs = 0;
@@ -796,6 +817,46 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     return file;
   }
 
+  // https://developers.facebook.com/documentation/business-messaging/whatsapp/reference/whatsapp-business-account/message-templates-api
+  /** `GET /{waba-id}/message_templates`: a page of `limit` (25 by default) after the `after` cursor, with `paging`. */
+  function handleTemplates(
+    req: IncomingMessage,
+    res: ServerResponse,
+    record: RecordedRequest,
+    businessAccountId: string,
+    token: string | undefined,
+  ) {
+    const failure = templateFailures.shift();
+    if (failure === 'network') {
+      req.socket.destroy();
+      return;
+    }
+    if (failure) return sendJson(res, failure.httpStatus, graphErrorBody(failure));
+    const listed = templateSets.get(businessAccountId);
+    const anyAccount = options.templatesForAnyAccount;
+    const set = listed ?? (anyAccount ? { templates: anyAccount } : undefined);
+    const whatsappToken = [...channels.values()].some((c) => c.platform === 'whatsapp' && c.accessToken === token);
+    const allowed = listed?.accessToken
+      ? token === listed.accessToken
+      : whatsappToken || (!listed && set !== undefined);
+    if (!allowed) return sendJson(res, 401, graphErrorBody(META_ERRORS.invalidToken));
+    if (!set) return sendJson(res, 400, graphErrorBody(unknownObjectError(businessAccountId, 'get')));
+    const limit = Math.min(Math.max(Number(record.query.limit ?? 25) || 25, 1), 1000);
+    const start = record.query.after ? Number(Buffer.from(record.query.after, 'base64url').toString()) : 0;
+    const end = Math.min(start + limit, set.templates.length);
+    const cursor = (index: number) => Buffer.from(String(index)).toString('base64url');
+    const next = new URL(`${api.url}${record.path}`);
+    for (const [name, value] of Object.entries(record.query)) next.searchParams.set(name, value);
+    next.searchParams.set('after', cursor(end));
+    sendJson(res, 200, {
+      data: set.templates.slice(start, end),
+      paging: {
+        cursors: { before: cursor(start), after: cursor(end) },
+        ...(end < set.templates.length ? { next: next.toString() } : {}),
+      },
+    });
+  }
+
   // https://developers.facebook.com/documentation/business-messaging/whatsapp/business-phone-numbers/media
   /** `POST /{phone_number_id}/media`: a multipart `file` with `messaging_product` and `type`; answers its id. */
   function handleUpload(res: ServerResponse, record: RecordedRequest, externalId: string, token: string | undefined) {
@@ -899,8 +960,18 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
         return sendJson(res, 502, { error: `posting the webhook failed: ${describeError(error)}` });
       }
     }
+    if (req.method === 'POST' && path === '/_fake/templates') {
+      const input = isRecord(body) ? body : {};
+      const { business_account_id: waba, templates, access_token: token } = input;
+      if (!nonEmptyString(waba) || !Array.isArray(templates))
+        return sendJson(res, 400, { error: 'business_account_id and templates (a list) are required' });
+      api.setTemplates(waba, templates, nonEmptyString(token) ? { accessToken: token } : {});
+      return sendJson(res, 200, { business_account_id: waba, templates: templates.length });
+    }
     if (req.method === 'GET' && path === '/_fake/sent') return sendJson(res, 200, accepted);
-    sendJson(res, 404, { error: 'control routes: POST /_fake/connect, POST /_fake/inbound, GET /_fake/sent' });
+    sendJson(res, 404, {
+      error: 'control routes: POST /_fake/connect, POST /_fake/inbound, POST /_fake/templates, GET /_fake/sent',
+    });
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -934,6 +1005,9 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     requests.push(record);
     if (delayMs > 0) await sleep(delayMs);
 
+    const templatesMatch = req.method === 'GET' ? TEMPLATES_PATH.exec(path) : null;
+    if (templatesMatch?.[1] !== undefined)
+      return handleTemplates(req, res, record, decodeURIComponent(templatesMatch[1]), token);
     // A WhatsApp token's GET of an object is a media record's (WhatsApp has no profiles to look up).
     const whatsappToken = [...channels.values()].some((c) => c.platform === 'whatsapp' && c.accessToken === token);
     if (
@@ -996,6 +1070,12 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
     failMedia(count, error) {
       for (let i = 0; i < count; i++) mediaFailures.push(error);
     },
+    setTemplates(businessAccountId, templates, templateOptions = {}) {
+      templateSets.set(businessAccountId, { templates, ...templateOptions });
+    },
+    failTemplates(count, error) {
+      for (let i = 0; i < count; i++) templateFailures.push(error);
+    },
     autoStatuses(externalId, statuses) {
       channelFor(externalId).statusesAfterSend = [...statuses];
     },
@@ -1019,6 +1099,7 @@ export async function startFakeGraphApi(options: { port?: number; host?: string 
       webhooks.length = 0;
       failures = [];
       mediaFailures = [];
+      templateFailures = [];
       uploads.clear();
       delayMs = 0;
       profiles.clear();

@@ -59,6 +59,7 @@ export const appRouter = t.router({
     create: mutation('channels.create'),
     retrieve: query('channels.retrieve'),
     update: mutation('channels.update'),
+    listTemplates: query('channels.listTemplates'),
     delete: mutation('channels.delete'),
   },
   sandbox: { inbound: mutation('sandbox.inbound') },

@@ -80,6 +80,10 @@ export const OPERATION_COMMANDS = {
   'channels.retrieve': { command: 'channels get' },
   'channels.create': { command: 'channels create' },
   'channels.update': { command: 'channels update' },
+  'channels.listTemplates': {
+    command: 'channels templates',
+    columns: ['name', 'language', 'status', 'category'],
+  },
   'channels.delete': { command: 'channels delete', done: 'Deleted.' },
   'sandbox.inbound': { command: 'sandbox inbound' },
 } as const satisfies Record<OperationId, OperationCommand>;

@@ -9,7 +9,7 @@ from ._base import Resource
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from .._types import Channel, CreateChannelBody, ListChannelsQuery, UpdateChannelBody
+    from .._types import Channel, CreateChannelBody, ListChannelsQuery, ListTemplatesQuery, UpdateChannelBody, WhatsAppTemplate
 
 
 class Channels(Resource):
@@ -27,6 +27,10 @@ class Channels(Resource):
     def update(self, id: str, *, request_options: Optional[RequestOptions] = None, **params: Unpack[UpdateChannelBody]) -> Channel:
         """Renames, rotates `access_token` or `app_secret`, disables or re-enables (`status="active"`)."""
         return self._request("channels.update", path={"id": id}, body=params, options=request_options)
+
+    def list_templates(self, id: str, *, request_options: Optional[RequestOptions] = None, **params: Unpack[ListTemplatesQuery]) -> Page[WhatsAppTemplate]:
+        """A WhatsApp channel's message templates from the Graph API (its `business_account_id`'s), by name then language."""
+        return self._paginate("channels.listTemplates", params, path={"id": id}, options=request_options)
 
     def delete(self, id: str, *, request_options: Optional[RequestOptions] = None) -> None:
         self._request("channels.delete", path={"id": id}, options=request_options)

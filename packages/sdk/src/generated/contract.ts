@@ -653,6 +653,26 @@ export interface paths {
         patch: operations["channels.update"];
         trace?: never;
     };
+    "/v1/channels/{id}/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a WhatsApp channel's message templates
+         * @description The templates of the channel's `business_account_id`, as the Graph API lists them (every page of `/{business_account_id}/message_templates`, kept for a minute per channel), by name then language. A channel of another platform or without `business_account_id` is a 400 (`business_account_id`, `required`); when the Graph API cannot be asked, a 500.
+         */
+        get: operations["channels.listTemplates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sandbox/inbound": {
         parameters: {
             query?: never;
@@ -1491,6 +1511,8 @@ export interface components {
             /** @description The WhatsApp phone number id, the Facebook Page id or the Instagram account id. */
             external_id: string;
             status: components["schemas"]["ChannelStatus"];
+            /** @description The WhatsApp Business Account that owns the number, whose message templates `GET /channels/{id}/templates` lists; `null` when not given (and on Messenger and Instagram). */
+            business_account_id: string | null;
             /** @description The callback URL to enter in the Meta app's webhook settings. */
             webhook_url: string;
             /** @description The verify token to enter beside `webhook_url`. */
@@ -1531,6 +1553,11 @@ export interface components {
             app_secret: string;
             /** @description Generated when not given. */
             verify_token?: string;
+            /**
+             * @description WhatsApp only: the WhatsApp Business Account id, for its message templates.
+             * @example 102290129340398
+             */
+            business_account_id?: string;
         };
         UpdateChannelBody: {
             name?: string;
@@ -1540,12 +1567,36 @@ export interface components {
             app_secret?: string;
             /** @description Generated when not given. */
             verify_token?: string;
+            /** @description `null` removes it. */
+            business_account_id?: string | null;
             /**
              * @description `disabled` stops sending and receiving; `active` re-enables a disabled channel or one in `error`.
              * @enum {string}
              */
             status?: "active" | "disabled";
         };
+        WhatsAppTemplateList: {
+            data: components["schemas"]["WhatsAppTemplate"][];
+            total: number;
+            limit: number;
+            offset: number;
+            has_more: boolean;
+        };
+        WhatsAppTemplate: {
+            name: string;
+            /** @description As WhatsApp writes it: `en_US`, `pt_BR`. */
+            language: string;
+            /** @description `APPROVED`, `PENDING`, `REJECTED`, `PAUSED`, … as Meta gives it. */
+            status: string;
+            /** @description `MARKETING`, `UTILITY` or `AUTHENTICATION`. */
+            category: string;
+            /** @description Meta's own: `{type: "BODY", text: "Hi {{1}}"}`, a `HEADER` with a `format`, `FOOTER`, `BUTTONS`. Each `{{n}}` is a parameter a send must fill. */
+            components: {
+                [key: string]: unknown;
+            }[];
+        };
+        /** @enum {string} */
+        TemplateStatus: "APPROVED" | "PENDING" | "REJECTED" | "PAUSED" | "DISABLED" | "IN_APPEAL" | "PENDING_DELETION" | "DELETED" | "LIMIT_EXCEEDED" | "ARCHIVED";
         SandboxInboundBody: {
             platform: components["schemas"]["Platform"];
             from: {
@@ -7256,6 +7307,7 @@ export interface operations {
                      *           "name": "Tostado WhatsApp",
                      *           "external_id": "106540352242922",
                      *           "status": "active",
+                     *           "business_account_id": "102290129340398",
                      *           "webhook_url": "http://127.0.0.1:3000/hooks/meta/ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
                      *           "verify_token": "roast-Q8sd7f6g5h4j3k2l",
                      *           "last_error": null,
@@ -7381,6 +7433,7 @@ export interface operations {
                      *       "name": "Tostado Instagram",
                      *       "external_id": "17841405822304914",
                      *       "status": "active",
+                     *       "business_account_id": null,
                      *       "webhook_url": "http://127.0.0.1:3000/hooks/meta/ch_01M83FTSR0JZX8HW3BH2DEJNAP",
                      *       "verify_token": "grind-H7j2Kp9Xq4Lm8Vt3",
                      *       "last_error": null,
@@ -7501,6 +7554,7 @@ export interface operations {
                      *       "name": "Tostado WhatsApp",
                      *       "external_id": "106540352242922",
                      *       "status": "active",
+                     *       "business_account_id": "102290129340398",
                      *       "webhook_url": "http://127.0.0.1:3000/hooks/meta/ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
                      *       "verify_token": "roast-Q8sd7f6g5h4j3k2l",
                      *       "last_error": null,
@@ -7734,6 +7788,7 @@ export interface operations {
                      *       "name": "Tostado customer care",
                      *       "external_id": "106540352242922",
                      *       "status": "active",
+                     *       "business_account_id": "102290129340398",
                      *       "webhook_url": "http://127.0.0.1:3000/hooks/meta/ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW",
                      *       "verify_token": "roast-Q8sd7f6g5h4j3k2l",
                      *       "last_error": null,
@@ -7742,6 +7797,164 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Channel"];
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "channels.listTemplates": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1 to 100.
+                 * @example 20
+                 */
+                limit?: number;
+                /** @description Zero-based position of the first record. */
+                offset?: number;
+                /** @example APPROVED */
+                status?: components["schemas"]["TemplateStatus"];
+            };
+            header?: {
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @example ch_01M7W2Y7M0RHQ3FMQRFH0NMFWW */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a WhatsApp channel's message templates */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "name": "order_shipped",
+                     *           "language": "en_US",
+                     *           "status": "APPROVED",
+                     *           "category": "UTILITY",
+                     *           "components": [
+                     *             {
+                     *               "type": "BODY",
+                     *               "text": "Hi {{1}}, order {{2}} has left the roastery and arrives in two days."
+                     *             },
+                     *             {
+                     *               "type": "FOOTER",
+                     *               "text": "Tostado Coffee Roasters"
+                     *             }
+                     *           ]
+                     *         },
+                     *         {
+                     *           "name": "order_shipped",
+                     *           "language": "pt_BR",
+                     *           "status": "APPROVED",
+                     *           "category": "UTILITY",
+                     *           "components": [
+                     *             {
+                     *               "type": "BODY",
+                     *               "text": "Olá {{1}}, o pedido {{2}} saiu da torrefação e chega em dois dias."
+                     *             },
+                     *             {
+                     *               "type": "FOOTER",
+                     *               "text": "Tostado Coffee Roasters"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "total": 2,
+                     *       "limit": 20,
+                     *       "offset": 0,
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WhatsAppTemplateList"];
                 };
             };
             /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
@@ -8137,6 +8350,10 @@ export const ROUTES = {
     "method": "PATCH",
     "path": "/channels/:id"
   },
+  "channels.listTemplates": {
+    "method": "GET",
+    "path": "/channels/:id/templates"
+  },
   "channels.delete": {
     "method": "DELETE",
     "path": "/channels/:id"
@@ -8223,6 +8440,9 @@ export type ChannelStatus = components['schemas']['ChannelStatus'];
 export type ChannelError = components['schemas']['ChannelError'];
 export type CreateChannelBody = components['schemas']['CreateChannelBody'];
 export type UpdateChannelBody = components['schemas']['UpdateChannelBody'];
+export type WhatsAppTemplateList = components['schemas']['WhatsAppTemplateList'];
+export type WhatsAppTemplate = components['schemas']['WhatsAppTemplate'];
+export type TemplateStatus = components['schemas']['TemplateStatus'];
 export type SandboxInboundBody = components['schemas']['SandboxInboundBody'];
 
 /** The query of each list operation. */
@@ -8237,3 +8457,4 @@ export type ListEventsQuery = NonNullable<operations['events.list']['parameters'
 export type ListWebhookEndpointsQuery = NonNullable<operations['webhookEndpoints.list']['parameters']['query']>;
 export type ListDeliveriesQuery = NonNullable<operations['webhookEndpoints.listDeliveries']['parameters']['query']>;
 export type ListChannelsQuery = NonNullable<operations['channels.list']['parameters']['query']>;
+export type ListTemplatesQuery = NonNullable<operations['channels.listTemplates']['parameters']['query']>;

@@ -1,4 +1,11 @@
-import type { Channel, CreateChannelBody, ListChannelsQuery, UpdateChannelBody } from '../contract.js';
+import type {
+  Channel,
+  CreateChannelBody,
+  ListChannelsQuery,
+  ListTemplatesQuery,
+  UpdateChannelBody,
+  WhatsAppTemplate,
+} from '../contract.js';
 import type { PagePromise } from '../pagination.js';
 import type { RequestOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';
@@ -23,6 +30,15 @@ export class Channels extends Resource {
   /** Renames, rotates `access_token` or `app_secret`, disables or re-enables (`status: "active"`). */
   update(id: string, body: UpdateChannelBody, options?: RequestOptions): Promise<Channel> {
     return this.request('channels.update', { params: { id }, body }, options);
+  }
+
+  /** A WhatsApp channel's message templates from the Graph API (its `business_account_id`'s), by name then language. */
+  listTemplates(id: string, params: ListTemplatesQuery = {}, options?: RequestOptions): PagePromise<WhatsAppTemplate> {
+    return this.paginate(
+      'channels.listTemplates',
+      (offset) => ({ params: { id }, query: withOffset(params, offset) }),
+      options,
+    );
   }
 
   async del(id: string, options?: RequestOptions): Promise<void> {
