@@ -1,6 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Channel, type Event, EventList, File as FileRecord, Message } from '@convo/core';
+import { decodeTime } from 'ulid';
 import { afterAll, afterEach, expect, it, vi } from 'vitest';
+import { messagesRepository } from '../repositories/messages.js';
+import { filesService } from '../services/files.js';
 import { startFakeGraphApi } from '../testing/fake-graph-api.js';
 import { describeEachDialect, expectBody, testSettings } from '../testing/harness.js';
 import {
@@ -189,6 +192,60 @@ describeEachDialect(
       const failed = await messageByPlatformId(gone.id);
       expect(failed.media).toMatchObject({ status: 'failed', file_id: null, error: { code: '100' } });
       expect(await eventsOf('message.updated', failed.id)).toHaveLength(1);
+    });
+
+    it('keeps one file when the worker dies after storing the bytes and before recording them', async () => {
+      const { channel, token } = await openChannel('whatsapp');
+      const mediaId = newGraphId();
+      const bytes = randomBytes(700_000);
+      fake.addMedia({ id: mediaId, bytes, mimeType: 'image/png', accessToken: token });
+      const from = waId();
+      const image = waImage({ from, mediaId, mimeType: 'image/png' });
+      const orphansBefore = await server()
+        .database.db.selectFrom('file_chunks')
+        .select('file_id')
+        .distinct()
+        .where('file_id', 'not in', server().database.db.selectFrom('files').select('id'))
+        .execute();
+      // The first try's record never commits, as if its process died there: its bytes are kept, named by no file.
+      const died = vi
+        .spyOn(messagesRepository, 'setMedia')
+        .mockRejectedValueOnce(new Error('the worker died before recording the file'));
+      // Nor does a dead process clean up after itself.
+      const cleanup = vi.spyOn(filesService, 'discard').mockRejectedValueOnce(new Error('the worker is dead'));
+      vi.useFakeTimers({ toFake: ['Date'] });
+      await post(
+        channel,
+        whatsappInbound({ phoneNumberId: channel.external_id, contacts: [{ waId: from }], messages: [image] }),
+      );
+      const message = await server().runJobsUntil(async () => {
+        const row = await server()
+          .database.db.selectFrom('messages')
+          .select(['id', 'media'])
+          .where('platform_message_id', '=', image.id)
+          .executeTakeFirst();
+        return row?.media?.includes('"stored"') && row;
+      });
+      expect(died).toHaveBeenCalledTimes(2);
+      died.mockRestore();
+      cleanup.mockRestore();
+
+      const stored = expectBody(await server().request('GET', `/messages/${message.id}`), 200, Message);
+      expect((await bytesOf(stored.media?.file_id as string)).equals(bytes)).toBe(true);
+      const orphans = async () => {
+        const db = server().database.db;
+        const owners = await db.selectFrom('file_chunks').select('file_id').distinct().execute();
+        const recorded = new Set((await db.selectFrom('files').select('id').execute()).map((row) => row.id));
+        return owners.map((row) => row.file_id).filter((id) => !recorded.has(id));
+      };
+      const known = new Set(orphansBefore.map((row) => row.file_id));
+      const left = (await orphans()).filter((id) => !known.has(id));
+      expect(left).toHaveLength(1);
+      // A day after their upload began (the id's time) the prune job deletes the bytes no file claimed.
+      vi.setSystemTime(decodeTime((left[0] as string).slice('file_'.length)) + 25 * 60 * 60 * 1000);
+      await filesService.pruneUnclaimed({ database: server().database, settings: server().settings });
+      expect(await orphans()).not.toContain(left[0]);
+      expect((await bytesOf(stored.media?.file_id as string)).equals(bytes)).toBe(true);
     });
 
     it('marks media over 100 MiB too_large without downloading it', async () => {
