@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { Pager } from '../components/pager';
+import { ListSection } from '../components/list-section';
 import { consoleErrorOf } from '../errors';
 import { formatDateTime, formatMoney } from '../format';
 import { useTRPC } from '../trpc';
@@ -49,52 +49,44 @@ export function ContactsPage() {
           />
         </label>
       </form>
-      {contacts.isPending ? (
-        <p role="status">Loading contacts…</p>
-      ) : contacts.isError ? (
-        <p role="alert">Could not load the contacts: {consoleErrorOf(contacts.error).message}</p>
-      ) : contacts.data.data.length === 0 ? (
-        <p>No contacts match.</p>
-      ) : (
-        <>
-          <div className="table-wrap">
-            <table>
-              <caption className="visually-hidden">Contacts</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Phone</th>
-                  <th scope="col">E-mail</th>
-                  <th scope="col">Tags</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {contacts.data.data.map((contact) => (
-                  <tr key={contact.id}>
-                    <td data-label="Name">
-                      <Link href={`/contacts/${contact.id}`}>{contact.name ?? contact.id}</Link>
-                    </td>
-                    <td data-label="Phone">{contact.phone ?? '—'}</td>
-                    <td data-label="E-mail">{contact.email ?? '—'}</td>
-                    <td data-label="Tags">{contact.tags.join(', ') || '—'}</td>
-                    <td data-label="Created">{formatDateTime(contact.created_at)}</td>
+      <ListSection
+        query={contacts}
+        noun="contacts"
+        empty="No contacts match."
+        pager={{ label: 'Contact pages', offset, size: PAGE_SIZE, onOffset: setOffset }}
+      >
+        {(records) => (
+          <>
+            <div className="table-wrap">
+              <table>
+                <caption className="visually-hidden">Contacts</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Phone</th>
+                    <th scope="col">E-mail</th>
+                    <th scope="col">Tags</th>
+                    <th scope="col">Created</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <Pager
-            label="Contact pages"
-            offset={offset}
-            size={PAGE_SIZE}
-            shown={contacts.data.data.length}
-            total={contacts.data.total}
-            hasMore={contacts.data.has_more}
-            onOffset={setOffset}
-          />
-        </>
-      )}
+                </thead>
+                <tbody>
+                  {records.map((contact) => (
+                    <tr key={contact.id}>
+                      <td data-label="Name">
+                        <Link href={`/contacts/${contact.id}`}>{contact.name ?? contact.id}</Link>
+                      </td>
+                      <td data-label="Phone">{contact.phone ?? '—'}</td>
+                      <td data-label="E-mail">{contact.email ?? '—'}</td>
+                      <td data-label="Tags">{contact.tags.join(', ') || '—'}</td>
+                      <td data-label="Created">{formatDateTime(contact.created_at)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </>
+        )}
+      </ListSection>
     </>
   );
 }
@@ -137,47 +129,43 @@ export function ContactPage({ id }: { id: string }) {
         </dl>
       )}
       <h2>Conversations</h2>
-      {conversations.isPending ? (
-        <p role="status">Loading conversations…</p>
-      ) : conversations.isError ? (
-        <p role="alert">Could not load the conversations: {consoleErrorOf(conversations.error).message}</p>
-      ) : conversations.data.data.length === 0 ? (
-        <p>No conversations.</p>
-      ) : (
-        <ConversationTable conversations={conversations.data.data} />
-      )}
+      <ListSection query={conversations} noun="conversations" empty="No conversations.">
+        {(records) => (
+          <>
+            <ConversationTable conversations={records} />
+          </>
+        )}
+      </ListSection>
       <h2>Orders</h2>
-      {orders.isPending ? (
-        <p role="status">Loading orders…</p>
-      ) : orders.isError ? (
-        <p role="alert">Could not load the orders: {consoleErrorOf(orders.error).message}</p>
-      ) : orders.data.data.length === 0 ? (
-        <p>No orders.</p>
-      ) : (
-        <div className="table-wrap">
-          <table>
-            <caption className="visually-hidden">Orders</caption>
-            <thead>
-              <tr>
-                <th scope="col">Number</th>
-                <th scope="col">Status</th>
-                <th scope="col">Total</th>
-                <th scope="col">Placed</th>
-              </tr>
-            </thead>
-            <tbody>
-              {orders.data.data.map((order) => (
-                <tr key={order.id}>
-                  <td data-label="Number">{order.number}</td>
-                  <td data-label="Status">{order.status}</td>
-                  <td data-label="Total">{formatMoney(order.total_amount, order.currency)}</td>
-                  <td data-label="Placed">{formatDateTime(order.placed_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListSection query={orders} noun="orders" empty="No orders.">
+        {(records) => (
+          <>
+            <div className="table-wrap">
+              <table>
+                <caption className="visually-hidden">Orders</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Number</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Total</th>
+                    <th scope="col">Placed</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {records.map((order) => (
+                    <tr key={order.id}>
+                      <td data-label="Number">{order.number}</td>
+                      <td data-label="Status">{order.status}</td>
+                      <td data-label="Total">{formatMoney(order.total_amount, order.currency)}</td>
+                      <td data-label="Placed">{formatDateTime(order.placed_at)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </>
+        )}
+      </ListSection>
     </>
   );
 }

@@ -2,7 +2,7 @@ import { type Conversation, ConversationStatus, type MessageMedia, Platform } fr
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
 import { Link } from 'wouter';
-import { Pager } from '../components/pager';
+import { ListSection } from '../components/list-section';
 import { useToast } from '../components/toasts';
 import { consoleErrorOf } from '../errors';
 import { messageTypeOf, uploadFile } from '../files';
@@ -86,26 +86,18 @@ export function ConversationsPage() {
           />
         </label>
       </form>
-      {conversations.isPending ? (
-        <p role="status">Loading conversations…</p>
-      ) : conversations.isError ? (
-        <p role="alert">Could not load the conversations: {consoleErrorOf(conversations.error).message}</p>
-      ) : conversations.data.data.length === 0 ? (
-        <p>No conversations match.</p>
-      ) : (
-        <>
-          <ConversationTable conversations={conversations.data.data} />
-          <Pager
-            label="Conversation pages"
-            offset={offset}
-            size={PAGE_SIZE}
-            shown={conversations.data.data.length}
-            total={conversations.data.total}
-            hasMore={conversations.data.has_more}
-            onOffset={setOffset}
-          />
-        </>
-      )}
+      <ListSection
+        query={conversations}
+        noun="conversations"
+        empty="No conversations match."
+        pager={{ label: 'Conversation pages', offset, size: PAGE_SIZE, onOffset: setOffset }}
+      >
+        {(records) => (
+          <>
+            <ConversationTable conversations={records} />
+          </>
+        )}
+      </ListSection>
     </>
   );
 }
@@ -263,46 +255,39 @@ export function ConversationPage({ id }: { id: string }) {
         <p role="status">Loading…</p>
       )}
       <h2>Messages</h2>
-      {messages.isPending ? (
-        <p role="status">Loading messages…</p>
-      ) : messages.isError ? (
-        <p role="alert">Could not load the messages: {consoleErrorOf(messages.error).message}</p>
-      ) : messages.data.data.length === 0 ? (
-        <p>No messages yet.</p>
-      ) : (
-        <>
-          <ol className="messages">
-            {messages.data.data.map((message) => (
-              <li key={message.id} className={`message message-${message.direction}`}>
-                <p className="message-content">{message.content || (message.media ? `(${message.type})` : '')}</p>
-                {message.media?.status === 'stored' && message.media.file_id ? (
-                  <MediaFile fileId={message.media.file_id} mimeType={message.media.mime_type} type={message.type} />
-                ) : null}
-                {message.media ? (
-                  <p className="muted">
-                    {message.type}: {message.media.filename ?? message.media.mime_type} ·{' '}
-                    {MEDIA_STATUS[message.media.status]}
-                    {message.media.error ? `: ${message.media.error.message}` : ''}
+      <ListSection
+        query={messages}
+        noun="messages"
+        empty="No messages yet."
+        pager={{ label: 'Message pages', offset, size: PAGE_SIZE, onOffset: setOffset }}
+      >
+        {(records) => (
+          <>
+            <ol className="messages">
+              {records.map((message) => (
+                <li key={message.id} className={`message message-${message.direction}`}>
+                  <p className="message-content">{message.content || (message.media ? `(${message.type})` : '')}</p>
+                  {message.media?.status === 'stored' && message.media.file_id ? (
+                    <MediaFile fileId={message.media.file_id} mimeType={message.media.mime_type} type={message.type} />
+                  ) : null}
+                  {message.media ? (
+                    <p className="muted">
+                      {message.type}: {message.media.filename ?? message.media.mime_type} ·{' '}
+                      {MEDIA_STATUS[message.media.status]}
+                      {message.media.error ? `: ${message.media.error.message}` : ''}
+                    </p>
+                  ) : null}
+                  <p className="message-meta">
+                    {formatDateTime(message.created_at)} ·{' '}
+                    {message.direction === 'inbound' ? 'received' : message.status}
+                    {message.error ? ` · ${message.error.message}` : ''}
                   </p>
-                ) : null}
-                <p className="message-meta">
-                  {formatDateTime(message.created_at)} · {message.direction === 'inbound' ? 'received' : message.status}
-                  {message.error ? ` · ${message.error.message}` : ''}
-                </p>
-              </li>
-            ))}
-          </ol>
-          <Pager
-            label="Message pages"
-            offset={offset}
-            size={PAGE_SIZE}
-            shown={messages.data.data.length}
-            total={messages.data.total}
-            hasMore={messages.data.has_more}
-            onOffset={setOffset}
-          />
-        </>
-      )}
+                </li>
+              ))}
+            </ol>
+          </>
+        )}
+      </ListSection>
       {manager && current && current.status !== 'archived' ? (
         <form
           className="reply"

@@ -2,7 +2,7 @@ import { EVENT_TYPES } from '@convo/core';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { Pager } from '../components/pager';
+import { ListSection } from '../components/list-section';
 import { consoleErrorOf } from '../errors';
 import { formatDateTime } from '../format';
 import { useTRPC } from '../trpc';
@@ -91,32 +91,24 @@ export function EventsPage() {
           </select>
         </label>
       </form>
-      {events.isPending ? (
-        <p role="status">Loading events…</p>
-      ) : events.isError ? (
-        <p role="alert">Could not load the events: {consoleErrorOf(events.error).message}</p>
-      ) : events.data.data.length === 0 ? (
-        <p>No events yet.</p>
-      ) : (
-        <>
-          <ul className="event-list">
-            {events.data.data.map((event) => (
-              <li key={event.id}>
-                <EventDetails event={event} />
-              </li>
-            ))}
-          </ul>
-          <Pager
-            label="Event pages"
-            offset={offset}
-            size={PAGE_SIZE}
-            shown={events.data.data.length}
-            total={events.data.total}
-            hasMore={events.data.has_more}
-            onOffset={setOffset}
-          />
-        </>
-      )}
+      <ListSection
+        query={events}
+        noun="events"
+        empty="No events yet."
+        pager={{ label: 'Event pages', offset, size: PAGE_SIZE, onOffset: setOffset }}
+      >
+        {(records) => (
+          <>
+            <ul className="event-list">
+              {records.map((event) => (
+                <li key={event.id}>
+                  <EventDetails event={event} />
+                </li>
+              ))}
+            </ul>
+          </>
+        )}
+      </ListSection>
     </>
   );
 }

@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { Pager } from '../components/pager';
+import { ListSection } from '../components/list-section';
 import { consoleErrorOf } from '../errors';
 import { formatDateTime } from '../format';
 import { useTRPC } from '../trpc';
@@ -79,61 +79,53 @@ export function LogsPage() {
           <input value={requestId} onChange={(event) => set(setRequestId)(event.currentTarget.value)} />
         </label>
       </form>
-      {logs.isPending ? (
-        <p role="status">Loading requests…</p>
-      ) : logs.isError ? (
-        <p role="alert">Could not load the requests: {consoleErrorOf(logs.error).message}</p>
-      ) : logs.data.data.length === 0 ? (
-        <p>No requests match.</p>
-      ) : (
-        <>
-          <div className="table-wrap">
-            <table>
-              <caption className="visually-hidden">API requests</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Status</th>
-                  <th scope="col">Request</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Duration</th>
-                  <th scope="col">Time</th>
-                </tr>
-              </thead>
-              <tbody>
-                {logs.data.data.map((line) => (
-                  <tr key={line.id}>
-                    <td data-label="Status">
-                      <span className={line.status >= 400 ? 'badge badge-failed' : 'badge badge-succeeded'}>
-                        {line.status}
-                      </span>
-                    </td>
-                    <td data-label="Request" className="mono">
-                      <Link href={`/logs/${encodeURIComponent(line.request_id)}`}>
-                        {line.method} {line.path}
-                        {line.query ? `?${line.query}` : ''}
-                      </Link>
-                    </td>
-                    <td data-label="Key">
-                      {line.key ? `${line.key.name ?? line.key.id} (…${line.key.last_four})` : '—'}
-                    </td>
-                    <td data-label="Duration">{line.duration_ms} ms</td>
-                    <td data-label="Time">{formatDateTime(line.created_at)}</td>
+      <ListSection
+        query={logs}
+        noun="requests"
+        empty="No requests match."
+        pager={{ label: 'Log pages', offset, size: PAGE_SIZE, onOffset: setOffset }}
+      >
+        {(records) => (
+          <>
+            <div className="table-wrap">
+              <table>
+                <caption className="visually-hidden">API requests</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Status</th>
+                    <th scope="col">Request</th>
+                    <th scope="col">Key</th>
+                    <th scope="col">Duration</th>
+                    <th scope="col">Time</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <Pager
-            label="Log pages"
-            offset={offset}
-            size={PAGE_SIZE}
-            shown={logs.data.data.length}
-            total={logs.data.total}
-            hasMore={logs.data.has_more}
-            onOffset={setOffset}
-          />
-        </>
-      )}
+                </thead>
+                <tbody>
+                  {records.map((line) => (
+                    <tr key={line.id}>
+                      <td data-label="Status">
+                        <span className={line.status >= 400 ? 'badge badge-failed' : 'badge badge-succeeded'}>
+                          {line.status}
+                        </span>
+                      </td>
+                      <td data-label="Request" className="mono">
+                        <Link href={`/logs/${encodeURIComponent(line.request_id)}`}>
+                          {line.method} {line.path}
+                          {line.query ? `?${line.query}` : ''}
+                        </Link>
+                      </td>
+                      <td data-label="Key">
+                        {line.key ? `${line.key.name ?? line.key.id} (…${line.key.last_four})` : '—'}
+                      </td>
+                      <td data-label="Duration">{line.duration_ms} ms</td>
+                      <td data-label="Time">{formatDateTime(line.created_at)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </>
+        )}
+      </ListSection>
     </>
   );
 }

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { Pager } from '../components/pager';
+import { ListSection } from '../components/list-section';
 import { useToast } from '../components/toasts';
 import { consoleErrorOf } from '../errors';
 import { formatDateTime } from '../format';
@@ -82,87 +82,79 @@ export function WebhookEndpointPage({ id }: { id: string }) {
         </dl>
       )}
       <h2>Deliveries</h2>
-      {deliveries.isPending ? (
-        <p role="status">Loading deliveries…</p>
-      ) : deliveries.isError ? (
-        <p role="alert">Could not load the deliveries: {consoleErrorOf(deliveries.error).message}</p>
-      ) : deliveries.data.data.length === 0 ? (
-        <p>No deliveries yet.</p>
-      ) : (
-        <>
-          <div className="table-wrap">
-            <table>
-              <caption className="visually-hidden">Deliveries</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Next attempt</th>
-                  {manager ? (
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  ) : null}
-                </tr>
-              </thead>
-              <tbody>
-                {deliveries.data.data.map((delivery) => (
-                  <tr key={delivery.id}>
-                    <td data-label="Event">
-                      <span className="mono">{delivery.event_type}</span>
-                      <div className="muted mono">{delivery.event_id}</div>
-                    </td>
-                    <td data-label="Status">
-                      <span className={`badge badge-${delivery.status}`}>{delivery.status}</span>
-                    </td>
-                    <td data-label="Created">{formatDateTime(delivery.created_at)}</td>
-                    <td data-label="Attempts">
-                      {delivery.attempts.length === 0 ? (
-                        'None yet'
-                      ) : (
-                        <ol className="attempts">
-                          {delivery.attempts.map((attempt) => (
-                            <li key={attempt.at}>
-                              {formatDateTime(attempt.at)}: {attempt.status_code ?? 'no response'} in{' '}
-                              {attempt.duration_ms} ms
-                              {attempt.error ? <span className="muted"> ({attempt.error})</span> : null}
-                            </li>
-                          ))}
-                        </ol>
-                      )}
-                    </td>
-                    <td data-label="Next attempt">{formatDateTime(delivery.next_attempt_at, '—')}</td>
+      <ListSection
+        query={deliveries}
+        noun="deliveries"
+        empty="No deliveries yet."
+        pager={{ label: 'Deliveries pages', offset, size: PAGE_SIZE, onOffset: setOffset }}
+      >
+        {(records) => (
+          <>
+            <div className="table-wrap">
+              <table>
+                <caption className="visually-hidden">Deliveries</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Event</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Attempts</th>
+                    <th scope="col">Next attempt</th>
                     {manager ? (
-                      <td className="actions">
-                        <button
-                          type="button"
-                          className="button button-small"
-                          disabled={retry.isPending}
-                          onClick={() => retry.mutate({ params: { id, delivery_id: delivery.id } })}
-                          aria-label={`Retry delivery of ${delivery.event_type} ${delivery.event_id}`}
-                        >
-                          Retry
-                        </button>
-                      </td>
+                      <th scope="col">
+                        <span className="visually-hidden">Actions</span>
+                      </th>
                     ) : null}
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <Pager
-            label="Deliveries pages"
-            offset={offset}
-            size={PAGE_SIZE}
-            shown={deliveries.data.data.length}
-            total={deliveries.data.total}
-            hasMore={deliveries.data.has_more}
-            onOffset={setOffset}
-          />
-        </>
-      )}
+                </thead>
+                <tbody>
+                  {records.map((delivery) => (
+                    <tr key={delivery.id}>
+                      <td data-label="Event">
+                        <span className="mono">{delivery.event_type}</span>
+                        <div className="muted mono">{delivery.event_id}</div>
+                      </td>
+                      <td data-label="Status">
+                        <span className={`badge badge-${delivery.status}`}>{delivery.status}</span>
+                      </td>
+                      <td data-label="Created">{formatDateTime(delivery.created_at)}</td>
+                      <td data-label="Attempts">
+                        {delivery.attempts.length === 0 ? (
+                          'None yet'
+                        ) : (
+                          <ol className="attempts">
+                            {delivery.attempts.map((attempt) => (
+                              <li key={attempt.at}>
+                                {formatDateTime(attempt.at)}: {attempt.status_code ?? 'no response'} in{' '}
+                                {attempt.duration_ms} ms
+                                {attempt.error ? <span className="muted"> ({attempt.error})</span> : null}
+                              </li>
+                            ))}
+                          </ol>
+                        )}
+                      </td>
+                      <td data-label="Next attempt">{formatDateTime(delivery.next_attempt_at, '—')}</td>
+                      {manager ? (
+                        <td className="actions">
+                          <button
+                            type="button"
+                            className="button button-small"
+                            disabled={retry.isPending}
+                            onClick={() => retry.mutate({ params: { id, delivery_id: delivery.id } })}
+                            aria-label={`Retry delivery of ${delivery.event_type} ${delivery.event_id}`}
+                          >
+                            Retry
+                          </button>
+                        </td>
+                      ) : null}
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </>
+        )}
+      </ListSection>
     </>
   );
 }

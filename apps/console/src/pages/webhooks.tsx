@@ -7,6 +7,7 @@ import { Link } from 'wouter';
 import type * as z from 'zod';
 import { FormError, TextField } from '../components/field';
 import { ConfirmDialog, ModalDialog } from '../components/modal';
+import { ListSection } from '../components/list-section';
 import { ShownOnce } from '../components/shown-once';
 import { useToast } from '../components/toasts';
 import { consoleErrorOf, showServerError } from '../errors';
@@ -102,83 +103,81 @@ export function WebhooksPage() {
           <Link href="/api-keys">API keys page</Link>.
         </p>
       ) : null}
-      {endpoints.isPending ? (
-        <p role="status">Loading endpoints…</p>
-      ) : endpoints.isError ? (
-        <p role="alert">Could not load the endpoints: {consoleErrorOf(endpoints.error).message}</p>
-      ) : endpoints.data.data.length === 0 ? (
-        <p>No endpoints yet.</p>
-      ) : (
-        <div className="table-wrap">
-          <table>
-            <caption className="visually-hidden">Webhook endpoints</caption>
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Events</th>
-                <th scope="col">Status</th>
-                {manager ? (
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                ) : null}
-              </tr>
-            </thead>
-            <tbody>
-              {endpoints.data.data.map((endpoint) => (
-                <tr key={endpoint.id}>
-                  <td data-label="URL">
-                    <Link href={`/webhooks/${endpoint.id}`} className="mono">
-                      {endpoint.url}
-                    </Link>
-                    {endpoint.description ? <div className="muted">{endpoint.description}</div> : null}
-                  </td>
-                  <td data-label="Events">{eventsLabel(endpoint.events)}</td>
-                  <td data-label="Status">
-                    <span className={`badge badge-${endpoint.status}`}>
-                      {endpoint.status === 'enabled' ? 'Enabled' : 'Disabled'}
-                    </span>
-                  </td>
-                  {manager ? (
-                    <td className="actions">
-                      <button
-                        type="button"
-                        className="button button-small"
-                        onClick={() => setEditing(endpoint)}
-                        aria-label={`Edit events of ${endpoint.url}`}
-                      >
-                        Edit events
-                      </button>
-                      <button
-                        type="button"
-                        className="button button-small"
-                        disabled={update.isPending}
-                        onClick={() =>
-                          update.mutate({
-                            params: { id: endpoint.id },
-                            body: { status: endpoint.status === 'enabled' ? 'disabled' : 'enabled' },
-                          })
-                        }
-                        aria-label={`${endpoint.status === 'enabled' ? 'Disable' : 'Enable'} ${endpoint.url}`}
-                      >
-                        {endpoint.status === 'enabled' ? 'Disable' : 'Enable'}
-                      </button>
-                      <button
-                        type="button"
-                        className="button button-small"
-                        onClick={() => setDeleting(endpoint)}
-                        aria-label={`Delete ${endpoint.url}`}
-                      >
-                        Delete
-                      </button>
-                    </td>
-                  ) : null}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListSection query={endpoints} noun="endpoints" empty="No endpoints yet.">
+        {(records) => (
+          <>
+            <div className="table-wrap">
+              <table>
+                <caption className="visually-hidden">Webhook endpoints</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">URL</th>
+                    <th scope="col">Events</th>
+                    <th scope="col">Status</th>
+                    {manager ? (
+                      <th scope="col">
+                        <span className="visually-hidden">Actions</span>
+                      </th>
+                    ) : null}
+                  </tr>
+                </thead>
+                <tbody>
+                  {records.map((endpoint) => (
+                    <tr key={endpoint.id}>
+                      <td data-label="URL">
+                        <Link href={`/webhooks/${endpoint.id}`} className="mono">
+                          {endpoint.url}
+                        </Link>
+                        {endpoint.description ? <div className="muted">{endpoint.description}</div> : null}
+                      </td>
+                      <td data-label="Events">{eventsLabel(endpoint.events)}</td>
+                      <td data-label="Status">
+                        <span className={`badge badge-${endpoint.status}`}>
+                          {endpoint.status === 'enabled' ? 'Enabled' : 'Disabled'}
+                        </span>
+                      </td>
+                      {manager ? (
+                        <td className="actions">
+                          <button
+                            type="button"
+                            className="button button-small"
+                            onClick={() => setEditing(endpoint)}
+                            aria-label={`Edit events of ${endpoint.url}`}
+                          >
+                            Edit events
+                          </button>
+                          <button
+                            type="button"
+                            className="button button-small"
+                            disabled={update.isPending}
+                            onClick={() =>
+                              update.mutate({
+                                params: { id: endpoint.id },
+                                body: { status: endpoint.status === 'enabled' ? 'disabled' : 'enabled' },
+                              })
+                            }
+                            aria-label={`${endpoint.status === 'enabled' ? 'Disable' : 'Enable'} ${endpoint.url}`}
+                          >
+                            {endpoint.status === 'enabled' ? 'Disable' : 'Enable'}
+                          </button>
+                          <button
+                            type="button"
+                            className="button button-small"
+                            onClick={() => setDeleting(endpoint)}
+                            aria-label={`Delete ${endpoint.url}`}
+                          >
+                            Delete
+                          </button>
+                        </td>
+                      ) : null}
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </>
+        )}
+      </ListSection>
       {manager ? (
         <>
           <CreateEndpointDialog isOpen={creating} onClose={() => setCreating(false)} />

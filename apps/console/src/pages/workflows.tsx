@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { Pager } from '../components/pager';
+import { ListSection } from '../components/list-section';
 import { consoleErrorOf } from '../errors';
 import { formatDateTime } from '../format';
 import { useTRPC } from '../trpc';
@@ -16,54 +16,46 @@ export function WorkflowsPage() {
   return (
     <>
       <h1>Workflows</h1>
-      {workflows.isPending ? (
-        <p role="status">Loading workflows…</p>
-      ) : workflows.isError ? (
-        <p role="alert">Could not load the workflows: {consoleErrorOf(workflows.error).message}</p>
-      ) : workflows.data.data.length === 0 ? (
-        <p>No workflows yet.</p>
-      ) : (
-        <>
-          <div className="table-wrap">
-            <table>
-              <caption className="visually-hidden">Workflows</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Started by</th>
-                  <th scope="col">Steps</th>
-                  <th scope="col">Enabled</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {workflows.data.data.map((workflow) => (
-                  <tr key={workflow.id}>
-                    <td data-label="Name">
-                      <Link href={`/workflows/${workflow.id}`}>{workflow.name}</Link>
-                    </td>
-                    <td data-label="Started by" className="mono">
-                      {workflow.trigger?.event ?? 'the API'}
-                    </td>
-                    <td data-label="Steps">{workflow.steps.length}</td>
-                    <td data-label="Enabled">{workflow.enabled ? 'Yes' : 'No'}</td>
-                    <td data-label="Created">{formatDateTime(workflow.created_at)}</td>
+      <ListSection
+        query={workflows}
+        noun="workflows"
+        empty="No workflows yet."
+        pager={{ label: 'Workflow pages', offset, size: PAGE_SIZE, onOffset: setOffset }}
+      >
+        {(records) => (
+          <>
+            <div className="table-wrap">
+              <table>
+                <caption className="visually-hidden">Workflows</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Started by</th>
+                    <th scope="col">Steps</th>
+                    <th scope="col">Enabled</th>
+                    <th scope="col">Created</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <Pager
-            label="Workflow pages"
-            offset={offset}
-            size={PAGE_SIZE}
-            shown={workflows.data.data.length}
-            total={workflows.data.total}
-            hasMore={workflows.data.has_more}
-            onOffset={setOffset}
-          />
-        </>
-      )}
+                </thead>
+                <tbody>
+                  {records.map((workflow) => (
+                    <tr key={workflow.id}>
+                      <td data-label="Name">
+                        <Link href={`/workflows/${workflow.id}`}>{workflow.name}</Link>
+                      </td>
+                      <td data-label="Started by" className="mono">
+                        {workflow.trigger?.event ?? 'the API'}
+                      </td>
+                      <td data-label="Steps">{workflow.steps.length}</td>
+                      <td data-label="Enabled">{workflow.enabled ? 'Yes' : 'No'}</td>
+                      <td data-label="Created">{formatDateTime(workflow.created_at)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </>
+        )}
+      </ListSection>
     </>
   );
 }
@@ -93,62 +85,54 @@ export function WorkflowPage({ id }: { id: string }) {
         </details>
       )}
       <h2>Runs</h2>
-      {runs.isPending ? (
-        <p role="status">Loading runs…</p>
-      ) : runs.isError ? (
-        <p role="alert">Could not load the runs: {consoleErrorOf(runs.error).message}</p>
-      ) : runs.data.data.length === 0 ? (
-        <p>No runs yet.</p>
-      ) : (
-        <>
-          <div className="table-wrap">
-            <table>
-              <caption className="visually-hidden">Runs</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Run</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Steps</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {runs.data.data.map((run) => (
-                  <tr key={run.id}>
-                    <td data-label="Run" className="mono">
-                      {run.id}
-                    </td>
-                    <td data-label="Status">
-                      {run.status}
-                      {run.error ? ` (${run.error})` : ''}
-                    </td>
-                    <td data-label="Steps">
-                      <ol className="steps">
-                        {run.steps.map((step) => (
-                          <li key={step.index}>
-                            {step.type}: {step.status}
-                            {step.error ? ` (${step.error})` : ''}
-                          </li>
-                        ))}
-                      </ol>
-                    </td>
-                    <td data-label="Created">{formatDateTime(run.created_at)}</td>
+      <ListSection
+        query={runs}
+        noun="runs"
+        empty="No runs yet."
+        pager={{ label: 'Run pages', offset, size: PAGE_SIZE, onOffset: setOffset }}
+      >
+        {(records) => (
+          <>
+            <div className="table-wrap">
+              <table>
+                <caption className="visually-hidden">Runs</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Run</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Steps</th>
+                    <th scope="col">Created</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <Pager
-            label="Run pages"
-            offset={offset}
-            size={PAGE_SIZE}
-            shown={runs.data.data.length}
-            total={runs.data.total}
-            hasMore={runs.data.has_more}
-            onOffset={setOffset}
-          />
-        </>
-      )}
+                </thead>
+                <tbody>
+                  {records.map((run) => (
+                    <tr key={run.id}>
+                      <td data-label="Run" className="mono">
+                        {run.id}
+                      </td>
+                      <td data-label="Status">
+                        {run.status}
+                        {run.error ? ` (${run.error})` : ''}
+                      </td>
+                      <td data-label="Steps">
+                        <ol className="steps">
+                          {run.steps.map((step) => (
+                            <li key={step.index}>
+                              {step.type}: {step.status}
+                              {step.error ? ` (${step.error})` : ''}
+                            </li>
+                          ))}
+                        </ol>
+                      </td>
+                      <td data-label="Created">{formatDateTime(run.created_at)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </>
+        )}
+      </ListSection>
     </>
   );
 }
