@@ -4,7 +4,10 @@
  * processes drain a backlog of stored payloads into messages, and the time from a webhook's 200
  * to the signed `message.received` delivery at a local receiver at a steady inbound rate.
  *
- *   node --import tsx src/channels.ts [--postgres-url URL] [--backlog 50000] [--connections 32] [--rate 200] [--seconds 10] [--customers 300] [--drain-seconds 300] [--profile DIR]
+ *   node --import tsx src/channels.ts [--postgres-url URL] [--backlog 50000] [--connections 32] [--rate 200] [--seconds 10] [--customers 300] [--drain-seconds 300] [--profile DIR] [--media-every N]
+ *
+ * `--media-every N` makes every Nth message a 100 KiB photo that the workers download, from a fake Graph API
+ * this process starts, beside the texts.
  *
  * A backlog not drained within `--drain-seconds` is cut short: the rate is what the workers did
  * in that time, and what is left is deleted before the next phase.
@@ -19,6 +22,7 @@
  * process, as src/load.ts, but signing each body: load.ts only sends fixed headers).
  */
 import { accountsService, migrateToLatest, openDatabase } from '@convo/api';
+import { type FakeGraphApi, startFakeGraphApi } from '@convo/api/testing';
 import autocannon from 'autocannon';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
@@ -41,6 +45,8 @@ interface Payloads {
   customers: number;
   /** Makes this batch's wamids distinct from every other batch's. */
   tag: string;
+  /** Every `mediaEvery`th message is a photo (its media id the wamid's), 0 for none. */
+  mediaEvery: number;
 }
 
 /** The wa_id of customer `i`: a phone number's digits. */
@@ -49,11 +55,18 @@ const customerWaId = (i: number) => `1555${String(1_000_000 + i).padStart(7, '0'
 /** `wamid.` and base64, as Meta's ids look; unique by batch and number. */
 const wamidOf = (tag: string, n: number) => `wamid.${Buffer.from(`convo-bench:${tag}:${n}`).toString('base64')}`;
 
+/** The media id of message `n`'s photo, when it has one: served by the fake Graph API. */
+export const mediaIdOf = (tag: string, n: number) => `${tag}${n}`.replace(/\D/g, '') + String(n).padStart(8, '0');
+
 /** The body of message `n` of a batch and its `X-Hub-Signature-256`. */
 function whatsappText(payloads: Payloads, n: number): { body: string; signature: string; wamid: string } {
   const customer = n % payloads.customers;
   const waId = customerWaId(customer);
   const wamid = wamidOf(payloads.tag, n);
+  const photo = payloads.mediaEvery > 0 && n % payloads.mediaEvery === 0;
+  const content = photo
+    ? { type: 'image', image: { id: mediaIdOf(payloads.tag, n), mime_type: 'image/jpeg', caption: `Photo ${n}` } }
+    : { type: 'text', text: { body: `Hello, this is message ${n}` } };
   const body = JSON.stringify({
     object: 'whatsapp_business_account',
     entry: [
@@ -71,8 +84,7 @@ function whatsappText(payloads: Payloads, n: number): { body: string; signature:
                   from: waId,
                   id: wamid,
                   timestamp: String(Math.floor(Date.now() / 1000)),
-                  type: 'text',
-                  text: { body: `Hello, this is message ${n}` },
+                  ...content,
                 },
               ],
             },
@@ -151,6 +163,12 @@ const CUSTOMERS = Number(args.get('customers') ?? 300);
 /** How long a backlog may take to drain (and its deliveries as long again) before the phase is cut short. */
 const DRAIN_SECONDS = Number(args.get('drain-seconds') ?? 300);
 const PROFILE_DIR = args.get('profile');
+/** Every Nth message a photo the workers download beside the texts (from a fake Graph API here); 0 for none. */
+const MEDIA_EVERY = Number(args.get('media-every') ?? 0);
+const MEDIA_BYTES = 100 * 1024;
+const photo = randomBytes(MEDIA_BYTES);
+/** Meta's media for the photos, when there are any. */
+let graph: FakeGraphApi | undefined;
 const DATABASE = 'convo_bench_channels';
 const BIN = join(REPO_DIR, 'apps/api/dist/bin.js');
 const SELF = fileURLToPath(import.meta.url);
@@ -199,6 +217,7 @@ function spawnApi(command: 'serve' | 'worker', url: string): ChildProcess {
       LOG_LEVEL: 'silent',
       CONVO_WORKER: 'false',
       CONVO_ALLOW_PRIVATE_WEBHOOKS: 'true',
+      ...(graph ? { CONVO_GRAPH_API_URL: graph.url } : {}),
       PORT: String(SERVER_PORT),
       HOST: '127.0.0.1',
     },
@@ -332,6 +351,7 @@ async function post(
 }
 
 async function main(): Promise<void> {
+  if (MEDIA_EVERY > 0) graph = await startFakeGraphApi();
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   await admin.query(`drop database if exists ${DATABASE} with (force)`);
@@ -385,7 +405,13 @@ async function main(): Promise<void> {
   });
   await call('POST', '/webhook_endpoints', { url: hook, events: ['message.received'] });
   const path = `/hooks/meta/${channel.id}`;
-  const batch = (tag: string): Payloads => ({ phoneNumberId: PHONE_NUMBER_ID, appSecret, customers: CUSTOMERS, tag });
+  const batch = (tag: string): Payloads => {
+    // Each photo's media id known to the fake Graph API before its webhook is posted (one buffer for all).
+    if (graph)
+      for (let n = 0; n < Math.max(BACKLOG, RATE * SECONDS, CUSTOMERS); n += MEDIA_EVERY)
+        graph.addMedia({ id: mediaIdOf(tag, n), bytes: photo, mimeType: 'image/jpeg' });
+    return { phoneNumberId: PHONE_NUMBER_ID, appSecret, customers: CUSTOMERS, tag, mediaEvery: MEDIA_EVERY };
+  };
 
   // What a phase cut short left (payloads, their jobs, deliveries' jobs) goes, so that the next phase starts from an
   // empty queue.
@@ -557,6 +583,16 @@ async function main(): Promise<void> {
     );
   }
 
+  if (graph) {
+    const kept = await count(`select count(*) as n from messages where media like '%"status":"stored"%'`);
+    const photos = await count("select count(*) as n from messages where type = 'image'");
+    row(
+      `photos (${thousands(MEDIA_BYTES / 1024)} KiB, every ${MEDIA_EVERY}th message) downloaded and kept beside the texts`,
+      `${kept} of ${photos}`,
+      'all',
+    );
+    await graph.close();
+  }
   const contacts = await count('select count(*) as n from contacts');
   const conversations = await count('select count(*) as n from conversations');
   await stop(server);
