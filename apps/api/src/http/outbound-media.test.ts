@@ -217,6 +217,31 @@ describeEachDialect(
       expect(sha256(onInstagram?.file?.bytes ?? Buffer.alloc(0))).toBe(sha256(pdf));
     });
 
+    it('sends an image and a document on each platform from a file and from a link, byte for byte', async () => {
+      for (const platform of ['whatsapp', 'facebook', 'instagram'] as const) {
+        const { channel, conversation } = await openWindow(platform);
+        for (const [type, mimeType, name] of [
+          ['image', 'image/jpeg', 'cup.jpg'],
+          ['document', 'application/pdf', 'terms.pdf'],
+        ] as const)
+          for (const source of ['file', 'url'] as const) {
+            const bytes = randomBytes(30_000);
+            const media =
+              source === 'file'
+                ? { file_id: (await upload(server(), bytes, mimeType, name)).id }
+                : { url: fake.addMedia({ id: `${platform}-${source}-${name}`, bytes, mimeType }).url };
+            const message = expectBody(await send({ conversation_id: conversation.id, type, media }), 201, Message);
+            const sent = await settled(message);
+            expect(sent.status, `${platform} ${type} from a ${source}`).toBe('sent');
+            const accepted = fake.sent(channel.external_id).find((s) => s.platformId === sent.platform_message_id);
+            expect(sha256(accepted?.file?.bytes ?? Buffer.alloc(0)), `${platform} ${type} from a ${source}`).toBe(
+              sha256(bytes),
+            );
+            expect(sha256(await content(sent.media?.file_id as string))).toBe(sha256(bytes));
+          }
+      }
+    });
+
     it('refuses, before accepting, what the platform would not take, and queues nothing', async () => {
       const { conversation } = await openWindow('whatsapp');
       const messenger = await openWindow('facebook');
