@@ -4,6 +4,7 @@ import {
   type OperationId,
   type OperationParsedInput,
   type OperationResult,
+  type StreamOperationId,
   endpoints,
 } from '@convo/core';
 import { ReferenceGone } from './db/transactions.js';
@@ -41,7 +42,10 @@ const noContent = async (done: Promise<void>): Promise<undefined> => {
  * One handler per operation of the endpoint table, each a call to a service verb. The type
  * makes the server fail to compile when the table has an operation without a handler here.
  */
-export type Handlers = { [K in OperationId]: Handler<K> };
+export type Handlers = { [K in CalledOperationId]: Handler<K> };
+
+/** The operations answered by one call; a stream's route follows the event feed (http/event-stream.ts). */
+export type CalledOperationId = Exclude<OperationId, StreamOperationId>;
 
 export const handlers: Handlers = {
   'conversations.list': (ctx, input) => conversationsService.list(ctx, input.query),
@@ -139,7 +143,7 @@ const HEADER = 'Idempotency-Key';
  * Runs an operation and returns its response as both transports send it: the contract's status
  * and the serialized body. A POST with an Idempotency-Key runs at most once (idempotently).
  */
-export async function runOperation(operationId: OperationId, call: OperationCall): Promise<OperationResponse> {
+export async function runOperation(operationId: CalledOperationId, call: OperationCall): Promise<OperationResponse> {
   const operation = endpoints[operationId];
   const handler = handlers[operationId] as (ctx: ServiceContext, input: unknown) => Promise<unknown>;
   const execute = async (service: ServiceContext): Promise<StoredResponse> => {

@@ -47,6 +47,8 @@ export interface Settings {
   requestLogDays: number;
   /** A folder for new files' bytes (CONVO_FILES_DIR); without it they are kept in the database. */
   filesDir: string | undefined;
+  /** How often an event stream with nothing to send writes a comment, so proxies keep it open (CONTRACT: at most 15 s). */
+  eventStreamKeepAliveMs: number;
 }
 
 /** The delivery retry schedule CONTRACT fixes (Events and webhooks). */
@@ -82,5 +84,6 @@ export const defaultSettings = (overrides: Partial<Settings> = {}): Settings => 
   trustedProxies: false,
   requestLogDays: 7,
   filesDir: undefined,
+  eventStreamKeepAliveMs: 15_000,
   ...overrides,
 });

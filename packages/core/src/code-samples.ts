@@ -64,6 +64,7 @@ export const CLI_COMMANDS: Record<OperationId, string> = {
   'workflows.retrieveRun': 'workflows run get',
   'workflows.cancelRun': 'workflows run cancel',
   'events.list': 'events list',
+  'events.stream': 'events stream',
   'webhookEndpoints.list': 'webhooks list',
   'webhookEndpoints.create': 'webhooks create',
   'webhookEndpoints.retrieve': 'webhooks get',
@@ -143,7 +144,7 @@ function split(id: OperationId, request: RequestExample) {
 }
 
 function curl(id: OperationId, request: RequestExample, base: string): string {
-  const { method, path } = endpoints[id];
+  const { method, path, stream } = endpoints[id] as EndpointDefinition;
   const pairs = Object.entries(request.query ?? {}).map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`);
   const query = pairs.length > 0 ? `?${pairs.join('&')}` : '';
   const lines = [`curl${method === 'GET' ? '' : ` -X ${method}`} "${base}${fillPath(path, request.params)}${query}"`];
@@ -151,6 +152,8 @@ function curl(id: OperationId, request: RequestExample, base: string): string {
   const { upload, download } = endpoints[id] as EndpointDefinition;
   if (upload) lines.push(`-F ${shellWord(`${upload.part}=@${request.body?.[upload.part]}`)}`);
   else if (download) lines.push(`--output ${shellWord(DOWNLOADED_AS)}`);
+  // -N: print each event as it comes, not when a buffer fills.
+  else if (stream) lines[0] = `curl -N${(lines[0] as string).slice('curl'.length)}`;
   else if (request.body) {
     lines.push('-H "Content-Type: application/json"');
     lines.push(`-d ${shellWord(JSON.stringify(request.body))}`);
@@ -184,6 +187,13 @@ function typescript(id: OperationId, request: RequestExample, base: string): str
     ].join('\n');
   const { args, body, query } = split(id, request);
   const object = body ?? query;
+  if ((endpoints[id] as EndpointDefinition).stream)
+    return [
+      ...head,
+      `for await (const event of ${call(`convo.${sdkMethodOf(id)}`, [...args, ...(object ? [object] : [])].map(jsLiteral))}) {`,
+      '  console.log(event.type, event.id);',
+      '}',
+    ].join('\n');
   const sdkCall = call(`convo.${sdkMethodOf(id)}`, [...args, ...(object ? [object] : [])].map(jsLiteral));
   const answers = endpoints[id].status !== 204;
   return [
@@ -221,6 +231,8 @@ function python(id: OperationId, request: RequestExample, base: string): string 
     [...args.map((arg) => JSON.stringify(arg)), ...keywords],
     '    ',
   );
+  if ((endpoints[id] as EndpointDefinition).stream)
+    return [...head, `for event in ${pythonCall}:`, '    print(event["type"], event["id"])'].join('\n');
   const answers = endpoints[id].status !== 204;
   return [
     'import convo',

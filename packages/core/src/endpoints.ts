@@ -29,7 +29,7 @@ import {
   UpdateChannelBody,
   WhatsAppTemplateList,
 } from './channels.js';
-import { EventList, ListEventsQuery, SandboxInboundBody } from './events.js';
+import { Event, EventList, ListEventsQuery, SandboxInboundBody, StreamEventsQuery } from './events.js';
 import { CreateFileBody, File, FileIdParams, MAX_FILE_BYTES } from './files.js';
 import { ListTagsQuery, Tag, TagList, TagParams, UpdateTagBody } from './tags.js';
 import {
@@ -85,6 +85,11 @@ export interface EndpointDefinition {
   upload?: { part: string; maxBytes: number };
   /** The answer is a file's bytes (with its own Content-Type), not JSON; `response` describes the file. */
   download?: true;
+  /**
+   * The answer is a stream of Server-Sent Events (`text/event-stream`) that stays open: each event's
+   * `data` is a `response`; `Last-Event-ID` resumes after an event.
+   */
+  stream?: true;
 }
 
 const endpoint = <const E extends EndpointDefinition>(definition: E): E => definition;
@@ -450,6 +455,21 @@ export const endpoints = {
     status: 200,
     response: EventList,
   }),
+  'events.stream': endpoint({
+    method: 'GET',
+    path: '/events/stream',
+    permission: 'read',
+    summary: 'Follow the events as they happen',
+    description:
+      'Server-Sent Events (`text/event-stream`), open until you close it: each event as `id: evt_…`, `event: <type>` and `data: <the event JSON>`, in the order `GET /v1/events` lists them (oldest first here). ' +
+      'It starts after `Last-Event-ID` (the header browsers and SSE clients send when they reconnect) or `starting_after`, catching up first; without either, from now. ' +
+      'A comment line (`: keep-alive`) at least every 15 seconds keeps idle connections open. Opening it counts as one request; an account has at most 5 streams open (the 6th is a 429). ' +
+      'Every event of the account comes, whichever server or worker recorded it.',
+    query: StreamEventsQuery,
+    status: 200,
+    response: Event,
+    stream: true,
+  }),
   'webhookEndpoints.list': endpoint({
     method: 'GET',
     path: '/webhook_endpoints',
@@ -626,6 +646,10 @@ export const endpoints = {
 
 export type Endpoints = typeof endpoints;
 export type OperationId = keyof Endpoints;
+/** The operations whose answer is a stream of events (`stream: true`), not one response. */
+export type StreamOperationId = {
+  [K in OperationId]: Endpoints[K] extends { stream: true } ? K : never;
+}[OperationId];
 export const operationIds = Object.keys(endpoints) as OperationId[];
 
 type InputPart = 'params' | 'query' | 'body';

@@ -96,7 +96,7 @@ describe('buildOpenApiDocument', () => {
     type Media = { example?: unknown };
     type Operation = {
       requestBody?: { content: { 'application/json': Media } };
-      responses: Record<string, { content?: { 'application/json': Media } }>;
+      responses: Record<string, { content?: { 'application/json': Media; 'text/event-stream': Media } }>;
     };
     for (const [operationId, op] of Object.entries(endpoints as Record<string, EndpointDefinition>)) {
       const operation = (doc.paths[`/v1${toOpenApiPath(op.path)}`] as Record<string, Operation>)[
@@ -114,7 +114,13 @@ describe('buildOpenApiDocument', () => {
         expect(example, `${operationId} body`).toBeDefined();
         expect(op.body.safeParse(example).error, `${operationId} body`).toBeUndefined();
       }
-      if (op.response && !op.download) {
+      if (op.stream) {
+        // One event as the stream sends it: its data line holds an answer the contract accepts.
+        const example = String(operation.responses[op.status]?.content?.['text/event-stream'].example);
+        const data = /^id: evt_\w+\nevent: [\w.]+\ndata: (.*)\n\n$/.exec(example)?.[1];
+        expect(data, `${operationId} response`).toBeDefined();
+        expect(op.response?.safeParse(JSON.parse(data as string)).error, `${operationId} response`).toBeUndefined();
+      } else if (op.response && !op.download) {
         const example = operation.responses[op.status]?.content?.['application/json'].example;
         expect(example, `${operationId} response`).toBeDefined();
         expect(op.response.safeParse(example).error, `${operationId} response`).toBeUndefined();

@@ -172,6 +172,55 @@ function headersOf(status: number): Record<string, unknown> {
   return headers;
 }
 
+/** An event as the stream frames it (http/event-stream.ts on the server). */
+export const sseFrameOf = (event: { id: string; type: string }) =>
+  `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+
+/** The success answer of an operation: an event stream, a file's bytes, JSON, or nothing. */
+function successResponse(op: EndpointDefinition, collector: SchemaCollector, example: OperationExample | undefined) {
+  if (op.stream)
+    return {
+      description: op.summary,
+      headers: headersOf(op.status),
+      content: {
+        'text/event-stream': {
+          schema: {
+            type: 'string',
+            description: 'Server-Sent Events: `id`, `event` and `data` lines per event, a blank line after each.',
+          },
+          // What each event's `data` line holds; OpenAPI 3.1 has no place of its own for it.
+          'x-event-data': op.response ? collector.convert(op.response, 'output') : undefined,
+          ...(example ? { example: sseFrameOf(example.response as { id: string; type: string }) } : {}),
+        },
+      },
+    };
+  if (op.download)
+    return {
+      description: op.summary,
+      headers: {
+        ...headersOf(op.status),
+        ETag: { description: "The file's SHA-256, quoted.", schema: { type: 'string' } },
+        'Content-Disposition': {
+          description: '`inline` for images, `attachment` otherwise, with the filename when known.',
+          schema: { type: 'string' },
+        },
+      },
+      content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+    };
+  if (op.response)
+    return {
+      description: op.summary,
+      headers: headersOf(op.status),
+      content: {
+        'application/json': {
+          schema: collector.convert(op.response, 'output'),
+          ...(example ? { example: example.response } : {}),
+        },
+      },
+    };
+  return { description: `${op.summary}: no content.`, headers: headersOf(op.status) };
+}
+
 /** The OpenAPI 3.1 document of /v1, generated from the endpoint table. */
 export function buildOpenApiDocument(options: OpenApiOptions = {}) {
   const collector = new SchemaCollector();
@@ -185,31 +234,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
     if (exclude.has(operationId)) continue;
     const example: OperationExample | undefined = operationExamples[operationId as OperationId];
     const responses: Record<string, unknown> = {
-      [op.status]: op.download
-        ? {
-            description: op.summary,
-            headers: {
-              ...headersOf(op.status),
-              ETag: { description: "The file's SHA-256, quoted.", schema: { type: 'string' } },
-              'Content-Disposition': {
-                description: '`inline` for images, `attachment` otherwise, with the filename when known.',
-                schema: { type: 'string' },
-              },
-            },
-            content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
-          }
-        : op.response
-          ? {
-              description: op.summary,
-              headers: headersOf(op.status),
-              content: {
-                'application/json': {
-                  schema: collector.convert(op.response, 'output'),
-                  ...(example ? { example: example.response } : {}),
-                },
-              },
-            }
-          : { description: `${op.summary}: no content.`, headers: headersOf(op.status) },
+      [op.status]: successResponse(op, collector, example),
     };
     const body = op.body ? collector.convert(op.body, 'input') : undefined;
     if (op.download)
@@ -243,6 +268,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
         ...parameters(collector, op.params, 'path', example?.request.params),
         ...parameters(collector, op.query, 'query', example?.request.query),
         ...(op.method === 'POST' ? [{ $ref: '#/components/parameters/Idempotency-Key' }] : []),
+        ...(op.stream ? [{ $ref: '#/components/parameters/Last-Event-ID' }] : []),
         { $ref: '#/components/parameters/X-Request-Id' },
       ],
       ...(body
@@ -317,6 +343,14 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
             'Makes a POST safe to retry: for 24 hours the same key with the same body replays the first response byte for byte; ' +
             'with another body it is a 400 (`idempotency_key`). A duplicate that arrives while the first runs waits for it.',
           schema: { type: 'string', minLength: 1, maxLength: 255 },
+        },
+        'Last-Event-ID': {
+          name: 'Last-Event-ID',
+          in: 'header',
+          required: false,
+          description:
+            'The id of the last event you received (SSE clients send it when they reconnect): the stream starts after it, so nothing is skipped or repeated.',
+          schema: { type: 'string', maxLength: 255 },
         },
         'X-Request-Id': {
           name: 'X-Request-Id',

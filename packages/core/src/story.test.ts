@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ID_PREFIXES, type Page } from './common.js';
 import { type EndpointDefinition, type OperationId, endpoints, toOpenApiPath } from './endpoints.js';
 import { ErrorBody } from './errors.js';
-import { buildOpenApiDocument } from './openapi.js';
+import { buildOpenApiDocument, sseFrameOf } from './openapi.js';
 import { STORY_ORIGIN, errorExamples, operationExamples, story } from './story.js';
 
 type Json = Record<string, unknown>;
@@ -193,7 +193,12 @@ describe('the story the examples tell', () => {
       requestBody?: { content: { 'application/json': { example?: unknown } } };
       responses: Record<
         string,
-        { content?: { 'application/json': { example?: unknown; examples?: Record<string, { $ref: string }> } } }
+        {
+          content?: {
+            'application/json': { example?: unknown; examples?: Record<string, { $ref: string }> };
+            'text/event-stream'?: { example?: unknown };
+          };
+        }
       >;
     };
     const served = JSON.stringify(doc);
@@ -216,6 +221,11 @@ describe('the story the examples tell', () => {
         const media = response.content?.['application/json'];
         // A download answers bytes (or 304), of which there is no JSON example.
         if (op.download && (status === String(op.status) || status === '304')) continue;
+        if (op.stream && status === String(op.status)) {
+          const event = example.response as { id: string; type: string };
+          expect(response.content?.['text/event-stream']?.example, id).toBe(sseFrameOf(event));
+          continue;
+        }
         if (status === String(op.status)) {
           expect(media?.example, `${id} ${status}`).toEqual(example.response);
           continue;

@@ -481,6 +481,8 @@ export const operationExamples: Record<OperationId, OperationExample> = {
     } satisfies WorkflowRun,
   },
   'events.list': { request: { query: { type: 'order.placed', limit: 20 } }, response: page([orderPlaced]) },
+  // A stream's answer is its events, one by one: the example is the first.
+  'events.stream': { request: { query: { type: 'order.placed' } }, response: orderPlaced },
   'webhookEndpoints.list': { request: { query: { limit: 20 } }, response: page([fulfilmentEndpoint]) },
   'webhookEndpoints.create': {
     request: {

@@ -29,6 +29,11 @@ export interface Dialect {
    * used, `INDEXED BY` names one), where Postgres plans from its statistics alone.
    */
   readonly steeredPlans: boolean;
+  /**
+   * A transaction can notify other connections when it commits (Postgres' NOTIFY, which event
+   * streams LISTEN for); SQLite's streams watch for commits instead (db/event-notifications.ts).
+   */
+  readonly notifiesCommits: boolean;
   /** Ids aggregated into one value: an array (Postgres) or the JSON text of one (SQLite). */
   listOf(column: string): RawBuilder<string[] | string | null>;
   /** The `id` column of a one-column query's rows, aggregated into one value as listOf does. */
@@ -111,6 +116,7 @@ const postgres: Dialect = {
   concurrentStatements: true,
   contactSearchTable: false,
   steeredPlans: false,
+  notifiesCommits: true,
   listOf: (column) => sql`array_agg(${sql.ref(column)})`,
   listFrom: (query) => sql`array(${query})`,
   idsIn: (list) => sql`(select unnest(${list}::text[]) as id)`,
@@ -165,6 +171,7 @@ const sqlite: Dialect = {
   concurrentStatements: false,
   contactSearchTable: true,
   steeredPlans: true,
+  notifiesCommits: false,
   listOf: (column) => sql`json_group_array(${sql.ref(column)})`,
   listFrom: (query) => sql`(select json_group_array(l.id) from (${query}) l)`,
   idsIn: (list) => sql`(select value as id from json_each(${list}))`,

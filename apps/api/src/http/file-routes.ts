@@ -2,7 +2,7 @@ import multipart from '@fastify/multipart';
 import type { EndpointDefinition, OperationId } from '@convo/core';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
-import { runOperation } from '../operations.js';
+import { type CalledOperationId, runOperation } from '../operations.js';
 import type { ServiceContext } from '../services/context.js';
 import { type StoredUpload, filesService } from '../services/files.js';
 import { querySchemaOf } from '../validation.js';
@@ -59,7 +59,7 @@ const uploadRoute: FastifyPluginAsync<{ operationId: OperationId; operation: End
     handler: async (request, reply) => {
       const call = admitted(request);
       const stored = await readUpload(request, call.service, name, maxBytes);
-      const response = await runOperation(operationId, {
+      const response = await runOperation(operationId as CalledOperationId, {
         service: call.service,
         input: { query: request.query, body: { [name]: stored } },
         idempotencyKey: call.idempotencyKey,

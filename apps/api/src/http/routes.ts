@@ -3,7 +3,9 @@ import type { FastifyInstance, FastifyPluginAsync, preValidationHookHandler } fr
 import * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
 import { MAX_BODY_BYTES } from '../edge/admission.js';
-import { runOperation } from '../operations.js';
+import { type CalledOperationId, runOperation } from '../operations.js';
+import type { EventFeed } from '../services/event-stream.js';
+import { registerStreamRoute } from './event-stream.js';
 import { admitted, registerDownloadRoute, registerUploadRoute } from './file-routes.js';
 import { channelInboundService } from '../services/channel-inbound.js';
 import type { Settings } from '../settings.js';
@@ -51,7 +53,10 @@ function prepareInput(operation: EndpointDefinition): preValidationHookHandler |
  * the contract's (validated by the server's validator compiler) and whose handler runs the
  * operation. Admission (key, rate limit, permission) has happened in the edge's hooks.
  */
-export function registerOperationRoutes(app: FastifyInstance, deps: { disabled: ReadonlySet<OperationId> }): void {
+export function registerOperationRoutes(
+  app: FastifyInstance,
+  deps: { disabled: ReadonlySet<OperationId>; feed: EventFeed },
+): void {
   for (const operationId of operationIds) {
     if (deps.disabled.has(operationId)) continue;
     const operation: EndpointDefinition = endpoints[operationId];
@@ -61,6 +66,10 @@ export function registerOperationRoutes(app: FastifyInstance, deps: { disabled: 
     }
     if (operation.download) {
       registerDownloadRoute(app, operationId, operation);
+      continue;
+    }
+    if (operation.stream) {
+      registerStreamRoute(app, operationId, operation, deps.feed);
       continue;
     }
     const preValidation = prepareInput(operation);
@@ -83,7 +92,7 @@ export function registerOperationRoutes(app: FastifyInstance, deps: { disabled: 
           body: operation.body ? request.body : undefined,
         };
         const call = admitted(request);
-        const response = await runOperation(operationId, {
+        const response = await runOperation(operationId as CalledOperationId, {
           service: call.service,
           input,
           idempotencyKey: call.idempotencyKey,

@@ -19,6 +19,7 @@ import { consolePlugin } from '../console/plugin.js';
 import { requestEnded, requestStarted } from '../crash-policy.js';
 import { ApiError, toErrorBody } from '../errors.js';
 import { nextUlid } from '../ids.js';
+import { EventFeed } from '../services/event-stream.js';
 import { type Settings, defaultSettings } from '../settings.js';
 import { trpcErrorShape } from '../trpc/error-shape.js';
 import { type AppRouter, appRouter } from '../trpc/router.js';
@@ -189,7 +190,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     throw new ApiError('not_found', `No such path: ${request.method} ${request.url.split('?')[0]}`);
   });
 
-  registerOperationRoutes(app, { disabled });
+  const feed = new EventFeed({ database, settings }, app.log);
+  // Streams end before the server waits for requests in flight: theirs never finish on their own.
+  app.addHook('preClose', () => feed.close());
+  registerOperationRoutes(app, { disabled, feed });
   await app.register(metaHooks, { database, settings });
 
   app.get('/healthz', async () => ({ status: 'ok' }));

@@ -84,7 +84,18 @@ function send(origin: URL, sent: Sent): Promise<Answer | 'reset'> {
     req.on('response', (res) => {
       answered = true;
       const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        // An event stream does not end: its first frame is its answer.
+        if (res.headers['content-type']?.startsWith('text/event-stream') && chunk.includes('\n\n')) res.destroy();
+      });
+      res.on('close', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          contentType: res.headers['content-type'],
+          text: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
       res.on('end', () =>
         resolve({
           status: res.statusCode ?? 0,

@@ -1,6 +1,7 @@
 import { type Selectable, sql } from 'kysely';
 import { lockNameForTransaction } from '../db/dialect.js';
 import type { EventTable } from '../db/schema.js';
+import { EVENTS_CHANNEL, eventsWrittenHere } from '../db/event-notifications.js';
 import { type Executor, type TenantScope, withTotal } from './tenant.js';
 
 export type EventRow = Selectable<EventTable>;
@@ -55,6 +56,47 @@ export const eventsRepository = {
         from events where account_id = ${scope.accountId} and position is null
       ) as numbered
       where events.account_id = ${scope.accountId} and events.id = numbered.id`.execute(scope.db);
+  },
+
+  /** Whether committed events of the account still wait for their positions (a cheap check before assignPositions). */
+  hasUnpositioned: async (scope: TenantScope) =>
+    (await scope
+      .selectFrom('events')
+      .select('events.id')
+      .where('events.position', 'is', null)
+      .limit(1)
+      .executeTakeFirst()) !== undefined,
+
+  /** The newest event with a position (never a ping): where a stream from now starts. */
+  newestPositioned: (scope: TenantScope) =>
+    scope
+      .selectFrom('events')
+      .select(['events.id', 'events.position'])
+      .where('events.position', 'is not', null)
+      .where('events.type', '<>', 'ping')
+      .orderBy('events.position', 'desc')
+      .limit(1)
+      .executeTakeFirst(),
+
+  /** The next `limit` events after `position`, in log order; never an endpoint's test ping. */
+  after: (scope: TenantScope, position: number, limit: number) =>
+    scope
+      .selectFrom('events')
+      .selectAll()
+      .where('events.position', '>', position)
+      .where('events.type', '<>', 'ping')
+      .orderBy('events.position', 'asc')
+      .limit(limit)
+      .execute(),
+
+  /**
+   * Tells the event streams of every process that the account has new events, when the
+   * transaction commits: NOTIFY on Postgres; SQLite's streams see the commit themselves.
+   */
+  announce: async (scope: TenantScope) => {
+    if (scope.dialect.notifiesCommits)
+      await sql`select pg_notify(${EVENTS_CHANNEL}, ${scope.accountId})`.execute(scope.db);
+    else eventsWrittenHere();
   },
 
   findById: (scope: TenantScope, id: string) =>

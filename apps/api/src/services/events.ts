@@ -74,6 +74,7 @@ export async function emitEvents(scope: TenantScope, events: readonly NewEvent[]
     position: null,
   }));
   await eventsRepository.insert(scope, rows);
+  await eventsRepository.announce(scope);
   await startTriggeredRuns(
     scope,
     events.map((event, index) => ({ id: (rows[index] as EventRow).id, type: event.type, data: event.data })),

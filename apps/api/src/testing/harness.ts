@@ -218,8 +218,9 @@ export async function startTestServer(
         headers['content-type'] ??= 'application/json';
       }
       const response = await fetch(url, { method, headers, body });
-      const text = await response.text();
-      return { status: response.status, headers: response.headers, text, body: text ? JSON.parse(text) : undefined };
+      const text = await answerText(response);
+      const json = text && !isEventStream(response.headers);
+      return { status: response.status, headers: response.headers, text, body: json ? JSON.parse(text) : undefined };
     },
     async close() {
       for (const worker of workers) await worker.stop();
@@ -228,6 +229,25 @@ export async function startTestServer(
       await testDatabase.drop();
     },
   };
+}
+
+const isEventStream = (headers: Headers) => headers.get('content-type')?.startsWith('text/event-stream') ?? false;
+
+/**
+ * A response's body as text; of an event stream, which does not end, its first frame (the comment
+ * it opens with), after which the stream is closed.
+ */
+export async function answerText(response: Response): Promise<string> {
+  if (!isEventStream(response.headers)) return response.text();
+  const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+  let text = '';
+  while (!text.includes('\n\n')) {
+    const read = await reader.read();
+    if (read.done) break;
+    text += read.value;
+  }
+  await reader.cancel();
+  return text;
 }
 
 /**
@@ -368,7 +388,7 @@ export const TRANSPORTS: readonly Transport[] = ['rest', 'trpc'];
 
 /** The transports of an operation: tRPC carries JSON, so an upload or a download is REST's alone. */
 export const transportsOf = (op: EndpointDefinition): readonly Transport[] =>
-  op.upload || op.download ? ['rest'] : TRANSPORTS;
+  op.upload || op.download || op.stream ? ['rest'] : TRANSPORTS;
 
 /**
  * Calls an operation through /trpc with what a REST call would send (the `params` its path names

@@ -27,7 +27,14 @@ import { maxHeaderSize } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
 import { MAX_WEBHOOK_ENDPOINTS } from '../services/webhooks.js';
-import { type TestServer, describeDialect, requestOverTrpc, testSettings, transportsOf } from './harness.js';
+import {
+  type TestServer,
+  answerText,
+  describeDialect,
+  requestOverTrpc,
+  testSettings,
+  transportsOf,
+} from './harness.js';
 import type { Settings } from '../settings.js';
 import {
   type Hints,
@@ -923,6 +930,15 @@ function assertResponse(
     check(text === '', `a ${status} has a body`);
     return undefined;
   }
+  // A stream is read up to its first frame (answerText): the comment it opens with.
+  if (documentedResponse?.content?.['text/event-stream']) {
+    check(
+      /^text\/event-stream(\s*;|$)/i.test(headers.get('content-type') ?? ''),
+      `content type ${headers.get('content-type')} is not text/event-stream`,
+    );
+    check(/^(id: evt_\w+\n)?: stream open\n\n$/.test(text), `the stream opens with ${JSON.stringify(text)}`);
+    return undefined;
+  }
   // A download's bytes are the file's own: their length is the documented check.
   if (documentedResponse?.content?.['*/*']) {
     check(headers.get('etag') !== null, `a ${status} download has no ETag`);
@@ -1459,7 +1475,7 @@ export function describeFuzz(dialect: 'sqlite' | 'postgres', settings?: Settings
                       redirect: 'manual',
                       signal: AbortSignal.timeout(15_000),
                     });
-                    received = { status: res.status, headers: res.headers, text: await res.text() };
+                    received = { status: res.status, headers: res.headers, text: await answerText(res) };
                     tally.requests++;
                     tally.statuses[received.status] = (tally.statuses[received.status] ?? 0) + 1;
                     tally.validity[verdict.validity]++;

@@ -11,7 +11,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { StandardSchemaV1Error, initTRPC } from '@trpc/server';
 import type { FastifyReply } from 'fastify';
 import { ApiError } from '../errors.js';
-import { runOperation } from '../operations.js';
+import { type CalledOperationId, runOperation } from '../operations.js';
 import type { ServiceContext } from '../services/context.js';
 import { querySchemaOf, validatePart } from '../validation.js';
 import { trpcErrorShape } from './error-shape.js';
@@ -105,7 +105,7 @@ const refused = (issues: readonly ValidationIssue[]): StandardSchemaV1.FailureRe
 });
 
 /** Runs the operation as REST does; a replayed refusal is thrown again. */
-export async function call<K extends OperationId>(
+export async function call<K extends CalledOperationId>(
   operationId: K,
   ctx: Pick<TrpcContext, 'service' | 'idempotencyKey' | 'reply'>,
   input: OperationParsedInput<K>,
@@ -117,8 +117,8 @@ export async function call<K extends OperationId>(
 }
 
 type MethodOf<K extends OperationId> = (typeof endpoints)[K]['method'];
-export type QueryId = { [K in OperationId]: MethodOf<K> extends 'GET' ? K : never }[OperationId];
-export type MutationId = Exclude<OperationId, QueryId>;
+export type QueryId = { [K in CalledOperationId]: MethodOf<K> extends 'GET' ? K : never }[CalledOperationId];
+export type MutationId = Exclude<CalledOperationId, QueryId>;
 
 /** The procedure of a read operation (GET in REST). */
 export const query = <K extends QueryId>(operationId: K) =>

@@ -14,7 +14,7 @@ export const appRouter = t.router({
     listMessages: query('conversations.listMessages'),
   },
   messages: { send: mutation('messages.send'), retrieve: query('messages.retrieve') },
-  // Uploads and downloads are REST's alone (their bodies are bytes); the record is read here too.
+  // Uploads and downloads are REST's alone (their bodies are bytes), as is the event stream; the record is read here too.
   files: { retrieve: query('files.retrieve') },
   contacts: {
     list: query('contacts.list'),
