@@ -1,4 +1,4 @@
-import { type TRPCLink, createTRPCClient, httpLink } from '@trpc/client';
+import { type TRPCLink, createTRPCClient, httpLink, httpSubscriptionLink, splitLink } from '@trpc/client';
 import { createTRPCContext } from '@trpc/tanstack-react-query';
 import type { inferRouterOutputs } from '@trpc/server';
 import type { ConsoleRouter } from '@convo/api';
@@ -10,13 +10,20 @@ export type Role = Session['role'];
 
 export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<ConsoleRouter>();
 
-/** The one way to the server: the console router at /console/trpc, with the session cookie and the CSRF header. */
+/**
+ * The one way to the server: the console router at /console/trpc, with the session cookie and the CSRF header;
+ * subscriptions (the Events page's live events) as Server-Sent Events, which resume after the last event seen.
+ */
 export function serverLinks(): TRPCLink<ConsoleRouter>[] {
   return [
-    httpLink({
-      url: '/console/trpc',
-      headers: { 'x-convo-csrf': '1' },
-      fetch: (url, init) => fetch(url, { ...init, credentials: 'same-origin' }),
+    splitLink({
+      condition: (operation) => operation.type === 'subscription',
+      true: httpSubscriptionLink({ url: '/console/trpc' }),
+      false: httpLink({
+        url: '/console/trpc',
+        headers: { 'x-convo-csrf': '1' },
+        fetch: (url, init) => fetch(url, { ...init, credentials: 'same-origin' }),
+      }),
     }),
   ];
 }

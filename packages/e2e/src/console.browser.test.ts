@@ -482,6 +482,23 @@ describe.skipIf(!available)('the web console in a browser', () => {
     await page.locator('summary', { hasText: 'message.received' }).first().waitFor();
     await loaded(page);
     await expectAccessible(page, 'events');
+    // The page follows the live stream: an event made now through the API appears without a reload.
+    await page.getByText('Live: new events appear as they happen.').waitFor();
+    const contact = await api('/contacts', state.keyboardKey, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ phone: '+819012345679', name: 'Aiko Watanabe' }),
+    });
+    expect(contact.status).toBe(201);
+    const { id: contactId } = (await contact.json()) as { id: string };
+    const [created] = (
+      (await (await api('/events?type=contact.created&limit=1', state.keyboardKey)).json()) as {
+        data: { id: string; data: { id: string } }[];
+      }
+    ).data;
+    expect(created?.data.id).toBe(contactId);
+    await page.locator('summary', { hasText: created?.id as string }).waitFor();
+    await loaded(page);
 
     // The call is in the request log, and a failed one opens from its request id with its error.
     const refused = await api('/contacts', state.keyboardKey, {

@@ -8,6 +8,7 @@ import { buildServer } from '../http/server.js';
 import { peopleService } from '../services/people.js';
 import { describeEachDialect, testSettings } from '../testing/harness.js';
 import { ConsoleClient } from '../testing/console-client.js';
+import { openEventStream } from '../testing/event-stream-client.js';
 
 const PASSWORD = 'correct horse battery';
 let people = 0;
@@ -16,6 +17,7 @@ const nextEmail = (who: string) => `${who}.${process.pid}.${++people}@example.co
 
 describeEachDialect('console', (server) => {
   const origin = () => new URL(server().baseUrl).origin;
+  let seq = 0;
   const api = (key: string, method = 'GET', path = '/conversations') =>
     server().request(method, path, { key, ...(method === 'POST' ? { body: {} } : {}) });
 
@@ -499,6 +501,51 @@ describeEachDialect('console', (server) => {
       // Another account's request ids are not found.
       const other = await owner('Elsewhere');
       expect((await other.client.query('requestLogs.retrieve', { request_id: requestId })).status).toBe(404);
+    });
+  });
+
+  describe('live events', () => {
+    it("follows the account's new events over tRPC's SSE, and resumes after the last one it saw", async () => {
+      const { client } = await owner('Live');
+      const member = await invited(client, 'member');
+      const key = (await client.mutate('keys.create', { name: 'k', type: 'full_access' })).data.key;
+      const live = (input?: object) => {
+        const url = new URL('/console/trpc/events.live', origin());
+        if (input) url.searchParams.set('input', JSON.stringify(input));
+        return openEventStream(url.toString(), { cookie: member.client.cookie as string });
+      };
+      const stream = await live();
+      expect(stream.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      // tRPC's first frame says the subscription started: what commits after it reaches it.
+      expect(await stream.next()).toMatchObject({ event: 'connected' });
+      const created = async () =>
+        (
+          await server().request('POST', '/contacts', {
+            key,
+            body: { phone: `+1415555${String(seq++).padStart(4, '0')}` },
+          })
+        ).body.id as string;
+      const first = await created();
+      const frame = await stream.nextEvent();
+      expect(JSON.parse(frame.data)).toMatchObject({ type: 'contact.created', data: { id: first } });
+      await stream.close();
+
+      const second = await created();
+      const resumed = await live({ lastEventId: frame.id });
+      expect(await resumed.next()).toMatchObject({ event: 'connected' });
+      const next = await resumed.nextEvent();
+      expect(JSON.parse(next.data)).toMatchObject({ type: 'contact.created', data: { id: second } });
+      await resumed.close();
+
+      const signedOut = await openEventStream(new URL('/console/trpc/events.live', origin()).toString(), {});
+      // tRPC answers a subscription's refusal inside the stream.
+      expect(await signedOut.next()).toMatchObject({ event: 'connected' });
+      const refusal = await signedOut.next();
+      expect(refusal).toMatchObject({ event: 'serialized-error' });
+      expect(JSON.parse(refusal?.data as string)).toMatchObject({
+        data: { body: { error: { code: 'unauthorized' } } },
+      });
+      await signedOut.close();
     });
   });
 

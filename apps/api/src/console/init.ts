@@ -4,6 +4,7 @@ import type * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
 import { ApiError } from '../errors.js';
 import type { ServiceContext } from '../services/context.js';
+import type { EventFeed } from '../services/event-stream.js';
 import { type ActiveSession, MANAGER_ROLES } from '../services/people.js';
 import type { Settings } from '../settings.js';
 import { apiErrorOf } from '../trpc/init.js';
@@ -21,6 +22,8 @@ export interface ConsoleContext {
   address: string;
   reply: FastifyReply;
   signInGuard: SignInGuard;
+  /** The server's event streams, which the Events page follows. */
+  feed: EventFeed;
   /** Sets the session cookie to a new token, or clears it (null). */
   setSessionCookie(token: string | null): void;
   /** The session token this request carries (or the one just set). */

@@ -12,6 +12,7 @@ import { multipartOptions, readUpload, replyWithFile } from '../http/file-routes
 import { filesService } from '../services/files.js';
 import { MANAGER_ROLES, SESSION_TTL_MS, peopleService } from '../services/people.js';
 import type { Settings } from '../settings.js';
+import type { EventFeed } from '../services/event-stream.js';
 import type { ConsoleContext } from './init.js';
 import { type ConsoleRouter, consoleRouter } from './router.js';
 import { SignInGuard } from './sign-in-guard.js';
@@ -40,6 +41,7 @@ export interface ConsoleOptions {
   /** The console's build; without one, its pages answer 404 and the calls still work. */
   staticDir: string | undefined;
   signInGuard?: SignInGuard;
+  feed: EventFeed;
 }
 
 /**
@@ -77,6 +79,7 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
           address: req.ip,
           reply: res,
           signInGuard,
+          feed: options.feed,
           setSessionCookie: (next) => {
             token = next ?? undefined;
             if (next === null) res.clearCookie(SESSION_COOKIE, cookieOptions);

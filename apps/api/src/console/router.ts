@@ -11,6 +11,7 @@ import {
   SwitchAccountInput,
 } from '@convo/core';
 import type { OperationParsedInput, OperationResult } from '@convo/core';
+import { tracked } from '@trpc/server';
 import * as z from 'zod';
 import { type KeyRecord, accountsService } from '../services/accounts.js';
 import { type SessionView, peopleService } from '../services/people.js';
@@ -53,6 +54,8 @@ const ListRequestLogsInput = z.strictObject({
 });
 const RequestIdInput = z.strictObject({ request_id: z.string().min(1).max(128) });
 const EventIdInput = z.strictObject({ event_id: z.string().min(1).max(64) });
+/** `lastEventId` is tRPC's: its subscription link sends the last tracked id when it reconnects. */
+const LiveEventsInput = z.strictObject({ lastEventId: z.string().min(1).max(64).nullish() });
 
 const publicUrlOf = (ctx: ConsoleContext, path: string) => `${ctx.settings.publicUrl.replace(/\/+$/, '')}${path}`;
 
@@ -177,6 +180,15 @@ export const consoleRouter = c.router({
 
   events: {
     list: readOperation('events.list'),
+    /**
+     * The account's new events as they happen (the API's event stream, over tRPC's SSE): each
+     * tracked by its id, so the client resumes after the last it saw when it reconnects.
+     */
+    live: memberProcedure.input(consoleInput(LiveEventsInput)).subscription(async function* ({ ctx, input, signal }) {
+      const follower = await ctx.feed.follow(ctx.service.accountId, { after: input.lastEventId ?? undefined });
+      signal?.addEventListener('abort', () => follower.end());
+      for await (const event of follower) yield tracked(event.id, event);
+    }),
     /** The deliveries an event caused, with their attempts. */
     deliveries: memberProcedure
       .input(consoleInput(EventIdInput))

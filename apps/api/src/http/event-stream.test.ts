@@ -20,11 +20,10 @@ describeEachDialect('the event stream', (server) => {
   const opened: OpenStream[] = [];
 
   const open = async (query = '', options: { key?: string; headers?: Record<string, string> } = {}) => {
-    const stream = await openEventStream(
-      `${server().baseUrl}/events/stream${query}`,
-      options.key ?? server().keys.full,
-      options.headers,
-    );
+    const stream = await openEventStream(`${server().baseUrl}/events/stream${query}`, {
+      authorization: `Bearer ${options.key ?? server().keys.full}`,
+      ...options.headers,
+    });
     opened.push(stream);
     return stream;
   };
@@ -179,7 +178,9 @@ describe.each(ACTIVE_DIALECTS)('the event stream over time [%s]', (dialect) => {
     const server = await startTestServer(dialect, testSettings({ eventStreamKeepAliveMs: 50 }));
     let closed = false;
     try {
-      const stream = await openEventStream(`${server.baseUrl}/events/stream`, server.keys.full);
+      const stream = await openEventStream(`${server.baseUrl}/events/stream`, {
+        authorization: `Bearer ${server.keys.full}`,
+      });
       expect(await stream.next()).toEqual({ comment: 'stream open' });
       expect(await stream.next()).toEqual({ comment: 'keep-alive' });
       await server.close();

@@ -218,7 +218,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   );
   await app.register(docsPlugin);
 
-  await app.register(consolePlugin, { prefix: '/console', database, settings, staticDir: settings.consoleDir });
+  await app.register(consolePlugin, {
+    prefix: '/console',
+    database,
+    settings,
+    staticDir: settings.consoleDir,
+    feed,
+  });
 
   await app.register(fastifyTRPCPlugin, {
     prefix: '/trpc',

@@ -9,7 +9,7 @@ export interface StreamFrame {
 }
 
 /**
- * A test's view of `GET /v1/events/stream`: the response, and its frames one at a time as they
+ * A test's view of `GET /v1/events/stream` (or the console's subscription): the response, and its frames one at a time as they
  * arrive. Parses what our server writes (one field per line, LF endings), no more.
  */
 export interface OpenStream {
@@ -21,15 +21,11 @@ export interface OpenStream {
   close(): Promise<void>;
 }
 
-export async function openEventStream(
-  url: string,
-  key: string,
-  headers: Record<string, string> = {},
-): Promise<OpenStream> {
+export async function openEventStream(url: string, headers: Record<string, string>): Promise<OpenStream> {
   // A connection of its own (no agent), closed with the stream: a stream left in fetch's pool would
   // keep connections open past the server's close.
   const incoming = await new Promise<IncomingMessage>((resolve, reject) =>
-    get(url, { agent: false, headers: { authorization: `Bearer ${key}`, ...headers } }, resolve).on('error', reject),
+    get(url, { agent: false, headers }, resolve).on('error', reject),
   );
   incoming.setEncoding('utf8');
   const response = {
@@ -50,6 +46,7 @@ export async function openEventStream(
         buffer = buffer.slice(end + 2);
         const frame: StreamFrame = {};
         for (const line of block.split('\n')) {
+          if (line === '') continue;
           if (line.startsWith(':')) frame.comment = line.slice(1).trim();
           else {
             const colon = line.indexOf(':');

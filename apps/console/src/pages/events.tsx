@@ -1,5 +1,6 @@
 import { EVENT_TYPES } from '@convo/core';
-import { useQuery } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useSubscription } from '@trpc/tanstack-react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { ListSection } from '../components/list-section';
@@ -69,9 +70,24 @@ export function EventsPage() {
   const events = useQuery(
     trpc.events.list.queryOptions({ query: { limit: PAGE_SIZE, offset, ...(type ? { type } : {}) } }),
   );
+  // The list follows the account's event stream: each new event reloads the page shown, so it appears at the top.
+  const queryClient = useQueryClient();
+  const live = useSubscription(
+    trpc.events.live.subscriptionOptions(
+      {},
+      { onData: () => void queryClient.invalidateQueries({ queryKey: trpc.events.list.queryKey() }) },
+    ),
+  );
   return (
     <>
       <h1>Events</h1>
+      <p className="muted" role="status">
+        {live.status === 'pending'
+          ? 'Live: new events appear as they happen.'
+          : live.status === 'error'
+            ? `Not live: ${consoleErrorOf(live.error).message}`
+            : 'Connecting to the live events…'}
+      </p>
       <form className="filters" onSubmit={(event) => event.preventDefault()}>
         <label>
           Type
