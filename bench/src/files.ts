@@ -10,14 +10,12 @@
  * Prints MB/s (10^6 bytes a second) for uploads and downloads: the median and the slowest run.
  */
 import { accountsService, migrateToLatest, openDatabase } from '@convo/api';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { REPO_DIR, postgresDatabaseUrl } from './options.js';
+import { startServe, stopServe, throwawayDatabase } from './throwaway-server.js';
 
 const { values } = parseArgs({
   options: {
@@ -31,37 +29,14 @@ const { values } = parseArgs({
     'files-dir': { type: 'boolean', default: false },
   },
 });
-const BIN = join(REPO_DIR, 'apps', 'api', 'dist', 'bin.js');
 const PORT = 3499;
 const size = Number(values.mib) * 1024 * 1024;
 const runs = Number(values.runs);
 
-async function databaseUrl(): Promise<{ url: string; cleanup: () => Promise<void> }> {
-  if (values.db === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'convo-bench-files-'));
-    return { url: `file:${join(dir, 'convo.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const name = `convo_bench_files_${process.pid}`;
-  const admin = new pg.Client({ connectionString: values['postgres-url'] });
-  await admin.connect();
-  await admin.query(`drop database if exists ${name}`);
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  return {
-    url: postgresDatabaseUrl(values['postgres-url'] as string, name),
-    cleanup: async () => {
-      const again = new pg.Client({ connectionString: values['postgres-url'] });
-      await again.connect();
-      await again.query(`drop database if exists ${name} with (force)`);
-      await again.end();
-    },
-  };
-}
-
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const mbps = (seconds: number) => size / 1e6 / seconds;
 
-const { url, cleanup } = await databaseUrl();
+const { url, cleanup } = await throwawayDatabase(values.db as string, values['postgres-url'] as string, 'files');
 const database = openDatabase(url);
 await migrateToLatest(database.db);
 const account = await accountsService.createAccount(
@@ -72,32 +47,8 @@ const { key } = await accountsService.createKey({ database }, { accountId: accou
 await database.destroy();
 
 const filesDir = values['files-dir'] ? mkdtempSync(join(tmpdir(), 'convo-bench-files-store-')) : undefined;
-const server: ChildProcess = spawn(process.execPath, [BIN, 'serve'], {
-  cwd: REPO_DIR,
-  env: {
-    ...process.env,
-    DATABASE_URL: url,
-    NODE_ENV: 'production',
-    LOG_LEVEL: 'silent',
-    CONVO_WORKER: 'false',
-    CONVO_DRAIN_SECONDS: '0',
-    CONVO_SECRET_KEY: '0'.repeat(64),
-    PORT: String(PORT),
-    HOST: '127.0.0.1',
-    ...(filesDir ? { CONVO_FILES_DIR: filesDir } : {}),
-  },
-  stdio: ['ignore', 'ignore', 'inherit'],
-});
+const server = await startServe(url, PORT, filesDir ? { CONVO_FILES_DIR: filesDir } : {});
 try {
-  for (let tries = 0; ; tries++) {
-    const ok = await fetch(`http://127.0.0.1:${PORT}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    if (tries > 300) throw new Error('the server did not start');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
   const bytes = randomBytes(size);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const up: number[] = [];
@@ -130,8 +81,7 @@ try {
     `| download (GET /v1/files/:id/content) | median ${mbps(median(down)).toFixed(0)} MB/s, slowest ${mbps(Math.max(...down)).toFixed(0)} MB/s | ≥ 50 MB/s |`,
   );
 } finally {
-  server.kill('SIGTERM');
-  await new Promise((resolve) => server.once('exit', resolve));
+  await stopServe(server);
   await cleanup();
   if (filesDir) rmSync(filesDir, { recursive: true, force: true });
 }

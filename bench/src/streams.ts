@@ -10,14 +10,10 @@
  * of commit-to-client: the commit happens inside that request), p50/p99/max, with the idle streams open.
  */
 import { accountsService, migrateToLatest, openDatabase } from '@convo/api';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { type IncomingMessage, get } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { REPO_DIR, postgresDatabaseUrl } from './options.js';
+import { startServe, stopServe, throwawayDatabase } from './throwaway-server.js';
 
 const { values } = parseArgs({
   options: {
@@ -31,34 +27,11 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '20' },
   },
 });
-const BIN = join(REPO_DIR, 'apps', 'api', 'dist', 'bin.js');
 const PORTS = { writer: 3511, streams: 3512 };
 const idle = Number(values.idle);
 const events = Number(values.events);
 /** Streams an account may hold (CONTRACT: Live events): the idle ones are spread over this many accounts each. */
 const PER_ACCOUNT = 5;
-
-async function databaseUrl(): Promise<{ url: string; cleanup: () => Promise<void> }> {
-  if (values.db === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'convo-bench-streams-'));
-    return { url: `file:${join(dir, 'convo.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const name = `convo_bench_streams_${process.pid}`;
-  const admin = new pg.Client({ connectionString: values['postgres-url'] });
-  await admin.connect();
-  await admin.query(`drop database if exists ${name}`);
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  return {
-    url: postgresDatabaseUrl(values['postgres-url'] as string, name),
-    cleanup: async () => {
-      const again = new pg.Client({ connectionString: values['postgres-url'] });
-      await again.connect();
-      await again.query(`drop database if exists ${name} with (force)`);
-      await again.end();
-    },
-  };
-}
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] as number;
@@ -66,36 +39,6 @@ const percentile = (sorted: number[], p: number) =>
 /** The resident memory of a process, in MB (Linux). */
 const rssMb = (pid: number) =>
   Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
-
-function startServer(url: string, port: number): ChildProcess {
-  return spawn(process.execPath, [BIN, 'serve'], {
-    cwd: REPO_DIR,
-    env: {
-      ...process.env,
-      DATABASE_URL: url,
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'silent',
-      CONVO_WORKER: 'false',
-      CONVO_DRAIN_SECONDS: '0',
-      CONVO_SECRET_KEY: '0'.repeat(64),
-      PORT: String(port),
-      HOST: '127.0.0.1',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-
-async function ready(port: number) {
-  for (let tries = 0; ; tries++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
-    if (tries > 300) throw new Error(`the server on ${port} did not start`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** Opens a stream on its own connection; `onData` gets each chunk of text. Resolves once it has opened. */
 function openStream(key: string, onData: (text: string) => void): Promise<IncomingMessage> {
@@ -113,7 +56,7 @@ function openStream(key: string, onData: (text: string) => void): Promise<Incomi
   });
 }
 
-const { url, cleanup } = await databaseUrl();
+const { url, cleanup } = await throwawayDatabase(values.db as string, values['postgres-url'] as string, 'streams');
 const database = openDatabase(url);
 await migrateToLatest(database.db);
 const keys: string[] = [];
@@ -127,10 +70,9 @@ for (let i = 0; i < Math.ceil(idle / PER_ACCOUNT) + 1; i++) {
 await database.destroy();
 const [measuredKey, ...idleKeys] = keys as [string, ...string[]];
 
-const servers = [startServer(url, PORTS.writer), startServer(url, PORTS.streams)];
+const servers = await Promise.all([startServe(url, PORTS.writer), startServe(url, PORTS.streams)]);
 const opened: IncomingMessage[] = [];
 try {
-  await Promise.all([ready(PORTS.writer), ready(PORTS.streams)]);
   const pid = servers[1]?.pid as number;
   // Warm: a stream opened and closed, so the feed and its listener exist before the first reading.
   (await openStream(measuredKey, () => {})).destroy();
@@ -152,7 +94,8 @@ try {
   opened.push(
     await openStream(measuredKey, (text) => {
       buffer += text;
-      for (const match of buffer.matchAll(/"data":\{"id":"(ct_\w+)"/g)) arrived.set(match[1] as string, performance.now());
+      for (const match of buffer.matchAll(/"data":\{"id":"(ct_\w+)"/g))
+        arrived.set(match[1] as string, performance.now());
       buffer = buffer.slice(buffer.lastIndexOf('\n\n') + 1);
     }),
   );
@@ -183,7 +126,6 @@ try {
   );
 } finally {
   for (const stream of opened) stream.destroy();
-  for (const server of servers) server.kill('SIGTERM');
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.once('exit', resolve))));
+  await Promise.all(servers.map(stopServe));
   await cleanup();
 }
