@@ -126,6 +126,15 @@ describeEachDialect('the event stream', (server) => {
     await stream.close();
   });
 
+  it('answers HEAD with the headers alone, holding no stream', async () => {
+    for (let i = 0; i <= MAX_STREAMS_PER_ACCOUNT; i++) {
+      const head = await server().request('HEAD', '/events/stream', { key: server().keys.otherFull });
+      expect(head.status).toBe(200);
+      expect(head.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      expect(head.text).toBe('');
+    }
+  });
+
   it('refuses a bad type, a long Last-Event-ID and an unknown event, as the contract says', async () => {
     expectError(
       await server().request('GET', '/events/stream', { query: { type: 'contact.created,nope' } }),

@@ -43,20 +43,23 @@ export function registerStreamRoute(
         after: resumeFrom(request.headers['last-event-id'], query.starting_after),
         types: query.type,
       });
+      reply
+        .code(200)
+        .header('content-type', 'text/event-stream; charset=utf-8')
+        .header('cache-control', 'no-cache')
+        .header('x-accel-buffering', 'no')
+        // The connection is the stream's: once it ends (the server closing), nothing waits on it.
+        .header('connection', 'close');
+      // HEAD asks for the headers alone: a stream that never ends would hold its connection.
+      if (request.method === 'HEAD') {
+        follower.end();
+        return reply.send();
+      }
       const body = new PassThrough();
       void pump(follower, body, call.service.settings.eventStreamKeepAliveMs);
       // The client went away (or the server cut the connection): the stream's room is free again.
       reply.raw.once('close', () => follower.end());
-      return (
-        reply
-          .code(200)
-          .header('content-type', 'text/event-stream; charset=utf-8')
-          .header('cache-control', 'no-cache')
-          .header('x-accel-buffering', 'no')
-          // The connection is the stream's: once it ends (the server closing), nothing waits on it.
-          .header('connection', 'close')
-          .send(body)
-      );
+      return reply.send(body);
     },
   });
 }

@@ -238,8 +238,8 @@ const isEventStream = (headers: Headers) => headers.get('content-type')?.startsW
  * it opens with), after which the stream is closed.
  */
 export async function answerText(response: Response): Promise<string> {
-  if (!isEventStream(response.headers)) return response.text();
-  const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+  if (!isEventStream(response.headers) || !response.body) return response.text();
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let text = '';
   while (!text.includes('\n\n')) {
     const read = await reader.read();
