@@ -24,7 +24,7 @@ from ._errors import (
 from ._operations import SDK_METHODS
 from ._pagination import Page
 from ._request_sender import RequestOptions, RetryEvent
-from ._transport import HttpResponse, Transport, UrllibTransport
+from ._transport import HttpResponse, StreamedResponse, StreamingTransport, Transport, UrllibTransport
 from ._webhooks import WebhookVerificationError, sign_webhook, verify_webhook
 
 __all__ = [
@@ -42,6 +42,8 @@ __all__ = [
     "RequestOptions",
     "RetryEvent",
     "ServerError",
+    "StreamedResponse",
+    "StreamingTransport",
     "TimeoutError",
     "Transport",
     "UnauthorizedError",

@@ -39,6 +39,7 @@ SDK_METHODS: Dict[str, str] = {
     "workflows.retrieveRun": "workflows.retrieve_run",
     "workflows.cancelRun": "workflows.cancel_run",
     "events.list": "events.list",
+    "events.stream": "events.stream",
     "webhookEndpoints.list": "webhook_endpoints.list",
     "webhookEndpoints.create": "webhook_endpoints.create",
     "webhookEndpoints.retrieve": "webhook_endpoints.retrieve",

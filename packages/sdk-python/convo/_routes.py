@@ -2,7 +2,8 @@
 # Regenerate with `pnpm --filter @convo/sdk-python generate`.
 
 """The method, path (under the base URL, with `{name}` parameters) and success status of every /v1 operation;
-`upload` names the multipart part of an upload, `download` marks an answer of bytes."""
+`upload` names the multipart part of an upload, `download` marks an answer of bytes, `stream` one of
+Server-Sent Events that stays open."""
 
 from typing import Dict, NamedTuple, Optional
 
@@ -13,6 +14,7 @@ class Route(NamedTuple):
     status: int
     upload: Optional[str] = None
     download: bool = False
+    stream: bool = False
 
 
 ROUTES: Dict[str, Route] = {
@@ -50,6 +52,7 @@ ROUTES: Dict[str, Route] = {
     "workflows.retrieveRun": Route("GET", "/workflows/{id}/runs/{run_id}", 200),
     "workflows.cancelRun": Route("POST", "/workflows/{id}/runs/{run_id}/cancel", 200),
     "events.list": Route("GET", "/events", 200),
+    "events.stream": Route("GET", "/events/stream", 200, stream=True),
     "webhookEndpoints.list": Route("GET", "/webhook_endpoints", 200),
     "webhookEndpoints.create": Route("POST", "/webhook_endpoints", 201),
     "webhookEndpoints.retrieve": Route("GET", "/webhook_endpoints/{id}", 200),

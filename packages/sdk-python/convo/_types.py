@@ -973,6 +973,15 @@ class ListEventsQuery(TypedDict, total=False):
     """An event id: list the events recorded after it, the `limit` oldest of them (newest first, as always). To catch up, pass the newest event id you have, then the first id of each page, until `has_more` is false. With `starting_after` too: the events between the two, paged from `starting_after`. `total` counts the events after it (between the two), so `has_more` is `offset + data.length < total` here too."""
 
 
+class StreamEventsQuery(TypedDict, total=False):
+    """The query of `events.stream`."""
+
+    type: str
+    """Only events of these types, comma-separated (`message.received,conversation.updated`)."""
+    starting_after: str
+    """An event id: stream the events recorded after it first, then the new ones. The `Last-Event-ID` header does the same and wins; without either the stream starts from now."""
+
+
 class ListWebhookEndpointsQuery(TypedDict, total=False):
     """The query of `webhookEndpoints.list`."""
 
@@ -1099,6 +1108,7 @@ __all__ = [
     "SandboxInboundParams",
     "SendMessageBody",
     "SendableMessageType",
+    "StreamEventsQuery",
     "Tag",
     "TagList",
     "TagName",

@@ -64,8 +64,11 @@ def api_operations(document: Schema) -> List[Tuple[str, str, Schema]]:
 
 
 def query_type_name(operation_id: str) -> str:
-    """`conversations.list` → ListConversationsQuery, `workflows.listRuns` → ListRunsQuery (core's names)."""
+    """`conversations.list` → ListConversationsQuery, `workflows.listRuns` → ListRunsQuery,
+    `events.stream` → StreamEventsQuery (core's names)."""
     resource, verb = operation_id.rsplit(".", 1)
+    if not verb.startswith("list"):
+        return f"{pascal(verb)}{pascal(resource)}Query"
     noun = verb[len("list") :] if verb != "list" else resource
     return f"List{pascal(noun)}Query"
 
@@ -171,13 +174,15 @@ class Generator:
             self.component(name)
         queries: List[str] = []
         body_params: Dict[str, str] = {}
-        routes: List[Tuple[str, str, str, int, Optional[str], bool]] = []
+        routes: List[Tuple[str, str, str, int, Optional[str], bool, bool]] = []
         for method, path, operation in api_operations(self.document):
             operation_id = operation["operationId"]
             status = min(int(code) for code in operation["responses"] if code.startswith("2"))
             upload = next(iter(operation.get("requestBody", {}).get("content", {}).get("multipart/form-data", {}).get("encoding", {})), None)
-            download = "*/*" in operation["responses"][str(status)].get("content", {})
-            routes.append((operation_id, method, path, status, upload, download))
+            content = operation["responses"][str(status)].get("content", {})
+            download = "*/*" in content
+            stream = "text/event-stream" in content
+            routes.append((operation_id, method, path, status, upload, download, stream))
             params = [p for p in operation.get("parameters", []) if p.get("in") == "query"]
             if params:
                 name = query_type_name(operation_id)
@@ -226,11 +231,12 @@ class Generator:
         return "\n".join(lines) + "\n"
 
 
-def render_routes(routes: List[Tuple[str, str, str, int, Optional[str], bool]]) -> str:
+def render_routes(routes: List[Tuple[str, str, str, int, Optional[str], bool, bool]]) -> str:
     lines = [
         HEADER,
         '"""The method, path (under the base URL, with `{name}` parameters) and success status of every /v1 operation;',
-        '`upload` names the multipart part of an upload, `download` marks an answer of bytes."""',
+        '`upload` names the multipart part of an upload, `download` marks an answer of bytes, `stream` one of',
+        'Server-Sent Events that stays open."""',
         "",
         "from typing import Dict, NamedTuple, Optional",
         "",
@@ -241,12 +247,13 @@ def render_routes(routes: List[Tuple[str, str, str, int, Optional[str], bool]]) 
         "    status: int",
         "    upload: Optional[str] = None",
         "    download: bool = False",
+        "    stream: bool = False",
         "",
         "",
         "ROUTES: Dict[str, Route] = {",
     ]
-    for operation_id, method, path, status, upload, download in routes:
-        extra = (f', upload="{upload}"' if upload else "") + (", download=True" if download else "")
+    for operation_id, method, path, status, upload, download, stream in routes:
+        extra = (f', upload="{upload}"' if upload else "") + (", download=True" if download else "") + (", stream=True" if stream else "")
         lines.append(f'    "{operation_id}": Route("{method}", "{path}", {status}{extra}),')
     lines.append("}")
     return "\n".join(lines) + "\n"

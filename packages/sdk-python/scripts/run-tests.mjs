@@ -128,6 +128,8 @@ async function startServer() {
       CONVO_TEST_LIMITED_KEY: limitedKey.key,
       CONVO_TEST_WABA: WABA,
       CONVO_TEST_WABA_TOKEN: WABA_TOKEN,
+      // The event stream's restart test starts a second server of its own on this database.
+      CONVO_TEST_DATABASE_URL: env.DATABASE_URL,
     },
     stop,
   };

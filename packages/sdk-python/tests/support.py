@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 import convo
-from convo import HttpResponse
+from convo import HttpResponse, StreamedResponse
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = PACKAGE_DIR.parent.parent
@@ -59,6 +59,11 @@ class FakeTransport:
         if callable(reply):
             return reply(recorded)
         return reply
+
+    def stream(self, method: str, url: str, headers: Mapping[str, str], timeout: float) -> StreamedResponse:
+        """The next reply, its body as one chunk after which the stream ends."""
+        response = self.request(method, url, headers, None, timeout)
+        return StreamedResponse(response.status, response.headers, [response.body] if response.body else [])
 
 
 def respond(status: int = 200, body: Any = None, headers: Optional[Mapping[str, str]] = None) -> HttpResponse:

@@ -1,5 +1,6 @@
 """End to end against the real server the test run started (scripts/run-tests.mjs): every operation,
-pagination across pages, every error class, and a webhook delivery verified with verify_webhook."""
+pagination across pages, every error class, a webhook delivery verified with verify_webhook, and
+the live event stream, followed through a restart of a second server on the same database."""
 
 from __future__ import annotations
 
@@ -9,17 +10,20 @@ import json
 import os
 import queue
 import random
+import signal
 import socket
+import subprocess
 import tempfile
 import threading
 import time
 import unittest
-from typing import Any, Dict, Set, Tuple
+import urllib.request
+from typing import Any, Callable, Dict, Generator, List, Optional, Set, Tuple
 
 import convo
 from convo._operations import SDK_METHODS
 
-from .support import e2e_settings
+from .support import REPO_ROOT, e2e_settings
 
 
 def phone() -> str:
@@ -39,6 +43,87 @@ class Receiver(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class Following:
+    """Reads an event stream on a thread, so that a test waits for its events with a deadline."""
+
+    def __init__(self, stream: Generator[Any, None, None]) -> None:
+        self.events: "queue.Queue[Any]" = queue.Queue()
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream: Generator[Any, None, None]) -> None:
+        try:
+            for event in stream:
+                self.events.put(event)
+                if self.stopping.is_set():
+                    break
+        except BaseException as error:  # handed to the test, which raises it
+            self.events.put(error)
+        finally:
+            stream.close()
+
+    def take(self, count: int, within: float = 20) -> List[Any]:
+        taken: List[Any] = []
+        for _ in range(count):
+            try:
+                item = self.events.get(timeout=within)
+            except queue.Empty:
+                raise AssertionError(f"the stream brought {len(taken)} of {count} events within {within} s: {taken}") from None
+            if isinstance(item, BaseException):
+                raise item
+            taken.append(item)
+        return taken
+
+    def stop(self, wake: Callable[[], Any]) -> None:
+        """Stops after one more event, which `wake` makes happen: a blocked read cannot be interrupted."""
+        self.stopping.set()
+        wake()
+        self.thread.join(timeout=20)
+
+
+class SecondServer:
+    """`convo-server serve` on the test run's database and a port of its own, to stop and start again."""
+
+    def __init__(self, database_url: str) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "HOST": "127.0.0.1",
+            "PORT": str(self.port),
+            "NODE_ENV": "test",
+            "LOG_LEVEL": "silent",
+            "CONVO_DRAIN_SECONDS": "0",
+            "CONVO_WORKER": "false",
+        }
+        self.env.pop("CONVO_PUBLIC_URL", None)
+        self.process: Optional["subprocess.Popen[bytes]"] = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(["node", str(REPO_ROOT / "apps" / "api" / "dist" / "bin.js"), "serve"], env=self.env, stdout=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the second server exited with {self.process.returncode}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/openapi.json", timeout=5):
+                    return
+            except OSError:
+                if time.time() > deadline:
+                    raise AssertionError("the second server did not answer within 30 s") from None
+                time.sleep(0.1)  # not listening yet
+
+    def stop(self) -> None:
+        """SIGTERM, as a supervisor restarting it sends, and waits for it to exit."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=30)
+
+
 class EndToEnd(unittest.TestCase):
     settings: Dict[str, str]
     client: convo.Client
@@ -55,6 +140,13 @@ class EndToEnd(unittest.TestCase):
             return original(operation_id, **kwargs)
 
         cls.client._sender.send = recording  # pyright: ignore[reportPrivateUsage]
+        original_stream = cls.client._sender.stream  # pyright: ignore[reportPrivateUsage]
+
+        def recording_stream(operation_id: str, **kwargs: Any) -> Generator[Any, None, None]:
+            cls.called.add(operation_id)
+            return original_stream(operation_id, **kwargs)
+
+        cls.client._sender.stream = recording_stream  # pyright: ignore[reportPrivateUsage]
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -311,6 +403,58 @@ class EndToEnd(unittest.TestCase):
         stop.set()
         thread.join(timeout=10)
         self.assertEqual([(e["type"], e["data"]["id"]) for e in got], [("contact.created", later["id"]), ("contact.created", last["id"])])
+
+    def test_8_events_stream(self) -> None:
+        c = self.client
+        contact = c.contacts.create(phone=phone())
+        conversation = c.conversations.create(contact_id=contact["id"], platform="whatsapp")
+        origin = c.events.list(limit=1).data[0]["id"]
+        types = ["message.received", "message.updated", "conversation.created", "conversation.updated"]
+        # From a known event, so that what follows is streamed however soon the thread connects.
+        following = Following(c.events.stream(type=types, starting_after=origin))
+        streams = [following]
+        try:
+            sent = c.messages.send(conversation_id=conversation["id"], content="Seu pedido saiu para entrega")
+            inbound = c.sandbox.inbound(platform="whatsapp", from_={"phone": phone(), "name": "Duda"}, content="Chegou, obrigada!")
+            logged = [e for e in c.events.since(origin) if e["type"] in types]
+            streamed = following.take(len(logged))
+            self.assertEqual(streamed, logged, "the stream carries what the log holds, in its order")
+            self.assertEqual([e["type"] for e in streamed][-2:], ["conversation.created", "message.received"])
+            self.assertEqual(streamed[-1]["data"]["id"], inbound["id"])
+            self.assertEqual(c.messages.retrieve(sent["id"])["conversation_id"], conversation["id"])
+            only_inbound = Following(c.events.stream(type="message.received", starting_after=origin))
+            streams.append(only_inbound)
+            self.assertEqual(only_inbound.take(1)[0]["data"]["id"], inbound["id"])
+        finally:
+            for stream in streams:
+                stream.stop(lambda: c.sandbox.inbound(platform="whatsapp", from_={"phone": phone()}, content="fim"))
+
+    def test_8_events_stream_through_a_server_restart(self) -> None:
+        """A second server on the same database streams; it restarts while contacts are created
+        through the first one, and the stream resumes after the last event it gave: each once, in order."""
+        c = self.client
+        second = SecondServer(os.environ["CONVO_TEST_DATABASE_URL"])
+        second.start()
+        reconnects: List[convo.RetryEvent] = []
+        client = convo.Client(api_key=self.settings["api_key"], base_url=second.base_url, jitter=lambda: 0.0, on_retry=reconnects.append)
+        origin = c.events.list(limit=1).data[0]["id"]
+        following = Following(client.events.stream(type="contact.created", starting_after=origin))
+        try:
+            made = [c.contacts.create(phone=phone())["id"]]
+            self.assertEqual([e["data"]["id"] for e in following.take(1)], made)
+            second.stop()
+            made += [c.contacts.create(phone=phone())["id"] for _ in range(2)]
+            second.start()
+            made += [c.contacts.create(phone=phone())["id"] for _ in range(2)]
+            self.assertEqual([e["data"]["id"] for e in following.take(4)], made[1:])
+            self.assertTrue(reconnects, "the stream reconnected")
+            self.assertTrue(all(isinstance(r.error, (convo.ConnectionError, convo.ServerError)) for r in reconnects), reconnects)
+            # Nothing came twice: the next event is the next contact.
+            made.append(c.contacts.create(phone=phone())["id"])
+            self.assertEqual(following.take(1)[0]["data"]["id"], made[-1])
+        finally:
+            following.stop(lambda: c.contacts.create(phone=phone()))
+            second.stop()
 
     def test_9_every_operation_was_called(self) -> None:
         missing = set(SDK_METHODS) - self.called

@@ -48,6 +48,7 @@ CALLS: Dict[str, Callable[[convo.Client], Any]] = {
     "workflows.retrieveRun": lambda c: c.workflows.retrieve_run("P1", "P2"),
     "workflows.cancelRun": lambda c: c.workflows.cancel_run("P1", "P2"),
     "events.list": lambda c: c.events.list(type="order.placed"),
+    "events.stream": lambda c: next(c.events.stream(type=["message.received", "order.placed"])),
     "webhookEndpoints.list": lambda c: c.webhook_endpoints.list(),
     "webhookEndpoints.create": lambda c: c.webhook_endpoints.create(url="https://example.com/hook", events=["*"]),
     "webhookEndpoints.retrieve": lambda c: c.webhook_endpoints.retrieve("P1"),
@@ -112,6 +113,8 @@ class EveryOperation(unittest.TestCase):
             with self.subTest(operation_id):
                 if route.status == 204:
                     reply = HttpResponse(204, {}, b"")
+                elif route.stream:
+                    reply = HttpResponse(200, {"content-type": "text/event-stream"}, b'id: evt_1\ndata: {"id": "x"}\n\n')
                 elif operation_id.split(".")[-1].startswith("list") or operation_id in ("workflows.listRuns", "webhookEndpoints.listDeliveries"):
                     reply = page([{"id": "x"}], total=1)
                 else:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Generator, Iterator, List, Optional, Sequence, Union
 
 from .._pagination import Page
 from .._request_sender import RequestOptions
@@ -20,6 +20,25 @@ class Events(Resource):
     def list(self, *, request_options: Optional[RequestOptions] = None, **params: Unpack[ListEventsQuery]) -> Page[Event]:
         """The account's events of the last 30 days, newest first; filter `type`; `starting_after`/`ending_before` page from an event."""
         return self._paginate("events.list", params, options=request_options)
+
+    def stream(
+        self,
+        *,
+        type: Union[EventType, str, Sequence[str], None] = None,
+        starting_after: Optional[str] = None,
+        request_options: Optional[RequestOptions] = None,
+    ) -> Generator[Event, None, None]:
+        """The account's events as they happen, oldest first, from one open connection (Server-Sent
+        Events), without end: from now, or after the event `starting_after` (catching up first).
+        `type` is a type or a list of them. A dropped connection or a server restart is followed by a
+        new connection that resumes after the last event (`Last-Event-ID`), so each event comes once,
+        in order. Leaving the loop (or `close()`) closes the connection.
+
+            for event in client.events.stream(type="message.received"):
+                print(event["data"]["content"])
+        """
+        types = type if type is None or isinstance(type, str) else ",".join(type)
+        return self._sender.stream("events.stream", query={"type": types, "starting_after": starting_after}, options=request_options)
 
     def since(self, event_id: str, *, type: Optional[EventType] = None, request_options: Optional[RequestOptions] = None) -> Iterator[Event]:
         """Every event recorded after `event_id`, oldest first, then the iteration ends: a catch-up
