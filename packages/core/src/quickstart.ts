@@ -54,9 +54,12 @@ export function quickstart(origin: string = DEFAULT_ORIGIN): string {
       '(`for await` in TypeScript, a plain `for` over the page in Python). Writes (`POST`) take an `Idempotency-Key`: ' +
       'the SDKs send one on every POST, the same on its retries.',
     '**Webhooks on a laptop**: no public address needed while you build the handler. `convo listen` prints a ' +
-      'signing secret, follows the account\'s events (`GET /v1/events/stream`) and POSTs each to your handler as ' +
+      "signing secret, follows the account's events (`GET /v1/events/stream`) and POSTs each to your handler as " +
       'Convo would deliver it, signed with that secret, printing a line per event with your answer:',
-    block('sh', `convo listen --forward-to http://localhost:4000/hooks --events message.received,conversation.resolved`),
+    block(
+      'sh',
+      `convo listen --forward-to http://localhost:4000/hooks --events message.received,conversation.resolved`,
+    ),
     '**Webhooks**: an endpoint (`POST /v1/webhook_endpoints`) receives each event signed the Standard Webhooks way ' +
       '(`webhook-id`, `webhook-timestamp`, `webhook-signature`) with a webhook key (`whsec_…`, shown when the ' +
       "account's first endpoint is created). Verify the raw body before trusting it:",
