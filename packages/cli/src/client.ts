@@ -10,7 +10,7 @@ import type { Terminal } from './terminal.js';
 export async function openClient(
   flags: ConnectionFlags,
   terminal: Terminal,
-  options: { notify?: (line: string) => void } = {},
+  options: { notify?: (line: string) => void; onRetry?: (retry: RetryEvent) => void } = {},
 ): Promise<Convo> {
   const config = readConfigFile(configPath(terminal.env, terminal.platform, terminal.homeDir));
   const settings = resolveSettings(flags, terminal.env, config);
@@ -19,10 +19,14 @@ export async function openClient(
   }
   if (settings.baseUrl) checkBaseUrl(settings.baseUrl.value, settings.baseUrl.source);
   const { Convo, DEFAULT_BASE_URL } = await import('@convo/sdk');
+  const notice = rateLimitNotice(options.notify ?? ((line) => terminal.stderr.write(`${line}\n`)));
   return new Convo({
     apiKey: settings.apiKey.value,
     baseUrl: settings.baseUrl?.value ?? DEFAULT_BASE_URL,
-    onRetry: rateLimitNotice(options.notify ?? ((line) => terminal.stderr.write(`${line}\n`))),
+    onRetry: (retry) => {
+      notice(retry);
+      options.onRetry?.(retry);
+    },
   });
 }
 

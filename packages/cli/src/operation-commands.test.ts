@@ -6,6 +6,7 @@ import { EXIT_CODES } from './errors.js';
 import { parseItem, parseKeyValue, parserFor, sdkMethod } from './operation-commands.js';
 import type { FieldSpec } from './operation-spec.js';
 import { run } from './program.js';
+import { openEventStream, testEvent, testServer, unauthorized } from './test-event-server.js';
 import { testTerminal } from './test-terminal.js';
 
 const field = (overrides: Partial<FieldSpec>): FieldSpec => ({
@@ -134,5 +135,34 @@ describe('the program', () => {
     const { terminal, stderr } = testTerminal({ env: { XDG_CONFIG_HOME: '/nonexistent-config' } });
     expect(await run(['tags', 'list'], terminal)).toBe(EXIT_CODES.auth);
     expect(stderr.text).toContain('no API key');
+  });
+});
+
+describe('a stream operation', () => {
+  it('prints each event of `events stream` as one JSON line, resuming after the last one when the stream drops', async () => {
+    const [one, two] = [testEvent(1), testEvent(2, 'order.placed')];
+    const stream = await testServer((_request, response, index) => {
+      if (index === 2) return unauthorized(response);
+      openEventStream(response);
+      response.end(index === 0 ? one.block : two.block);
+    });
+    try {
+      const { terminal, stdout } = testTerminal({
+        env: { CONVO_API_KEY: 'convo_sk_test', CONVO_BASE_URL: `${stream.url}/v1` },
+      });
+      const code = await run(
+        ['events', 'stream', '--type', 'message.received,order.placed', '--starting-after', 'evt_0'],
+        terminal,
+      );
+      // The stream runs until interrupted; a revoked key (401) ends it here.
+      expect(code).toBe(EXIT_CODES.auth);
+      expect(stdout.text).toBe(`${JSON.stringify(one.event)}\n${JSON.stringify(two.event)}\n`);
+      expect(stream.seen.map((request) => request.url.pathname)).toEqual(Array(3).fill('/v1/events/stream'));
+      expect(stream.seen[0]?.url.searchParams.get('type')).toBe('message.received,order.placed');
+      expect(stream.seen[0]?.url.searchParams.get('starting_after')).toBe('evt_0');
+      expect(stream.seen.map((request) => request.headers['last-event-id'])).toEqual([undefined, 'evt_1', 'evt_2']);
+    } finally {
+      await stream.close();
+    }
   });
 });

@@ -183,6 +183,10 @@ export function addOperationCommand(
     const methodPath = (SDK_METHODS as Partial<Record<OperationId, string>>)[id];
     if (!methodPath) throw new CliError(`this version of @convo/sdk cannot call ${id}`);
     const method = sdkMethod(client, methodPath);
+    if (spec.stream) {
+      await untilInterrupted((signal) => writeJsonLines(terminal.stdout, method(...callArgs, { signal }) as never));
+      return;
+    }
     const result = method(...callArgs);
 
     if (spec.download) {
@@ -205,6 +209,23 @@ export function addOperationCommand(
     });
   });
   return command;
+}
+
+/**
+ * Runs `work` until it ends or the process is interrupted (Ctrl-C, SIGTERM), which aborts its
+ * signal: a stream then closes its connection and the command exits 0, as at its natural end.
+ */
+export async function untilInterrupted<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await work(stop.signal);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
 }
 
 /** The file at `path` as the SDK uploads it (read as it is sent; its type, unless given, from its extension). */

@@ -22,6 +22,8 @@ export interface OperationSpec {
   upload?: string;
   /** A download: the answer is bytes, written to `--output` or stdout. */
   download?: boolean;
+  /** A stream of events (Server-Sent Events): printed as JSON Lines until interrupted. */
+  stream?: boolean;
 }
 
 /**
@@ -118,6 +120,7 @@ export function describeOperation(id: OperationId, definition: EndpointDefinitio
     body,
     ...(definition.upload ? { upload: definition.upload.part } : {}),
     ...(definition.download ? { download: true } : {}),
+    ...(definition.stream ? { stream: true } : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { version } from '../package.json';
 import { addAuthCommands } from './commands/auth/index.js';
 import { COMMAND_GROUPS, OPERATION_COMMANDS } from './commands/index.js';
+import { addListenCommand } from './commands/listen/index.js';
 import { EXIT_CODES_HELP, reportError } from './errors.js';
 import { type CommandContext, addCommonOptions, addOperationCommand, subcommand } from './operation-commands.js';
 import { loadOperationSpecs } from './operation-spec.js';
@@ -18,6 +19,7 @@ Examples:
   convo workflows trigger wf_123 --contact ct_123 --data order=1001
   convo contacts import contacts.csv
   convo conversations export --status resolved > resolved.jsonl
+  convo listen --forward-to http://localhost:4242/webhooks
 
 Configuration (the first that is set wins, for the key and the base URL each):
   --api-key / --base-url, then CONVO_API_KEY / CONVO_BASE_URL, then the profile saved by
@@ -68,6 +70,7 @@ export async function buildProgram(terminal: Terminal): Promise<Command> {
     group.addCommands?.(command, context);
   }
   addAuthCommands(program, context);
+  addListenCommand(program, context);
   return program;
 }
 

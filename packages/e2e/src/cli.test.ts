@@ -64,7 +64,12 @@ describe('the convo CLI against a real server', () => {
    */
   function convo(
     args: string[],
-    options: { env?: Record<string, string | undefined>; input?: string; stopWhen?: RegExp } = {},
+    options: {
+      env?: Record<string, string | undefined>;
+      input?: string;
+      stopWhen?: RegExp;
+      stopWhenOutput?: RegExp;
+    } = {},
   ): Promise<Result & { stopped?: boolean }> {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
@@ -77,18 +82,26 @@ describe('the convo CLI against a real server', () => {
       const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
-      // Stopped as soon as stderr says what the test waits for, while the command still runs.
+      // Stopped as soon as stderr (or stdout) says what the test waits for, while the command still runs.
       let stopped = false;
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString('utf8');
-        if (options.stopWhen?.test(stderr) && !stopped && child.exitCode === null) {
+      const stopIf = (reached: boolean | undefined) => {
+        if (reached && !stopped && child.exitCode === null) {
           stopped = true;
           child.kill();
         }
+      };
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString('utf8');
+        stopIf(options.stopWhenOutput?.test(stdout));
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+        stopIf(options.stopWhen?.test(stderr));
       });
       child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr, ...(options.stopWhen ? { stopped } : {}) }));
+      child.on('close', (code) =>
+        resolve({ code, stdout, stderr, ...(options.stopWhen || options.stopWhenOutput ? { stopped } : {}) }),
+      );
       child.stdin.end(options.input ?? '');
     });
   }
@@ -326,6 +339,21 @@ describe('the convo CLI against a real server', () => {
     expect(
       (await operation('events.list', ['events', 'list', '--type', 'message.received'], EventList)).data[0]?.data,
     ).toEqual(inbound);
+    // A stream runs until interrupted (SIGTERM here, once it has printed the message's event): it
+    // catches up from the event before the message's.
+    const received = EventList.parse(
+      JSON.parse((await convo(['events', 'list', '--type', 'message.received', '--limit', '1', '--json'])).stdout),
+    ).data[0];
+    const before = EventList.parse(
+      JSON.parse((await convo(['events', 'list', '--starting-after', String(received?.id), '--limit', '1'])).stdout),
+    ).data[0];
+    const streamed = await convo(
+      ['events', 'stream', '--type', 'message.received', '--starting-after', String(before?.id)],
+      { stopWhenOutput: /\n/ },
+    );
+    expect(streamed, streamed.stderr).toMatchObject({ code: 0, stderr: '', stopped: true });
+    expect(lines(streamed.stdout).map((line) => JSON.parse(line))).toEqual([received]);
+    called.add('events.stream');
 
     const endpoint = await operation(
       'webhookEndpoints.create',

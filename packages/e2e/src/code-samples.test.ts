@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type IncomingMessage, type Server, createServer, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,7 @@ import { accountsService, buildServer, defaultSettings, migrateToLatest, openDat
 import { startFakeGraphApi } from '@convo/api/testing';
 import { STORY_IDS, STORY_TEMPLATES, operationExamples, story } from '@convo/core';
 import { Convo } from '@convo/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from './server.js';
 
 const run = promisify(execFile);
@@ -28,6 +28,14 @@ interface Operation {
   'x-codeSamples'?: Sample[];
 }
 type StoryKey = keyof typeof STORY_IDS;
+
+/** How long a stream's sample may take to connect, and to print an event. */
+const WAIT = { timeout: 30_000, interval: 50 };
+
+const isStream = (op: Operation) =>
+  Object.values(op.responses).some((response) =>
+    Object.keys((response as { content?: object }).content ?? {}).includes('text/event-stream'),
+  );
 
 /** The token the seeded WhatsApp channel holds, which the fake Graph API lists the story's templates to. */
 const CHANNEL_TOKEN = 'EAAGm0PX4ZCpsBAK7ZBd2xQ9cZCfW1TnE0ZA4ZBy6ZCZAuhVwQ3XbZB';
@@ -81,8 +89,14 @@ describe('the request samples of /v1/openapi.json', () => {
     // The file the upload samples send, in the folder every sample runs in.
     writeFileSync(join(scratch, String(operationExamples['files.create'].request.body?.file)), RECEIPT);
     close = async () => {
-      await new Promise((resolve) => proxy.close(resolve));
-      await app.close();
+      // Nothing is in flight when the suite ends: connections this process opened and never used
+      // (which Node does not count as idle) would hold the closes until they time out.
+      const proxyClosed = new Promise((resolve) => proxy.close(resolve));
+      proxy.closeAllConnections();
+      await proxyClosed;
+      const appClosed = app.close();
+      app.server.closeAllConnections();
+      await appClosed;
       await graph.close();
       await database.destroy();
       rmSync(dir, { recursive: true, force: true });
@@ -116,7 +130,10 @@ describe('the request samples of /v1/openapi.json', () => {
       const promised = Number(Object.keys(op.responses).find((status) => status.startsWith('2')));
       const where = `${op.operationId} (${sample.label})`;
       if (unseeded.length > 0) return void failures.push(`${where}: names ${unseeded} the test does not seed`);
-      const outcome = await runSample(sample, source, key).catch((error: { stderr?: string; message: string }) => ({
+      const outcome = await (isStream(op)
+        ? runStreamSample(sample, source, key, ids)
+        : runSample(sample, source, key)
+      ).catch((error: { stderr?: string; message: string }) => ({
         error: error.stderr || error.message,
       }));
       const statuses = answered.get(key) ?? [];
@@ -128,23 +145,67 @@ describe('the request samples of /v1/openapi.json', () => {
     expect(failures).toEqual([]);
   });
 
-  async function runSample(sample: Sample, source: string, key: string) {
+  /** The program that runs a sample as a reader would, with its arguments and environment. */
+  function commandOf(sample: Sample, source: string, key: string, stream: boolean) {
     const env = { PATH: process.env.PATH ?? '', HOME: scratch, CONVO_API_KEY: key };
-    const cwd = scratch;
+    const options = { env, cwd: scratch };
     if (sample.label === 'curl') {
-      const output = source.includes('--output') ? '' : ' --output /dev/null';
-      const { stdout } = await run('sh', ['-c', `${source} --silent --show-error${output}`], { env, cwd });
-      return { stdout };
+      const output = source.includes('--output') || stream ? '' : ' --output /dev/null';
+      return { file: 'sh', args: ['-c', `${source} --silent --show-error${output}`], options };
     }
-    if (sample.label === 'CLI') {
-      const command = source.replace(/^convo /, `"${process.execPath}" "${CLI_BIN}" `);
-      return await run('sh', ['-c', command], { env, cwd });
-    }
+    if (sample.label === 'CLI')
+      return {
+        file: 'sh',
+        args: ['-c', source.replace(/^convo /, `exec "${process.execPath}" "${CLI_BIN}" `)],
+        options,
+      };
+    // Unbuffered, as in a terminal: a stream's sample prints each event as it comes.
     if (sample.label === 'Python')
-      return await run('python3', ['-c', source], { env: { ...env, PYTHONPATH: PYTHON_SDK }, cwd });
+      return {
+        file: 'python3',
+        args: ['-c', source],
+        options: { ...options, env: { ...env, PYTHONPATH: PYTHON_SDK, PYTHONUNBUFFERED: '1' } },
+      };
     const file = join(scratch, `${key.slice(-12)}.mjs`);
     writeFileSync(file, source);
-    return await run(process.execPath, [file], { env, cwd });
+    return { file: process.execPath, args: [file], options };
+  }
+
+  async function runSample(sample: Sample, source: string, key: string) {
+    const { file, args, options } = commandOf(sample, source, key, false);
+    return await run(file, args, options);
+  }
+
+  /**
+   * A stream's sample follows the events until it is stopped: it runs until it has printed the
+   * event of an order placed once its stream was open (the type the sample follows).
+   */
+  async function runStreamSample(sample: Sample, source: string, key: string, ids: Partial<Record<StoryKey, string>>) {
+    const { file, args, options } = commandOf(sample, source, key, true);
+    const child = spawn(file, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      const following = () => answered.get(key)?.some((a) => a.path.startsWith('/v1/events/stream'));
+      await vi.waitFor(() => expect(following() || child.exitCode !== null).toBe(true), WAIT);
+      if (child.exitCode !== null) throw Object.assign(new Error('the sample ended'), { stderr });
+      const convo = new Convo({ baseUrl: `${origin}/v1`, apiKey: key });
+      await convo.orders.create({
+        contact_id: ids.marta as string,
+        currency: 'EUR',
+        items: [{ name: 'Flat white', quantity: 1, unit_amount: 380 }],
+      });
+      const [placed] = (await convo.events.list({ type: 'order.placed', limit: 1 })).data;
+      await vi.waitFor(() => expect(stdout.includes(placed?.id as string) || child.exitCode !== null).toBe(true), WAIT);
+      if (!stdout.includes(placed?.id as string)) throw Object.assign(new Error('the sample ended'), { stderr });
+      return { stdout };
+    } finally {
+      child.kill();
+      await exited;
+    }
   }
 });
 
@@ -235,6 +296,8 @@ function recordingProxy(
         answered.set(key, list);
         outgoing.writeHead(response.statusCode ?? 502, response.headers);
         response.pipe(outgoing);
+        // A client that went away (a stream's sample, stopped) ends its stream at the server too.
+        outgoing.once('close', () => forward.destroy());
       },
     );
     incoming.pipe(forward);

@@ -167,6 +167,7 @@ describe('the SDK against a real server', () => {
     expect(await convo.workflows.del(later.id)).toBeUndefined();
     called.add('workflows.delete');
 
+    const before = (await convo.events.list({ limit: 1 })).data[0]?.id as string;
     const inbound = Message.parse(
       await convo.sandbox.inbound({ platform: 'instagram', from: { phone: '+5511987654321' }, content: 'Oi!' }),
     );
@@ -175,6 +176,12 @@ describe('the SDK against a real server', () => {
     const events = EventList.parse(await convo.events.list({ type: 'message.received' }));
     expect(events.data[0]?.data).toEqual(inbound);
     called.add('events.list');
+    // The stream catches up from the event before the message, then would wait for new ones: its first is the message's.
+    for await (const event of convo.events.stream({ type: 'message.received', starting_after: before })) {
+      expect(event).toEqual(events.data[0]);
+      break;
+    }
+    called.add('events.stream');
 
     const endpoint = WebhookEndpoint.parse(
       await convo.webhookEndpoints.create({ url: 'https://example.com/hooks', events: ['order.placed'] }),

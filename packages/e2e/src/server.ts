@@ -13,15 +13,17 @@ import { accountsService, buildServer, defaultSettings, migrateToLatest, openDat
 export async function startServer(options: { demo?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'convo-e2e-'));
   const graph = await startFakeGraphApi();
-  const database = openDatabase(`file:${join(dir, 'convo.db')}`);
+  const file = `file:${join(dir, 'convo.db')}`;
+  let database = openDatabase(file);
   await migrateToLatest(database.db);
   // As in development: the sandbox is on and webhooks may point at this machine.
-  const app = await buildServer({
-    database,
-    logger: false,
-    settings: defaultSettings({ sandboxEnabled: true, allowPrivateWebhooks: true, graphApiUrl: graph.url }),
-  });
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  const settings = defaultSettings({ sandboxEnabled: true, allowPrivateWebhooks: true, graphApiUrl: graph.url });
+  const serve = async (port: number) => {
+    const app = await buildServer({ database, logger: false, settings });
+    await app.listen({ port, host: '127.0.0.1' });
+    return app;
+  };
+  let app = await serve(0);
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
   const account = options.demo
@@ -33,10 +35,24 @@ export async function startServer(options: { demo?: boolean } = {}) {
     baseUrl: `http://127.0.0.1:${address.port}/v1`,
     accountId: account.id,
     keys: { full: await key('full_access'), readOnly: await key('read_only'), webhook: await key('webhook') },
-    database,
+    get database() {
+      return database;
+    },
+    settings,
     graph,
-    async close() {
+    /** Stops the server and starts another on the same SQLite file and port, as a deploy does. */
+    async restart() {
       await app.close();
+      await database.destroy();
+      database = openDatabase(file);
+      app = await serve(address.port);
+    },
+    async close() {
+      const closed = app.close();
+      // The test's fetch may hold a connection it opened and never sent on, which Node does not count as
+      // idle: the close would wait for its timeout. Nothing is in flight when a suite closes its server.
+      app.server.closeAllConnections();
+      await closed;
       await graph.close();
       await database.destroy();
       rmSync(dir, { recursive: true, force: true });

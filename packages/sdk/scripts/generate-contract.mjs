@@ -57,6 +57,7 @@ export async function generateContract() {
         path: op.path,
         ...(op.upload ? { upload: op.upload.part } : {}),
         ...(op.download ? { download: true } : {}),
+        ...(op.stream ? { stream: true } : {}),
       },
     ]),
   );
@@ -65,7 +66,7 @@ export async function generateContract() {
     '',
     types.trim(),
     '',
-    '/** The method and path of every operation; `upload` names the multipart part of a file, `download` answers bytes. */',
+    '/** The method and path of every operation; `upload` names the multipart part of a file, `download` answers bytes, `stream` Server-Sent Events. */',
     `export const ROUTES = ${JSON.stringify(routes, null, 2)} as const;`,
     '',
     '/** Each schema by the name @convo/core gives it. */',

@@ -11,7 +11,7 @@ export {
   UnauthorizedError,
 } from './errors.js';
 export { type Page, PagePromise } from './pagination.js';
-export type { RequestOptions, RetryEvent } from './request-sender.js';
+export type { RequestOptions, RetryEvent, StreamOptions } from './request-sender.js';
 export { SDK_METHODS } from './operations.js';
 export { WebhookVerificationError, verifyWebhook } from './webhooks.js';
 export type { Channels } from './resources/channels.js';
@@ -23,7 +23,7 @@ export { mediaTypeOf } from './resources/files.js';
 export type { ByteStream } from './request-sender.js';
 export type { Orders } from './resources/orders.js';
 export type { Tags } from './resources/tags.js';
-export type { Events } from './resources/events.js';
+export type { Events, StreamParams } from './resources/events.js';
 export type { Sandbox } from './resources/sandbox.js';
 export type { WebhookEndpoints } from './resources/webhook-endpoints.js';
 export type { Workflows } from './resources/workflows.js';

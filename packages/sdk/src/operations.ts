@@ -40,6 +40,7 @@ export const SDK_METHODS: Record<OperationId, string> = {
   'workflows.retrieveRun': 'workflows.retrieveRun',
   'workflows.cancelRun': 'workflows.cancelRun',
   'events.list': 'events.list',
+  'events.stream': 'events.stream',
   'webhookEndpoints.list': 'webhookEndpoints.list',
   'webhookEndpoints.create': 'webhookEndpoints.create',
   'webhookEndpoints.retrieve': 'webhookEndpoints.retrieve',

@@ -1,8 +1,9 @@
 import { type OperationId, type OperationInput, type OperationResult, fillPath } from './contract.js';
 import { ROUTES } from './generated/contract.js';
+import { ServerSentEventParser } from './server-sent-events.js';
 import {
   ConnectionError,
-  type ConvoError,
+  ConvoError,
   RateLimitedError,
   ServerError,
   TimeoutError,
@@ -23,7 +24,7 @@ export interface RetryEvent {
   error: ConvoError;
   /** The attempt about to be made: 2 for the first retry. */
   attempt: number;
-  /** The most attempts this request makes: maxRetries + 1. */
+  /** The most attempts this request makes: maxRetries + 1 (Infinity for a stream that has opened: it reconnects until stopped). */
   maxAttempts: number;
   /** How long the client waits before that attempt, in milliseconds (Retry-After on a 429). */
   delayMs: number;
@@ -66,11 +67,8 @@ export class RequestSender {
     options: RequestOptions = {},
   ): Promise<OperationResult<K>> {
     const operation = ROUTES[operationId];
-    const parts = input as { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
-    const url = new URL(this.config.baseUrl.replace(/\/+$/, '') + fillPath(operation.path, parts.params));
-    for (const [name, value] of Object.entries(parts.query ?? {})) {
-      if (value !== undefined && value !== null) url.searchParams.set(name, String(value));
-    }
+    const parts = input as OperationParts;
+    const url = this.urlOf(operation.path, parts);
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.config.apiKey}`,
       accept: 'application/json',
@@ -107,14 +105,7 @@ export class RequestSender {
           if (route.download) return response.body as unknown as OperationResult<K>;
           return (await response.json()) as OperationResult<K>;
         }
-        const text = await response.text();
-        let parsed: unknown;
-        try {
-          parsed = text ? JSON.parse(text) : undefined;
-        } catch {
-          parsed = undefined;
-        }
-        error = errorFromResponse(response.status, parsed, response.headers);
+        error = errorFromResponse(response.status, await jsonOrUndefined(response), response.headers);
       } catch (caught) {
         if (!(caught instanceof ConnectionError || caught instanceof TimeoutError)) throw caught;
         error = caught;
@@ -131,6 +122,147 @@ export class RequestSender {
       });
       await sleep(delay);
     }
+  }
+
+  /**
+   * The events of a stream operation (Server-Sent Events), each `data` parsed as JSON, until the
+   * caller stops: breaking out of `for await` or aborting `options.signal` closes the connection.
+   * Until the stream first opens, failures are retried like any request's; once it has opened, a
+   * dropped connection, a restarting server (refused connections, 5xx), a 429 or an ended stream
+   * is retried without limit, with backoff, resuming after the last event yielded (`Last-Event-ID`),
+   * so each event is yielded once, in order. Other 4xx throw. `timeoutMs` bounds the wait for the
+   * response and, once open, the silence between two chunks (the server writes at least every 15 s).
+   */
+  async *stream<K extends OperationId>(
+    operationId: K,
+    input: OperationInput<K>,
+    options: StreamOptions = {},
+  ): AsyncGenerator<unknown, void, undefined> {
+    const operation = ROUTES[operationId];
+    const url = this.urlOf(operation.path, input as OperationParts);
+    const { signal } = options;
+    const maxRetries = options.maxRetries ?? this.config.maxRetries;
+    const timeoutMs = options.timeoutMs ?? this.config.timeoutMs;
+    let lastEventId = '';
+    let serverRetryMs = 0;
+    let opened = false;
+    // Failures since the last event yielded: the backoff grows with them.
+    let failures = 0;
+    while (!signal?.aborted) {
+      const headers: Record<string, string> = {
+        authorization: `Bearer ${this.config.apiKey}`,
+        accept: 'text/event-stream',
+        'cache-control': 'no-cache',
+      };
+      if (lastEventId) headers['last-event-id'] = lastEventId;
+      const connection = new AbortController();
+      let timedOut = false;
+      let streaming = false;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const startTimer = () => {
+        timer = setTimeout(() => {
+          timedOut = true;
+          connection.abort();
+        }, timeoutMs);
+      };
+      const onAbort = () => connection.abort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      let error: ConvoError;
+      try {
+        startTimer();
+        const response = await this.config.fetch(url, { method: operation.method, headers, signal: connection.signal });
+        if (!response.ok) {
+          error = errorFromResponse(response.status, await jsonOrUndefined(response), response.headers);
+          if (!(error instanceof RateLimitedError || error instanceof ServerError)) throw error;
+        } else if (!response.headers.get('content-type')?.startsWith('text/event-stream') || !response.body) {
+          throw new ServerError({
+            message: `${url.href} answered ${response.headers.get('content-type') ?? 'no content type'}, not an event stream: is the base URL right?`,
+            status: response.status,
+            code: 'server_error',
+            requestId: response.headers.get('x-request-id') ?? undefined,
+          });
+        } else {
+          opened = true;
+          streaming = true;
+          const parser = new ServerSentEventParser();
+          const decoder = new TextDecoder();
+          const reader = response.body.getReader();
+          for (;;) {
+            clearTimeout(timer);
+            startTimer();
+            const read = await reader.read();
+            if (read.done) break;
+            for (const event of parser.push(decoder.decode(read.value, { stream: true }))) {
+              lastEventId = event.id || lastEventId;
+              failures = 0;
+              // The consumer's time is not the server's silence.
+              clearTimeout(timer);
+              yield parseEventData(event.data, url);
+              startTimer();
+            }
+            lastEventId = parser.lastEventId || lastEventId;
+            serverRetryMs = parser.retry ?? serverRetryMs;
+          }
+          error = new ConnectionError({ message: `The event stream of ${url.origin} ended`, code: 'connection_error' });
+        }
+      } catch (caught) {
+        if (signal?.aborted) return;
+        if (caught instanceof ConvoError && !(caught instanceof ConnectionError)) throw caught;
+        error = timedOut
+          ? new TimeoutError({
+              message: `Nothing from ${url.origin} within ${timeoutMs} ms: ${operation.method} ${url.pathname}`,
+              code: 'timeout',
+              cause: caught,
+            })
+          : new ConnectionError({
+              message: `${streaming ? `The event stream of ${url.origin} was cut` : `Could not reach ${url.origin}`}: ${(caught as Error)?.message ?? String(caught)}`,
+              code: 'connection_error',
+              cause: caught,
+            });
+      } finally {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        // Closes the connection when the loop moves on, and when the consumer stops iterating.
+        connection.abort();
+      }
+      const backoff = this.retryDelay(error, failures);
+      if (backoff === undefined || (!opened && failures >= maxRetries)) throw error;
+      const delay = error instanceof RateLimitedError ? backoff : Math.max(backoff, serverRetryMs);
+      failures++;
+      this.config.onRetry?.({
+        error,
+        attempt: failures + 1,
+        maxAttempts: opened ? Number.POSITIVE_INFINITY : maxRetries + 1,
+        delayMs: delay,
+        method: operation.method,
+        path: url.pathname,
+      });
+      await this.pause(delay, signal);
+    }
+  }
+
+  /** Waits `ms` (through ConvoOptions.sleep when given), or less when `signal` aborts, leaving no timer behind. */
+  private pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    if (signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      signal?.addEventListener('abort', done, { once: true });
+      if (this.config.sleep) this.config.sleep(ms).then(done, done);
+      else timer = setTimeout(done, ms);
+    });
+  }
+
+  private urlOf(path: string, parts: OperationParts): URL {
+    const url = new URL(this.config.baseUrl.replace(/\/+$/, '') + fillPath(path, parts.params));
+    for (const [name, value] of Object.entries(parts.query ?? {})) {
+      if (value !== undefined && value !== null) url.searchParams.set(name, String(value));
+    }
+    return url;
   }
 
   private async attempt(
@@ -186,6 +318,32 @@ export class RequestSender {
 }
 
 type RequestBody = string | FormData | ReadableStream<Uint8Array>;
+
+type OperationParts = { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
+
+/** What a stream takes: no idempotency key, since it only reads. */
+export type StreamOptions = Omit<RequestOptions, 'idempotencyKey'>;
+
+async function jsonOrUndefined(response: Response): Promise<unknown> {
+  const text = await response.text();
+  try {
+    return text ? JSON.parse(text) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseEventData(data: string, url: URL): unknown {
+  try {
+    return JSON.parse(data);
+  } catch (cause) {
+    throw new ServerError({
+      message: `The event stream of ${url.origin} sent data that is not JSON: ${data.slice(0, 80)}`,
+      code: 'server_error',
+      cause,
+    });
+  }
+}
 
 /** Bytes a stream yields: a web ReadableStream, or any async iterable such as a Node stream. */
 export type ByteStream = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;

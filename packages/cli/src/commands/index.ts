@@ -64,6 +64,7 @@ export const OPERATION_COMMANDS = {
   'workflows.retrieveRun': { command: 'workflows run get' },
   'workflows.cancelRun': { command: 'workflows run cancel' },
   'events.list': { command: 'events list', columns: ['id', 'type', 'created_at'] },
+  'events.stream': { command: 'events stream' },
   'webhookEndpoints.list': { command: 'webhooks list' },
   'webhookEndpoints.retrieve': { command: 'webhooks get' },
   'webhookEndpoints.create': { command: 'webhooks create' },

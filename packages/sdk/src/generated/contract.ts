@@ -481,6 +481,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the events as they happen
+         * @description Server-Sent Events (`text/event-stream`), open until you close it: each event as `id: evt_…`, `event: <type>` and `data: <the event JSON>`, in the order `GET /v1/events` lists them (oldest first here). It starts after `Last-Event-ID` (the header browsers and SSE clients send when they reconnect) or `starting_after`, catching up first; without either, from now. A comment line (`: keep-alive`) at least every 15 seconds keeps idle connections open. Opening it counts as one request; an account has at most 5 streams open (the 6th is a 429). Every event of the account comes, whichever server or worker recorded it.
+         */
+        get: operations["events.stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhook_endpoints": {
         parameters: {
             query?: never;
@@ -1614,6 +1634,8 @@ export interface components {
     parameters: {
         /** @description Makes a POST safe to retry: for 24 hours the same key with the same body replays the first response byte for byte; with another body it is a 400 (`idempotency_key`). A duplicate that arrives while the first runs waits for it. */
         "Idempotency-Key": string;
+        /** @description The id of the last event you received (SSE clients send it when they reconnect): the stream starts after it, so nothing is skipped or repeated. */
+        "Last-Event-ID": string;
         /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
         "X-Request-Id": string;
     };
@@ -6129,6 +6151,124 @@ export interface operations {
             };
         };
     };
+    "events.stream": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only events of these types, comma-separated (`message.received,conversation.updated`).
+                 * @example order.placed
+                 */
+                type?: string;
+                /** @description An event id: stream the events recorded after it first, then the new ones. The `Last-Event-ID` header does the same and wins; without either the stream starts from now. */
+                starting_after?: string;
+            };
+            header?: {
+                /** @description The id of the last event you received (SSE clients send it when they reconnect): the stream starts after it, so nothing is skipped or repeated. */
+                "Last-Event-ID"?: components["parameters"]["Last-Event-ID"];
+                /** @description Your id for this request (at most 128 of `[A-Za-z0-9._-]`); echoed back, else one is made. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Follow the events as they happen */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id: evt_01M7YZMHG0MZXPFH2YPD3PE7PX
+                     *     event: order.placed
+                     *     data: {"id":"evt_01M7YZMHG0MZXPFH2YPD3PE7PX","type":"order.placed","created_at":"2026-11-21T03:00:00.000Z","data":{"id":"ord_01M7Y0QRW0ASWNY2QKTGP7DXV3","contact_id":"ct_01M7WD7TG00WYJ727JN2B2EHWP","number":"1042","status":"pending","currency":"USD","total_amount":5700,"items":[{"name":"Ethiopia Yirgacheffe, 250 g","quantity":2,"unit_amount":1650},{"name":"Hario V60 dripper, size 02","quantity":1,"unit_amount":2400}],"placed_at":"2026-11-21T03:00:00.000Z","created_at":"2026-11-21T03:00:00.000Z","updated_at":"2026-11-21T03:00:00.000Z"}}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key may not do this: a read-only key writing, or a webhook signing secret used as an API key. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such record in this account: the one in the path, one the body names, or the event a cursor (`starting_after`, `ending_before`) names. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: the message names the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "webhookEndpoints.list": {
         parameters: {
             query?: {
@@ -8158,7 +8298,7 @@ export interface operations {
     };
 }
 
-/** The method and path of every operation; `upload` names the multipart part of a file, `download` answers bytes. */
+/** The method and path of every operation; `upload` names the multipart part of a file, `download` answers bytes, `stream` Server-Sent Events. */
 export const ROUTES = {
   "conversations.list": {
     "method": "GET",
@@ -8297,6 +8437,11 @@ export const ROUTES = {
   "events.list": {
     "method": "GET",
     "path": "/events"
+  },
+  "events.stream": {
+    "method": "GET",
+    "path": "/events/stream",
+    "stream": true
   },
   "webhookEndpoints.list": {
     "method": "GET",
@@ -8454,6 +8599,7 @@ export type ListOrdersQuery = NonNullable<operations['orders.list']['parameters'
 export type ListWorkflowsQuery = NonNullable<operations['workflows.list']['parameters']['query']>;
 export type ListRunsQuery = NonNullable<operations['workflows.listRuns']['parameters']['query']>;
 export type ListEventsQuery = NonNullable<operations['events.list']['parameters']['query']>;
+export type StreamEventsQuery = NonNullable<operations['events.stream']['parameters']['query']>;
 export type ListWebhookEndpointsQuery = NonNullable<operations['webhookEndpoints.list']['parameters']['query']>;
 export type ListDeliveriesQuery = NonNullable<operations['webhookEndpoints.listDeliveries']['parameters']['query']>;
 export type ListChannelsQuery = NonNullable<operations['channels.list']['parameters']['query']>;

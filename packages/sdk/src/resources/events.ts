@@ -1,6 +1,6 @@
 import type { Event, EventType, ListEventsQuery } from '../contract.js';
 import type { PagePromise } from '../pagination.js';
-import type { RequestOptions } from '../request-sender.js';
+import type { RequestOptions, StreamOptions } from '../request-sender.js';
 import { Resource, withOffset } from './resource.js';
 
 /** How `follow` waits between two looks at the log, by default. */
@@ -18,6 +18,14 @@ export interface FollowOptions {
   signal?: AbortSignal;
 }
 
+/** What `events.stream` follows. */
+export interface StreamParams {
+  /** Only events of these types: an array, or a comma-separated string (`message.received,message.updated`). */
+  type?: EventType | string | readonly string[];
+  /** An event id: the stream starts after it, catching up first; without it, from now. */
+  starting_after?: string;
+}
+
 export class Events extends Resource {
   /**
    * The account's events of the last 30 days, newest first; filter `type`; `starting_after`/`ending_before` page from
@@ -25,6 +33,22 @@ export class Events extends Resource {
    */
   list(params: ListEventsQuery = {}, options?: RequestOptions): PagePromise<Event> {
     return this.paginate('events.list', (offset) => ({ query: withOffset(params, offset) }), options);
+  }
+
+  /**
+   * The account's events as they happen, oldest first, over one long-lived connection (Server-Sent
+   * Events): from `starting_after` (catching up first) or from now; `type` filters (one type, several,
+   * or comma-separated). Iterate with `for await`; `break` or `options.signal` closes the connection.
+   * A dropped connection or a restarting server is reconnected with backoff, resuming after the last
+   * event yielded, so each event comes once, in order.
+   */
+  stream(params: StreamParams = {}, options?: StreamOptions): AsyncGenerator<Event, void, undefined> {
+    const { type, starting_after } = params;
+    const query = {
+      ...(type === undefined ? {} : { type: typeof type === 'string' ? type : type.join(',') }),
+      ...(starting_after === undefined ? {} : { starting_after }),
+    };
+    return this.sender.stream('events.stream', { query }, options) as AsyncGenerator<Event, void, undefined>;
   }
 
   /**

@@ -1,7 +1,12 @@
 import type { EventType } from '@convo/sdk';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { openClient } from '../../client.js';
-import { type CommandContext, type CommonOptions, addCommonOptions } from '../../operation-commands.js';
+import {
+  type CommandContext,
+  type CommonOptions,
+  addCommonOptions,
+  untilInterrupted,
+} from '../../operation-commands.js';
 import { writeJsonLines } from '../../output.js';
 
 const seconds = (value: string): number => {
@@ -37,11 +42,7 @@ export function addEventsTailCommand(group: Command, context: CommandContext): v
     async (options: CommonOptions & { after?: string; type?: EventType; follow: boolean; interval: number }) => {
       const { terminal } = context;
       const client = await openClient(options, terminal);
-      const stop = new AbortController();
-      const onSignal = () => stop.abort();
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      try {
+      await untilInterrupted(async (signal) => {
         if (!options.follow) {
           const after = options.after ?? (await client.events.list({ limit: 1 })).data[0]?.id;
           if (after !== undefined)
@@ -57,13 +58,10 @@ export function addEventsTailCommand(group: Command, context: CommandContext): v
             ...(options.after ? { after: options.after } : {}),
             ...(options.type ? { type: options.type } : {}),
             intervalMs: options.interval * 1000,
-            signal: stop.signal,
+            signal,
           }),
         );
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+      });
     },
   );
 }
