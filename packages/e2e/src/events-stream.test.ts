@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker, jobHandlers } from '@convo/api';
+import { EVENT_TYPES } from '@convo/core';
 import { Convo, type Event, type EventType, type Message, verifyWebhook } from '@convo/sdk';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -210,6 +211,98 @@ describe('live events against a real server', () => {
     );
     expect(verified.map((event) => (event.data as { id: string }).id)).not.toContain(lost.id);
     expect(await listen.interrupt()).toBe(0);
+  }, 60_000);
+
+  it('`convo listen` and a handler as the SDK README writes it get every event of a conversation: inbound, reply, resolved', async () => {
+    const received: Event[] = [];
+    let secret = '';
+    // The handler of packages/sdk/README.md: the raw body verified, then the event used.
+    const handler = createServer(async (request, response) => {
+      let rawBody = '';
+      for await (const chunk of request) rawBody += chunk;
+      try {
+        received.push(await verifyWebhook(rawBody, request.headers as Record<string, string>, secret));
+        response.writeHead(204).end();
+      } catch {
+        response.writeHead(400).end();
+      }
+    });
+    await new Promise<void>((resolve) => handler.listen(0, '127.0.0.1', resolve));
+    const listen = start([
+      'listen',
+      '--forward-to',
+      `http://127.0.0.1:${(handler.address() as AddressInfo).port}/hooks`,
+    ]);
+    await vi.waitFor(() => expect(listen.output.stdout).toMatch(/whsec_\S+/), { timeout: 10_000 });
+    secret = /whsec_\S+/.exec(listen.output.stdout)?.[0] as string;
+    // Listening starts from now once the stream opens: contacts are made until one comes through.
+    await vi.waitFor(
+      async () => {
+        await newContact();
+        expect(received.length).toBeGreaterThan(0);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    const after = received.at(-1)?.id as string;
+
+    const worker = new Worker({
+      database: server.database,
+      handlers: jobHandlers({ database: server.database, settings: server.settings }),
+      pollIntervalMs: 20,
+    });
+    await worker.start();
+    try {
+      const channel = await convo.channels.create({
+        platform: 'whatsapp',
+        external_id: '106540352240002',
+        access_token: 'listen-token',
+        app_secret: 'listen-secret',
+      });
+      server.graph.connect({
+        platform: 'whatsapp',
+        externalId: channel.external_id,
+        accessToken: 'listen-token',
+        appSecret: 'listen-secret',
+        webhookUrl: `${new URL(server.baseUrl).origin}/hooks/meta/${channel.id}`,
+        statusesAfterSend: ['delivered'],
+      });
+      await server.graph.sendInbound(channel.external_id, { from: '5511987650003', name: 'Caio', text: 'Oi?' });
+      const inbound = await vi.waitFor(
+        () => {
+          const event = received.find((e) => e.type === 'message.received');
+          expect(event).toBeDefined();
+          return event?.data as Message;
+        },
+        { timeout: 10_000 },
+      );
+      const reply = await convo.messages.send({ conversation_id: inbound.conversation_id, content: 'Olá Caio!' });
+      await vi.waitFor(
+        () =>
+          expect(received.some((e) => e.type === 'message.updated' && (e.data as Message).status === 'delivered')).toBe(
+            true,
+          ),
+        { timeout: 15_000 },
+      );
+      await convo.conversations.update(inbound.conversation_id, { status: 'resolved' });
+      await vi.waitFor(() => expect(received.map((e) => e.type)).toContain('conversation.resolved'), {
+        timeout: 10_000,
+      });
+      // Every event of the account since listening began, once each, in the log's order.
+      const all = (await listedAfter(after, [...EVENT_TYPES])) as string[];
+      await vi.waitFor(() =>
+        expect(received.map((e) => e.id).slice(received.findIndex((e) => e.id === after) + 1)).toEqual(all),
+      );
+      expect(
+        received.filter((e) => (e.data as Message).id === reply.id).map((e) => (e.data as Message).status),
+      ).toEqual(['sent', 'delivered']);
+    } finally {
+      await worker.stop();
+      expect(await listen.interrupt()).toBe(0);
+      await new Promise<void>((resolve) => {
+        handler.close(() => resolve());
+        handler.closeAllConnections();
+      });
+    }
   }, 60_000);
 
   it('loses nothing across a server restart: the SDK and `convo events stream` resume after their last event', async () => {
