@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +13,17 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type TestServer, startServer } from './server.js';
 
 const BIN = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
+const PYTHON_SDK = fileURLToPath(new URL('../../sdk-python', import.meta.url));
+
+/** Runs a program with `input` on its stdin; resolves with what it printed, rejects when it fails. */
+function run(file: string, args: string[], options: { env: Record<string, string> }, input: string) {
+  return new Promise<{ stdout: string }>((resolve, reject) => {
+    const child = execFile(file, args, options, (error, stdout, stderr) =>
+      error ? reject(Object.assign(error, { stderr })) : resolve({ stdout }),
+    );
+    child.stdin?.end(input);
+  });
+}
 
 /** `GET /v1/events/stream` through the SDK's events.stream, `convo events stream` and `convo listen`. */
 describe('live events against a real server', () => {
@@ -153,6 +164,7 @@ describe('live events against a real server', () => {
   it('`convo listen` forwards each event once, in order, signed so that standardwebhooks and verifyWebhook accept it', async () => {
     const verified: Event[] = [];
     const refused: string[] = [];
+    const deliveries: { body: string; headers: Record<string, string> }[] = [];
     let secret = '';
     const handler = createServer(async (request, response) => {
       let body = '';
@@ -164,6 +176,7 @@ describe('live events against a real server', () => {
         expect(bySdk).toEqual(byLibrary);
         expect(headers['webhook-id']).toBe(bySdk.id);
         verified.push(bySdk);
+        deliveries.push({ body, headers });
         response.writeHead(200).end('ok');
       } catch (error) {
         refused.push(String(error));
@@ -192,6 +205,19 @@ describe('live events against a real server', () => {
       expect(verified.map((event) => (event.data as { id: string }).id)).toEqual(made.slice(first)),
     );
     expect(refused).toEqual([]);
+    // The Python library's verify_webhook accepts the same deliveries.
+    const { stdout } = await run(
+      'python3',
+      [
+        '-c',
+        'import convo, json, sys\n' +
+          'todo = json.load(sys.stdin)\n' +
+          'print(json.dumps([convo.verify_webhook(d["body"].encode(), d["headers"], todo["secret"])["id"] for d in todo["deliveries"]]))',
+      ],
+      { env: { PATH: process.env.PATH ?? '', PYTHONPATH: PYTHON_SDK } },
+      JSON.stringify({ secret, deliveries }),
+    );
+    expect(JSON.parse(stdout)).toEqual(verified.map((event) => event.id));
     await vi.waitFor(() =>
       expect(listen.lines().filter((line) => line.includes('→ 200'))).toHaveLength(verified.length),
     );
