@@ -48,8 +48,8 @@ const LEASE_MS = 15_000;
 /** The limited account's requests per minute. */
 const L = 24;
 const LANES = 4;
-/** A delivery the receiver began holding this recently is one the kill will interrupt (it holds 3 s). */
-const FRESH_HOLD_MS = 1_000;
+/** A delivery the receiver goes on holding at least this long is one the kill will interrupt (it holds 3 s). */
+const HELD_ON_MS = 1_000;
 const REDIS_PREFIX = 'fleet:';
 
 function haproxyAvailable(): boolean {
@@ -108,14 +108,16 @@ function rawGet(
 async function startReceiver() {
   const settings = { holdMs: 100 };
   const deliveries = new Map<string, number[]>();
-  /** Events of the deliveries being held now (since when), and of those whose sender went away meanwhile. */
+  /** Events of the deliveries being held now (until when), and of those whose sender went away meanwhile. */
   const holding = new Map<string, number>();
   const abandoned = new Set<string>();
   const server: Server = createServer((request, response) => {
     request.resume();
     request.once('end', () => {
       const id = request.headers['webhook-id'] as string;
-      holding.set(id, Date.now());
+      // Until when: a hold begun before the hold time changed keeps its own.
+      const holdMs = settings.holdMs;
+      holding.set(id, Date.now() + holdMs);
       // A sender killed meanwhile closes its end of the connection: noted at once, since a reply
       // written before the reset arrives would otherwise look delivered.
       let gone = false;
@@ -135,7 +137,7 @@ async function startReceiver() {
           times.push(Date.now());
           deliveries.set(id, times);
         });
-      }, settings.holdMs);
+      }, holdMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -315,9 +317,9 @@ describe.skipIf(!AVAILABLE)('the fleet drill: 3 API processes and 2 workers behi
             .select(['id', 'event_id'])
             .where('id', 'in', [...workerOf.keys()])
             .execute();
-          // A hold begun moments ago: the kill lands well before the receiver would answer it.
+          // A hold with time to run: the kill lands well before the receiver would answer it.
           const inTheAct = sending.find(
-            (delivery) => Date.now() - (receiver.holding.get(delivery.event_id) ?? 0) < FRESH_HOLD_MS,
+            (delivery) => (receiver.holding.get(delivery.event_id) ?? 0) - Date.now() > HELD_ON_MS,
           );
           if (!inTheAct) return false;
           victimId = workerOf.get(inTheAct.id) as string;
