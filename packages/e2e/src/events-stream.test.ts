@@ -94,6 +94,41 @@ describe('live events against a real server', () => {
     };
   }
 
+  /**
+   * A WhatsApp channel the fake Graph API holds (it reports each send delivered), and a worker that
+   * processes its webhooks and sends: the path of a real conversation, whose events the server streams.
+   */
+  async function whatsAppChannelWithWorker(externalId: string) {
+    const worker = new Worker({
+      database: server.database,
+      handlers: jobHandlers({ database: server.database, settings: server.settings }),
+      pollIntervalMs: 20,
+    });
+    await worker.start();
+    const credentials = { accessToken: `token-${externalId}`, appSecret: `secret-${externalId}` };
+    const channel = await convo.channels.create({
+      platform: 'whatsapp',
+      external_id: externalId,
+      access_token: credentials.accessToken,
+      app_secret: credentials.appSecret,
+    });
+    server.graph.connect({
+      platform: 'whatsapp',
+      externalId,
+      ...credentials,
+      webhookUrl: `${new URL(server.baseUrl).origin}/hooks/meta/${channel.id}`,
+      statusesAfterSend: ['delivered'],
+    });
+    return { channel, worker };
+  }
+
+  /** Starts `convo listen` and waits for the signing secret it prints. */
+  async function startListen(args: string[]) {
+    const listen = start(['listen', ...args]);
+    await vi.waitFor(() => expect(listen.output.stdout).toMatch(/whsec_\S+/), { timeout: 10_000 });
+    return { listen, secret: /whsec_\S+/.exec(listen.output.stdout)?.[0] as string };
+  }
+
   /** The account's events after `after` of these types, oldest first, as `GET /v1/events` lists them. */
   async function listedAfter(after: string, types: readonly EventType[]): Promise<string[]> {
     const ids: string[] = [];
@@ -113,27 +148,8 @@ describe('live events against a real server', () => {
 
     // A customer writes on a WhatsApp channel; the answer of POST /v1/messages is sent by a worker,
     // whose events the server streams too.
-    const worker = new Worker({
-      database: server.database,
-      handlers: jobHandlers({ database: server.database, settings: server.settings }),
-      pollIntervalMs: 20,
-    });
-    await worker.start();
+    const { channel, worker } = await whatsAppChannelWithWorker('106540352240001');
     try {
-      const channel = await convo.channels.create({
-        platform: 'whatsapp',
-        external_id: '106540352240001',
-        access_token: 'stream-token',
-        app_secret: 'stream-secret',
-      });
-      server.graph.connect({
-        platform: 'whatsapp',
-        externalId: channel.external_id,
-        accessToken: 'stream-token',
-        appSecret: 'stream-secret',
-        webhookUrl: `${new URL(server.baseUrl).origin}/hooks/meta/${channel.id}`,
-        statusesAfterSend: ['delivered'],
-      });
       expect(
         (await server.graph.sendInbound(channel.external_id, { from: '5511987650002', name: 'Bia', text: 'Hello?' }))
           .status,
@@ -186,9 +202,8 @@ describe('live events against a real server', () => {
     await new Promise<void>((resolve) => handler.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(handler.address() as AddressInfo).port}/webhooks`;
 
-    const listen = start(['listen', '--forward-to', url, '--events', 'contact.created']);
-    await vi.waitFor(() => expect(listen.output.stdout).toMatch(/whsec_\S+/), { timeout: 10_000 });
-    secret = /whsec_\S+/.exec(listen.output.stdout)?.[0] as string;
+    const { listen, secret: printed } = await startListen(['--forward-to', url, '--events', 'contact.created']);
+    secret = printed;
     // The stream starts from now once it opens: contacts are made until the first one comes through.
     const made: string[] = [];
     await vi.waitFor(
@@ -254,13 +269,11 @@ describe('live events against a real server', () => {
       }
     });
     await new Promise<void>((resolve) => handler.listen(0, '127.0.0.1', resolve));
-    const listen = start([
-      'listen',
+    const { listen, secret: printed } = await startListen([
       '--forward-to',
       `http://127.0.0.1:${(handler.address() as AddressInfo).port}/hooks`,
     ]);
-    await vi.waitFor(() => expect(listen.output.stdout).toMatch(/whsec_\S+/), { timeout: 10_000 });
-    secret = /whsec_\S+/.exec(listen.output.stdout)?.[0] as string;
+    secret = printed;
     // Listening starts from now once the stream opens: contacts are made until one comes through.
     await vi.waitFor(
       async () => {
@@ -271,27 +284,8 @@ describe('live events against a real server', () => {
     );
     const after = received.at(-1)?.id as string;
 
-    const worker = new Worker({
-      database: server.database,
-      handlers: jobHandlers({ database: server.database, settings: server.settings }),
-      pollIntervalMs: 20,
-    });
-    await worker.start();
+    const { channel, worker } = await whatsAppChannelWithWorker('106540352240002');
     try {
-      const channel = await convo.channels.create({
-        platform: 'whatsapp',
-        external_id: '106540352240002',
-        access_token: 'listen-token',
-        app_secret: 'listen-secret',
-      });
-      server.graph.connect({
-        platform: 'whatsapp',
-        externalId: channel.external_id,
-        accessToken: 'listen-token',
-        appSecret: 'listen-secret',
-        webhookUrl: `${new URL(server.baseUrl).origin}/hooks/meta/${channel.id}`,
-        statusesAfterSend: ['delivered'],
-      });
       await server.graph.sendInbound(channel.external_id, { from: '5511987650003', name: 'Caio', text: 'Oi?' });
       const inbound = await vi.waitFor(
         () => {

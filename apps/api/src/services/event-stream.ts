@@ -49,10 +49,6 @@ export class EventFollower implements AsyncIterable<Event> {
     this.wake();
   }
 
-  get isEnded(): boolean {
-    return this.ended;
-  }
-
   private wake(): void {
     const waiting = this.waiting;
     this.waiting = undefined;
