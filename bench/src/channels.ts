@@ -33,7 +33,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { BENCH_DIR, REPO_DIR, postgresDatabaseUrl } from './options.js';
+import { BENCH_DIR, DEFAULT_POSTGRES_URL, REPO_DIR, postgresDatabaseUrl } from './options.js';
 
 // ---------------------------------------------------------------------------------------------
 // WhatsApp payloads (Cloud API webhook format: entry[].changes[].value with messages and contacts)
@@ -153,8 +153,7 @@ function load(configPath: string): void {
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2)
   args.set(String(process.argv[i]).replace(/^--/, ''), String(process.argv[i + 1]));
-const ADMIN_URL =
-  args.get('postgres-url') ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ADMIN_URL = args.get('postgres-url') ?? DEFAULT_POSTGRES_URL;
 const BACKLOG = Number(args.get('backlog') ?? 50_000);
 const CONNECTIONS = Number(args.get('connections') ?? 32);
 const RATE = Number(args.get('rate') ?? 200);

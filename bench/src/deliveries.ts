@@ -19,13 +19,12 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
-import { REPO_DIR, postgresDatabaseUrl } from './options.js';
+import { DEFAULT_POSTGRES_URL, REPO_DIR, postgresDatabaseUrl } from './options.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2)
   args.set(String(process.argv[i]).replace(/^--/, ''), String(process.argv[i + 1]));
-const ADMIN_URL =
-  args.get('postgres-url') ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ADMIN_URL = args.get('postgres-url') ?? DEFAULT_POSTGRES_URL;
 const EVENTS = Number(args.get('events') ?? 1000);
 const ENDPOINTS = Number(args.get('endpoints') ?? 8);
 const RATE = Number(args.get('rate') ?? 200);

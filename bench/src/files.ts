@@ -15,15 +15,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startServe, stopServe, throwawayDatabase } from './throwaway-server.js';
+import { THROWAWAY_DATABASE_OPTIONS, startServe, stopServe, throwawayDatabase } from './throwaway-server.js';
 
 const { values } = parseArgs({
   options: {
-    db: { type: 'string', default: 'sqlite' },
-    'postgres-url': {
-      type: 'string',
-      default: process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
-    },
+    ...THROWAWAY_DATABASE_OPTIONS,
     mib: { type: 'string', default: '10' },
     runs: { type: 'string', default: '10' },
     'files-dir': { type: 'boolean', default: false },

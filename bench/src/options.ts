@@ -1,6 +1,9 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** The Postgres the benches create their databases on: $BENCH_POSTGRES_URL, else the local one. */
+export const DEFAULT_POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
 /** bench/ */
 export const BENCH_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The monorepo root. */
@@ -138,8 +141,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     regenerate: flags.has('regenerate'),
     keep: flags.has('keep'),
     cpuProf: flags.has('cpu-prof'),
-    postgresUrl:
-      values.get('postgres-url') ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    postgresUrl: values.get('postgres-url') ?? DEFAULT_POSTGRES_URL,
     port: Math.floor(number('port', 3901, 1)),
   };
 }

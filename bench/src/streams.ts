@@ -13,15 +13,11 @@ import { accountsService, migrateToLatest, openDatabase } from '@convo/api';
 import { readFileSync } from 'node:fs';
 import { type IncomingMessage, get } from 'node:http';
 import { parseArgs } from 'node:util';
-import { startServe, stopServe, throwawayDatabase } from './throwaway-server.js';
+import { THROWAWAY_DATABASE_OPTIONS, startServe, stopServe, throwawayDatabase } from './throwaway-server.js';
 
 const { values } = parseArgs({
   options: {
-    db: { type: 'string', default: 'sqlite' },
-    'postgres-url': {
-      type: 'string',
-      default: process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
-    },
+    ...THROWAWAY_DATABASE_OPTIONS,
     idle: { type: 'string', default: '1000' },
     events: { type: 'string', default: '300' },
     rate: { type: 'string', default: '20' },

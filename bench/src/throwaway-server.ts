@@ -8,9 +8,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { REPO_DIR, postgresDatabaseUrl } from './options.js';
+import { DEFAULT_POSTGRES_URL, REPO_DIR, postgresDatabaseUrl } from './options.js';
 
 const BIN = join(REPO_DIR, 'apps', 'api', 'dist', 'bin.js');
+
+/** The options of `parseArgs` that choose the database: `--db sqlite|postgres` and the Postgres admin URL. */
+export const THROWAWAY_DATABASE_OPTIONS = {
+  db: { type: 'string', default: 'sqlite' },
+  'postgres-url': { type: 'string', default: DEFAULT_POSTGRES_URL },
+} as const;
 
 /** A new SQLite file in a temporary folder, or a new database on the Postgres of `adminUrl`. */
 export async function throwawayDatabase(
