@@ -410,16 +410,18 @@ for (const dialect of ACTIVE_DIALECTS) {
 
       it('reads a lane in index order, up to its room, whether statistics are missing or older than its backlog', async () => {
         await sql`alter table jobs set (autovacuum_enabled = false)`.execute(database.db);
+        // One clock for the jobs and the claim: queueing the backlogs may take longer than a job is overdue.
+        const now = Date.now();
         const job = (lane: string, i: number) => ({
           id: `job_plan_${lane}_${i}`,
           kind: 'run_workflow',
           account_id: 'acct_plan',
           payload: '{}',
-          run_at: new Date(Date.now() - 1_000).toISOString(),
+          run_at: new Date(now - 1_000).toISOString(),
           attempts: 0,
           locked_by: null,
           locked_until: null,
-          created_at: new Date().toISOString(),
+          created_at: new Date(now - 1_000).toISOString(),
           lane,
         });
         const queueBacklog = async () => {
@@ -430,7 +432,6 @@ for (const dialect of ACTIVE_DIALECTS) {
               .execute();
           }
         };
-        const now = Date.now();
         const input = {
           workerId: 'w_plan',
           limit: 16,
