@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { requestLogsService } from '../services/request-logs.js';
+import { FULL_BATCH_LINES, requestLogsService } from '../services/request-logs.js';
 import { describeEachDialect } from '../testing/harness.js';
 
 describeEachDialect('the request log', (server) => {
@@ -68,5 +68,34 @@ describeEachDialect('the request log', (server) => {
     // A retention that ends a minute from now takes every line there is.
     await requestLogsService.prune({ database: server().database }, -1 / 1_440);
     expect((await list({ path: '/v1/events' })).total).toBe(0);
+  });
+
+  it('writes full batches and partial ones field for field', async () => {
+    const lineOf = (i: number) => ({
+      account_id: server().accountId,
+      id: `rl_batch${String(i).padStart(6, '0')}`,
+      request_id: `req_batch_${i}`,
+      key_id: i % 2 ? null : 'key_batch',
+      method: 'POST',
+      path: '/v1/batch',
+      query: i % 3 ? `n=${i}` : null,
+      status: 400 + (i % 3),
+      duration_ms: i,
+      request_body: i % 2 ? `{"n":${i}}` : null,
+      error_body: i % 2 ? null : `{"error":${i}}`,
+      created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, 0, i)).toISOString(),
+    });
+    const lines = Array.from({ length: FULL_BATCH_LINES * 2 + 7 }, (_, i) => lineOf(i));
+    // Twice the full batch's statement (kept after its first use), then a partial one.
+    for (let start = 0; start < lines.length; start += FULL_BATCH_LINES)
+      await requestLogsService.record({ database: server().database }, lines.slice(start, start + FULL_BATCH_LINES));
+
+    const page = await list({ path: '/v1/batch' });
+    expect(page.total).toBe(lines.length);
+    for (const i of [lines.length - 1, FULL_BATCH_LINES + 3, 2]) {
+      const { account_id, key_id, id, ...line } = lineOf(i);
+      const read = await requestLogsService.retrieve(ctx(), line.request_id);
+      expect(read).toMatchObject({ ...line, id, key: key_id ? { id: key_id } : null });
+    }
   });
 });

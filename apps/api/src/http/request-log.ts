@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { DatabaseHandle } from '../db/database.js';
 import { nextUlid, now } from '../ids.js';
-import { type RequestLogEntry, requestLogsService } from '../services/request-logs.js';
+import { FULL_BATCH_LINES, type RequestLogEntry, requestLogsService } from '../services/request-logs.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,7 +17,7 @@ declare module 'fastify' {
 /** At most this much of a failed request's body and of its error is kept. */
 const MAX_LOGGED_BYTES = 8 * 1024;
 /** A batch is written once it holds this many lines, or after FLUSH_AFTER_MS. */
-const BATCH_LINES = 500;
+const BATCH_LINES = FULL_BATCH_LINES;
 const FLUSH_AFTER_MS = 1_000;
 /** Fields whose values never reach the log. */
 const SECRET_FIELD = /token|secret|password|authorization|api_?key/i;

@@ -229,9 +229,26 @@ export class KeyCache {
   private version: number;
   /** Counts the drops: a lookup that began before one is not stored. */
   private drops = 0;
+  private checkedThisTurn = false;
 
   constructor(private readonly commitsElsewhere: () => number) {
     this.version = commitsElsewhere();
+  }
+
+  /**
+   * Asks the database at most once per turn of the event loop: a request read in this turn arrived after the turn
+   * began, so after every commit that could have come before it, and the first check of the turn sees them all.
+   */
+  private check(): void {
+    this.checkedThisTurn = true;
+    setImmediate(() => {
+      this.checkedThisTurn = false;
+    });
+    const version = this.commitsElsewhere();
+    if (version !== this.version) {
+      this.version = version;
+      this.forget();
+    }
   }
 
   /**
@@ -240,11 +257,7 @@ export class KeyCache {
    * returned as it is, without a promise: the hot path of every request.
    */
   recallOr(keyHash: string, lookUp: () => Promise<KnownKey>): KnownKey | Promise<KnownKey> {
-    const version = this.commitsElsewhere();
-    if (version !== this.version) {
-      this.version = version;
-      this.forget();
-    }
+    if (!this.checkedThisTurn) this.check();
     const remembered = this.keys.get(keyHash);
     return remembered ?? this.lookUpAndRemember(keyHash, lookUp);
   }

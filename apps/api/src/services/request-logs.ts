@@ -6,6 +6,8 @@ import { type RequestLogFilter, type RequestLogRow, requestLogsRepository } from
 import { type AccountContext, type UnscopedContext, page, scopeOf } from './context.js';
 
 export type RequestLogEntry = Insertable<RequestLogTable>;
+/** The most lines `record` takes at once, and the most it writes fastest. */
+export { FULL_BATCH_LINES } from '../repositories/request-logs.js';
 
 /** A log line as the console shows it: the key by name and last four characters, never its value. */
 const toView = (row: RequestLogRow & { key_name: string | null; key_redacted: string | null }) => ({
