@@ -142,6 +142,13 @@ export interface AdmittedCall {
   idempotencyKey: string | undefined;
 }
 
+/** The call admission made of this request: every /v1 route runs with one. */
+export const admitted = (request: FastifyRequest): AdmittedCall => {
+  const call = request.call;
+  if (!call) throw new Error('An API call ran without admission');
+  return call;
+};
+
 // The body: JSON only, within its size and depth, refused while it is read.
 
 /** Bodies larger than CONTRACT's limit are refused while they are read. */

@@ -1,6 +1,8 @@
 import { Contact, EventList, Message } from '@convo/core';
 import { describe, expect, it, vi } from 'vitest';
+import { sql } from 'kysely';
 import { openDatabase } from '../db/database.js';
+import { EVENTS_CHANNEL } from '../db/event-notifications.js';
 import { contactsService } from '../services/contacts.js';
 import { MAX_STREAMS_PER_ACCOUNT } from '../services/event-stream.js';
 import { type OpenStream, openEventStream } from '../testing/event-stream-client.js';
@@ -183,6 +185,28 @@ describeEachDialect('the event stream', (server) => {
 });
 
 describe.each(ACTIVE_DIALECTS)('the event stream over time [%s]', (dialect) => {
+  it.skipIf(dialect !== 'postgres')('holds its LISTEN connection only while a stream is open', async () => {
+    const server = await startTestServer(dialect);
+    const listeners = async () => {
+      const { rows } = await sql<{ listeners: string }>`
+        select count(*) as listeners from pg_stat_activity
+        where datname = current_database() and query = ${`LISTEN ${EVENTS_CHANNEL}`}`.execute(server.database.db);
+      return Number(rows[0]?.listeners);
+    };
+    try {
+      expect(await listeners()).toBe(0);
+      const stream = await openEventStream(`${server.baseUrl}/events/stream`, {
+        authorization: `Bearer ${server.keys.full}`,
+      });
+      expect(await stream.next()).toEqual({ comment: 'stream open' });
+      await vi.waitFor(async () => expect(await listeners()).toBe(1));
+      await stream.close();
+      await vi.waitFor(async () => expect(await listeners()).toBe(0));
+    } finally {
+      await server.close();
+    }
+  });
+
   it('writes a keep-alive comment while nothing happens, and ends every stream when the server closes', async () => {
     const server = await startTestServer(dialect, testSettings({ eventStreamKeepAliveMs: 50 }));
     let closed = false;

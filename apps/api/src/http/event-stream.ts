@@ -4,7 +4,7 @@ import { PassThrough } from 'node:stream';
 import { ApiError } from '../errors.js';
 import type { EventFeed, EventFollower } from '../services/event-stream.js';
 import { querySchemaOf } from '../validation.js';
-import { admitted } from './file-routes.js';
+import { admitted } from '../edge/admission.js';
 
 /** The longest `Last-Event-ID` taken: an event id is far shorter. */
 const MAX_LAST_EVENT_ID = 255;

@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { EndpointDefinition, OperationId } from '@convo/core';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { admitted } from '../edge/admission.js';
 import { ApiError } from '../errors.js';
 import { type CalledOperationId, runOperation } from '../operations.js';
 import type { ServiceContext } from '../services/context.js';
@@ -15,13 +16,6 @@ import { querySchemaOf } from '../validation.js';
 
 /** The parts an upload may have at most: one is expected, a few more are read to name what was unexpected. */
 const MAX_PARTS = 10;
-
-/** The call the edge admitted (edge/admission.ts): every /v1 route runs with one. */
-export const admitted = (request: FastifyRequest) => {
-  const call = request.call;
-  if (!call) throw new Error('An API call ran without admission');
-  return call;
-};
 
 /** Errors of reading a multipart body, in the contract's terms; any other error is passed on unchanged. */
 function uploadError(error: unknown, part: string, maxBytes: number): unknown {

@@ -2,11 +2,11 @@ import { type EndpointDefinition, type OperationId, endpoints, operationIds } fr
 import type { FastifyInstance, FastifyPluginAsync, preValidationHookHandler } from 'fastify';
 import * as z from 'zod';
 import type { DatabaseHandle } from '../db/database.js';
-import { MAX_BODY_BYTES } from '../edge/admission.js';
+import { MAX_BODY_BYTES, admitted } from '../edge/admission.js';
 import { type CalledOperationId, runOperation } from '../operations.js';
 import type { EventFeed } from '../services/event-stream.js';
 import { registerStreamRoute } from './event-stream.js';
-import { admitted, registerDownloadRoute, registerUploadRoute } from './file-routes.js';
+import { registerDownloadRoute, registerUploadRoute } from './file-routes.js';
 import { channelInboundService } from '../services/channel-inbound.js';
 import type { Settings } from '../settings.js';
 import { querySchemaOf } from '../validation.js';

@@ -3,7 +3,7 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Insertable, Selectable } from 'kysely';
+import { type Insertable, type Selectable, sql } from 'kysely';
 import type { FileTable } from '../db/schema.js';
 import type { Executor, TenantScope } from './tenant.js';
 
@@ -45,6 +45,8 @@ export interface FileStore {
 
 /** The size of a chunk in the database store: small enough to hold a few, large enough for few rows. */
 const CHUNK_BYTES = 512 * 1024;
+const READ_AHEAD = Number(process.env.READ_AHEAD || 0);
+const SLICE_BYTES = Number(process.env.SLICE_BYTES || 48 * 1024);
 
 /** The default store: chunks in `file_chunks`, so every instance of a fleet serves them and a backup holds them. */
 export const databaseFileStore: FileStore = {
@@ -80,16 +82,42 @@ export const databaseFileStore: FileStore = {
   read(scope, fileId, size) {
     // Every chunk but the last holds CHUNK_BYTES: their number is known, so no read follows the last byte.
     const count = Math.ceil(size / CHUNK_BYTES);
-    async function* chunks() {
-      for (let seq = 0; seq < count; seq++) {
-        const chunk = await scope
+    const readChunk = async (seq: number): Promise<Buffer[]> => {
+      if (scope.dialect.lateralJoins) {
+        const slices = await scope
           .selectFrom('file_chunks')
-          .select('file_chunks.data')
+          .crossJoin(sql<{ start: number }>`generate_series(1, length(file_chunks.data), ${SLICE_BYTES})`.as('start'))
+          .select(sql<Buffer>`substring(file_chunks.data from start for ${SLICE_BYTES})`.as('data'))
           .where('file_chunks.file_id', '=', fileId)
           .where('file_chunks.seq', '=', seq)
-          .executeTakeFirst();
-        if (!chunk) throw new Error(`File ${fileId} lacks its chunk ${seq}`);
-        yield chunk.data;
+          .orderBy(sql`start`)
+          .execute();
+        if (slices.length === 0) throw new Error(`File ${fileId} lacks its chunk ${seq}`);
+        return slices.map((slice) => slice.data);
+      }
+      const chunk = await scope
+        .selectFrom('file_chunks')
+        .select('file_chunks.data')
+        .where('file_chunks.file_id', '=', fileId)
+        .where('file_chunks.seq', '=', seq)
+        .executeTakeFirst();
+      if (!chunk) throw new Error(`File ${fileId} lacks its chunk ${seq}`);
+      return [chunk.data];
+    };
+    async function* chunks() {
+      const pending: Promise<Buffer[]>[] = [];
+      let issued = 0;
+      try {
+        for (let seq = 0; seq < count; seq++) {
+          while (issued < count && issued <= seq + READ_AHEAD) {
+            const read = readChunk(issued++);
+            read.catch(() => {});
+            pending.push(read);
+          }
+          for (const piece of await (pending.shift() as Promise<Buffer[]>)) yield piece;
+        }
+      } finally {
+        await Promise.allSettled(pending);
       }
     }
     return Readable.from(chunks(), { objectMode: false });

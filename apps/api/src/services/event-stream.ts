@@ -118,7 +118,7 @@ export class EventFeed {
       start.id,
       start.position,
       options.types ? new Set(options.types) : undefined,
-      (ended) => this.followers.get(ended.accountId)?.delete(ended),
+      (ended) => this.unfollow(ended),
     );
     const open = this.followers.get(accountId) ?? new Set();
     this.followers.set(accountId, open.add(follower));
@@ -133,6 +133,19 @@ export class EventFeed {
     for (const open of this.followers.values()) for (const follower of [...open]) follower.end();
     await this.notifications?.close();
     await Promise.allSettled(this.reading.values());
+  }
+
+  /** Forgets an ended stream; the last one's end stops listening, which the next stream starts again. */
+  private unfollow(follower: EventFollower): void {
+    const open = this.followers.get(follower.accountId);
+    open?.delete(follower);
+    if (open?.size === 0) this.followers.delete(follower.accountId);
+    if (this.followers.size > 0 || this.closed) return;
+    const notifications = this.notifications;
+    this.notifications = undefined;
+    notifications
+      ?.close()
+      .catch((err: unknown) => this.logger.error({ err }, 'event streams: the listener did not close'));
   }
 
   private checkRoom(accountId: string): void {
