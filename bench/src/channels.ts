@@ -151,8 +151,9 @@ function load(configPath: string): void {
 // The harness
 
 const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2)
-  args.set(String(process.argv[i]).replace(/^--/, ''), String(process.argv[i + 1]));
+// `pnpm run <script> -- --flag value` passes the `--` on.
+const argv = process.argv.slice(2).filter((arg) => arg !== '--');
+for (let i = 0; i < argv.length; i += 2) args.set(String(argv[i]).replace(/^--/, ''), String(argv[i + 1]));
 const ADMIN_URL = args.get('postgres-url') ?? DEFAULT_POSTGRES_URL;
 const BACKLOG = Number(args.get('backlog') ?? 50_000);
 const CONNECTIONS = Number(args.get('connections') ?? 32);

@@ -22,8 +22,9 @@ import pg from 'pg';
 import { DEFAULT_POSTGRES_URL, REPO_DIR, postgresDatabaseUrl } from './options.js';
 
 const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2)
-  args.set(String(process.argv[i]).replace(/^--/, ''), String(process.argv[i + 1]));
+// `pnpm run <script> -- --flag value` passes the `--` on.
+const argv = process.argv.slice(2).filter((arg) => arg !== '--');
+for (let i = 0; i < argv.length; i += 2) args.set(String(argv[i]).replace(/^--/, ''), String(argv[i + 1]));
 const ADMIN_URL = args.get('postgres-url') ?? DEFAULT_POSTGRES_URL;
 const EVENTS = Number(args.get('events') ?? 1000);
 const ENDPOINTS = Number(args.get('endpoints') ?? 8);
