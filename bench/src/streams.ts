@@ -16,6 +16,8 @@ import { parseArgs } from 'node:util';
 import { THROWAWAY_DATABASE_OPTIONS, startServe, stopServe, throwawayDatabase } from './throwaway-server.js';
 
 const { values } = parseArgs({
+  // `pnpm run streams -- --db postgres` passes the `--` on.
+  args: process.argv.slice(2).filter((arg) => arg !== '--'),
   options: {
     ...THROWAWAY_DATABASE_OPTIONS,
     idle: { type: 'string', default: '1000' },

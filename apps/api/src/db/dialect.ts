@@ -34,6 +34,11 @@ export interface Dialect {
    * streams LISTEN for); SQLite's streams watch for commits instead (db/event-notifications.ts).
    */
   readonly notifiesCommits: boolean;
+  /**
+   * The driver gets binary values as text and decodes them (node-postgres: a bytea in hex, a string twice its
+   * size); SQLite's driver hands over the bytes.
+   */
+  readonly bytesAsText: boolean;
   /** Ids aggregated into one value: an array (Postgres) or the JSON text of one (SQLite). */
   listOf(column: string): RawBuilder<string[] | string | null>;
   /** The `id` column of a one-column query's rows, aggregated into one value as listOf does. */
@@ -117,6 +122,7 @@ const postgres: Dialect = {
   contactSearchTable: false,
   steeredPlans: false,
   notifiesCommits: true,
+  bytesAsText: true,
   listOf: (column) => sql`array_agg(${sql.ref(column)})`,
   listFrom: (query) => sql`array(${query})`,
   idsIn: (list) => sql`(select unnest(${list}::text[]) as id)`,
@@ -172,6 +178,7 @@ const sqlite: Dialect = {
   contactSearchTable: true,
   steeredPlans: true,
   notifiesCommits: false,
+  bytesAsText: false,
   listOf: (column) => sql`json_group_array(${sql.ref(column)})`,
   listFrom: (query) => sql`(select json_group_array(l.id) from (${query}) l)`,
   idsIn: (list) => sql`(select value as id from json_each(${list}))`,

@@ -43,82 +43,24 @@ export interface FileStore {
   pruneUnclaimed(db: Executor, beforeId: string): Promise<void>;
 }
 
-/** The size of a chunk in the database store: small enough to hold a few, large enough for few rows. */
+/**
+ * The size of a chunk in the database store: small enough to hold a few, large enough for few rows. Reads count a
+ * stored file's chunks by it, so it stays what the stored files have.
+ */
 const CHUNK_BYTES = 512 * 1024;
-const READ_AHEAD = Number(process.env.READ_AHEAD || 0);
-const SLICE_BYTES = Number(process.env.SLICE_BYTES || 48 * 1024);
 
 /** The default store: chunks in `file_chunks`, so every instance of a fleet serves them and a backup holds them. */
 export const databaseFileStore: FileStore = {
   name: 'database',
 
-  async write(scope, fileId, bytes) {
-    let seq = 0;
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    const flush = async () => {
-      const data = Buffer.concat(pending, pendingBytes);
-      pending = [];
-      pendingBytes = 0;
-      await scope.insert('file_chunks', [{ file_id: fileId, seq: seq++, data }]);
-    };
-    for await (const piece of bytes) {
-      let rest = piece;
-      while (pendingBytes + rest.length >= CHUNK_BYTES) {
-        const taken = CHUNK_BYTES - pendingBytes;
-        pending.push(rest.subarray(0, taken));
-        pendingBytes += taken;
-        rest = rest.subarray(taken);
-        await flush();
-      }
-      if (rest.length > 0) {
-        pending.push(rest);
-        pendingBytes += rest.length;
-      }
-    }
-    if (pendingBytes > 0) await flush();
-  },
+  write: (scope, fileId, bytes) =>
+    insertChunks(bytes, (seq, data) => scope.insert('file_chunks', [{ file_id: fileId, seq, data }])),
 
   read(scope, fileId, size) {
     // Every chunk but the last holds CHUNK_BYTES: their number is known, so no read follows the last byte.
     const count = Math.ceil(size / CHUNK_BYTES);
-    const readChunk = async (seq: number): Promise<Buffer[]> => {
-      if (scope.dialect.lateralJoins) {
-        const slices = await scope
-          .selectFrom('file_chunks')
-          .crossJoin(sql<{ start: number }>`generate_series(1, length(file_chunks.data), ${SLICE_BYTES})`.as('start'))
-          .select(sql<Buffer>`substring(file_chunks.data from start for ${SLICE_BYTES})`.as('data'))
-          .where('file_chunks.file_id', '=', fileId)
-          .where('file_chunks.seq', '=', seq)
-          .orderBy(sql`start`)
-          .execute();
-        if (slices.length === 0) throw new Error(`File ${fileId} lacks its chunk ${seq}`);
-        return slices.map((slice) => slice.data);
-      }
-      const chunk = await scope
-        .selectFrom('file_chunks')
-        .select('file_chunks.data')
-        .where('file_chunks.file_id', '=', fileId)
-        .where('file_chunks.seq', '=', seq)
-        .executeTakeFirst();
-      if (!chunk) throw new Error(`File ${fileId} lacks its chunk ${seq}`);
-      return [chunk.data];
-    };
     async function* chunks() {
-      const pending: Promise<Buffer[]>[] = [];
-      let issued = 0;
-      try {
-        for (let seq = 0; seq < count; seq++) {
-          while (issued < count && issued <= seq + READ_AHEAD) {
-            const read = readChunk(issued++);
-            read.catch(() => {});
-            pending.push(read);
-          }
-          for (const piece of await (pending.shift() as Promise<Buffer[]>)) yield piece;
-        }
-      } finally {
-        await Promise.allSettled(pending);
-      }
+      for (let seq = 0; seq < count; seq++) yield* await readChunk(scope, fileId, seq);
     }
     return Readable.from(chunks(), { objectMode: false });
   },
@@ -144,6 +86,86 @@ export const databaseFileStore: FileStore = {
       .execute();
   },
 };
+
+/**
+ * Inserts `bytes` as chunks of CHUNK_BYTES, one insert at a time but each running while the next chunk arrives,
+ * and fills a chunk's buffer again once its insert has settled (the driver has sent it): for the upload target of
+ * bench/README.md (Files) on Postgres. Settles only once no insert is under way, so a caller's cleanup comes after.
+ */
+async function insertChunks(
+  bytes: AsyncIterable<Buffer>,
+  insert: (seq: number, data: Buffer) => Promise<void>,
+): Promise<void> {
+  let seq = 0;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let inserting: { done: Promise<void>; data: Buffer } | undefined;
+  let spare: Buffer | undefined;
+  const flush = async () => {
+    let data: Buffer;
+    if (spare && pendingBytes === CHUNK_BYTES) {
+      data = spare;
+      let at = 0;
+      for (const piece of pending) at += piece.copy(data, at);
+    } else data = Buffer.concat(pending, pendingBytes);
+    spare = undefined;
+    pending = [];
+    pendingBytes = 0;
+    if (inserting) {
+      await inserting.done;
+      spare = inserting.data;
+    }
+    const done = insert(seq++, data);
+    // Awaited with the next chunk or at the end: a failure until then is not an unhandled rejection.
+    done.catch(() => {});
+    inserting = { done, data };
+  };
+  try {
+    for await (const piece of bytes) {
+      let rest = piece;
+      while (pendingBytes + rest.length >= CHUNK_BYTES) {
+        const taken = CHUNK_BYTES - pendingBytes;
+        pending.push(rest.subarray(0, taken));
+        pendingBytes += taken;
+        rest = rest.subarray(taken);
+        await flush();
+      }
+      if (rest.length > 0) {
+        pending.push(rest);
+        pendingBytes += rest.length;
+      }
+    }
+    if (pendingBytes > 0) await flush();
+    await inserting?.done;
+  } catch (error) {
+    await inserting?.done.catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * The slices a chunk is read in where the driver gets bytes as text (bytesAsText): each slice's hex stays below
+ * the size V8 allocates as a large object, so it is a young-generation string, where a whole chunk's would take
+ * fresh memory at every read.
+ */
+const SLICE_BYTES = 48 * 1024;
+
+/** A chunk's bytes, in slices where they come as text: for the download target of bench/README.md (Files). */
+async function readChunk(scope: TenantScope, fileId: string, seq: number): Promise<Buffer[]> {
+  const chunk = scope
+    .selectFrom('file_chunks')
+    .where('file_chunks.file_id', '=', fileId)
+    .where('file_chunks.seq', '=', seq);
+  const slices = scope.dialect.bytesAsText
+    ? await chunk
+        .crossJoin(sql`generate_series(1, length(file_chunks.data), ${SLICE_BYTES})`.as('slice_start'))
+        .select(sql<Buffer>`substring(file_chunks.data from ${sql.ref('slice_start')} for ${SLICE_BYTES})`.as('data'))
+        .orderBy(sql.ref('slice_start'))
+        .execute()
+    : await chunk.select('file_chunks.data').execute();
+  if (slices.length === 0) throw new Error(`File ${fileId} lacks its chunk ${seq}`);
+  return slices.map((slice) => slice.data);
+}
 
 /** A folder of the server's (CONVO_FILES_DIR): one folder per account, one file per file id. */
 export function filesystemFileStore(dir: string): FileStore {
