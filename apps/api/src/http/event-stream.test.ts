@@ -185,7 +185,9 @@ describeEachDialect('the event stream', (server) => {
 });
 
 describe.each(ACTIVE_DIALECTS)('the event stream over time [%s]', (dialect) => {
-  it.skipIf(dialect !== 'postgres')('holds its LISTEN connection only while a stream is open', async () => {
+  // Behind PgBouncer's transaction mode (the resilience run) no session holds a LISTEN: events come by the sweep.
+  const listens = dialect === 'postgres' && process.env.TEST_PGBOUNCER_URL === undefined;
+  it.skipIf(!listens)('holds its LISTEN connection only while a stream is open', async () => {
     const server = await startTestServer(dialect);
     const listeners = async () => {
       const { rows } = await sql<{ listeners: string }>`

@@ -9,6 +9,7 @@ import { type MediaJob, enqueueAll } from '../repositories/jobs.js';
 import { type MessageRow, messagesRepository } from '../repositories/messages.js';
 import type { TenantScope } from '../repositories/tenant.js';
 import { openChannelToken } from './channels.js';
+import { nextTryAt } from './retry-schedule.js';
 import { type ServiceContext, scopeOf, transaction } from './context.js';
 import { mediaOf, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
@@ -105,10 +106,10 @@ async function failedTry(
   job: MediaJob,
   error: GraphError,
 ): Promise<MediaOutcome> {
-  const tries = (job.tries ?? 0) + 1;
-  const wait = ctx.settings.channelSendRetryScheduleMs[tries - 1];
-  if (error.kind === 'retryable' && wait !== undefined)
-    return { retryAt: new Date(Date.now() + wait).toISOString(), payload: { ...job, tries } };
+  const failedTries = job.tries ?? 0;
+  const retryAt =
+    error.kind === 'retryable' ? nextTryAt(ctx.settings.channelSendRetryScheduleMs, failedTries) : undefined;
+  if (retryAt !== undefined) return { retryAt, payload: { ...job, tries: failedTries + 1 } };
   const reason: NonNullable<Message['error']> = { code: error.code, message: error.message };
   return settle(ctx, row, media, { status: 'failed', error: reason });
 }

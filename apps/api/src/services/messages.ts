@@ -21,6 +21,7 @@ import { type MessageRow, messagesRepository } from '../repositories/messages.js
 import type { TenantScope } from '../repositories/tenant.js';
 import { type SendJob, channelLane, enqueue } from '../repositories/jobs.js';
 import { channelsService, openChannelToken } from './channels.js';
+import { nextTryAt } from './retry-schedule.js';
 import { type ServiceContext, transaction, scopeOf } from './context.js';
 import { findConversationOrThrow, mediaOf, toConversation, toMessage } from './conversations.js';
 import { emitEvent } from './events.js';
@@ -281,9 +282,6 @@ async function sendOnChannel(
 
 // Sending on a channel ------------------------------------------------------------------------------------------------
 
-/** Retry waits vary by ±10 % so that the sends of one outage do not all come back at once. */
-const JITTER = 0.1;
-
 /** What follows a send: nothing, or another run of its job at `retryAt` (with the tries so far). */
 export type SendOutcome = { retryAt: string; payload?: SendJob } | undefined;
 
@@ -337,11 +335,10 @@ const triesSoFar = (payload: SendJob): number =>
  * past the schedule's end, the message fails with this last error.
  */
 async function retryLater(ctx: ServiceContext, payload: SendJob, error: GraphError): Promise<SendOutcome> {
-  const tries = triesSoFar(payload) + 1;
-  const waitMs = ctx.settings.channelSendRetryScheduleMs[tries - 1];
-  if (waitMs === undefined) return fail(ctx, payload.messageId, errorOf(error));
-  const jittered = waitMs * (1 - JITTER + Math.random() * 2 * JITTER);
-  return { retryAt: new Date(Date.now() + jittered).toISOString(), payload: { ...payload, tries } };
+  const failedTries = triesSoFar(payload);
+  const retryAt = nextTryAt(ctx.settings.channelSendRetryScheduleMs, failedTries);
+  if (retryAt === undefined) return fail(ctx, payload.messageId, errorOf(error));
+  return { retryAt, payload: { ...payload, tries: failedTries + 1 } };
 }
 
 /** The token was refused: the message fails and the channel goes to `error`, in one transaction. */

@@ -13,15 +13,13 @@ import {
   webhookDeliveriesRepository,
   webhookEndpointsRepository,
 } from '../repositories/webhooks.js';
+import { nextTryAt } from './retry-schedule.js';
 import { type ServiceContext, transaction, scopeOf } from './context.js';
 import { toEvent } from './events.js';
 import { publicOnlyLookup, requestRefusal } from '../webhook-addresses.js';
 import { type StoredDeliveryAttempt, parseAttempts, toWebhookDelivery, webhookEndpointsService } from './webhooks.js';
 
 export const WEBHOOK_USER_AGENT = 'Convo-Webhooks/1';
-
-/** Retry waits vary by ±10 % so that failed deliveries do not all come back at once. */
-const JITTER = 0.1;
 
 /** One attempt to make: its delivery, whether the API asked for it, and until when it is held. */
 export interface DeliveryAttempt {
@@ -206,10 +204,9 @@ function outcomeOf(
     return { status: 'failed', nextAttemptAt: null, disableEndpoint: attempt.status_code === 410 };
   }
   const failedAutomatic = previous.filter((a) => a.error !== null && a.manual !== true).length;
-  const waitMs = deps.settings.webhookRetryScheduleMs[failedAutomatic];
-  if (waitMs === undefined) return { status: 'failed', nextAttemptAt: null, disableEndpoint: false };
-  const jittered = waitMs * (1 - JITTER + Math.random() * 2 * JITTER);
-  return { status: 'pending', nextAttemptAt: new Date(Date.now() + jittered).toISOString(), disableEndpoint: false };
+  const nextAttemptAt = nextTryAt(deps.settings.webhookRetryScheduleMs, failedAutomatic);
+  if (nextAttemptAt === undefined) return { status: 'failed', nextAttemptAt: null, disableEndpoint: false };
+  return { status: 'pending', nextAttemptAt, disableEndpoint: false };
 }
 
 /**
