@@ -20,7 +20,10 @@ async function server(...args: Parameters<typeof testServer>) {
 const env = (url: string) => ({ CONVO_API_KEY: 'convo_sk_test', CONVO_BASE_URL: `${url}/v1` });
 
 describe('convo listen', () => {
-  it('forwards each event once, signed with the secret it printed, and goes on when the handler is down', async () => {
+  // Two reconnections wait out the stream's real backoff: past vitest's 5 s on a loaded machine.
+  it('forwards each event once, signed with the secret it printed, and goes on when the handler is down', {
+    timeout: 30_000,
+  }, async () => {
     const { terminal, stdout, stderr } = testTerminal();
     const secret = () => /whsec_\S+/.exec(stdout.text)?.[0] ?? '';
     const verified: unknown[] = [];
