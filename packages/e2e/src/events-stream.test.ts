@@ -216,8 +216,9 @@ describe('live events against a real server', () => {
     const first = made.indexOf((verified[0] as Event).data.id as string);
     expect(first).toBeGreaterThanOrEqual(0);
     for (let i = 0; i < 3; i++) made.push((await newContact()).id);
-    await vi.waitFor(() =>
-      expect(verified.map((event) => (event.data as { id: string }).id)).toEqual(made.slice(first)),
+    await vi.waitFor(
+      () => expect(verified.map((event) => (event.data as { id: string }).id)).toEqual(made.slice(first)),
+      { timeout: 10_000 },
     );
     expect(refused).toEqual([]);
     // The Python library's verify_webhook accepts the same deliveries.
@@ -233,8 +234,9 @@ describe('live events against a real server', () => {
       JSON.stringify({ secret, deliveries }),
     );
     expect(JSON.parse(stdout)).toEqual(verified.map((event) => event.id));
-    await vi.waitFor(() =>
-      expect(listen.lines().filter((line) => line.includes('→ 200'))).toHaveLength(verified.length),
+    await vi.waitFor(
+      () => expect(listen.lines().filter((line) => line.includes('→ 200'))).toHaveLength(verified.length),
+      { timeout: 10_000 },
     );
     const deliveryLines = listen.lines().slice(2);
     expect(deliveryLines.map((line) => line.split('  ').slice(1, 3))).toEqual(
@@ -247,8 +249,9 @@ describe('live events against a real server', () => {
       handler.closeAllConnections();
     });
     const lost = await newContact();
-    await vi.waitFor(() =>
-      expect(listen.lines().at(-1)).toMatch(/contact\.created {2}evt_\S+ {2}→ error: .*ECONNREFUSED/),
+    await vi.waitFor(
+      () => expect(listen.lines().at(-1)).toMatch(/contact\.created {2}evt_\S+ {2}→ error: .*ECONNREFUSED/),
+      { timeout: 10_000 },
     );
     expect(verified.map((event) => (event.data as { id: string }).id)).not.toContain(lost.id);
     expect(await listen.interrupt()).toBe(0);
@@ -309,8 +312,9 @@ describe('live events against a real server', () => {
       });
       // Every event of the account since listening began, once each, in the log's order.
       const all = (await listedAfter(after, [...EVENT_TYPES])) as string[];
-      await vi.waitFor(() =>
-        expect(received.map((e) => e.id).slice(received.findIndex((e) => e.id === after) + 1)).toEqual(all),
+      await vi.waitFor(
+        () => expect(received.map((e) => e.id).slice(received.findIndex((e) => e.id === after) + 1)).toEqual(all),
+        { timeout: 10_000 },
       );
       expect(
         received.filter((e) => (e.data as Message).id === reply.id).map((e) => (e.data as Message).status),
@@ -333,10 +337,14 @@ describe('live events against a real server', () => {
     const idsOf = (events: Event[]) => events.map((event) => (event.data as { id: string }).id);
     const cliIds = () => idsOf(cli.lines().map((line) => JSON.parse(line) as Event));
     for (let i = 0; i < 3; i++) made.push((await newContact()).id);
-    await vi.waitFor(() => {
-      expect(idsOf(follower.seen)).toEqual(made);
-      expect(cliIds()).toEqual(made);
-    });
+    // The CLI is a process of its own: it starts, then catches up from `--starting-after`.
+    await vi.waitFor(
+      () => {
+        expect(idsOf(follower.seen)).toEqual(made);
+        expect(cliIds()).toEqual(made);
+      },
+      { timeout: 20_000 },
+    );
 
     await server.restart();
     // A connection kept alive from before the restart may fail once: these POSTs retry, with their idempotency keys.
