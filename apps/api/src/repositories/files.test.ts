@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { expect, it, vi } from 'vitest';
 import { newId } from '../ids.js';
 import { type TestServer, describeDialect, describeEachDialect } from '../testing/harness.js';
 import { databaseFileStore } from './files.js';
@@ -12,20 +12,17 @@ const CHUNK = 512 * 1024;
 const scopeOf = (server: TestServer) =>
   new TenantScope(server.database.db, server.accountId, server.database.capabilities);
 
-/**
- * `bytes` in pieces of `size` (the last one shorter), counting those taken, each after `delayMs` (a client's
- * pace); `fail` is thrown after the last.
- */
+/** `bytes` in pieces of `size` (the last one shorter), counting those taken; `fail` is thrown after the last. */
 async function* piecesOf(
   bytes: Buffer,
   size: number,
-  options: { taken?: { pieces: number }; delayMs?: number; fail?: Error } = {},
+  options: { taken?: { pieces: number; ended: boolean }; fail?: Error } = {},
 ) {
   for (let at = 0; at < bytes.length; at += size) {
-    if (options.delayMs) await sleep(options.delayMs);
     if (options.taken) options.taken.pieces++;
     yield bytes.subarray(at, at + size);
   }
+  if (options.taken) options.taken.ended = true;
   if (options.fail) throw options.fail;
 }
 
@@ -73,9 +70,9 @@ describeEachDialect('the database file store', (server) => {
       id,
       piecesOf(randomBytes(2 * CHUNK + 1_000), 64 * 1024, { fail: broken }),
     );
+    // The write settles only once no insert is under way (the held insert below shows it), so none lands later.
     await expect(write).rejects.toBe(broken);
     await databaseFileStore.remove(scopeOf(server()), id);
-    await sleep(50); // no insert lands after the removal
     expect(await chunkRows(server(), id)).toEqual([]);
   });
 
@@ -86,21 +83,16 @@ describeEachDialect('the database file store', (server) => {
       .database.db.insertInto('file_chunks')
       .values({ account_id: server().accountId, file_id: id, seq: 2, data: Buffer.from('x') })
       .execute();
-    const taken = { pieces: 0 };
-    // Chunks at a client's pace: the insert fails while the next chunk is awaited.
-    const write = databaseFileStore.write(
-      scopeOf(server()),
-      id,
-      piecesOf(randomBytes(8 * CHUNK), CHUNK, { taken, delayMs: 20 }),
-    );
+    const taken = { pieces: 0, ended: false };
+    const write = databaseFileStore.write(scopeOf(server()), id, piecesOf(randomBytes(8 * CHUNK), CHUNK, { taken }));
     const error = await write.then(
       () => undefined,
       (failure: unknown) => failure,
     );
     expect(server().database.isUniqueViolation(error)).toBe(true);
+    // The next chunk's insert waits for the one before, so the failure stops the reading.
     expect(taken.pieces).toBeLessThan(8);
     await databaseFileStore.remove(scopeOf(server()), id);
-    await sleep(50); // no insert lands after the removal
     expect(await chunkRows(server(), id)).toEqual([]);
   });
 });
@@ -132,7 +124,7 @@ describeDialect('postgres', 'the database file store, an insert held up', (serve
       .catch(() => {});
     await held;
     const broken = new Error('the client went away');
-    const taken = { pieces: 0 };
+    const taken = { pieces: 0, ended: false };
     const write = databaseFileStore.write(
       scopeOf(server()),
       id,
@@ -143,8 +135,15 @@ describeDialect('postgres', 'the database file store, an insert held up', (serve
       () => (settled = true),
       () => (settled = true),
     );
-    while (taken.pieces < 3) await sleep(10);
-    await sleep(100);
+    // The source has failed and the second chunk's insert waits on the blocker's lock: the write must wait too.
+    await vi.waitFor(async () => {
+      expect(taken.ended).toBe(true);
+      const { rows } = await sql<{ waiting: number }>`
+        select count(*)::int as waiting from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
+      expect(rows[0]?.waiting).toBe(1);
+    });
+    await new Promise((resolve) => setImmediate(resolve));
     expect(settled).toBe(false);
     release();
     await blocker;
