@@ -308,9 +308,11 @@ function poolFor(operation: Operation, param: string): string {
   if (operation.method === 'DELETE' && !operation.path.includes('{tag}'))
     return `disposable${pool[0]?.toUpperCase()}${pool.slice(1)}`;
   if (operation.id === 'conversations.update') return 'conversationsToChange';
-  // Changes that other operations' twins would see happen between their two requests.
+  // Changes that other operations' twins would see happen between their two requests (a channel's
+  // business account set or removed turns its template list from a 400 to a 200 and back).
   if (operation.id === 'workflows.update') return 'workflowsToChange';
   if (operation.id === 'orders.update') return 'ordersToChange';
+  if (operation.id === 'channels.update') return 'channelsToChange';
   // Contacts that have every fixture tag, and that nothing but tag removal changes.
   if (operation.path.includes('{tag}')) return 'taggedContacts';
   return pool;
@@ -372,6 +374,7 @@ function pathParamArbitrary(operation: Operation, param: string, fixtures: Fixtu
       endpoints: 'whe',
       deliveries: 'whd',
       channels: 'ch',
+      channelsToChange: 'ch',
       files: 'file',
     }[pool.replace(/^disposable(.)/, (_, c: string) => c.toLowerCase())] ?? 'x';
   const options: [number, fc.Arbitrary<PathParam>][] = [
@@ -1224,11 +1227,19 @@ async function createFixtures(server: TestServer): Promise<Fixtures> {
     call(
       'POST',
       '/channels',
-      { platform: 'whatsapp', external_id: String(900_000 + i), access_token: `token-${i}`, app_secret: `secret-${i}` },
+      {
+        platform: 'whatsapp',
+        external_id: String(900_000 + i),
+        access_token: `token-${i}`,
+        app_secret: `secret-${i}`,
+        // Some with a business account, whose templates can be listed; channels.update changes channels of its own.
+        ...(i % 2 === 0 ? { business_account_id: String(800_000 + i) } : {}),
+      },
       key,
     );
   for (let i = 0; i < 3; i++) push(a, 'channels', (await channel(i)).id);
   for (let i = 3; i < 15; i++) push(a, 'disposableChannels', (await channel(i)).id);
+  for (let i = 15; i < 18; i++) push(a, 'channelsToChange', (await channel(i)).id);
   for (let i = 0; i < 4; i++) push(a, 'taggedContacts', (await call('POST', '/contacts', { phone: phone(), tags })).id);
   push(
     a,
