@@ -23,6 +23,7 @@ export async function openClient(
   return new Convo({
     apiKey: settings.apiKey.value,
     baseUrl: settings.baseUrl?.value ?? DEFAULT_BASE_URL,
+    ...(terminal.sleep ? { sleep: terminal.sleep } : {}),
     onRetry: (retry) => {
       notice(retry);
       options.onRetry?.(retry);

@@ -29,6 +29,8 @@ export interface Terminal {
   stdin: InputStream;
   stdout: OutputStream;
   stderr: OutputStream;
+  /** Waits between a request's attempts and a stream's reconnections; a timer when absent (tests pass their own). */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export const processTerminal = (): Terminal => ({
