@@ -8,6 +8,7 @@ import { formatDateTime } from '../format';
 import { useSignedIn } from '../layout/console-layout';
 import { canManage } from '../session';
 import { type Outputs, type Role, useTRPC } from '../trpc';
+import { DataTable } from '../components/data-table';
 
 type Member = Outputs['members']['list'][number];
 type Invitation = Outputs['invitations']['list'][number];
@@ -72,51 +73,39 @@ function MembersSection() {
       ) : members.isError ? (
         <p role="alert">Could not load the members: {consoleErrorOf(members.error).message}</p>
       ) : (
-        <div className="table-wrap">
-          <table>
-            <caption className="visually-hidden">Members</caption>
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Name</th>
-                <th scope="col">Role</th>
-                <th scope="col">Joined</th>
-                {manager ? (
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                ) : null}
-              </tr>
-            </thead>
-            <tbody>
-              {members.data.map((member) => (
-                <tr key={member.user_id}>
-                  <td data-label="E-mail">
-                    {member.email}
-                    {member.user_id === session.user.id ? <span className="muted"> (you)</span> : null}
-                  </td>
-                  <td data-label="Name">{member.name ?? '—'}</td>
-                  <td data-label="Role">{ROLE_LABELS[member.role]}</td>
-                  <td data-label="Joined">{formatDateTime(member.created_at)}</td>
-                  {manager ? (
-                    <td className="actions">
-                      {removable(member) ? (
-                        <button
-                          type="button"
-                          className="button button-small"
-                          onClick={() => setRemoving(member)}
-                          aria-label={`Remove ${member.email}`}
-                        >
-                          Remove
-                        </button>
-                      ) : null}
-                    </td>
-                  ) : null}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption="Members"
+          rows={members.data}
+          rowKey={(member) => member.user_id}
+          columns={[
+            {
+              label: 'E-mail',
+              cell: (member) => (
+                <>
+                  {member.email}
+                  {member.user_id === session.user.id ? <span className="muted"> (you)</span> : null}
+                </>
+              ),
+            },
+            { label: 'Name', cell: (member) => member.name ?? '—' },
+            { label: 'Role', cell: (member) => ROLE_LABELS[member.role] },
+            { label: 'Joined', cell: (member) => formatDateTime(member.created_at) },
+          ]}
+          actions={
+            manager &&
+            ((member) =>
+              removable(member) ? (
+                <button
+                  type="button"
+                  className="button button-small"
+                  onClick={() => setRemoving(member)}
+                  aria-label={`Remove ${member.email}`}
+                >
+                  Remove
+                </button>
+              ) : null)
+          }
+        />
       )}
       <ConfirmDialog
         title="Remove member"
@@ -169,40 +158,26 @@ function InvitationsSection() {
       ) : invitations.data.length === 0 ? (
         <p>No pending invitations.</p>
       ) : (
-        <div className="table-wrap">
-          <table>
-            <caption className="visually-hidden">Pending invitations</caption>
-            <thead>
-              <tr>
-                <th scope="col">Role</th>
-                <th scope="col">Created</th>
-                <th scope="col">Expires</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {invitations.data.map((invitation) => (
-                <tr key={invitation.id}>
-                  <td data-label="Role">{ROLE_LABELS[invitation.role]}</td>
-                  <td data-label="Created">{formatDateTime(invitation.created_at)}</td>
-                  <td data-label="Expires">{formatDateTime(invitation.expires_at)}</td>
-                  <td className="actions">
-                    <button
-                      type="button"
-                      className="button button-small"
-                      onClick={() => setRevoking(invitation)}
-                      aria-label={`Revoke invitation ${invitation.id}`}
-                    >
-                      Revoke
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption="Pending invitations"
+          rows={invitations.data}
+          rowKey={(invitation) => invitation.id}
+          columns={[
+            { label: 'Role', cell: (invitation) => ROLE_LABELS[invitation.role] },
+            { label: 'Created', cell: (invitation) => formatDateTime(invitation.created_at) },
+            { label: 'Expires', cell: (invitation) => formatDateTime(invitation.expires_at) },
+          ]}
+          actions={(invitation) => (
+            <button
+              type="button"
+              className="button button-small"
+              onClick={() => setRevoking(invitation)}
+              aria-label={`Revoke invitation ${invitation.id}`}
+            >
+              Revoke
+            </button>
+          )}
+        />
       )}
       {inviting ? <InviteDialog onClose={() => setInviting(false)} /> : null}
       <ConfirmDialog

@@ -13,6 +13,7 @@ import { useSignedIn } from '../layout/console-layout';
 import { KEY_TYPE_LABELS } from '../schemas';
 import { canManage } from '../session';
 import { type Outputs, useTRPC } from '../trpc';
+import { DataTable } from '../components/data-table';
 
 type ApiKey = Outputs['keys']['list'][number];
 
@@ -83,53 +84,40 @@ export function ApiKeysPage() {
       ) : shown.length === 0 ? (
         <p>{filter === 'revoked' ? 'No revoked keys.' : 'No keys yet.'}</p>
       ) : (
-        <div className="table-wrap">
-          <table>
-            <caption className="visually-hidden">API keys of {session.account.name}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Type</th>
-                <th scope="col">Key</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Status</th>
-              </tr>
-            </thead>
-            <tbody>
-              {shown.map((key) => (
-                <tr key={key.id}>
-                  <td data-label="Name">{key.name}</td>
-                  <td data-label="Type">{KEY_TYPE_LABELS[key.type]}</td>
-                  <td data-label="Key" className="mono">
-                    …{key.last_four}
-                  </td>
-                  <td data-label="Created">{formatDateTime(key.created_at)}</td>
-                  <td data-label="Last used">{formatDateTime(key.last_used_at)}</td>
-                  <td data-label="Status" className="actions">
-                    {key.revoked_at !== null ? (
-                      <span>
-                        Revoked {formatDateTime(key.revoked_at)}
-                        {key.revoked_by ? ` by ${key.revoked_by}` : ''}
-                      </span>
-                    ) : manager ? (
-                      <button
-                        type="button"
-                        className="button button-small"
-                        onClick={() => setRevoking(key)}
-                        aria-label={`Revoke ${key.name}`}
-                      >
-                        Revoke
-                      </button>
-                    ) : (
-                      'Active'
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption={`API keys of ${session.account.name}`}
+          rows={shown}
+          rowKey={(key) => key.id}
+          columns={[
+            { label: 'Name', cell: (key) => key.name },
+            { label: 'Type', cell: (key) => KEY_TYPE_LABELS[key.type] },
+            { label: 'Key', className: 'mono', cell: (key) => `…${key.last_four}` },
+            { label: 'Created', cell: (key) => formatDateTime(key.created_at) },
+            { label: 'Last used', cell: (key) => formatDateTime(key.last_used_at) },
+            {
+              label: 'Status',
+              className: 'actions',
+              cell: (key) =>
+                key.revoked_at !== null ? (
+                  <span>
+                    Revoked {formatDateTime(key.revoked_at)}
+                    {key.revoked_by ? ` by ${key.revoked_by}` : ''}
+                  </span>
+                ) : manager ? (
+                  <button
+                    type="button"
+                    className="button button-small"
+                    onClick={() => setRevoking(key)}
+                    aria-label={`Revoke ${key.name}`}
+                  >
+                    Revoke
+                  </button>
+                ) : (
+                  'Active'
+                ),
+            },
+          ]}
+        />
       )}
       {manager ? <GenerateKeyDialog isOpen={generating} onClose={() => setGenerating(false)} /> : null}
       {manager ? <RevokeKeyDialog apiKey={revoking} onClose={() => setRevoking(null)} /> : null}

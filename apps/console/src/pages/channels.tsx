@@ -12,6 +12,7 @@ import { contractResolver } from '../forms';
 import { useSignedIn } from '../layout/console-layout';
 import { canManage } from '../session';
 import { useTRPC } from '../trpc';
+import { DataTable } from '../components/data-table';
 
 export const PLATFORMS: Record<Platform, { label: string; externalId: string; externalIdHint: string; token: string }> =
   {
@@ -91,73 +92,63 @@ export function ChannelsPage() {
       ) : channels.data.data.length === 0 ? (
         <p>No channels yet.</p>
       ) : (
-        <div className="table-wrap">
-          <table>
-            <caption className="visually-hidden">Channels</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Platform</th>
-                <th scope="col">Meta id</th>
-                <th scope="col">Status</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {channels.data.data.map((channel) => (
-                <tr key={channel.id}>
-                  <td data-label="Name">{channel.name}</td>
-                  <td data-label="Platform">{PLATFORMS[channel.platform].label}</td>
-                  <td data-label="Meta id" className="mono">
-                    {channel.external_id}
-                  </td>
-                  <td data-label="Status">
-                    <span className={`badge badge-${channel.status}`}>{channel.status}</span>
-                    {channel.last_error ? <div className="muted">{channel.last_error.message}</div> : null}
-                  </td>
-                  <td className="actions">
-                    <button
-                      type="button"
-                      className="button button-small"
-                      onClick={() => setShowing(channel)}
-                      aria-label={`Webhook settings of ${channel.name}`}
-                    >
-                      Webhook settings
-                    </button>
-                    {manager ? (
-                      <>
-                        <button
-                          type="button"
-                          className="button button-small"
-                          disabled={update.isPending}
-                          onClick={() =>
-                            update.mutate({
-                              params: { id: channel.id },
-                              body: { status: channel.status === 'disabled' ? 'active' : 'disabled' },
-                            })
-                          }
-                          aria-label={`${channel.status === 'disabled' ? 'Enable' : 'Disable'} ${channel.name}`}
-                        >
-                          {channel.status === 'disabled' ? 'Enable' : 'Disable'}
-                        </button>
-                        <button
-                          type="button"
-                          className="button button-small"
-                          onClick={() => setDeleting(channel)}
-                          aria-label={`Delete ${channel.name}`}
-                        >
-                          Delete
-                        </button>
-                      </>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption="Channels"
+          rows={channels.data.data}
+          rowKey={(channel) => channel.id}
+          columns={[
+            { label: 'Name', cell: (channel) => channel.name },
+            { label: 'Platform', cell: (channel) => PLATFORMS[channel.platform].label },
+            { label: 'Meta id', className: 'mono', cell: (channel) => channel.external_id },
+            {
+              label: 'Status',
+              cell: (channel) => (
+                <>
+                  <span className={`badge badge-${channel.status}`}>{channel.status}</span>
+                  {channel.last_error ? <div className="muted">{channel.last_error.message}</div> : null}
+                </>
+              ),
+            },
+          ]}
+          actions={(channel) => (
+            <>
+              <button
+                type="button"
+                className="button button-small"
+                onClick={() => setShowing(channel)}
+                aria-label={`Webhook settings of ${channel.name}`}
+              >
+                Webhook settings
+              </button>
+              {manager ? (
+                <>
+                  <button
+                    type="button"
+                    className="button button-small"
+                    disabled={update.isPending}
+                    onClick={() =>
+                      update.mutate({
+                        params: { id: channel.id },
+                        body: { status: channel.status === 'disabled' ? 'active' : 'disabled' },
+                      })
+                    }
+                    aria-label={`${channel.status === 'disabled' ? 'Enable' : 'Disable'} ${channel.name}`}
+                  >
+                    {channel.status === 'disabled' ? 'Enable' : 'Disable'}
+                  </button>
+                  <button
+                    type="button"
+                    className="button button-small"
+                    onClick={() => setDeleting(channel)}
+                    aria-label={`Delete ${channel.name}`}
+                  >
+                    Delete
+                  </button>
+                </>
+              ) : null}
+            </>
+          )}
+        />
       )}
       {connecting ? (
         <ConnectChannelDialog

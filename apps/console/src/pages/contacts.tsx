@@ -6,6 +6,7 @@ import { consoleErrorOf } from '../errors';
 import { formatDateTime, formatMoney } from '../format';
 import { useTRPC } from '../trpc';
 import { ConversationTable } from './conversations';
+import { DataTable } from '../components/data-table';
 
 const PAGE_SIZE = 20;
 
@@ -57,33 +58,21 @@ export function ContactsPage() {
       >
         {(records) => (
           <>
-            <div className="table-wrap">
-              <table>
-                <caption className="visually-hidden">Contacts</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Phone</th>
-                    <th scope="col">E-mail</th>
-                    <th scope="col">Tags</th>
-                    <th scope="col">Created</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {records.map((contact) => (
-                    <tr key={contact.id}>
-                      <td data-label="Name">
-                        <Link href={`/contacts/${contact.id}`}>{contact.name ?? contact.id}</Link>
-                      </td>
-                      <td data-label="Phone">{contact.phone ?? '—'}</td>
-                      <td data-label="E-mail">{contact.email ?? '—'}</td>
-                      <td data-label="Tags">{contact.tags.join(', ') || '—'}</td>
-                      <td data-label="Created">{formatDateTime(contact.created_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              caption="Contacts"
+              rows={records}
+              rowKey={(contact) => contact.id}
+              columns={[
+                {
+                  label: 'Name',
+                  cell: (contact) => <Link href={`/contacts/${contact.id}`}>{contact.name ?? contact.id}</Link>,
+                },
+                { label: 'Phone', cell: (contact) => contact.phone ?? '—' },
+                { label: 'E-mail', cell: (contact) => contact.email ?? '—' },
+                { label: 'Tags', cell: (contact) => contact.tags.join(', ') || '—' },
+                { label: 'Created', cell: (contact) => formatDateTime(contact.created_at) },
+              ]}
+            />
           </>
         )}
       </ListSection>
@@ -140,29 +129,17 @@ export function ContactPage({ id }: { id: string }) {
       <ListSection query={orders} noun="orders" empty="No orders.">
         {(records) => (
           <>
-            <div className="table-wrap">
-              <table>
-                <caption className="visually-hidden">Orders</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Number</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Total</th>
-                    <th scope="col">Placed</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {records.map((order) => (
-                    <tr key={order.id}>
-                      <td data-label="Number">{order.number}</td>
-                      <td data-label="Status">{order.status}</td>
-                      <td data-label="Total">{formatMoney(order.total_amount, order.currency)}</td>
-                      <td data-label="Placed">{formatDateTime(order.placed_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              caption="Orders"
+              rows={records}
+              rowKey={(order) => order.id}
+              columns={[
+                { label: 'Number', cell: (order) => order.number },
+                { label: 'Status', cell: (order) => order.status },
+                { label: 'Total', cell: (order) => formatMoney(order.total_amount, order.currency) },
+                { label: 'Placed', cell: (order) => formatDateTime(order.placed_at) },
+              ]}
+            />
           </>
         )}
       </ListSection>

@@ -11,6 +11,7 @@ import { useSignedIn } from '../layout/console-layout';
 import { canManage } from '../session';
 import { useTRPC } from '../trpc';
 import { PLATFORMS } from './channels';
+import { DataTable } from '../components/data-table';
 
 const PAGE_SIZE = 20;
 
@@ -118,39 +119,32 @@ function MediaFile({ fileId, mimeType, type }: { fileId: string; mimeType: strin
 /** Conversations as a table (cards on a phone): each links to its page. */
 export function ConversationTable({ conversations }: { conversations: Conversation[] }) {
   return (
-    <div className="table-wrap">
-      <table>
-        <caption className="visually-hidden">Conversations</caption>
-        <thead>
-          <tr>
-            <th scope="col">Contact</th>
-            <th scope="col">Platform</th>
-            <th scope="col">Status</th>
-            <th scope="col">Last message</th>
-            <th scope="col">Activity</th>
-          </tr>
-        </thead>
-        <tbody>
-          {conversations.map((conversation) => (
-            <tr key={conversation.id}>
-              <td data-label="Contact">
-                <Link href={`/conversations/${conversation.id}`}>
-                  {conversation.contact.name ?? conversation.contact.phone ?? conversation.contact.id}
-                </Link>
-              </td>
-              <td data-label="Platform">{PLATFORMS[conversation.platform].label}</td>
-              <td data-label="Status">{STATUS_LABELS[conversation.status]}</td>
-              <td data-label="Last message" className="truncate">
-                {conversation.last_message?.content ?? '—'}
-              </td>
-              <td data-label="Activity">
-                {formatDateTime(conversation.last_message?.timestamp ?? conversation.created_at)}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable
+      caption="Conversations"
+      rows={conversations}
+      rowKey={(conversation) => conversation.id}
+      columns={[
+        {
+          label: 'Contact',
+          cell: (conversation) => (
+            <Link href={`/conversations/${conversation.id}`}>
+              {conversation.contact.name ?? conversation.contact.phone ?? conversation.contact.id}
+            </Link>
+          ),
+        },
+        { label: 'Platform', cell: (conversation) => PLATFORMS[conversation.platform].label },
+        { label: 'Status', cell: (conversation) => STATUS_LABELS[conversation.status] },
+        {
+          label: 'Last message',
+          className: 'truncate',
+          cell: (conversation) => conversation.last_message?.content ?? '—',
+        },
+        {
+          label: 'Activity',
+          cell: (conversation) => formatDateTime(conversation.last_message?.timestamp ?? conversation.created_at),
+        },
+      ]}
+    />
   );
 }
 

@@ -5,6 +5,7 @@ import { ListSection } from '../components/list-section';
 import { consoleErrorOf } from '../errors';
 import { formatDateTime } from '../format';
 import { useTRPC } from '../trpc';
+import { DataTable } from '../components/data-table';
 
 const PAGE_SIZE = 25;
 
@@ -87,42 +88,37 @@ export function LogsPage() {
       >
         {(records) => (
           <>
-            <div className="table-wrap">
-              <table>
-                <caption className="visually-hidden">API requests</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Status</th>
-                    <th scope="col">Request</th>
-                    <th scope="col">Key</th>
-                    <th scope="col">Duration</th>
-                    <th scope="col">Time</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {records.map((line) => (
-                    <tr key={line.id}>
-                      <td data-label="Status">
-                        <span className={line.status >= 400 ? 'badge badge-failed' : 'badge badge-succeeded'}>
-                          {line.status}
-                        </span>
-                      </td>
-                      <td data-label="Request" className="mono">
-                        <Link href={`/logs/${encodeURIComponent(line.request_id)}`}>
-                          {line.method} {line.path}
-                          {line.query ? `?${line.query}` : ''}
-                        </Link>
-                      </td>
-                      <td data-label="Key">
-                        {line.key ? `${line.key.name ?? line.key.id} (…${line.key.last_four})` : '—'}
-                      </td>
-                      <td data-label="Duration">{line.duration_ms} ms</td>
-                      <td data-label="Time">{formatDateTime(line.created_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              caption="API requests"
+              rows={records}
+              rowKey={(line) => line.id}
+              columns={[
+                {
+                  label: 'Status',
+                  cell: (line) => (
+                    <span className={line.status >= 400 ? 'badge badge-failed' : 'badge badge-succeeded'}>
+                      {line.status}
+                    </span>
+                  ),
+                },
+                {
+                  label: 'Request',
+                  className: 'mono',
+                  cell: (line) => (
+                    <Link href={`/logs/${encodeURIComponent(line.request_id)}`}>
+                      {line.method} {line.path}
+                      {line.query ? `?${line.query}` : ''}
+                    </Link>
+                  ),
+                },
+                {
+                  label: 'Key',
+                  cell: (line) => (line.key ? `${line.key.name ?? line.key.id} (…${line.key.last_four})` : '—'),
+                },
+                { label: 'Duration', cell: (line) => `${line.duration_ms} ms` },
+                { label: 'Time', cell: (line) => formatDateTime(line.created_at) },
+              ]}
+            />
           </>
         )}
       </ListSection>

@@ -9,6 +9,7 @@ import { useSignedIn } from '../layout/console-layout';
 import { canManage } from '../session';
 import { useTRPC } from '../trpc';
 import { eventsLabel } from './webhooks';
+import { DataTable } from '../components/data-table';
 
 const PAGE_SIZE = 20;
 
@@ -90,68 +91,59 @@ export function WebhookEndpointPage({ id }: { id: string }) {
       >
         {(records) => (
           <>
-            <div className="table-wrap">
-              <table>
-                <caption className="visually-hidden">Deliveries</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Event</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Attempts</th>
-                    <th scope="col">Next attempt</th>
-                    {manager ? (
-                      <th scope="col">
-                        <span className="visually-hidden">Actions</span>
-                      </th>
-                    ) : null}
-                  </tr>
-                </thead>
-                <tbody>
-                  {records.map((delivery) => (
-                    <tr key={delivery.id}>
-                      <td data-label="Event">
-                        <span className="mono">{delivery.event_type}</span>
-                        <div className="muted mono">{delivery.event_id}</div>
-                      </td>
-                      <td data-label="Status">
-                        <span className={`badge badge-${delivery.status}`}>{delivery.status}</span>
-                      </td>
-                      <td data-label="Created">{formatDateTime(delivery.created_at)}</td>
-                      <td data-label="Attempts">
-                        {delivery.attempts.length === 0 ? (
-                          'None yet'
-                        ) : (
-                          <ol className="attempts">
-                            {delivery.attempts.map((attempt) => (
-                              <li key={attempt.at}>
-                                {formatDateTime(attempt.at)}: {attempt.status_code ?? 'no response'} in{' '}
-                                {attempt.duration_ms} ms
-                                {attempt.error ? <span className="muted"> ({attempt.error})</span> : null}
-                              </li>
-                            ))}
-                          </ol>
-                        )}
-                      </td>
-                      <td data-label="Next attempt">{formatDateTime(delivery.next_attempt_at, '—')}</td>
-                      {manager ? (
-                        <td className="actions">
-                          <button
-                            type="button"
-                            className="button button-small"
-                            disabled={retry.isPending}
-                            onClick={() => retry.mutate({ params: { id, delivery_id: delivery.id } })}
-                            aria-label={`Retry delivery of ${delivery.event_type} ${delivery.event_id}`}
-                          >
-                            Retry
-                          </button>
-                        </td>
-                      ) : null}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              caption="Deliveries"
+              rows={records}
+              rowKey={(delivery) => delivery.id}
+              columns={[
+                {
+                  label: 'Event',
+                  cell: (delivery) => (
+                    <>
+                      <span className="mono">{delivery.event_type}</span>
+                      <div className="muted mono">{delivery.event_id}</div>
+                    </>
+                  ),
+                },
+                {
+                  label: 'Status',
+                  cell: (delivery) => <span className={`badge badge-${delivery.status}`}>{delivery.status}</span>,
+                },
+                { label: 'Created', cell: (delivery) => formatDateTime(delivery.created_at) },
+                {
+                  label: 'Attempts',
+                  cell: (delivery) =>
+                    delivery.attempts.length === 0 ? (
+                      'None yet'
+                    ) : (
+                      <ol className="attempts">
+                        {delivery.attempts.map((attempt) => (
+                          <li key={attempt.at}>
+                            {formatDateTime(attempt.at)}: {attempt.status_code ?? 'no response'} in{' '}
+                            {attempt.duration_ms} ms
+                            {attempt.error ? <span className="muted"> ({attempt.error})</span> : null}
+                          </li>
+                        ))}
+                      </ol>
+                    ),
+                },
+                { label: 'Next attempt', cell: (delivery) => formatDateTime(delivery.next_attempt_at, '—') },
+              ]}
+              actions={
+                manager &&
+                ((delivery) => (
+                  <button
+                    type="button"
+                    className="button button-small"
+                    disabled={retry.isPending}
+                    onClick={() => retry.mutate({ params: { id, delivery_id: delivery.id } })}
+                    aria-label={`Retry delivery of ${delivery.event_type} ${delivery.event_id}`}
+                  >
+                    Retry
+                  </button>
+                ))
+              }
+            />
           </>
         )}
       </ListSection>

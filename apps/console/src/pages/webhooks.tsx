@@ -14,6 +14,7 @@ import { consoleErrorOf, showServerError } from '../errors';
 import { useSignedIn } from '../layout/console-layout';
 import { canManage } from '../session';
 import { useTRPC } from '../trpc';
+import { DataTable } from '../components/data-table';
 
 /** Zod's own wording for the contract's rules, in the console's words. */
 const formMessages: z.core.$ZodErrorMap = (issue) => {
@@ -106,75 +107,70 @@ export function WebhooksPage() {
       <ListSection query={endpoints} noun="endpoints" empty="No endpoints yet.">
         {(records) => (
           <>
-            <div className="table-wrap">
-              <table>
-                <caption className="visually-hidden">Webhook endpoints</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">URL</th>
-                    <th scope="col">Events</th>
-                    <th scope="col">Status</th>
-                    {manager ? (
-                      <th scope="col">
-                        <span className="visually-hidden">Actions</span>
-                      </th>
-                    ) : null}
-                  </tr>
-                </thead>
-                <tbody>
-                  {records.map((endpoint) => (
-                    <tr key={endpoint.id}>
-                      <td data-label="URL">
-                        <Link href={`/webhooks/${endpoint.id}`} className="mono">
-                          {endpoint.url}
-                        </Link>
-                        {endpoint.description ? <div className="muted">{endpoint.description}</div> : null}
-                      </td>
-                      <td data-label="Events">{eventsLabel(endpoint.events)}</td>
-                      <td data-label="Status">
-                        <span className={`badge badge-${endpoint.status}`}>
-                          {endpoint.status === 'enabled' ? 'Enabled' : 'Disabled'}
-                        </span>
-                      </td>
-                      {manager ? (
-                        <td className="actions">
-                          <button
-                            type="button"
-                            className="button button-small"
-                            onClick={() => setEditing(endpoint)}
-                            aria-label={`Edit events of ${endpoint.url}`}
-                          >
-                            Edit events
-                          </button>
-                          <button
-                            type="button"
-                            className="button button-small"
-                            disabled={update.isPending}
-                            onClick={() =>
-                              update.mutate({
-                                params: { id: endpoint.id },
-                                body: { status: endpoint.status === 'enabled' ? 'disabled' : 'enabled' },
-                              })
-                            }
-                            aria-label={`${endpoint.status === 'enabled' ? 'Disable' : 'Enable'} ${endpoint.url}`}
-                          >
-                            {endpoint.status === 'enabled' ? 'Disable' : 'Enable'}
-                          </button>
-                          <button
-                            type="button"
-                            className="button button-small"
-                            onClick={() => setDeleting(endpoint)}
-                            aria-label={`Delete ${endpoint.url}`}
-                          >
-                            Delete
-                          </button>
-                        </td>
-                      ) : null}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              caption="Webhook endpoints"
+              rows={records}
+              rowKey={(endpoint) => endpoint.id}
+              columns={[
+                {
+                  label: 'URL',
+                  cell: (endpoint) => (
+                    <>
+                      <Link href={`/webhooks/${endpoint.id}`} className="mono">
+                        {endpoint.url}
+                      </Link>
+                      {endpoint.description ? <div className="muted">{endpoint.description}</div> : null}
+                    </>
+                  ),
+                },
+                { label: 'Events', cell: (endpoint) => eventsLabel(endpoint.events) },
+                {
+                  label: 'Status',
+                  cell: (endpoint) => (
+                    <span className={`badge badge-${endpoint.status}`}>
+                      {endpoint.status === 'enabled' ? 'Enabled' : 'Disabled'}
+                    </span>
+                  ),
+                },
+              ]}
+              actions={
+                manager &&
+                ((endpoint) => (
+                  <>
+                    <button
+                      type="button"
+                      className="button button-small"
+                      onClick={() => setEditing(endpoint)}
+                      aria-label={`Edit events of ${endpoint.url}`}
+                    >
+                      Edit events
+                    </button>
+                    <button
+                      type="button"
+                      className="button button-small"
+                      disabled={update.isPending}
+                      onClick={() =>
+                        update.mutate({
+                          params: { id: endpoint.id },
+                          body: { status: endpoint.status === 'enabled' ? 'disabled' : 'enabled' },
+                        })
+                      }
+                      aria-label={`${endpoint.status === 'enabled' ? 'Disable' : 'Enable'} ${endpoint.url}`}
+                    >
+                      {endpoint.status === 'enabled' ? 'Disable' : 'Enable'}
+                    </button>
+                    <button
+                      type="button"
+                      className="button button-small"
+                      onClick={() => setDeleting(endpoint)}
+                      aria-label={`Delete ${endpoint.url}`}
+                    >
+                      Delete
+                    </button>
+                  </>
+                ))
+              }
+            />
           </>
         )}
       </ListSection>

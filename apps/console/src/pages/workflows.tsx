@@ -5,6 +5,7 @@ import { ListSection } from '../components/list-section';
 import { consoleErrorOf } from '../errors';
 import { formatDateTime } from '../format';
 import { useTRPC } from '../trpc';
+import { DataTable } from '../components/data-table';
 
 const PAGE_SIZE = 20;
 
@@ -24,35 +25,18 @@ export function WorkflowsPage() {
       >
         {(records) => (
           <>
-            <div className="table-wrap">
-              <table>
-                <caption className="visually-hidden">Workflows</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Started by</th>
-                    <th scope="col">Steps</th>
-                    <th scope="col">Enabled</th>
-                    <th scope="col">Created</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {records.map((workflow) => (
-                    <tr key={workflow.id}>
-                      <td data-label="Name">
-                        <Link href={`/workflows/${workflow.id}`}>{workflow.name}</Link>
-                      </td>
-                      <td data-label="Started by" className="mono">
-                        {workflow.trigger?.event ?? 'the API'}
-                      </td>
-                      <td data-label="Steps">{workflow.steps.length}</td>
-                      <td data-label="Enabled">{workflow.enabled ? 'Yes' : 'No'}</td>
-                      <td data-label="Created">{formatDateTime(workflow.created_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              caption="Workflows"
+              rows={records}
+              rowKey={(workflow) => workflow.id}
+              columns={[
+                { label: 'Name', cell: (workflow) => <Link href={`/workflows/${workflow.id}`}>{workflow.name}</Link> },
+                { label: 'Started by', className: 'mono', cell: (workflow) => workflow.trigger?.event ?? 'the API' },
+                { label: 'Steps', cell: (workflow) => workflow.steps.length },
+                { label: 'Enabled', cell: (workflow) => (workflow.enabled ? 'Yes' : 'No') },
+                { label: 'Created', cell: (workflow) => formatDateTime(workflow.created_at) },
+              ]}
+            />
           </>
         )}
       </ListSection>
@@ -93,43 +77,37 @@ export function WorkflowPage({ id }: { id: string }) {
       >
         {(records) => (
           <>
-            <div className="table-wrap">
-              <table>
-                <caption className="visually-hidden">Runs</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Run</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Steps</th>
-                    <th scope="col">Created</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {records.map((run) => (
-                    <tr key={run.id}>
-                      <td data-label="Run" className="mono">
-                        {run.id}
-                      </td>
-                      <td data-label="Status">
-                        {run.status}
-                        {run.error ? ` (${run.error})` : ''}
-                      </td>
-                      <td data-label="Steps">
-                        <ol className="steps">
-                          {run.steps.map((step) => (
-                            <li key={step.index}>
-                              {step.type}: {step.status}
-                              {step.error ? ` (${step.error})` : ''}
-                            </li>
-                          ))}
-                        </ol>
-                      </td>
-                      <td data-label="Created">{formatDateTime(run.created_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              caption="Runs"
+              rows={records}
+              rowKey={(run) => run.id}
+              columns={[
+                { label: 'Run', className: 'mono', cell: (run) => run.id },
+                {
+                  label: 'Status',
+                  cell: (run) => (
+                    <>
+                      {run.status}
+                      {run.error ? ` (${run.error})` : ''}
+                    </>
+                  ),
+                },
+                {
+                  label: 'Steps',
+                  cell: (run) => (
+                    <ol className="steps">
+                      {run.steps.map((step) => (
+                        <li key={step.index}>
+                          {step.type}: {step.status}
+                          {step.error ? ` (${step.error})` : ''}
+                        </li>
+                      ))}
+                    </ol>
+                  ),
+                },
+                { label: 'Created', cell: (run) => formatDateTime(run.created_at) },
+              ]}
+            />
           </>
         )}
       </ListSection>
