@@ -1,6 +1,6 @@
 import { MAX_FILE_BYTES, type Message, type MessageMedia, type PlatformMedia } from '@convo/core';
 import { openMedia } from '../channels/graph-media.js';
-import type { GraphError } from '../channels/graph-api.js';
+import { type GraphError, networkFailure } from '../channels/graph-api.js';
 import { ApiError } from '../errors.js';
 import { now } from '../ids.js';
 import { channelsRepository } from '../repositories/channels.js';
@@ -74,28 +74,16 @@ export const mediaService = {
       if (opened.bytes) await cancel(opened.bytes);
       return settle(ctx, row, media, { status: 'too_large', error: null });
     }
-    let upload: StoredUpload;
-    try {
-      upload = await filesService.store(ctx, {
-        filename: media.filename ?? null,
-        // Messenger and Instagram name only the kind (`image/*`): the download says the type.
-        mimeType: media.mime_type.includes('*') ? (opened.mimeType ?? 'application/octet-stream') : media.mime_type,
-        bytes: buffers(opened.bytes),
-        maxBytes: MAX_FILE_BYTES,
-      });
-    } catch (error) {
-      if (error instanceof ApiError && error.details?.constraint === 'max_bytes')
-        return settle(ctx, row, media, { status: 'too_large', error: null });
-      // Cut off mid-way: the bytes kept so far are gone (store removes them); another try may pass.
-      return failedTry(ctx, row, media, job, {
-        ok: false,
-        kind: 'retryable',
-        code: 'network_error',
-        message: `The download was cut off: ${(error as Error).message}`.slice(0, 500),
-        httpStatus: null,
-      });
-    }
-    return settle(ctx, row, media, { status: 'stored', error: null }, upload);
+    const kept = await keepDownload(ctx, {
+      filename: media.filename ?? null,
+      // Messenger and Instagram name only the kind (`image/*`): the download says the type.
+      mimeType: media.mime_type.includes('*') ? (opened.mimeType ?? 'application/octet-stream') : media.mime_type,
+      bytes: opened.bytes,
+      maxBytes: MAX_FILE_BYTES,
+    });
+    if (kept.ok) return settle(ctx, row, media, { status: 'stored', error: null }, kept.upload);
+    if (kept.tooLarge) return settle(ctx, row, media, { status: 'too_large', error: null });
+    return failedTry(ctx, row, media, job, kept.error);
   },
 };
 
@@ -152,8 +140,27 @@ async function settle(...args: Parameters<typeof settleMedia>): Promise<undefine
 
 class MessageGone extends Error {}
 
-export async function* buffers(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Buffer> {
+async function* buffers(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Buffer> {
   for await (const chunk of chunks) yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+}
+
+/**
+ * Keeps downloaded bytes as a file (inbound media, and an outbound link): the upload, or why not: over
+ * `maxBytes`, or cut off mid-way (the bytes kept so far are gone, store removes them; another try may pass).
+ */
+export async function keepDownload(
+  ctx: ServiceContext,
+  input: { filename: string | null; mimeType: string; bytes: AsyncIterable<Uint8Array>; maxBytes: number },
+): Promise<
+  { ok: true; upload: StoredUpload } | { ok: false; tooLarge: true } | { ok: false; tooLarge: false; error: GraphError }
+> {
+  try {
+    return { ok: true, upload: await filesService.store(ctx, { ...input, bytes: buffers(input.bytes) }) };
+  } catch (error) {
+    if (error instanceof ApiError && error.details?.constraint === 'max_bytes') return { ok: false, tooLarge: true };
+    const message = `The download was cut off: ${(error as Error).message}`;
+    return { ok: false, tooLarge: false, error: networkFailure('retryable', 'network_error', message) };
+  }
 }
 
 /** Stops a download whose bytes are not wanted. */

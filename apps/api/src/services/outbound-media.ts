@@ -21,8 +21,8 @@ import { filesRepository } from '../repositories/files.js';
 import type { MessageRow } from '../repositories/messages.js';
 import { webhookUrlProblem } from '../webhook-addresses.js';
 import { type ServiceContext, scopeOf } from './context.js';
-import { type StoredUpload, filesService } from './files.js';
-import { buffers, settleMedia } from './media.js';
+import { filesService } from './files.js';
+import { keepDownload, settleMedia } from './media.js';
 
 /**
  * Outbound media (CONTRACT: Files and media): a message names a file kept by Convo or a link. Each
@@ -192,21 +192,14 @@ async function keepLink(
     stream.destroy?.();
     return giveUp(refused.error, refused.status);
   }
-  let upload: StoredUpload;
-  try {
-    upload = await filesService.store(ctx, {
-      filename: media.filename ?? null,
-      mimeType,
-      bytes: buffers(stream),
-      maxBytes: rule.maxBytes,
-    });
-  } catch (error) {
-    if (error instanceof ApiError && error.details?.constraint === 'max_bytes') return giveUp(tooLarge, 'too_large');
-    return giveUp(
-      networkFailure('retryable', 'network_error', `The download was cut off: ${(error as Error).message}`),
-    );
-  }
-  const updated = await settleMedia(ctx, message, media, { status: 'stored', error: null }, upload);
+  const kept = await keepDownload(ctx, {
+    filename: media.filename ?? null,
+    mimeType,
+    bytes: stream,
+    maxBytes: rule.maxBytes,
+  });
+  if (!kept.ok) return kept.tooLarge ? giveUp(tooLarge, 'too_large') : giveUp(kept.error);
+  const updated = await settleMedia(ctx, message, media, { status: 'stored', error: null }, kept.upload);
   const fileId = updated?.media?.file_id;
   if (!fileId) return permanent('message_deleted', 'The message was deleted while its media was fetched');
   return { ok: true, fileId };
