@@ -1,4 +1,6 @@
 import type * as z from 'zod';
+import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP } from './common.js';
+import type { Constraint } from './errors.js';
 import {
   AddTagBody,
   Contact,
@@ -7,6 +9,7 @@ import {
   ContactTagParams,
   CreateContactBody,
   ListContactsQuery,
+  MAX_TAGS_PER_CONTACT,
   UpdateContactBody,
 } from './contacts.js';
 import {
@@ -38,6 +41,7 @@ import {
   ReplayDeliveriesBody,
   ListDeliveriesQuery,
   ListWebhookEndpointsQuery,
+  MAX_WEBHOOK_ENDPOINTS,
   UpdateWebhookEndpointBody,
   WebhookDelivery,
   WebhookDeliveryList,
@@ -51,6 +55,8 @@ import {
   CreateWorkflowBody,
   ListRunsQuery,
   ListWorkflowsQuery,
+  MAX_IF_DEPTH,
+  MAX_STEPS_IN_ALL,
   TriggerWorkflowBody,
   UpdateWorkflowBody,
   Workflow,
@@ -60,6 +66,52 @@ import {
   WorkflowRun,
   WorkflowRunList,
 } from './workflows.js';
+
+/**
+ * A 400 that a request the operation's JSON Schema accepts may still get, because it depends on stored state, on
+ * what the platform takes, or on a count the schema cannot state. The OpenAPI document lists them under the 400
+ * (`x-refusals`), and the route fuzz fails on any other 400 to a request the schema accepts.
+ */
+export interface Refusal {
+  /** `details.field`; `*` stands for any run of characters (`steps.*url`: `steps.0.url`, `steps.1.then.0.url`). */
+  field: string;
+  constraint: Constraint;
+  /** When it happens, in a sentence. */
+  when: string;
+}
+
+/** A phone number another contact of the account has. */
+const PHONE_TAKEN: Refusal = {
+  field: 'phone',
+  constraint: 'unique',
+  when: 'Another contact of the account has this phone number (`details.existing_id` names it).',
+};
+
+/** What a workflow's steps may not be, beyond each step's schema. */
+const STEP_REFUSALS: readonly Refusal[] = [
+  {
+    field: 'steps*',
+    constraint: 'max',
+    when: `More than ${MAX_STEPS_IN_ALL} steps in all, counting those inside \`if\` steps, or an \`if\` nested more than ${MAX_IF_DEPTH} deep.`,
+  },
+  {
+    field: 'steps.*url',
+    constraint: 'format',
+    when: "An `http_request` step's URL is not https or not a public address.",
+  },
+];
+
+/** A date and time the schema takes as ISO 8601 that falls outside the years 0000 to 9999 once in UTC. */
+const dateBounds = (field: string): Refusal[] => [
+  { field, constraint: 'min', when: `Earlier than ${EARLIEST_TIMESTAMP} once in UTC.` },
+  { field, constraint: 'max', when: `Later than ${LATEST_TIMESTAMP} once in UTC.` },
+];
+
+const NOT_WHATSAPP: Refusal = {
+  field: 'business_account_id',
+  constraint: 'unknown',
+  when: 'The channel is not a WhatsApp channel.',
+};
 
 /** What a key must be allowed to do to call an operation. */
 export type Permission = 'read' | 'write';
@@ -90,6 +142,8 @@ export interface EndpointDefinition {
    * `data` is a `response`; `Last-Event-ID` resumes after an event.
    */
   stream?: true;
+  /** The 400s beyond the schema (Refusal). */
+  refusals?: readonly Refusal[];
 }
 
 const endpoint = <const E extends EndpointDefinition>(definition: E): E => definition;
@@ -138,6 +192,13 @@ export const endpoints = {
     body: UpdateConversationBody,
     status: 200,
     response: Conversation,
+    refusals: [
+      {
+        field: 'status',
+        constraint: 'transition',
+        when: "The conversation's status cannot move to the one asked (an archived conversation stays archived).",
+      },
+    ],
   }),
   'conversations.listMessages': endpoint({
     method: 'GET',
@@ -162,6 +223,65 @@ export const endpoints = {
     body: SendMessageBody,
     status: 201,
     response: Message,
+    refusals: [
+      { field: 'message', constraint: 'unique', when: '`content` and its alias `message` are both given, and differ.' },
+      {
+        field: 'conversation_id',
+        constraint: 'transition',
+        when: 'The conversation is archived, or its channel was deleted or is disabled.',
+      },
+      {
+        field: 'type',
+        constraint: 'enum',
+        when: 'A `template` message in a conversation on a channel other than WhatsApp.',
+      },
+      {
+        field: 'type',
+        constraint: 'window',
+        when: 'A message other than a `template` when the contact has not written on the channel within 24 hours.',
+      },
+      {
+        field: 'content',
+        constraint: 'unknown',
+        when: 'A caption on Messenger or Instagram, whose attachments carry none.',
+      },
+      {
+        field: 'media.file_id',
+        constraint: 'format',
+        when: "The file's type is not one the platform takes for this message type.",
+      },
+      {
+        field: 'media.file_id',
+        constraint: 'max',
+        when: 'The file is larger than the platform takes for this message type.',
+      },
+      {
+        field: 'media.url',
+        constraint: 'format',
+        when: 'The link is not https or not a public address, or its extension names a type the platform does not take.',
+      },
+      {
+        field: 'media.url',
+        constraint: 'max',
+        when: 'The link is larger than the platform takes for this message type.',
+      },
+      {
+        field: 'template.name',
+        constraint: 'enum',
+        when: "The channel's business account has no such template, or it is not `APPROVED`.",
+      },
+      { field: 'template.language', constraint: 'enum', when: 'The template exists, but not in this language.' },
+      {
+        field: 'template.components',
+        constraint: 'min',
+        when: "Fewer parameters than the template's placeholders in a component.",
+      },
+      {
+        field: 'template.components',
+        constraint: 'max',
+        when: "More parameters than the template's placeholders in a component.",
+      },
+    ],
   }),
   'messages.retrieve': endpoint({
     method: 'GET',
@@ -224,6 +344,7 @@ export const endpoints = {
     body: CreateContactBody,
     status: 201,
     response: Contact,
+    refusals: [PHONE_TAKEN],
   }),
   'contacts.retrieve': endpoint({
     method: 'GET',
@@ -244,6 +365,7 @@ export const endpoints = {
     body: UpdateContactBody,
     status: 200,
     response: Contact,
+    refusals: [PHONE_TAKEN],
   }),
   'contacts.delete': endpoint({
     method: 'DELETE',
@@ -264,6 +386,7 @@ export const endpoints = {
     body: AddTagBody,
     status: 200,
     response: Contact,
+    refusals: [{ field: 'tags', constraint: 'max', when: `The contact already has ${MAX_TAGS_PER_CONTACT} tags.` }],
   }),
   'contacts.tags.remove': endpoint({
     method: 'DELETE',
@@ -326,6 +449,20 @@ export const endpoints = {
     body: CreateOrderBody,
     status: 201,
     response: Order,
+    refusals: [
+      {
+        field: 'number',
+        constraint: 'unique',
+        when: 'Another order of the account has this number (`details.existing_id` names it).',
+      },
+      {
+        field: 'number',
+        constraint: 'required',
+        when: "No number was given and the account's highest number already has the most digits a number may have.",
+      },
+      { field: 'items', constraint: 'max', when: "The order's total is larger than the API can represent (2^53 − 1)." },
+      ...dateBounds('placed_at'),
+    ],
   }),
   'orders.retrieve': endpoint({
     method: 'GET',
@@ -348,6 +485,13 @@ export const endpoints = {
     body: UpdateOrderBody,
     status: 200,
     response: Order,
+    refusals: [
+      {
+        field: 'status',
+        constraint: 'transition',
+        when: "The order's status cannot move to the one asked (see `status`).",
+      },
+    ],
   }),
   'workflows.list': endpoint({
     method: 'GET',
@@ -369,6 +513,7 @@ export const endpoints = {
     body: CreateWorkflowBody,
     status: 201,
     response: Workflow,
+    refusals: STEP_REFUSALS,
   }),
   'workflows.retrieve': endpoint({
     method: 'GET',
@@ -390,6 +535,7 @@ export const endpoints = {
     body: UpdateWorkflowBody,
     status: 200,
     response: Workflow,
+    refusals: STEP_REFUSALS,
   }),
   'workflows.delete': endpoint({
     method: 'DELETE',
@@ -411,6 +557,7 @@ export const endpoints = {
     body: TriggerWorkflowBody,
     status: 202,
     response: WorkflowRun,
+    refusals: [{ field: 'enabled', constraint: 'transition', when: 'The workflow is disabled.' }],
   }),
   'workflows.listRuns': endpoint({
     method: 'GET',
@@ -442,6 +589,7 @@ export const endpoints = {
     params: WorkflowRunParams,
     status: 200,
     response: WorkflowRun,
+    refusals: [{ field: 'run_id', constraint: 'transition', when: 'The run is neither `queued` nor `waiting`.' }],
   }),
   'events.list': endpoint({
     method: 'GET',
@@ -492,6 +640,10 @@ export const endpoints = {
     body: CreateWebhookEndpointBody,
     status: 201,
     response: CreatedWebhookEndpoint,
+    refusals: [
+      { field: 'url', constraint: 'format', when: 'The URL is not https or not a public address.' },
+      { field: 'body', constraint: 'max', when: `The account already has ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints.` },
+    ],
   }),
   'webhookEndpoints.retrieve': endpoint({
     method: 'GET',
@@ -511,6 +663,7 @@ export const endpoints = {
     body: UpdateWebhookEndpointBody,
     status: 200,
     response: WebhookEndpoint,
+    refusals: [{ field: 'url', constraint: 'format', when: 'The URL is not https or not a public address.' }],
   }),
   'webhookEndpoints.delete': endpoint({
     method: 'DELETE',
@@ -564,6 +717,7 @@ export const endpoints = {
     body: ReplayDeliveriesBody,
     status: 202,
     response: DeliveryReplay,
+    refusals: [...dateBounds('since'), ...dateBounds('until')],
   }),
   'channels.list': endpoint({
     method: 'GET',
@@ -586,6 +740,14 @@ export const endpoints = {
     body: CreateChannelBody,
     status: 201,
     response: Channel,
+    refusals: [
+      {
+        field: 'external_id',
+        constraint: 'unique',
+        when: 'The account already has a channel for this id on this platform (`details.existing_id` names it).',
+      },
+      NOT_WHATSAPP,
+    ],
   }),
   'channels.retrieve': endpoint({
     method: 'GET',
@@ -607,6 +769,7 @@ export const endpoints = {
     body: UpdateChannelBody,
     status: 200,
     response: Channel,
+    refusals: [NOT_WHATSAPP],
   }),
   'channels.listTemplates': endpoint({
     method: 'GET',
@@ -620,6 +783,18 @@ export const endpoints = {
     query: ListTemplatesQuery,
     status: 200,
     response: WhatsAppTemplateList,
+    refusals: [
+      {
+        field: 'business_account_id',
+        constraint: 'required',
+        when: 'The channel is not a WhatsApp channel, or has no `business_account_id`.',
+      },
+      {
+        field: 'business_account_id',
+        constraint: 'enum',
+        when: "The Graph API refused to list the business account's templates with the channel's token.",
+      },
+    ],
   }),
   'channels.delete': endpoint({
     method: 'DELETE',
@@ -641,6 +816,13 @@ export const endpoints = {
     body: SandboxInboundBody,
     status: 201,
     response: Message,
+    refusals: [
+      {
+        field: 'conversation_id',
+        constraint: 'transition',
+        when: "The contact's conversation was archived while the message was stored.",
+      },
+    ],
   }),
 } as const satisfies Record<string, EndpointDefinition>;
 

@@ -3,6 +3,7 @@ import packageJson from '../package.json' with { type: 'json' };
 import {
   CONTRACT_VERSION,
   type EndpointDefinition,
+  MAX_TAGS_PER_CONTACT,
   REQUEST_TEXT_PATTERN,
   buildOpenApiDocument,
   endpoints,
@@ -201,6 +202,24 @@ describe('buildOpenApiDocument', () => {
       | { responses: Record<string, { description: string }> }
       | undefined;
     expect(create?.responses['400']?.description).toContain('lone surrogate');
+  });
+
+  it("lists each operation's refusals beyond the schema under its 400, as text and as x-refusals", () => {
+    type Response = { description: string; 'x-refusals'?: unknown };
+    const responsesOf = (path: string, method: string) =>
+      (doc.paths[path]?.[method] as { responses: Record<string, Response> } | undefined)?.responses ?? {};
+    const send = responsesOf('/v1/messages', 'post')['400'];
+    expect(send?.['x-refusals']).toEqual(endpoints['messages.send'].refusals);
+    expect(send?.description).toContain('- `type`, `window`: ');
+    expect(send?.description).toContain(
+      '- `template.language`, `enum`: The template exists, but not in this language.',
+    );
+    // Only the 400, and only where there are some.
+    expect(responsesOf('/v1/messages', 'post')['404']?.['x-refusals']).toBeUndefined();
+    expect(responsesOf('/v1/contacts', 'get')['400']).not.toHaveProperty('x-refusals');
+    expect(responsesOf('/v1/contacts/{id}/tags', 'post')['400']?.description).toContain(
+      `The contact already has ${MAX_TAGS_PER_CONTACT} tags.`,
+    );
   });
 
   it('leaves out excluded operations', () => {

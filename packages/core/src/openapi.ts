@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { codeSamples } from './code-samples.js';
 import { ERROR_STATUS, ErrorBody } from './errors.js';
-import { type EndpointDefinition, type OperationId, endpoints, toOpenApiPath } from './endpoints.js';
+import { type EndpointDefinition, type OperationId, type Refusal, endpoints, toOpenApiPath } from './endpoints.js';
 import { quickstart } from './quickstart.js';
 import { type OperationExample, STORY_ORIGIN, errorExamples, operationExamples } from './story.js';
 import { CONTRACT_VERSION } from './version.js';
@@ -108,6 +108,14 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   429: 'Too many requests: retry after `Retry-After` seconds.',
   500: 'Internal error: the message names the request id.',
 };
+
+/** An operation's 400s beyond its schema, as a list under the 400's description (`x-refusals` has them as data). */
+const refusalsText = (refusals: readonly Refusal[]): string =>
+  refusals.length === 0
+    ? ''
+    : `\n\nA request the schema accepts may also be refused:\n${refusals
+        .map(({ field, constraint, when }) => `\n- \`${field}\`, \`${constraint}\`: ${when}`)
+        .join('')}`;
 
 function parameters(
   collector: SchemaCollector,
@@ -248,8 +256,10 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}) {
       500,
     ];
     for (const status of errorStatuses) {
+      const refusals = status === 400 ? (op.refusals ?? []) : [];
       responses[status] = {
-        description: ERROR_DESCRIPTIONS[status],
+        description: ERROR_DESCRIPTIONS[status] + refusalsText(refusals),
+        ...(refusals.length > 0 ? { 'x-refusals': refusals } : {}),
         headers: headersOf(status),
         content: {
           'application/json': { schema: errorRef, examples: { [errorExampleName(status)]: errorExampleRef(status) } },

@@ -2,6 +2,9 @@ import * as z from 'zod';
 import { Id, Timestamp, dateTimeInput, listOf, pagination, text } from './common.js';
 import { EVENT_TYPES } from './event-types.js';
 
+/** Webhook endpoints per account (Stripe's number): each event fans out to all of them. */
+export const MAX_WEBHOOK_ENDPOINTS = 16;
+
 export const WebhookEndpointStatus = z.enum(['enabled', 'disabled']).meta({ id: 'WebhookEndpointStatus' });
 
 /** A subscription: event types, or `["*"]` for all of them. */

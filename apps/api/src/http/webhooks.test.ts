@@ -4,6 +4,7 @@ import {
   CreatedWebhookEndpoint,
   Event,
   EventList,
+  MAX_WEBHOOK_ENDPOINTS,
   Message,
   Order,
   DeliveryReplay,
@@ -21,7 +22,6 @@ import { endpointLane, enqueue } from '../repositories/jobs.js';
 import { Worker, jobHandlers } from '../worker/worker.js';
 import { webhookEndpointsRepository } from '../repositories/webhooks.js';
 import { accountsService } from '../services/accounts.js';
-import { MAX_WEBHOOK_ENDPOINTS } from '../services/webhooks.js';
 import {
   type TestServer,
   describeEachDialect,

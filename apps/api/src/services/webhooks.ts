@@ -1,13 +1,14 @@
-import type {
-  CreateWebhookEndpointBody,
-  CreatedWebhookEndpoint,
-  DeliveryReplay,
-  ReplayDeliveriesBody,
-  ListDeliveriesQuery,
-  ListWebhookEndpointsQuery,
-  UpdateWebhookEndpointBody,
-  WebhookDelivery,
-  WebhookEndpoint,
+import {
+  type CreateWebhookEndpointBody,
+  type CreatedWebhookEndpoint,
+  type DeliveryReplay,
+  type ListDeliveriesQuery,
+  type ListWebhookEndpointsQuery,
+  MAX_WEBHOOK_ENDPOINTS,
+  type ReplayDeliveriesBody,
+  type UpdateWebhookEndpointBody,
+  type WebhookDelivery,
+  type WebhookEndpoint,
 } from '@convo/core';
 import type * as z from 'zod';
 import { ApiError } from '../errors.js';
@@ -74,9 +75,6 @@ async function findEndpointOrThrow(scope: TenantScope, id: string): Promise<Webh
 }
 
 /** https and a public host, unless the server allows private webhooks (a 400 on `url` otherwise). */
-/** Webhook endpoints per account (Stripe's number): each event fans out to all of them. */
-export const MAX_WEBHOOK_ENDPOINTS = 16;
-
 async function assertDeliverableUrl(ctx: ServiceContext, url: string): Promise<void> {
   const problem = await webhookUrlProblem(url, { allowPrivate: ctx.settings.allowPrivateWebhooks });
   if (problem) throw ApiError.badRequest('url', 'format', problem);

@@ -20,7 +20,14 @@ export interface OpenApiOperation {
   operationId: string;
   parameters?: Schema[];
   requestBody?: { content: Record<string, { schema: Schema }> };
-  responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+  responses: Record<
+    string,
+    {
+      content?: Record<string, { schema: Schema }>;
+      /** The 400s beyond the schema (core's Refusal): `field` with `*` for any run of characters. */
+      'x-refusals'?: { field: string; constraint: string }[];
+    }
+  >;
 }
 export interface OpenApiDocument {
   paths: Record<string, Record<string, OpenApiOperation>>;

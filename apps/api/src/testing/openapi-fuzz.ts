@@ -21,12 +21,18 @@
  * every mismatch instead of stopping at the first. Both dialects run at once, five operations at a
  * time (vitest's maxConcurrency); each operation sends its requests one after the other.
  */
-import { CONSTRAINTS, ERROR_STATUS, type EndpointDefinition, type OperationId, endpoints } from '@convo/core';
+import {
+  CONSTRAINTS,
+  ERROR_STATUS,
+  type EndpointDefinition,
+  MAX_WEBHOOK_ENDPOINTS,
+  type OperationId,
+  endpoints,
+} from '@convo/core';
 import fc from 'fast-check';
 import { maxHeaderSize } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/database.js';
-import { MAX_WEBHOOK_ENDPOINTS } from '../services/webhooks.js';
 import {
   type TestServer,
   answerText,
@@ -849,31 +855,25 @@ function judge(
   return { validity, headBytes, foreignPath, foreignBodyId, oddPath, refusedText };
 }
 
-/** The only 400s a request the document accepts may get: rules about state, or beyond JSON Schema. */
-function semanticRefusal(field: string, constraint: string, verdict: Verdict): boolean {
-  if (constraint === 'unique' || constraint === 'transition') return true;
+/**
+ * The only 400s a request the document accepts may get: those the document lists for the operation (its 400's
+ * `x-refusals`: state, platform rules, counts), and two every operation has.
+ */
+function semanticRefusal(operation: Operation, field: string, constraint: string, verdict: Verdict): boolean {
   // U+0000, a lone surrogate or `__proto__`, which the document's description rules out everywhere.
   if (constraint === 'pattern' && verdict.refusedText) return true;
   // An Idempotency-Key used before with another request.
   if (constraint === 'idempotency_key' && field === 'Idempotency-Key') return true;
-  // A contact's 51st tag (tags.add); an order total beyond 2^53 (items).
-  if (constraint === 'max' && (field === 'tags' || field === 'items')) return true;
-  // `format: uri` cannot say "http(s) with a host name"; the server's URL check is the stricter.
-  if (constraint === 'format' && (field === 'url' || field.endsWith('.url'))) return true;
-  // A workflow's 101st step counting those inside `if` steps, or an `if` nested a fourth time.
-  if (constraint === 'max' && /^steps(\.\d+\.(then|else)\.\d+)*$/.test(field)) return true;
-  // The account's 16th webhook endpoint: a count the document cannot state.
-  if (constraint === 'max' && field === 'body') return true;
-  // What the platform takes: a channel's platform and business account (its templates, as Meta lists them), a
-  // file's type and size, a caption on Messenger or Instagram; all stored or remote state the document cannot state.
-  if (field === 'business_account_id' && ['required', 'unknown', 'enum'].includes(constraint)) return true;
-  if (['media.file_id', 'media.url'].includes(field) && ['format', 'max'].includes(constraint)) return true;
-  if (field === 'content' && constraint === 'unknown') return true;
-  if (field.startsWith('template.') && ['enum', 'min', 'max'].includes(constraint)) return true;
-  // `format: date-time` cannot bound a date: one outside the years 0000 to 9999 once in UTC.
-  if ((constraint === 'min' || constraint === 'max') && ['placed_at', 'since', 'until'].includes(field)) return true;
-  return false;
+  return (operation.spec.responses['400']?.['x-refusals'] ?? []).some(
+    (refusal) => refusal.constraint === constraint && globMatches(refusal.field, field),
+  );
 }
+
+/** `steps.*url` matches `steps.0.url` and `steps.0.then.1.url`: `*` stands for any run of characters. */
+const globMatches = (pattern: string, field: string): boolean =>
+  new RegExp(`^${pattern.split('*').map(escapeRegExp).join('.*')}$`).test(field);
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The documented operation a path and method lead to, if any. */
 function matchOperation(operations: Operation[], method: string, pathname: string): Operation | undefined {
@@ -1010,7 +1010,7 @@ function assertExpectations(
     if (status === 400) {
       const { field, constraint } = body.error.details as { field: string; constraint: string };
       check(
-        semanticRefusal(field, constraint, verdict),
+        semanticRefusal(operation, field, constraint, verdict),
         `the document accepts this request, but the server refused ${field} (${constraint}): ${body.error.message}`,
       );
     }

@@ -2104,7 +2104,13 @@ export interface operations {
                     "application/json": components["schemas"]["Conversation"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `status`, `transition`: The conversation's status cannot move to the one asked (an archived conversation stays archived).
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2384,7 +2390,25 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `message`, `unique`: `content` and its alias `message` are both given, and differ.
+             *     - `conversation_id`, `transition`: The conversation is archived, or its channel was deleted or is disabled.
+             *     - `type`, `enum`: A `template` message in a conversation on a channel other than WhatsApp.
+             *     - `type`, `window`: A message other than a `template` when the contact has not written on the channel within 24 hours.
+             *     - `content`, `unknown`: A caption on Messenger or Instagram, whose attachments carry none.
+             *     - `media.file_id`, `format`: The file's type is not one the platform takes for this message type.
+             *     - `media.file_id`, `max`: The file is larger than the platform takes for this message type.
+             *     - `media.url`, `format`: The link is not https or not a public address, or its extension names a type the platform does not take.
+             *     - `media.url`, `max`: The link is larger than the platform takes for this message type.
+             *     - `template.name`, `enum`: The channel's business account has no such template, or it is not `APPROVED`.
+             *     - `template.language`, `enum`: The template exists, but not in this language.
+             *     - `template.components`, `min`: Fewer parameters than the template's placeholders in a component.
+             *     - `template.components`, `max`: More parameters than the template's placeholders in a component.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3125,7 +3149,13 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `phone`, `unique`: Another contact of the account has this phone number (`details.existing_id` names it).
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3491,7 +3521,13 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `phone`, `unique`: Another contact of the account has this phone number (`details.existing_id` names it).
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3634,7 +3670,13 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `tags`, `max`: The contact already has 50 tags.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4397,7 +4439,17 @@ export interface operations {
                     "application/json": components["schemas"]["Order"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `number`, `unique`: Another order of the account has this number (`details.existing_id` names it).
+             *     - `number`, `required`: No number was given and the account's highest number already has the most digits a number may have.
+             *     - `items`, `max`: The order's total is larger than the API can represent (2^53 − 1).
+             *     - `placed_at`, `min`: Earlier than 0000-01-01T00:00:00.000Z once in UTC.
+             *     - `placed_at`, `max`: Later than 9999-12-31T23:59:59.999Z once in UTC.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4668,7 +4720,13 @@ export interface operations {
                     "application/json": components["schemas"]["Order"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `status`, `transition`: The order's status cannot move to the one asked (see `status`).
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4966,7 +5024,14 @@ export interface operations {
                     "application/json": components["schemas"]["Workflow"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `steps*`, `max`: More than 100 steps in all, counting those inside `if` steps, or an `if` nested more than 3 deep.
+             *     - `steps.*url`, `format`: An `http_request` step's URL is not https or not a public address.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5336,7 +5401,14 @@ export interface operations {
                     "application/json": components["schemas"]["Workflow"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `steps*`, `max`: More than 100 steps in all, counting those inside `if` steps, or an `if` nested more than 3 deep.
+             *     - `steps.*url`, `format`: An `http_request` step's URL is not https or not a public address.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5486,7 +5558,13 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowRun"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `enabled`, `transition`: The workflow is disabled.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5918,7 +5996,13 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowRun"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `run_id`, `transition`: The run is neither `queued` nor `waiting`.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6444,7 +6528,14 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhookEndpoint"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `url`, `format`: The URL is not https or not a public address.
+             *     - `body`, `max`: The account already has 16 webhook endpoints.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6789,7 +6880,13 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `url`, `format`: The URL is not https or not a public address.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7328,7 +7425,16 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryReplay"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `since`, `min`: Earlier than 0000-01-01T00:00:00.000Z once in UTC.
+             *     - `since`, `max`: Later than 9999-12-31T23:59:59.999Z once in UTC.
+             *     - `until`, `min`: Earlier than 0000-01-01T00:00:00.000Z once in UTC.
+             *     - `until`, `max`: Later than 9999-12-31T23:59:59.999Z once in UTC.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7584,7 +7690,14 @@ export interface operations {
                     "application/json": components["schemas"]["Channel"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `external_id`, `unique`: The account already has a channel for this id on this platform (`details.existing_id` names it).
+             *     - `business_account_id`, `unknown`: The channel is not a WhatsApp channel.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7939,7 +8052,13 @@ export interface operations {
                     "application/json": components["schemas"]["Channel"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `business_account_id`, `unknown`: The channel is not a WhatsApp channel.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8097,7 +8216,14 @@ export interface operations {
                     "application/json": components["schemas"]["WhatsAppTemplateList"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `business_account_id`, `required`: The channel is not a WhatsApp channel, or has no `business_account_id`.
+             *     - `business_account_id`, `enum`: The Graph API refused to list the business account's templates with the channel's token.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8231,7 +8357,13 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`. */
+            /**
+             * @description Invalid request: `details.field` and `details.constraint` say what to fix; U+0000, a lone surrogate or a `__proto__` key anywhere in it is `pattern`.
+             *
+             *     A request the schema accepts may also be refused:
+             *
+             *     - `conversation_id`, `transition`: The contact's conversation was archived while the message was stored.
+             */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
