@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { CreateContactBody, CreateOrderBody, ListConversationsQuery, SendMessageBody, TagName, text } from './index.js';
+import {
+  CreateContactBody,
+  CreateOrderBody,
+  ListConversationsQuery,
+  SendMessageBody,
+  TagName,
+  WebhookUrl,
+  text,
+} from './index.js';
 
 describe('text()', () => {
   it('counts code points, not UTF-16 units', () => {
@@ -102,6 +110,16 @@ describe('formats', () => {
     for (const bad of ['a/b', ' a', 'a '])
       expect(TagName.safeParse(bad).error?.issues[0]).toMatchObject({ code: 'invalid_format', format: 'regex' });
     expect(TagName.safeParse('café vip').success).toBe(true);
+  });
+
+  it('refuses white space in a URL as a url format problem, which zod would otherwise trim or drop', () => {
+    for (const bad of [' https://hooks.example.org/', 'https://hooks.example.org/ ', 'https://hooks.ex\tample.org/x'])
+      expect(WebhookUrl.safeParse(bad).error?.issues[0], JSON.stringify(bad)).toMatchObject({
+        code: 'invalid_format',
+        format: 'url',
+      });
+    expect(WebhookUrl.parse('https://hooks.example.org:8443/in?x=1')).toBe('https://hooks.example.org:8443/in?x=1');
+    expect(WebhookUrl.safeParse('ftp://hooks.example.org/').success).toBe(false);
   });
 });
 

@@ -18,11 +18,24 @@ export const WebhookEventFilter = z
 const WEBHOOK_HOST = new RegExp(`${z.regexes.hostname.source}|^\\[[0-9A-Fa-f:.]+\\]$`);
 
 export const WebhookUrl = z
-  .url({
-    protocol: /^https?$/,
-    hostname: WEBHOOK_HOST,
-    error: 'Must be an absolute URL: https, or plain http where the server accepts private webhooks',
+  .string()
+  // zod's URL check trims the value and drops tabs and newlines: refused first, so a URL reads back as sent.
+  .check((ctx) => {
+    if (/\s/.test(ctx.value))
+      ctx.issues.push({
+        code: 'invalid_format',
+        format: 'url',
+        input: ctx.value,
+        message: 'Must not contain whitespace: send the URL exactly as it is to be called',
+      });
   })
+  .check(
+    z.url({
+      protocol: /^https?$/,
+      hostname: WEBHOOK_HOST,
+      error: 'Must be an absolute URL: https, or plain http where the server accepts private webhooks',
+    }),
+  )
   .max(2048)
   .meta({
     description:

@@ -156,6 +156,8 @@ describeEachDialect('webhook endpoints', (server) => {
       [{ events: ['*'] }, 'url', 'required'],
       [{ url: 'not a url', events: ['*'] }, 'url', 'format'],
       [{ url: 'ftp://hooks.example.com/x', events: ['*'] }, 'url', 'format'],
+      // Stored as sent or not at all: a URL with white space around or in it is not trimmed.
+      [{ url: ' https://hooks.example.com/x ', events: ['*'] }, 'url', 'format'],
       [{ url: 42, events: ['*'] }, 'url', 'type'],
       [{ url: 'https://hooks.example.com/x' }, 'events', 'required'],
       [{ url: 'https://hooks.example.com/x', events: [] }, 'events', 'min'],
