@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { openDatabase } from '../db/database.js';
 import { EVENTS_CHANNEL } from '../db/event-notifications.js';
 import { contactsService } from '../services/contacts.js';
-import { MAX_STREAMS_PER_ACCOUNT } from '../services/event-stream.js';
+import { EventFeed, MAX_STREAMS_PER_ACCOUNT } from '../services/event-stream.js';
 import { type OpenStream, openEventStream } from '../testing/event-stream-client.js';
 import {
   ACTIVE_DIALECTS,
@@ -48,6 +48,17 @@ describeEachDialect('the event stream', (server) => {
     );
   const listed = async () =>
     expectBody(await server().request('GET', '/events', { query: { limit: 100 } }), 200, EventList).data;
+
+  it('reads for nobody, and fails on nothing, when the last stream ends while its first read is under way', async () => {
+    const errors: unknown[] = [];
+    const logger = { warn: () => {}, error: (obj: object) => void errors.push(obj) };
+    const feed = new EventFeed({ database: server().database, settings: server().settings }, logger);
+    await createContact();
+    // follow() starts the account's read, whose first query is still under way when the stream ends here.
+    (await feed.follow(server().accountId, {})).end();
+    await feed.close();
+    expect(errors).toEqual([]);
+  });
 
   it('sends each new event as id, event and data, as GET /v1/events lists it, oldest first', async () => {
     const before = (await listed())[0];

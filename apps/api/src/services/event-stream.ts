@@ -188,6 +188,8 @@ export class EventFeed {
     const scope = scopeOf(ctx);
     if (await eventsRepository.hasUnpositioned(scope))
       await transaction(ctx, (tx) => eventsRepository.assignPositions(scopeOf(tx)));
+    // The last stream may have ended meanwhile: nobody to read for (and no lowest position).
+    if (open.size === 0) return;
     let from = Math.min(...[...open].map((follower) => follower.position));
     for (;;) {
       const rows = await eventsRepository.after(scope, from, BATCH);

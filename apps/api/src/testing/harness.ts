@@ -101,7 +101,9 @@ export async function startTestServer(
   const testDatabase: TestDatabase = await createTestDatabase(dialect);
   const database = openDatabase(testDatabase.url);
   await migrateToLatest(database.db);
-  const app: FastifyInstance = await buildServer({ database, settings, logger: false });
+  // TEST_SERVER_LOG=1 prints the servers' error lines (the cause of a 500, which its body never says).
+  const logger = process.env.TEST_SERVER_LOG === '1' ? { level: 'error' } : false;
+  const app: FastifyInstance = await buildServer({ database, settings, logger });
   const workers: Worker[] = [];
   // Never started: drainJobs() runs it one claim at a time (Worker.runDue).
   const drainer = new Worker({ database, handlers: jobHandlers({ database, settings }) });
