@@ -1,4 +1,4 @@
-import { REQUEST_TEXT_PATTERN } from '@convo/core';
+import { REQUEST_TEXT_PATTERN, type Refusal } from '@convo/core';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
@@ -24,8 +24,8 @@ export interface OpenApiOperation {
     string,
     {
       content?: Record<string, { schema: Schema }>;
-      /** The 400s beyond the schema (core's Refusal): `field` with `*` for any run of characters. */
-      'x-refusals'?: { field: string; constraint: string }[];
+      /** The 400s beyond the schema, as the endpoint table declares them. */
+      'x-refusals'?: Refusal[];
     }
   >;
 }
